@@ -1,0 +1,49 @@
+/* ctensor.h: tensors and neural-network training in C, on CPUs and NVIDIA GPUs.
+ *
+ * Include this one header. The layers:
+ *   ctensor/error.h   status codes, the thread-local last error
+ *   ctensor/dtype.h   element types and promotion
+ *   ctensor/device.h  devices, streams, events, threads, memory statistics
+ *   ctensor/tensor.h  the tensor handle: creation, views, lifetime, transfers
+ *   ctensor/random.h  the Philox generator and random tensors
+ *   ctensor/ops.h     elementwise ops, reductions, matmul, softmax, indexing
+ *   ctensor/io.h      .npy files
+ *
+ *   #include <ctensor.h>
+ *   int main(void) {
+ *     ct_tensor *x = ct_rand(CT_SHAPE(1000), NULL);
+ *     ct_tensor *y = ct_rand(CT_SHAPE(1000), NULL);
+ *     ct_tensor *z = ct_add(x, y);
+ *     double s;
+ *     if (!z || ct_item(ct_sum(z, NULL), &s) != CT_OK)   // (leaks the sum; see scopes)
+ *       return fprintf(stderr, "%s\n", ct_last_error_message()), 1;
+ *     printf("%f\n", s);
+ *   }
+ */
+#ifndef CTENSOR_H
+#define CTENSOR_H
+
+#define CTENSOR_VERSION_MAJOR 0
+#define CTENSOR_VERSION_MINOR 1
+#define CTENSOR_VERSION_PATCH 0
+
+#include "ctensor/device.h"
+#include "ctensor/dtype.h"
+#include "ctensor/error.h"
+#include "ctensor/io.h"
+#include "ctensor/ops.h"
+#include "ctensor/random.h"
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The library version: "0.1.0". */
+const char *ct_library_version(void);
+/* Build options as text: "blas=openblas openmp=on cuda=off ...". */
+const char *ct_build_info(void);
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTENSOR_H */

@@ -1,0 +1,106 @@
+/* ctensor/device.h: devices, the default device, streams, events, threads.
+ *
+ * A device is a small value: ct_cpu(), ct_cuda(0), ct_device_parse("cuda:1").
+ * Device-agnostic code asks for ct_default_device(): the device named by the
+ * environment variable CT_DEVICE ("cpu", "cuda", "cuda:1"), else the best one
+ * available (cuda:0 when a GPU is present, else the CPU).
+ *
+ *   ct_device dev = ct_default_device();
+ *   ct_tensor *x = ct_zeros(CT_SHAPE(8, 42), &(ct_tensor_opts){.device = dev});
+ *
+ * Operations on CUDA tensors are queued on the device's current stream and
+ * return at once; reading values on the host synchronizes. CPU operations run
+ * synchronously. This header includes no CUDA header.
+ */
+#ifndef CTENSOR_DEVICE_H
+#define CTENSOR_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_device_type { CT_DEVICE_CPU = 0, CT_DEVICE_CUDA = 1 } ct_device_type;
+
+/* A device: {CT_DEVICE_CPU, 0} (the zero value) or {CT_DEVICE_CUDA, n}. */
+typedef struct ct_device {
+  int8_t type;  /* ct_device_type */
+  int8_t index; /* GPU ordinal among the visible ones; 0 for the CPU */
+} ct_device;
+
+#define CT_DEVICE_NAME_MAX 16
+
+ct_device ct_cpu(void);
+ct_device ct_cuda(int index);
+bool ct_device_equal(ct_device a, ct_device b);
+/* "cpu" or "cuda:N". The string is static storage per thread (rotating
+ * buffers, so two calls may appear in one printf). */
+const char *ct_device_name(ct_device device);
+/* Parses "cpu", "cuda" (the current CUDA device) or "cuda:N". Fails with
+ * CT_ERR_DEVICE for a malformed name and CT_ERR_UNAVAILABLE for a CUDA device
+ * this machine or build does not have. */
+ct_status ct_device_parse(const char *name, ct_device *out);
+/* CT_DEVICE if set and valid, else cuda:0 when available, else the CPU. */
+ct_device ct_default_device(void);
+
+/* Whether this build has the CUDA backend and a usable GPU is visible. */
+bool ct_cuda_is_available(void);
+/* Number of visible GPUs (0 without CUDA). Honours CUDA_VISIBLE_DEVICES. */
+int ct_cuda_device_count(void);
+/* The current CUDA device (where "cuda" without an index goes). */
+ct_status ct_cuda_set_device(int index);
+int ct_cuda_current_device(void);
+
+/* Blocks until all queued work on the device is done (no-op on the CPU). */
+ct_status ct_synchronize(ct_device device);
+
+/* Streams: ordered queues of device work. On the CPU a stream is a valid
+ * handle whose operations run at once. */
+typedef struct ct_stream ct_stream;
+ct_stream *ct_stream_new(ct_device device);
+void ct_stream_free(ct_stream *stream); /* NULL is a no-op */
+/* The stream new work on its device goes to; NULL restores the default stream. */
+ct_status ct_stream_set_current(ct_device device, ct_stream *stream);
+ct_stream *ct_stream_current(ct_device device);
+ct_status ct_stream_synchronize(ct_stream *stream);
+
+/* Events: markers in a stream, for ordering and timing. */
+typedef struct ct_event ct_event;
+ct_event *ct_event_new(ct_device device, bool enable_timing);
+void ct_event_free(ct_event *event); /* NULL is a no-op */
+/* Records the event on a stream (NULL: the device's current stream). */
+ct_status ct_event_record(ct_event *event, ct_stream *stream);
+ct_status ct_event_synchronize(ct_event *event);
+/* Makes future work on `stream` (NULL: current) wait for `event`. */
+ct_status ct_stream_wait_event(ct_stream *stream, ct_event *event);
+/* Milliseconds between two recorded timing events; synchronizes on `end`. */
+ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms);
+
+/* CPU threads used by large operations (OpenMP). Defaults to the number of
+ * cores, or OMP_NUM_THREADS / CT_NUM_THREADS when set. Small operations run on
+ * the calling thread without thread start-up cost. */
+void ct_set_num_threads(int n);
+int ct_get_num_threads(void);
+
+/* Statistics of a device's caching allocator (for the CPU: the host cache). */
+typedef struct ct_memory_stats {
+  size_t allocated;       /* bytes in live tensors */
+  size_t reserved;        /* bytes held: live plus cached */
+  size_t peak_allocated;  /* high-water mark of `allocated` */
+  uint64_t num_allocs;    /* allocation requests served */
+  uint64_t num_cache_hits;/* requests served from the cache */
+} ct_memory_stats;
+ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out);
+/* Returns cached, unused blocks to the system (host cache or GPU cache). */
+ct_status ct_empty_cache(ct_device device);
+ct_status ct_cuda_empty_cache(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTENSOR_DEVICE_H */

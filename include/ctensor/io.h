@@ -1,0 +1,31 @@
+/* ctensor/io.h: reading and writing tensors in NumPy's .npy format.
+ *
+ * Every dtype but bf16 maps to a NumPy dtype and round-trips (f16 is '<f2');
+ * NumPy has no bf16, so a bf16 tensor is saved as f32, exactly. Loading accepts C and Fortran order and both byte
+ * orders. A malformed, truncated or hostile file fails with CT_ERR_FORMAT
+ * naming the field at fault; sizes are checked with overflow-safe arithmetic
+ * before anything is allocated and the header length is capped.
+ *
+ *   ct_tensor *x = ct_load_npy("x.npy");           // CPU tensor
+ *   ct_save_npy("y.npy", y);                        // any device
+ */
+#ifndef CTENSOR_IO_H
+#define CTENSOR_IO_H
+
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads a .npy file into a new CPU tensor. */
+ct_tensor *ct_load_npy(const char *path);
+/* Parses a .npy image held in memory (what ct_load_npy reads). */
+ct_tensor *ct_load_npy_buffer(const void *data, size_t size);
+/* Saves t (any device, any layout) as a C-order little-endian .npy file. */
+ct_status ct_save_npy(const char *path, const ct_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTENSOR_IO_H */

@@ -1,0 +1,60 @@
+/* ctensor/random.h: random tensors from one counter-based generator.
+ *
+ * All random numbers come from Philox 4x32-10 keyed by a seed. Element i of a
+ * random tensor depends only on (seed, the generator's offset, i), so the CPU
+ * and the CUDA backend produce bit-identical rand/randn/randint for the same
+ * seed, whatever the number of threads.
+ *
+ *   ct_manual_seed(42);
+ *   ct_tensor *x = ct_randn(CT_SHAPE(3, 4), NULL);
+ */
+#ifndef CTENSOR_RANDOM_H
+#define CTENSOR_RANDOM_H
+
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Seeds the default generator and resets its offset. */
+void ct_manual_seed(uint64_t seed);
+/* The default generator (process-wide; its offset advances atomically). */
+ct_generator *ct_default_generator(void);
+
+/* An independent generator (for data loaders, per-run determinism). */
+ct_generator *ct_generator_new(uint64_t seed);
+void ct_generator_free(ct_generator *g); /* NULL is a no-op */
+void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
+void ct_generator_get_state(const ct_generator *g, uint64_t *seed, uint64_t *offset);
+/* One uniform 64-bit draw (advances the generator), for host-side choices. */
+uint64_t ct_generator_next_u64(ct_generator *g);
+
+/* Uniform [0, 1). Floating dtypes only. */
+ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+/* Standard normal (Box-Muller). Floating dtypes only. */
+ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+/* Integers uniform in [low, high), stored in opts->dtype (f32 by default, as
+ * torch.randint; pass CT_I64 for indices). */
+ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
+                      const ct_tensor_opts *opts);
+/* Normal with mean and std. */
+ct_tensor *ct_normal(double mean, double std, const int64_t *shape, int ndim,
+                     const ct_tensor_opts *opts);
+/* Uniform [low, high). */
+ct_tensor *ct_uniform(double low, double high, const int64_t *shape, int ndim,
+                      const ct_tensor_opts *opts);
+/* 1 with probability p[i], else 0; same shape/dtype/device as p (g: NULL = default). */
+ct_tensor *ct_bernoulli(const ct_tensor *p, ct_generator *g);
+/* 1 with probability p, else 0, of shape/dtype/device of t. */
+ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g);
+/* In-place fills: uniform [low, high), normal(mean, std). Return t. */
+ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g);
+ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g);
+/* A random permutation of 0..n-1 (i64, CPU unless opts->device). */
+ct_tensor *ct_randperm(int64_t n, const ct_tensor_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTENSOR_RANDOM_H */

@@ -1,0 +1,69 @@
+/* The CPU backend's table and its memory: the host caching allocator. */
+#include "backend/cpu/cpu_kernels.h"
+#include "core/cuda_api.h"
+
+void *ct__cpu_alloc(int device_index, size_t nbytes, bool pinned) {
+  (void)device_index;
+  (void)pinned; /* page-locking is the CUDA backend's business; plain memory here */
+  void *p = ct__host_alloc(nbytes);
+  if (!p) {
+    ct_memory_stats st;
+    ct__host_memory_stats(&st);
+    ct__fail(CT_ERR_OOM,
+             "out of host memory allocating %zu bytes (ctensor holds %zu bytes in tensors, %zu "
+             "reserved)",
+             nbytes, st.allocated, st.reserved);
+  }
+  return p;
+}
+
+void ct__cpu_free(int device_index, void *ptr, size_t nbytes, bool pinned) {
+  (void)device_index;
+  (void)pinned;
+  ct__host_free(ptr, nbytes);
+}
+
+static ct_status cpu_memory_stats(int device_index, ct_memory_stats *out) {
+  (void)device_index;
+  ct__host_memory_stats(out);
+  return CT_OK;
+}
+
+static ct_status cpu_empty_cache(int device_index) {
+  (void)device_index;
+  ct__host_empty_cache();
+  return CT_OK;
+}
+
+const ct_backend ct__cpu_backend = {
+    .name = "cpu",
+    .alloc = ct__cpu_alloc,
+    .free = ct__cpu_free,
+    .memory_stats = cpu_memory_stats,
+    .empty_cache = cpu_empty_cache,
+    .copy = ct__cpu_copy,
+    .copy_from_host = ct__cpu_copy_from_host,
+    .copy_to_host = ct__cpu_copy_to_host,
+    .fill = ct__cpu_fill,
+    .unary = ct__cpu_unary,
+    .binary = ct__cpu_binary,
+    .binary_scalar = ct__cpu_binary_scalar,
+    .axpy = ct__cpu_axpy,
+    .where = ct__cpu_where,
+    .reduce = ct__cpu_reduce,
+    .arg_reduce = ct__cpu_arg_reduce,
+    .softmax = ct__cpu_softmax,
+    .matmul = ct__cpu_matmul,
+    .index_select = ct__cpu_index_select,
+    .gather = ct__cpu_gather,
+    .scatter = ct__cpu_scatter,
+    .masked_select = ct__cpu_masked_select,
+    .count_nonzero = ct__cpu_count_nonzero,
+    .triangle = ct__cpu_triangle,
+    .random = ct__cpu_random,
+    /* No execution slots: CPU work is synchronous. */
+};
+
+/* OpenBLAS keeps its own thread pool; keep its size equal to ctensor's. */
+extern void openblas_set_num_threads(int num_threads);
+void ct__blas_set_num_threads(int n) { openblas_set_num_threads(n); }

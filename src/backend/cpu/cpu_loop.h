@@ -1,0 +1,87 @@
+/* The CPU's strided loop: runs an inner kernel over rows of up to four
+ * tensors of one shape (out first), after merging dims that are contiguous in
+ * every operand, so that most calls see one long row. Large loops are split
+ * across OpenMP threads; small ones run on the calling thread.
+ *
+ * An inner kernel gets the row's base pointers, the byte stride of each operand
+ * along the row (0 for a broadcast operand) and the row length. Kernels test
+ * for the contiguous case (stride == element size) so the compiler vectorizes
+ * it, and fall back to strided access otherwise. */
+#ifndef CT_CPU_LOOP_H
+#define CT_CPU_LOOP_H
+
+#include "core/half.h"
+#include "core/internal.h"
+
+#define CT_LOOP_MAX_ARGS 4
+
+typedef void (*ct_loop_fn)(char **data, const int64_t *strides, int64_t n, void *ctx);
+
+typedef struct ct_loop {
+  int nargs;
+  int ndim;                                       /* >= 1 after coalescing */
+  int64_t shape[CT_MAX_DIMS];                     /* dim ndim-1 is the row */
+  int64_t strides[CT_LOOP_MAX_ARGS][CT_MAX_DIMS]; /* in BYTES */
+  char *data[CT_LOOP_MAX_ARGS];
+  int64_t numel;
+} ct_loop;
+
+/* ts[0] is the output; all have the same shape (broadcast beforehand). */
+void ct__loop_init(ct_loop *L, int nargs, const ct_tensor *const *ts);
+/* Calls fn on every row; splits across threads when numel >= grain
+ * (grain <= 0: CT_PARALLEL_GRAIN). */
+void ct__loop_run(const ct_loop *L, ct_loop_fn fn, void *ctx, int64_t grain);
+
+/* Convenience: init + run. */
+static inline void ct__loop(int nargs, const ct_tensor *const *ts, ct_loop_fn fn, void *ctx) {
+  ct_loop L;
+  ct__loop_init(&L, nargs, ts);
+  ct__loop_run(&L, fn, ctx, 0);
+}
+
+/* Runs body(begin, end) over [0, n) split across threads when n >= grain. */
+typedef void (*ct_range_fn)(int64_t begin, int64_t end, void *ctx);
+void ct__parallel_for(int64_t n, int64_t grain, ct_range_fn fn, void *ctx);
+
+
+/* X-macro over the dtypes with a native C type: X(CT_ENUM, ctype). f16 and
+ * bf16 are handled by converting rows to f32 (see ct__half_rows). */
+#define CT_FOR_NATIVE_DTYPES(X) \
+  X(CT_F32, float)              \
+  X(CT_F64, double)             \
+  X(CT_I8, int8_t)              \
+  X(CT_U8, uint8_t)             \
+  X(CT_I16, int16_t)            \
+  X(CT_I32, int32_t)            \
+  X(CT_I64, int64_t)            \
+  X(CT_BOOL, bool)
+
+/* Rows of f16/bf16 operands are converted to f32 in blocks of this many
+ * elements, computed by the f32 kernel, and the output converted back. */
+#define CT_HALF_BLOCK 256
+
+/* Runs an f32 row kernel `f32_fn` over operands whose dtypes are given in
+ * dtypes[] (CT_F16, CT_BF16 or CT_F32 each; other operand dtypes are passed
+ * through untouched, e.g. a bool output). Use as the ct_loop_fn with
+ * ctx = ct_half_ctx. */
+typedef struct ct_half_ctx {
+  ct_loop_fn f32_fn;
+  void *f32_ctx;
+  int nargs;
+  ct_dtype dtypes[CT_LOOP_MAX_ARGS];
+  bool out_is_written; /* operand 0 is an output to convert back */
+} ct_half_ctx;
+void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *ctx);
+
+static inline bool ct__is_half(ct_dtype d) { return d == CT_F16 || d == CT_BF16; }
+static inline float ct__half_load(const void *p, ct_dtype d) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return d == CT_F16 ? ct_f16_to_f32(h) : ct_bf16_to_f32(h);
+}
+static inline void ct__half_store(void *p, ct_dtype d, float v) {
+  uint16_t h = d == CT_F16 ? ct_f32_to_f16(v) : ct_f32_to_bf16(v);
+  memcpy(p, &h, 2);
+}
+
+#endif /* CT_CPU_LOOP_H */

@@ -1,0 +1,130 @@
+/* Device values, the default device, threads, and the CPU side of streams,
+ * events and memory statistics (CUDA fills these in through its backend). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/backend.h"
+#include "core/cuda_api.h"
+
+ct_device ct_cpu(void) { return (ct_device){CT_DEVICE_CPU, 0}; }
+ct_device ct_cuda(int index) { return (ct_device){CT_DEVICE_CUDA, (int8_t)index}; }
+bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.index == b.index; }
+
+const char *ct_device_name(ct_device d) {
+  static _Thread_local char bufs[4][CT_DEVICE_NAME_MAX];
+  static _Thread_local int next;
+  char *b = bufs[next++ & 3];
+  if (d.type == CT_DEVICE_CPU) snprintf(b, CT_DEVICE_NAME_MAX, "cpu");
+  else if (d.type == CT_DEVICE_CUDA) snprintf(b, CT_DEVICE_NAME_MAX, "cuda:%d", d.index);
+  else snprintf(b, CT_DEVICE_NAME_MAX, "device?%d", d.type);
+  return b;
+}
+
+ct_status ct_device_parse(const char *name, ct_device *out) {
+  if (!name || !out) return ct__fail_status(CT_ERR_ARG, "device_parse: NULL argument");
+  if (strcmp(name, "cpu") == 0) return *out = ct_cpu(), CT_OK;
+  if (strncmp(name, "cuda", 4) == 0) {
+    int index;
+    if (name[4] == 0) {
+      index = ct_cuda_current_device();
+    } else if (name[4] == ':') {
+      char *end;
+      long v = strtol(name + 5, &end, 10);
+      if (end == name + 5 || *end || v < 0 || v > 127)
+        return ct__fail_status(CT_ERR_DEVICE,
+                               "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)",
+                               name);
+      index = (int)v;
+    } else {
+      return ct__fail_status(CT_ERR_DEVICE,
+                             "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)",
+                             name);
+    }
+    int count = ct_cuda_device_count();
+    if (count == 0)
+      return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but %s", name,
+                             ct__cuda_compiled() ? "no CUDA GPU is visible"
+                                                 : "this build has no CUDA support");
+    if (index >= count)
+      return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but only %d GPU%s visible",
+                             name, count, count == 1 ? " is" : "s are");
+    return *out = ct_cuda(index), CT_OK;
+  }
+  return ct__fail_status(CT_ERR_DEVICE,
+                         "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)", name);
+}
+
+ct_device ct_default_device(void) {
+  const char *env = getenv("CT_DEVICE");
+  ct_device d;
+  if (env && *env && strcmp(env, "auto") != 0) {
+    if (ct_device_parse(env, &d) == CT_OK) return d;
+    fprintf(stderr, "ctensor: CT_DEVICE=%s ignored: %s\n", env, ct_last_error_message());
+    ct_clear_error();
+  }
+  return ct_cuda_is_available() ? ct_cuda(0) : ct_cpu();
+}
+
+bool ct_cuda_is_available(void) { return ct_cuda_device_count() > 0; }
+int ct_cuda_device_count(void) { return ct__cuda_device_count(); }
+ct_status ct_cuda_set_device(int index) { return ct__cuda_set_device(index); }
+int ct_cuda_current_device(void) { return ct__cuda_current_device(); }
+
+ct_status ct_synchronize(ct_device device) {
+  const ct_backend *be = ct__backend((ct_device_type)device.type);
+  if (!be) return ct__fail_status(CT_ERR_UNAVAILABLE, "synchronize: no backend for %s", ct_device_name(device));
+  return be->synchronize ? be->synchronize(device.index) : CT_OK;
+}
+
+/* ---- Threads ---------------------------------------------------------------- */
+
+static int num_threads = 0;
+
+int ct__num_threads(void) {
+  if (num_threads <= 0) {
+    const char *env = getenv("CT_NUM_THREADS");
+    int n = env ? atoi(env) : 0;
+#ifdef _OPENMP
+    if (n <= 0) n = omp_get_max_threads();
+#endif
+    num_threads = n > 0 ? n : 1;
+  }
+  return num_threads;
+}
+
+void ct_set_num_threads(int n) {
+  num_threads = n > 0 ? n : 1;
+#ifdef _OPENMP
+  omp_set_num_threads(num_threads);
+#endif
+  ct__blas_set_num_threads(num_threads);
+}
+
+int ct_get_num_threads(void) { return ct__num_threads(); }
+
+/* ---- Memory statistics -------------------------------------------------------- */
+
+ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out) {
+  if (!out) return ct__fail_status(CT_ERR_ARG, "memory_stats: out is NULL");
+  const ct_backend *be = ct__backend((ct_device_type)device.type);
+  if (!be || !be->memory_stats)
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "memory_stats: no backend for %s", ct_device_name(device));
+  return be->memory_stats(device.index, out);
+}
+
+ct_status ct_empty_cache(ct_device device) {
+  const ct_backend *be = ct__backend((ct_device_type)device.type);
+  if (!be || !be->empty_cache)
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "empty_cache: no backend for %s", ct_device_name(device));
+  return be->empty_cache(device.index);
+}
+
+ct_status ct_cuda_empty_cache(void) {
+  if (!ct_cuda_is_available()) return CT_OK; /* nothing cached without a GPU */
+  return ct_empty_cache(ct_cuda(ct_cuda_current_device()));
+}

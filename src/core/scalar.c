@@ -1,0 +1,51 @@
+/* Single values of any dtype read and written through double (item, fills,
+ * printing, references). Not for hot loops. */
+#include "core/half.h"
+#include "core/internal.h"
+
+static inline float half_load(const void *p, ct_dtype d) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return d == CT_F16 ? ct_f16_to_f32(h) : ct_bf16_to_f32(h);
+}
+static inline void half_store(void *p, ct_dtype d, float v) {
+  uint16_t h = d == CT_F16 ? ct_f32_to_f16(v) : ct_f32_to_bf16(v);
+  memcpy(p, &h, 2);
+}
+
+double ct__load_as_double(const void *p, ct_dtype dtype) {
+  switch (dtype) {
+#define X(E, T) \
+  case E: return (double)*(const T *)p;
+    X(CT_F32, float) X(CT_F64, double) X(CT_I8, int8_t) X(CT_U8, uint8_t) X(CT_I16, int16_t) X(CT_I32, int32_t) X(CT_I64, int64_t) X(CT_BOOL, bool)
+#undef X
+  case CT_F16:
+  case CT_BF16: return (double)half_load(p, dtype);
+  default: return 0;
+  }
+}
+
+/* Out-of-range float-to-integer casts are undefined in C: saturate to int64
+ * first (nan to 0), then wrap to the narrower type. */
+static int64_t saturate_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+void ct__store_from_double(void *p, ct_dtype dtype, double v) {
+  switch (dtype) {
+  case CT_BOOL: *(bool *)p = v != 0; break;
+  case CT_F32: *(float *)p = (float)v; break;
+  case CT_F64: *(double *)p = v; break;
+#define X(E, T) \
+  case E: *(T *)p = (T)(uint64_t)saturate_i64(v); break;
+    X(CT_I8, int8_t) X(CT_U8, uint8_t) X(CT_I16, int16_t) X(CT_I32, int32_t) X(CT_I64, int64_t)
+#undef X
+  case CT_F16:
+  case CT_BF16: half_store(p, dtype, (float)v); break;
+  default: break;
+  }
+}
+

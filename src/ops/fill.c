@@ -1,0 +1,14 @@
+/* In-place fills. */
+#include "ops/ops_internal.h"
+
+ct_tensor *ct_fill_(ct_tensor *t, double value) {
+  if (!t) return NULL;
+  if (ct__has_internal_overlap(t))
+    return ct__fail(CT_ERR_ARG, "fill_: the tensor has elements that share memory (an expanded view)");
+  const ct_backend *be = ct__backend_for("fill_", t);
+  if (!be || be->fill(t, value) != CT_OK) return NULL;
+  ct__bump_version(t);
+  return t;
+}
+
+ct_tensor *ct_zero_(ct_tensor *t) { return ct_fill_(t, 0.0); }

@@ -1,0 +1,148 @@
+/* Copies, casts and transfers between devices: the only functions that
+ * cross devices. */
+#include <stdlib.h>
+
+#include "ops/ops_internal.h"
+
+ct_tensor *ct_contiguous(const ct_tensor *t) {
+  if (!t) return NULL;
+  return ct__track_distinct(ct__contiguous(t), t);
+}
+
+ct_tensor *ct_clone(const ct_tensor *t) {
+  if (!t) return NULL;
+  return ct__track(ct__clone(t));
+}
+
+ct_tensor *ct_cast(const ct_tensor *t, ct_dtype dtype) {
+  if (!t) return NULL;
+  if ((unsigned)dtype >= CT_DTYPE_COUNT) return ct__fail(CT_ERR_DTYPE, "cast: invalid dtype %d", (int)dtype);
+  return ct__track_distinct(ct__cast(t, dtype), t);
+}
+
+/* Copies contiguous `src` (any device) into contiguous `dst` (another device). */
+static ct_status cross_copy(ct_tensor *dst, const ct_tensor *src, bool non_blocking) {
+  size_t nbytes = ct_nbytes(src);
+  if (nbytes == 0) return CT_OK;
+  if (ct__is_cpu(src))
+    return ct__backend_of(dst)->copy_from_host(dst, ct__data(src), nbytes,
+                                               non_blocking && (src->storage->flags & CT_STORAGE_PINNED));
+  if (ct__is_cpu(dst))
+    return ct__backend_of(src)->copy_to_host(ct__data(dst), src, nbytes,
+                                             non_blocking && (dst->storage->flags & CT_STORAGE_PINNED));
+  /* GPU to GPU on different devices: stage through host memory. */
+  void *stage = malloc(nbytes);
+  if (!stage) return ct__fail_status(CT_ERR_OOM, "to: out of host memory staging %zu bytes", nbytes);
+  ct_status st = ct__backend_of(src)->copy_to_host(stage, src, nbytes, false);
+  if (st == CT_OK) st = ct__backend_of(dst)->copy_from_host(dst, stage, nbytes, false);
+  free(stage);
+  return st;
+}
+
+/* Internal ct_to: an unregistered result. */
+static ct_tensor *to_device(const ct_tensor *t, ct_device device, bool non_blocking, bool force_copy) {
+  ct_device from = ct__device(t);
+  if (ct_device_equal(from, device)) return force_copy ? ct__clone(t) : ct__retain(t);
+  if (!ct__backend((ct_device_type)device.type) ||
+      (device.type == CT_DEVICE_CUDA && device.index >= ct_cuda_device_count()))
+    return ct__fail(CT_ERR_UNAVAILABLE, "to: %s is not available (%d GPU(s) visible%s)",
+                    ct_device_name(device), ct_cuda_device_count(),
+                    ct__backend(CT_DEVICE_CUDA) ? "" : ", no CUDA in this build");
+  ct_tensor *src = ct__contiguous(t);
+  if (!src) return NULL;
+  ct_tensor *dst = ct__empty(t->shape, t->ndim, t->dtype, device);
+  if (dst && cross_copy(dst, src, non_blocking) != CT_OK) {
+    ct__release(dst);
+    dst = NULL;
+  }
+  ct__release(src);
+  return dst;
+}
+
+/* Set by the autograd layer: records ct_to so gradients flow back across devices. */
+ct_tensor *(*ct__autograd_record_to)(ct_tensor *result, const ct_tensor *input) = NULL;
+
+ct_tensor *ct_to(const ct_tensor *t, ct_device device, const ct_to_opts *opts) {
+  if (!t) return NULL;
+  ct_to_opts o = opts ? *opts : (ct_to_opts){0};
+  ct_tensor *r = to_device(t, device, o.non_blocking, o.copy);
+  if (r && r != t && ct__autograd_record_to) r = ct__autograd_record_to(r, t);
+  return ct__track_distinct(r, t);
+}
+
+ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+  if (!dst || !src) return NULL;
+  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+  int64_t bs[CT_MAX_DIMS];
+  int bn;
+  if (!ct__broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, bs, &bn) || bn != dst->ndim ||
+      memcmp(bs, dst->shape, sizeof(int64_t) * (size_t)bn) != 0)
+    return ct__fail(CT_ERR_SHAPE, "copy_: source of shape %s can't be broadcast to destination %s",
+                    ct__shape_str(src, a, sizeof a), ct__shape_str(dst, b, sizeof b));
+  if (ct__has_internal_overlap(dst))
+    return ct__fail(CT_ERR_ARG, "copy_: the destination has elements that share memory");
+  ct_status st;
+  if (ct_device_equal(ct__device(dst), ct__device(src))) {
+    st = ct__copy_into(dst, src);
+  } else {
+    /* move src across in its own dtype, then convert/broadcast on dst's device */
+    ct_tensor *moved = to_device(src, ct__device(dst), false, false);
+    st = moved ? ct__copy_into(dst, moved) : ct_last_error();
+    ct__release(moved);
+  }
+  if (st != CT_OK) return NULL;
+  ct__bump_version(dst);
+  return dst;
+}
+
+ct_tensor *ct_pin_memory(const ct_tensor *t) {
+  if (!t) return NULL;
+  if (!ct__is_cpu(t))
+    return ct__fail(CT_ERR_DEVICE, "pin_memory: only CPU tensors can be pinned, this one is on %s",
+                    ct_device_name(ct__device(t)));
+  if (!ct_cuda_is_available())
+    return ct__fail(CT_ERR_UNAVAILABLE, "pin_memory: pinned memory needs a usable CUDA GPU, and %s",
+                    ct__backend(CT_DEVICE_CUDA) ? "none is visible" : "this build has no CUDA");
+  ct_tensor *r = ct__empty_pinned(t->shape, t->ndim, t->dtype);
+  if (r && ct__backend_of(r)->copy(r, t) != CT_OK) {
+    ct__release(r);
+    r = NULL;
+  }
+  return ct__track(r);
+}
+
+bool ct_is_pinned(const ct_tensor *t) { return t && (t->storage->flags & CT_STORAGE_PINNED); }
+
+ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t nbytes) {
+  if (!t) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "copy_to_host: tensor is NULL");
+  size_t need = ct_nbytes(t);
+  if (!dst && need) return ct__fail_status(CT_ERR_ARG, "copy_to_host: destination is NULL");
+  if (nbytes < need)
+    return ct__fail_status(CT_ERR_ARG, "copy_to_host: buffer of %zu bytes is smaller than the %zu bytes of the tensor",
+                           nbytes, need);
+  if (need == 0) return CT_OK;
+  ct_tensor *c = ct__contiguous(t);
+  if (!c) return ct_last_error();
+  ct_status st = ct__backend_of(c)->copy_to_host(dst, c, need, false);
+  ct__release(c);
+  return st;
+}
+
+ct_status ct_item(const ct_tensor *t, double *out) {
+  if (!t) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "item: tensor is NULL");
+  if (!out) return ct__fail_status(CT_ERR_ARG, "item: out is NULL");
+  if (t->numel != 1) {
+    char a[CT_SHAPE_STR_MAX];
+    return ct__fail_status(CT_ERR_SHAPE, "item: a tensor with %lld elements (shape %s) can't be converted to a number",
+                           (long long)t->numel, ct__shape_str(t, a, sizeof a));
+  }
+  unsigned char buf[8];
+  if (ct__is_cpu(t)) {
+    memcpy(buf, ct__data(t), ct__elsize(t->dtype));
+  } else {
+    ct_status st = ct__backend_of(t)->copy_to_host(buf, t, ct__elsize(t->dtype), false);
+    if (st != CT_OK) return st;
+  }
+  *out = ct__load_as_double(buf, t->dtype);
+  return CT_OK;
+}
