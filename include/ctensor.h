@@ -8,6 +8,9 @@
  *   ctensor/random.h  the Philox generator and random tensors
  *   ctensor/ops.h     elementwise ops, reductions, matmul, softmax, indexing
  *   ctensor/io.h      .npy files
+ *   ctensor/autograd.h  gradients: requires_grad, backward, no_grad
+ *   ctensor/nn.h      layers, losses, modules
+ *   ctensor/optim.h   SGD, Adam, AdamW, learning-rate schedules
  *
  *   #include <ctensor.h>
  *   int main(void) {
@@ -27,10 +30,13 @@
 #define CTENSOR_VERSION_MINOR 1
 #define CTENSOR_VERSION_PATCH 0
 
+#include "ctensor/autograd.h"
 #include "ctensor/device.h"
 #include "ctensor/dtype.h"
 #include "ctensor/error.h"
 #include "ctensor/io.h"
+#include "ctensor/nn.h"
+#include "ctensor/optim.h"
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"

@@ -25,6 +25,20 @@ ct_tensor *ct_load_npy_buffer(const void *data, size_t size);
 /* Saves t (any device, any layout) as a C-order little-endian .npy file. */
 ct_status ct_save_npy(const char *path, const ct_tensor *t);
 
+/* safetensors files (what PyTorch's safetensors reads and writes): n named
+ * tensors. The writer stores them in order, C-order little-endian, and writes
+ * atomically (a temporary file, fsync, rename). */
+ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const char *const *names,
+                              int n);
+/* Reads every tensor of a safetensors file (to the CPU). The header and every
+ * offset are validated before anything is allocated: offsets contiguous and
+ * non-overlapping, sizes = shape x dtype size, no overflow; anything else is
+ * CT_ERR_FORMAT naming the field. On success *tensors and *names are malloc'd
+ * arrays of *n entries (names malloc'd too); free them with
+ * ct_safetensors_free. */
+ct_status ct_load_safetensors(const char *path, ct_tensor ***tensors, char ***names, int *n);
+void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
+
 #ifdef __cplusplus
 }
 #endif

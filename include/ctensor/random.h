@@ -51,7 +51,8 @@ ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g);
 /* In-place fills: uniform [low, high), normal(mean, std). Return t. */
 ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g);
 ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g);
-/* A random permutation of 0..n-1 (i64, CPU unless opts->device). */
+/* A random permutation of 0..n-1: always i64 (opts->dtype is ignored), on
+ * opts->device (the CPU by default); shuffled on the host from the generator. */
 ct_tensor *ct_randperm(int64_t n, const ct_tensor_opts *opts);
 
 #ifdef __cplusplus

@@ -19,22 +19,50 @@
 #include "core/internal.h"
 #include "ops/op_table.h"
 
-/* Parameters of the random fills; see core/philox.h for the stream layout. */
+/* Parameters of the random fills. The stream layout (which Philox block and
+ * word feeds element i, and the exact transforms) is defined once in
+ * core/philox.h; every backend reproduces it bit for bit. */
 typedef enum {
-  CT_RANDOM_UNIFORM,   /* a + (b - a) * U[0,1) */
-  CT_RANDOM_NORMAL,    /* a + b * N(0,1) */
-  CT_RANDOM_INT,       /* integers in [a, b) */
-  CT_RANDOM_BERNOULLI, /* 1 if U < a, else 0 (a = probability) */
-  CT_RANDOM_BERNOULLI_TENSOR, /* 1 if U < p[i] (p given as `probs`) */
+  CT_RANDOM_UNIFORM,   /* a + (b - a) * U[0,1); floating out */
+  CT_RANDOM_NORMAL,    /* a + b * N(0,1) (Box-Muller); floating out */
+  CT_RANDOM_INT,       /* int_low + draw % int_range; any out dtype (range fits it) */
+  CT_RANDOM_BERNOULLI, /* 1 if U < a, else 0 (a = probability); any out dtype */
+  CT_RANDOM_BERNOULLI_TENSOR, /* 1 if U < probs[i]; any out dtype */
 } ct_random_kind;
 
 typedef struct ct_random_params {
   ct_random_kind kind;
   double a, b;
+  int64_t int_low;         /* CT_RANDOM_INT: lowest value */
+  uint64_t int_range;      /* CT_RANDOM_INT: number of values, >= 1 */
+  bool wide;               /* 2 elements per Philox block (64-bit draws: f64
+                            * uniform/normal, INT with int_range > 2^32), else 4 */
   uint64_t seed;
-  uint64_t offset;         /* Philox counter of element 0 (in 4-word blocks) */
-  const ct_tensor *probs;  /* CT_RANDOM_BERNOULLI_TENSOR: same shape as out, f32/f64 */
+  uint64_t offset;         /* Philox counter of block 0 (element 0) */
+  const ct_tensor *probs;  /* CT_RANDOM_BERNOULLI_TENSOR: out's shape, contiguous, f32/f64 */
 } ct_random_params;
+
+/* Geometry of a 2-d convolution (all fields filled in by the op layer). */
+typedef struct ct_conv2d_params {
+  int64_t stride[2], padding[2], dilation[2], groups;
+} ct_conv2d_params;
+
+/* Geometry of 2-d pooling (all fields filled in; out sizes computed). */
+typedef struct ct_pool2d_params {
+  int64_t kernel[2], stride[2], padding[2];
+  bool count_include_pad; /* avg: padding counts in the divisor */
+} ct_pool2d_params;
+
+/* One optimizer update over many parameters (one launch on CUDA). */
+typedef enum { CT_OPTIM_SGD, CT_OPTIM_ADAM, CT_OPTIM_ADAMW } ct_optim_kind;
+typedef struct ct_optim_params {
+  ct_optim_kind kind;
+  double lr, momentum, dampening, weight_decay; /* SGD (weight_decay for all) */
+  bool nesterov, first_step;                    /* SGD: first_step initializes the buffer */
+  double beta1, beta2, eps;                     /* Adam(W) */
+  bool amsgrad;
+  int64_t step;                                 /* Adam(W): the step number, from 1 */
+} ct_optim_params;
 
 typedef struct ct_backend {
   const char *name;
@@ -77,19 +105,26 @@ typedef struct ct_backend {
 
   /* ---- Reductions ---- */
   /* out[j] = reduce over the dims with reduce_mask[d] of x. out has x's ndim
-   * (keepdim shape: size 1 on reduced dims). x has the compute dtype chosen by
-   * the op layer (floating for mean/var/std/norm/logsumexp); out's dtype is
-   * the result dtype. p: correction for VAR/STD, the order for NORM. An empty
-   * reduction gives the identity (0, 1, -inf/+inf is an error raised by the op
-   * layer for max/min, nan for mean). */
+   * (keepdim shape: size 1 on reduced dims); x and out have any strides. x
+   * keeps its own dtype (the op layer doesn't cast it): any dtype for
+   * SUM/PROD/MAX/MIN/ALL/ANY, floating for the others; the kernel accumulates
+   * wide (integers in i64, floats in at least f32, f32 sums blocked pairwise).
+   * out's dtype is the result dtype: i64 for SUM/PROD of integers/bool, bool
+   * for ALL/ANY, else x's. p: correction for VAR/STD (divisor max(0, N - p)),
+   * the order for NORM. An empty reduction gives the identity (sum 0, prod 1,
+   * all true, any false, logsumexp -inf; mean/var nan); max/min and norm
+   * +-inf have none, and the op layer rejects those before the call. */
   ct_status (*reduce)(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
                       const bool *reduce_mask, double p);
-  /* Along one dim: values (may be NULL) and i64 indices (may be NULL) of the
-   * first max (is_max) or min; nan counts as the extreme. values/indices have
-   * x's ndim with size 1 at dim. */
+  /* Along one dim: values (may be NULL; x's dtype) and i64 indices (may be
+   * NULL) of the first max (is_max) or min; nan counts as the extreme. x has
+   * any dtype, ndim >= 1 and size >= 1 at dim; values/indices have x's ndim
+   * with size 1 at dim. */
   ct_status (*arg_reduce)(bool is_max, ct_tensor *values, ct_tensor *indices, const ct_tensor *x,
                           int dim);
-  /* Softmax or log-softmax of x along dim into out (same shape, floating). */
+  /* Softmax or log-softmax of x along dim into out (same shape and floating
+   * dtype, any strides; out may be x). A row holding +inf or only -inf gives
+   * nan, as torch. */
   ct_status (*softmax)(ct_tensor *out, const ct_tensor *x, int dim, bool log);
 
   /* ---- Linear algebra ---- */
@@ -116,8 +151,61 @@ typedef struct ct_backend {
    * j - i <= k (lower) or j - i >= k (upper). out may be x. */
   ct_status (*triangle)(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper);
 
+  /* ---- Gradients of elementwise families (autograd) ---- */
+  /* grad_x = grad_out * d op(x)/dx, fused; x is the op's input, y its output
+   * (either may be what the formula needs; both given, of grad_x's shape and
+   * dtype). p0, p1 as in `unary`. */
+  ct_status (*unary_backward)(ct_unary_op op, ct_tensor *grad_x, const ct_tensor *grad_out,
+                              const ct_tensor *x, const ct_tensor *y, double p0, double p1);
+  /* Gradient of softmax (log: log_softmax) along dim from its output y. */
+  ct_status (*softmax_backward)(ct_tensor *grad_x, const ct_tensor *grad_out, const ct_tensor *y,
+                                int dim, bool log);
+
+  /* ---- Neural-network layers ---- */
+  /* out (N, C_out, H_out, W_out) = conv2d(x (N, C_in, H, W), w (C_out, C_in/g, kH, kW)) + bias
+   * (C_out, or NULL). All contiguous, one floating dtype. */
+  ct_status (*conv2d)(ct_tensor *out, const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                      const ct_conv2d_params *p);
+  /* Gradients of conv2d; each of grad_x, grad_w, grad_b may be NULL (not wanted). */
+  ct_status (*conv2d_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                               const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
+                               const ct_conv2d_params *p);
+  /* Max (is_max, indices i64 of out's shape: flat h*W+w index of the max in its
+   * plane) or average pooling of x (N, C, H, W) into out. Contiguous. */
+  ct_status (*pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x,
+                      const ct_pool2d_params *p);
+  ct_status (*pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                               const ct_tensor *indices, const ct_pool2d_params *p);
+  /* Batch norm over x (N, C, S) (S = spatial size, contiguous). training: uses
+   * batch statistics, writes save_mean/save_invstd (C, f32/f64) and updates
+   * running stats (may be NULL) with momentum; else uses running stats. */
+  ct_status (*batch_norm)(ct_tensor *out, ct_tensor *save_mean, ct_tensor *save_invstd,
+                          const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                          ct_tensor *running_mean, ct_tensor *running_var, bool training,
+                          double momentum, double eps);
+  ct_status (*batch_norm_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                   const ct_tensor *grad_out, const ct_tensor *x,
+                                   const ct_tensor *weight, const ct_tensor *save_mean,
+                                   const ct_tensor *save_invstd, bool training);
+  /* Layer norm of x viewed as (rows, cols) contiguous: mean/rstd (rows). */
+  ct_status (*layer_norm)(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                          const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps);
+  ct_status (*layer_norm_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                   const ct_tensor *grad_out, const ct_tensor *x,
+                                   const ct_tensor *weight, const ct_tensor *mean,
+                                   const ct_tensor *rstd, int64_t cols);
+
+  /* ---- Optimizers ---- */
+  /* Updates n parameters in place from their gradients; state[k][i] are the
+   * per-parameter buffers the kind needs (SGD: momentum buffer or NULL; Adam:
+   * exp_avg, exp_avg_sq, max_exp_avg_sq or NULL). All of one device. */
+  ct_status (*optimizer_step)(const ct_optim_params *p, ct_tensor *const *params,
+                              ct_tensor *const *grads, ct_tensor *const *state0,
+                              ct_tensor *const *state1, ct_tensor *const *state2, int n);
+
   /* ---- Random ---- */
-  /* Fills out (any dtype as documented by the kind) from Philox. */
+  /* Fills out (contiguous; dtype as documented by the kind) from Philox:
+   * element i (row-major) depends only on (seed, offset, i). */
   ct_status (*random)(ct_tensor *out, const ct_random_params *p);
 
   /* ---- Execution (optional: NULL on the CPU, where work is synchronous) ---- */

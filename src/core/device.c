@@ -93,6 +93,7 @@ int ct__num_threads(void) {
     if (n <= 0) n = omp_get_max_threads();
 #endif
     num_threads = n > 0 ? n : 1;
+    if (env) ct__blas_set_num_threads(num_threads); /* keep OpenBLAS's pool the same size */
   }
   return num_threads;
 }

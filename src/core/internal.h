@@ -104,8 +104,11 @@ ct_tensor *ct__track(ct_tensor *t);
  * handle that a scope can own. */
 ct_tensor *ct__track_distinct(ct_tensor *result, const ct_tensor *input);
 
-/* Hook used by ct_free/ct__release to free autograd state (set by autograd). */
+/* Hook used by ct__release to free autograd state (set by the autograd layer
+ * when it first attaches state to a tensor). */
 extern void (*ct__autograd_meta_free)(struct ct_autograd_meta *meta);
+/* Marks a fresh tensor as a leaf requiring grad (creation with requires_grad). */
+ct_status ct__make_leaf_requires_grad(ct_tensor *t);
 
 /* ---- Shapes --------------------------------------------------------------- */
 

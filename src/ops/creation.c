@@ -3,23 +3,19 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/creation.h"
 #include "ops/ops_internal.h"
 
 static const ct_tensor_opts default_opts = {0};
 
-/* Set by the autograd layer: marks a fresh leaf as requiring grad. */
-ct_status (*ct__make_leaf_requires_grad)(ct_tensor *t) = NULL;
 
-static ct_tensor *finish_creation(const char *op, ct_tensor *t, const ct_tensor_opts *o) {
+ct_tensor *ct__finish_creation(const char *op, ct_tensor *t, const ct_tensor_opts *o) {
   if (t && o->requires_grad) {
     if (!ct_dtype_is_floating(t->dtype)) {
+      ct_dtype d = t->dtype;
       ct__release(t);
       return ct__fail(CT_ERR_DTYPE, "%s: only floating tensors can require grad, got %s", op,
-                      ct_dtype_name(t->dtype));
-    }
-    if (!ct__make_leaf_requires_grad) {
-      ct__release(t);
-      return ct__fail(CT_ERR_UNAVAILABLE, "%s: requires_grad needs the autograd layer", op);
+                      ct_dtype_name(d));
     }
     if (ct__make_leaf_requires_grad(t) != CT_OK) {
       ct__release(t);
@@ -47,8 +43,8 @@ static bool check_opts(const char *op, const ct_tensor_opts *o) {
   return true;
 }
 
-/* An unregistered fresh tensor per opts (internal: callers finish_creation). */
-static ct_tensor *make(const char *op, const int64_t *shape, int ndim, const ct_tensor_opts *o) {
+/* An unregistered fresh tensor per opts (internal: callers ct__finish_creation). */
+ct_tensor *ct__create(const char *op, const int64_t *shape, int ndim, const ct_tensor_opts *o) {
   if (!ct__check_shape(op, shape, ndim) || !check_opts(op, o)) return NULL;
   return o->pin_memory ? ct__empty_pinned(shape, ndim, o->dtype)
                        : ct__empty(shape, ndim, o->dtype, o->device);
@@ -57,17 +53,17 @@ static ct_tensor *make(const char *op, const int64_t *shape, int ndim, const ct_
 static ct_tensor *filled(const char *op, const int64_t *shape, int ndim, double v,
                          const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
-  ct_tensor *t = make(op, shape, ndim, o);
+  ct_tensor *t = ct__create(op, shape, ndim, o);
   if (t && ct__backend_of(t)->fill(t, v) != CT_OK) {
     ct__release(t);
     return NULL;
   }
-  return finish_creation(op, t, o);
+  return ct__finish_creation(op, t, o);
 }
 
 ct_tensor *ct_empty(const int64_t *shape, int ndim, const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
-  return finish_creation("empty", make("empty", shape, ndim, o), o);
+  return ct__finish_creation("empty", ct__create("empty", shape, ndim, o), o);
 }
 ct_tensor *ct_zeros(const int64_t *shape, int ndim, const ct_tensor_opts *opts) {
   return filled("zeros", shape, ndim, 0.0, opts);
@@ -91,10 +87,10 @@ static ct_tensor *from_f64(const char *op, const double *vals, const int64_t *sh
   host.device = ct_cpu();
   host.requires_grad = false;
   host.pin_memory = false;
-  ct_tensor *h = make(op, shape, ndim, &host);
+  ct_tensor *h = ct__create(op, shape, ndim, &host);
   if (!h) return NULL;
   memcpy(ct__data(h), vals, (size_t)h->numel * sizeof(double));
-  ct_tensor *r = make(op, shape, ndim, o);
+  ct_tensor *r = ct__create(op, shape, ndim, o);
   if (!r) {
     ct__release(h);
     return NULL;
@@ -131,7 +127,7 @@ ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts
   for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
   ct_tensor *t = from_f64("arange", v, &n, 1, o);
   free(v);
-  return finish_creation("arange", t, o);
+  return ct__finish_creation("arange", t, o);
 }
 
 ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts) {
@@ -145,9 +141,10 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_
   int64_t half = steps / 2;
   for (int64_t i = 0; i < steps; i++)
     v[i] = i < half ? start + delta * (double)i : end - delta * (double)(steps - 1 - i);
+  if (steps == 1) v[0] = start; /* torch: a single step is `start` */
   ct_tensor *t = from_f64("linspace", v, &steps, 1, o);
   free(v);
-  return finish_creation("linspace", t, o);
+  return ct__finish_creation("linspace", t, o);
 }
 
 ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts) {
@@ -155,7 +152,7 @@ ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts) {
   if (m <= 0) m = n;
   if (n < 0) return ct__fail(CT_ERR_ARG, "eye: n must be >= 0, got %lld", (long long)n);
   int64_t shape[2] = {n, m};
-  ct_tensor *t = make("eye", shape, 2, o);
+  ct_tensor *t = ct__create("eye", shape, 2, o);
   if (!t) return NULL;
   const ct_backend *be = ct__backend_of(t);
   ct_status st = be->fill(t, 0.0);
@@ -170,19 +167,19 @@ ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts) {
     ct__release(t);
     return NULL;
   }
-  return finish_creation("eye", t, o);
+  return ct__finish_creation("eye", t, o);
 }
 
 ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
   if (!data && ct__shape_numel(shape, ndim) > 0) return ct__fail(CT_ERR_ARG, "from_data: data is NULL");
-  ct_tensor *t = make("from_data", shape, ndim, o);
+  ct_tensor *t = ct__create("from_data", shape, ndim, o);
   if (!t) return NULL;
   if (t->numel && ct__backend_of(t)->copy_from_host(t, data, ct_nbytes(t), false) != CT_OK) {
     ct__release(t);
     return NULL;
   }
-  return finish_creation("from_data", t, o);
+  return ct__finish_creation("from_data", t, o);
 }
 
 /* opts for *_like: t's dtype and device unless opts given. */

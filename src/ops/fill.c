@@ -1,8 +1,10 @@
 /* In-place fills. */
+#include "autograd/autograd_internal.h"
 #include "ops/ops_internal.h"
 
 ct_tensor *ct_fill_(ct_tensor *t, double value) {
   if (!t) return NULL;
+  if (!ct__ag_inplace_begin("fill_", t, NULL, 0, true)) return NULL;
   if (ct__has_internal_overlap(t))
     return ct__fail(CT_ERR_ARG, "fill_: the tensor has elements that share memory (an expanded view)");
   const ct_backend *be = ct__backend_for("fill_", t);

@@ -2,22 +2,35 @@
  * cross devices. */
 #include <stdlib.h>
 
+#include "autograd/autograd_internal.h"
 #include "ops/ops_internal.h"
 
 ct_tensor *ct_contiguous(const ct_tensor *t) {
   if (!t) return NULL;
-  return ct__track_distinct(ct__contiguous(t), t);
+  ct_tensor *r = ct__contiguous(t);
+  if (r == t) {
+    ct__release(r);
+    return ct__track(ct__ag_view(ct__view_of(t, t->dtype, t->shape, t->strides, t->ndim, t->offset), t,
+                                 CT_VIEW_RESHAPE, NULL));
+  }
+  return ct__track(ct__ag_identity(r, t, "CloneBackward"));
 }
 
 ct_tensor *ct_clone(const ct_tensor *t) {
   if (!t) return NULL;
-  return ct__track(ct__clone(t));
+  return ct__track(ct__ag_identity(ct__clone(t), t, "CloneBackward"));
 }
 
 ct_tensor *ct_cast(const ct_tensor *t, ct_dtype dtype) {
   if (!t) return NULL;
   if ((unsigned)dtype >= CT_DTYPE_COUNT) return ct__fail(CT_ERR_DTYPE, "cast: invalid dtype %d", (int)dtype);
-  return ct__track_distinct(ct__cast(t, dtype), t);
+  ct_tensor *r = ct__cast(t, dtype);
+  if (r == t) {
+    ct__release(r);
+    return ct__track(ct__ag_view(ct__view_of(t, t->dtype, t->shape, t->strides, t->ndim, t->offset), t,
+                                 CT_VIEW_RESHAPE, NULL));
+  }
+  return ct__track(ct__ag_identity(r, t, "ToCopyBackward"));
 }
 
 /* Copies contiguous `src` (any device) into contiguous `dst` (another device). */
@@ -59,15 +72,17 @@ static ct_tensor *to_device(const ct_tensor *t, ct_device device, bool non_block
   return dst;
 }
 
-/* Set by the autograd layer: records ct_to so gradients flow back across devices. */
-ct_tensor *(*ct__autograd_record_to)(ct_tensor *result, const ct_tensor *input) = NULL;
 
 ct_tensor *ct_to(const ct_tensor *t, ct_device device, const ct_to_opts *opts) {
   if (!t) return NULL;
   ct_to_opts o = opts ? *opts : (ct_to_opts){0};
   ct_tensor *r = to_device(t, device, o.non_blocking, o.copy);
-  if (r && r != t && ct__autograd_record_to) r = ct__autograd_record_to(r, t);
-  return ct__track_distinct(r, t);
+  if (r == t) { /* already there: an alias, recorded as a view */
+    ct_tensor *alias = ct__view_of(t, t->dtype, t->shape, t->strides, t->ndim, t->offset);
+    ct__release(r);
+    return ct__track(ct__ag_view(alias, t, CT_VIEW_RESHAPE, NULL));
+  }
+  return ct__track(ct__autograd_record_to(r, t));
 }
 
 ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
@@ -81,6 +96,7 @@ ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
                     ct__shape_str(src, a, sizeof a), ct__shape_str(dst, b, sizeof b));
   if (ct__has_internal_overlap(dst))
     return ct__fail(CT_ERR_ARG, "copy_: the destination has elements that share memory");
+  if (!ct__ag_inplace_begin("copy_", dst, &src, 1, false)) return NULL;
   ct_status st;
   if (ct_device_equal(ct__device(dst), ct__device(src))) {
     st = ct__copy_into(dst, src);

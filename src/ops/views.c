@@ -1,14 +1,21 @@
 /* Views: new shapes and strides on the same storage, never a copy (except
  * ct_reshape, which copies when no view exists). */
+#include "autograd/autograd_internal.h"
 #include "ops/ops_internal.h"
 
 #define NULL_IN(t) \
   do { if (!(t)) return NULL; } while (0)
 
-static ct_tensor *make_view(const ct_tensor *t, const int64_t *shape, const int64_t *strides,
-                            int ndim, int64_t offset) {
-  return ct__track(ct__view_of(t, t->dtype, shape, strides, ndim, offset));
+/* A tracked view of t, recorded for autograd as `kind` (see ct__ag_view). */
+static ct_tensor *view_as(int kind, const int *perm, const ct_tensor *t, const int64_t *shape,
+                          const int64_t *strides, int ndim, int64_t offset) {
+  ct_tensor *v = ct__view_of(t, t->dtype, shape, strides, ndim, offset);
+  return ct__track(ct__ag_view(v, t, kind, perm));
 }
+#define make_view(t, shape, strides, ndim, offset) \
+  view_as(CT_VIEW_RESHAPE, NULL, t, shape, strides, ndim, offset)
+#define strided_view(t, shape, strides, ndim, offset) \
+  view_as(CT_VIEW_STRIDED, NULL, t, shape, strides, ndim, offset)
 
 /* Resolves a -1 in a requested shape against numel. */
 static bool infer_shape(const char *op, const ct_tensor *t, const int64_t *shape, int ndim,
@@ -100,7 +107,7 @@ ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
   ct__contiguous_strides(ns, ndim, st);
   ct_tensor *r = ct__view_of(c, c->dtype, ns, st, ndim, 0);
   ct__release(c);
-  return ct__track(r);
+  return ct__track(ct__ag_view(r, t, CT_VIEW_RESHAPE, NULL));
 }
 
 ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
@@ -108,6 +115,7 @@ ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
   if (ndim != t->ndim)
     return ct__fail(CT_ERR_ARG, "permute: %d dims given for a %d-d tensor", ndim, t->ndim);
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int perm[CT_MAX_DIMS];
   bool seen[CT_MAX_DIMS] = {0};
   for (int i = 0; i < ndim; i++) {
     int d = dims[i];
@@ -115,10 +123,11 @@ ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
       return ct__fail(CT_ERR_ARG, "permute: dim %d out of range for a %d-d tensor", dims[i], t->ndim);
     if (seen[d]) return ct__fail(CT_ERR_ARG, "permute: dim %d repeated", d);
     seen[d] = true;
+    perm[i] = d;
     ns[i] = t->shape[d];
     st[i] = t->strides[d];
   }
-  return make_view(t, ns, st, ndim, t->offset);
+  return view_as(CT_VIEW_PERMUTE, perm, t, ns, st, ndim, t->offset);
 }
 
 ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1) {
@@ -133,7 +142,10 @@ ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1) {
   memcpy(st, t->strides, sizeof st);
   ns[a] = t->shape[b], ns[b] = t->shape[a];
   st[a] = t->strides[b], st[b] = t->strides[a];
-  return make_view(t, ns, st, t->ndim, t->offset);
+  int perm[CT_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) perm[d] = d;
+  perm[a] = b, perm[b] = a;
+  return view_as(CT_VIEW_PERMUTE, perm, t, ns, st, t->ndim, t->offset);
 }
 
 ct_tensor *ct_t(const ct_tensor *t) {
@@ -164,7 +176,7 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
   memcpy(st, t->strides, sizeof st);
   ns[d] = (end - start + step - 1) / step;
   st[d] = t->strides[d] * step;
-  return make_view(t, ns, st, t->ndim, t->offset + start * t->strides[d]);
+  return strided_view(t, ns, st, t->ndim, t->offset + start * t->strides[d]);
 }
 
 ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length) {
@@ -193,7 +205,7 @@ ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
   int k = 0;
   for (int i = 0; i < t->ndim; i++)
     if (i != d) ns[k] = t->shape[i], st[k++] = t->strides[i];
-  return make_view(t, ns, st, t->ndim - 1, t->offset + index * t->strides[d]);
+  return strided_view(t, ns, st, t->ndim - 1, t->offset + index * t->strides[d]);
 }
 
 ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
@@ -219,7 +231,7 @@ ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
                       (long long)t->shape[td], (long long)want);
     }
   }
-  return make_view(t, ns, st, ndim, t->offset);
+  return view_as(CT_VIEW_EXPAND, NULL, t, ns, st, ndim, t->offset);
 }
 
 ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
@@ -311,7 +323,7 @@ ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
     if (d != a && d != b) ns[k] = t->shape[d], st[k++] = t->strides[d];
   ns[k] = len;
   st[k++] = t->strides[a] + t->strides[b];
-  return make_view(t, ns, st, k, off);
+  return strided_view(t, ns, st, k, off);
 }
 
 ct_tensor *ct_alias(const ct_tensor *t) {

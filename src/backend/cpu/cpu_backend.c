@@ -60,6 +60,17 @@ const ct_backend ct__cpu_backend = {
     .masked_select = ct__cpu_masked_select,
     .count_nonzero = ct__cpu_count_nonzero,
     .triangle = ct__cpu_triangle,
+    .unary_backward = ct__cpu_unary_backward,
+    .softmax_backward = ct__cpu_softmax_backward,
+    .conv2d = ct__cpu_conv2d,
+    .conv2d_backward = ct__cpu_conv2d_backward,
+    .pool2d = ct__cpu_pool2d,
+    .pool2d_backward = ct__cpu_pool2d_backward,
+    .batch_norm = ct__cpu_batch_norm,
+    .batch_norm_backward = ct__cpu_batch_norm_backward,
+    .layer_norm = ct__cpu_layer_norm,
+    .layer_norm_backward = ct__cpu_layer_norm_backward,
+    .optimizer_step = ct__cpu_optimizer_step,
     .random = ct__cpu_random,
     /* No execution slots: CPU work is synchronous. */
 };

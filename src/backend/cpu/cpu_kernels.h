@@ -48,6 +48,42 @@ ct_status ct__cpu_masked_select(ct_tensor *out, const ct_tensor *x, const ct_ten
 ct_status ct__cpu_count_nonzero(const ct_tensor *mask, int64_t *count);
 ct_status ct__cpu_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper);
 
+/* unary_backward.c, softmax.c */
+ct_status ct__cpu_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                 const ct_tensor *x, const ct_tensor *y, double p0, double p1);
+ct_status ct__cpu_softmax_backward(ct_tensor *grad_x, const ct_tensor *grad_out, const ct_tensor *y,
+                                   int dim, bool log);
+
+/* conv.c, pool.c, norm.c */
+ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
+                         const ct_tensor *bias, const ct_conv2d_params *p);
+ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                  const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
+                                  const ct_conv2d_params *p);
+ct_status ct__cpu_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x,
+                         const ct_pool2d_params *p);
+ct_status ct__cpu_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                  const ct_tensor *indices, const ct_pool2d_params *p);
+ct_status ct__cpu_batch_norm(ct_tensor *out, ct_tensor *save_mean, ct_tensor *save_invstd,
+                             const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                             ct_tensor *running_mean, ct_tensor *running_var, bool training,
+                             double momentum, double eps);
+ct_status ct__cpu_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                      const ct_tensor *grad_out, const ct_tensor *x,
+                                      const ct_tensor *weight, const ct_tensor *save_mean,
+                                      const ct_tensor *save_invstd, bool training);
+ct_status ct__cpu_layer_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                             const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps);
+ct_status ct__cpu_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                      const ct_tensor *grad_out, const ct_tensor *x,
+                                      const ct_tensor *weight, const ct_tensor *mean,
+                                      const ct_tensor *rstd, int64_t cols);
+
+/* optim.c */
+ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
+                                 ct_tensor *const *grads, ct_tensor *const *state0,
+                                 ct_tensor *const *state1, ct_tensor *const *state2, int n);
+
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p);
 

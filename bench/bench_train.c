@@ -1,0 +1,133 @@
+/* bench_train.c: training steps with autograd, modules and SGD (peers_train.py
+ * times the same steps in PyTorch).
+ *
+ * Workloads:
+ *   train_linreg_1000  linear regression, X (100, 10), W (10, 1) requiring grad,
+ *                      mse_loss, backward, SGD(lr=0.01) step: 1000 epochs per call
+ *   train_mlp_step     MLP 784-128-10 (Linear, ReLU, Linear), batch 64,
+ *                      cross_entropy, backward, SGD(lr=0.01, momentum=0.9) step
+ *   train_cnn_step     CIFAR-shaped CNN, batch 32 of (3, 32, 32):
+ *                      Conv(3,16,3,p1)-ReLU-MaxPool2-Conv(16,32,3,p1)-ReLU-MaxPool2-
+ *                      Flatten-Linear(2048,10), cross_entropy, backward, SGD step
+ *
+ * Method and output: bench_util.h. An API that fails (not implemented yet)
+ * gives an {"error":...} line instead of a timing.
+ *
+ * Usage: bench_train [--threads N] [--budget SECONDS] [--only NAME]
+ */
+#include <stdio.h>
+
+#include <ctensor.h>
+
+#include "bench_util.h"
+
+/* ---- Linear regression with autograd ---------------------------------------------- */
+
+typedef struct linreg_ctx {
+  ct_tensor *X, *y, *W; /* X (100, 10), y (100, 1), W (10, 1) leaf */
+  ct_optimizer *opt;
+  int failed;
+} linreg_ctx;
+
+static void run_linreg(void *p) {
+  linreg_ctx *l = p;
+  for (int epoch = 0; epoch < 1000; epoch++) {
+    ct_scope_begin();
+    ct_optimizer_zero_grad(l->opt);
+    ct_tensor *loss = ct_mse_loss(ct_matmul(l->X, l->W), l->y, NULL);
+    if (ct_backward(loss, NULL, NULL) != CT_OK || ct_optimizer_step(l->opt) != CT_OK)
+      l->failed = 1;
+    ct_scope_end();
+  }
+}
+
+static void bench_linreg(void) {
+  const char *name = "train_linreg_1000";
+  ct_manual_seed(0);
+  linreg_ctx l = {ct_rand(CT_SHAPE(100, 10), NULL), ct_rand(CT_SHAPE(100, 1), NULL),
+                  ct_rand(CT_SHAPE(10, 1), &(ct_tensor_opts){.requires_grad = true}), NULL, 0};
+  l.opt = l.W ? ct_sgd_new(&l.W, 1, &(ct_sgd_opts){.lr = 0.01}) : NULL;
+  if (l.opt) run_linreg(&l);
+  if (!l.opt || l.failed)
+    emit_error(name, "ctensor", ct_last_error_message());
+  else
+    emit(name, "ctensor", time_it(run_linreg, &l), "ms_per_1000", SCALED, 1e3);
+  ct_optimizer_free(l.opt);
+  ct_free(l.X);
+  ct_free(l.y);
+  ct_free(l.W);
+}
+
+/* ---- One training step of a module ------------------------------------------------- */
+
+typedef struct step_ctx {
+  ct_module *net;
+  ct_optimizer *opt;
+  ct_tensor *x, *labels; /* a fixed batch; labels i64 */
+  int failed;
+} step_ctx;
+
+static void run_step(void *p) {
+  step_ctx *s = p;
+  ct_scope_begin();
+  ct_optimizer_zero_grad(s->opt);
+  ct_tensor *loss = ct_cross_entropy(ct_module_forward(s->net, s->x), s->labels, NULL);
+  if (ct_backward(loss, NULL, NULL) != CT_OK || ct_optimizer_step(s->opt) != CT_OK)
+    s->failed = 1;
+  ct_scope_end();
+}
+
+/* Times training steps of `net` on a random batch x of `shape` (takes net). */
+static void bench_step(const char *name, ct_module *net, const int64_t *shape, int ndim) {
+  enum { MAX_PARAMS = 32 };
+  ct_tensor *params[MAX_PARAMS];
+  int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
+  step_ctx s = {net, NULL, ct_randn(shape, ndim, NULL),
+                ct_randint(0, 10, CT_SHAPE(shape[0]), &(ct_tensor_opts){.dtype = CT_I64}), 0};
+  if (n > 0 && n <= MAX_PARAMS)
+    s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
+  if (s.opt && s.x && s.labels) run_step(&s);
+  if (!s.opt || !s.x || !s.labels || s.failed)
+    emit_error(name, "ctensor", ct_last_error_message());
+  else
+    emit(name, "ctensor", time_it(run_step, &s), "ms_per_step", SCALED, 1e3);
+  ct_optimizer_free(s.opt);
+  ct_module_free(net);
+  ct_free(s.x);
+  ct_free(s.labels);
+}
+
+static ct_module *mlp_new(void) {
+  ct_module *net = ct_sequential_new();
+  ct_sequential_add(net, ct_linear_new(784, 128, true, NULL));
+  ct_sequential_add(net, ct_relu_new());
+  ct_sequential_add(net, ct_linear_new(128, 10, true, NULL));
+  return net;
+}
+
+static ct_module *cnn_new(void) {
+  const ct_conv2d_opts pad1 = {.padding = {1, 1}};
+  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
+  ct_module *net = ct_sequential_new();
+  ct_sequential_add(net, ct_conv2d_new(3, 16, 3, &pad1, true, NULL));  /* (B,16,32,32) */
+  ct_sequential_add(net, ct_relu_new());
+  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                     /* (B,16,16,16) */
+  ct_sequential_add(net, ct_conv2d_new(16, 32, 3, &pad1, true, NULL)); /* (B,32,16,16) */
+  ct_sequential_add(net, ct_relu_new());
+  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                     /* (B,32,8,8) */
+  ct_sequential_add(net, ct_flatten_new(1, -1));                         /* (B,2048) */
+  ct_sequential_add(net, ct_linear_new(32 * 8 * 8, 10, true, NULL));    /* (B,10) */
+  return net;
+}
+
+int main(int argc, char **argv) {
+  const char *only;
+  if (bench_init(argc, argv, "bench_train", &only) != 0) return 2;
+  ct_manual_seed(0);
+  if (bench_want(only, "train_linreg_1000")) bench_linreg();
+  if (bench_want(only, "train_mlp_step"))
+    bench_step("train_mlp_step", mlp_new(), CT_SHAPE(64, 784));
+  if (bench_want(only, "train_cnn_step"))
+    bench_step("train_cnn_step", cnn_new(), CT_SHAPE(32, 3, 32, 32));
+  return 0;
+}

@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""report.py: merges the JSON lines of bench_core and peers_core.py into Markdown.
+
+  /usr/bin/python3 bench/report.py core.jsonl peers.jsonl > results.md
+
+Writes (1) the targets of the "ctensor core" issue, each with the ratio it is
+stated in (computed from median times measured in the same run) and met/not
+met, and (2) every measurement (median, min, derived metric, page faults).
+Standard library only.
+"""
+import datetime
+import json
+import platform
+import subprocess
+import sys
+
+# Display names of implementations.
+IMPL_NAMES = {
+    "ctensor": "ctensor",
+    "numpy": "NumPy",
+    "numpy_out": "NumPy (out=)",
+    "numpy_f64": "NumPy f64 (reference script)",
+    "torch": "PyTorch",
+    "c_loop_prealloc": "C loop, preallocated",
+    "c_loop_malloc": "C loop, malloc per call",
+    "c_simd": "C AVX-512 loop",
+    "c_avx512": "C AVX-512 FMA loop",
+}
+
+WORKLOADS = {
+    "add_10M_f32": "c = a + b, 10M f32, fresh result",
+    "sum_10M_f32": "sum of 10M f32",
+    "matmul_1024_f32": "matmul 1024x1024 f32",
+    "add_1elem_f32": "1-element add (create + free result)",
+    "linreg_1000": "linear regression, manual gradient, 1000 epochs",
+    "fma_peak_f32": "f32 FMA throughput (roofline)",
+    "train_linreg_1000": "linear regression, autograd + SGD, 1000 epochs",
+    "train_mlp_step": "MLP 784-128-10 training step, batch 64",
+    "train_cnn_step": "CIFAR-shaped CNN training step, batch 32",
+}
+TRAINING = [w for w in WORKLOADS if w.startswith("train_")]
+
+
+def speedup(peers):
+    """Target as 'ctensor is x times faster than the fastest of `peers`'."""
+    return lambda r, b: min(r[b][p]["median_s"] for p in peers) / r[b]["ctensor"]["median_s"]
+
+
+def at_most_ns(r, b):
+    return r[b]["ctensor"]["median_s"] * 1e9
+
+
+# (workload, target text, ratio text, ratio function, threshold, higher is better,
+#  the baseline implementations shown in the row)
+TARGETS = [
+    ("add_10M_f32", ">= 2x faster than NumPy", "NumPy time / ctensor time",
+     speedup(["numpy"]), 2.0, True, ["numpy", "torch"]),
+    ("add_10M_f32", ">= 85% of the C loop (preallocated)", "C-loop time / ctensor time",
+     speedup(["c_loop_prealloc"]), 0.85, True, ["c_loop_prealloc"]),
+    ("sum_10M_f32", ">= PyTorch's speed", "PyTorch time / ctensor time",
+     speedup(["torch"]), 1.0, True, ["numpy", "torch"]),
+    ("sum_10M_f32", ">= 85% of the hand-vectorized C loop", "C-loop time / ctensor time",
+     speedup(["c_simd"]), 0.85, True, ["c_simd"]),
+    ("matmul_1024_f32", ">= 0.95x NumPy", "NumPy time / ctensor time",
+     speedup(["numpy"]), 0.95, True, ["numpy", "torch"]),
+    ("add_1elem_f32", "<= 0.15 us per op", "ctensor ns per op",
+     at_most_ns, 150.0, False, []),
+    ("add_1elem_f32", ">= 5x less than PyTorch's", "PyTorch time / ctensor time",
+     speedup(["torch"]), 5.0, True, ["numpy", "torch"]),
+    ("linreg_1000", "faster than NumPy", "NumPy time / ctensor time (fastest NumPy)",
+     speedup(["numpy", "numpy_f64"]), 1.0, True, ["numpy", "numpy_f64", "torch"]),
+]
+
+
+def load(paths):
+    """{bench: {impl: record}} and the metadata records. An implementation
+    measured in several rounds keeps its best (lowest) median; `spread` is its
+    worst median over its best (1.00: the rounds agree)."""
+    results, meta = {}, []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                rec = json.loads(line)
+                if "meta" in rec:
+                    meta.append(rec)
+                    continue
+                prev = results.setdefault(rec["bench"], {}).get(rec["impl"])
+                results[rec["bench"]][rec["impl"]] = merge(prev, rec)
+    return results, meta
+
+
+def merge(prev, rec):
+    """The better of two rounds of one implementation, with the spread."""
+    if prev is None or "error" in prev:
+        rec.setdefault("medians", [rec["median_s"]] if "median_s" in rec else [])
+        return rec
+    if "error" in rec:
+        return prev
+    medians = prev["medians"] + [rec["median_s"]]
+    best = rec if rec["median_s"] < prev["median_s"] else prev
+    best["medians"] = medians
+    return best
+
+
+def fmt_time(s):
+    if s is None:
+        return "n/a"
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def fmt_metric(rec):
+    for key, unit in (("gbps", "GB/s"), ("gflops", "GFLOP/s")):
+        if key in rec:
+            return f"{rec[key]:.1f} {unit}"
+    return ""
+
+
+def cell(rec):
+    """'3.10 ms (38.7 GB/s)', or the error."""
+    if rec is None:
+        return "n/a"
+    if "error" in rec:
+        return f"error: {rec['error'][:60]}"
+    metric = fmt_metric(rec)
+    return fmt_time(rec["median_s"]) + (f" ({metric})" if metric else "")
+
+
+def target_rows(results):
+    rows = []
+    for bench, target, ratio_text, fn, threshold, higher, shown in TARGETS:
+        r = results.get(bench, {})
+        ct = r.get("ctensor")
+        peers = "; ".join(f"{IMPL_NAMES[p]} {cell(r.get(p))}" for p in shown) or "–"
+        try:
+            value = fn(results, bench)
+            met = value >= threshold if higher else value <= threshold
+            ratio = f"{value:.2f}" if higher else f"{value:.0f} ns"
+            status = "**met**" if met else f"not met ({shortfall(value, threshold, higher)})"
+            if noisy(r, ["ctensor", *shown]):
+                status += "; noisy: rounds disagree, repeat on a quiet machine"
+        except (KeyError, ZeroDivisionError, TypeError):
+            ratio, status = "n/a", "not measured"
+        rows.append(f"| {WORKLOADS[bench]} | {cell(ct)} | {peers} | {ratio_text}: {ratio} "
+                    f"| {target} | {status} |")
+    return rows
+
+
+def noisy(r, impls, limit=1.25):
+    """Whether the rounds of any of `impls` disagree by more than `limit`."""
+    return any(max(r[i]["medians"]) > limit * min(r[i]["medians"])
+               for i in impls if i in r and r[i].get("medians"))
+
+
+def training_rows(results):
+    """Training workloads (no targets yet): ctensor against PyTorch."""
+    rows = []
+    for bench in TRAINING:
+        r = results.get(bench)
+        if not r:
+            continue
+        try:
+            ratio = f"{speedup(['torch'])(results, bench):.2f}"
+        except (KeyError, ZeroDivisionError, TypeError):
+            ratio = "n/a"
+        rows.append(f"| {WORKLOADS[bench]} | {cell(r.get('ctensor'))} | {cell(r.get('torch'))} "
+                    f"| {ratio} |")
+    return rows
+
+
+def shortfall(value, threshold, higher):
+    if higher:
+        return f"{value / threshold * 100:.0f}% of the target"
+    return f"{value / threshold:.1f}x the limit"
+
+
+def detail_rows(results):
+    rows = []
+    for bench in WORKLOADS:
+        for impl, rec in results.get(bench, {}).items():
+            if "error" in rec:
+                rows.append(f"| {bench} | {IMPL_NAMES.get(impl, impl)} | error | | | "
+                            f"{rec['error']} | | |")
+                continue
+            spread = max(rec["medians"]) / min(rec["medians"])
+            rows.append(f"| {bench} | {IMPL_NAMES.get(impl, impl)} | {fmt_time(rec['median_s'])} "
+                        f"| {fmt_time(rec['min_s'])} | {fmt_metric(rec)} "
+                        f"| {rec['minflt_per_iter']:.3g} | {len(rec['medians'])} "
+                        f"| {spread:.2f} |")
+    return rows
+
+
+def training_section(results):
+    rows = training_rows(results)
+    if not rows:
+        return []
+    return ["## Training (autograd, modules; no targets yet)", "",
+            "| workload | ctensor | PyTorch | PyTorch time / ctensor time |",
+            "| --- | --- | --- | --- |", *rows, ""]
+
+
+def machine():
+    """CPU model, cores and clock as lscpu and /proc/cpuinfo report them."""
+    model, mhz = platform.processor() or "unknown CPU", None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                if key.strip() == "model name":
+                    model = val.strip()
+                elif key.strip() == "cpu MHz" and mhz is None:
+                    mhz = float(val)
+    except OSError:
+        pass
+    try:
+        lines = subprocess.run(["lscpu", "-p=CORE"], capture_output=True, text=True).stdout
+        cores = len({ln for ln in lines.splitlines() if ln and not ln.startswith("#")})
+    except OSError:
+        cores = None
+    return model, cores, mhz
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: report.py RESULTS.jsonl [MORE.jsonl ...] > report.md")
+    results, meta = load(sys.argv[1:])
+    model, cores, mhz = machine()
+    threads = next((m["threads"] for m in meta if "threads" in m), None)
+    peers = next((m for m in meta if m.get("meta") == "peers"), {})
+    core = next((m for m in meta if m.get("meta") == "bench_core"), {})
+    run = next((m for m in meta if m.get("meta") == "run"), {})
+    fma = results.get("fma_peak_f32", {}).get("c_avx512", {})
+    bw = results.get("add_10M_f32", {}).get("c_loop_prealloc", {})
+    out = [
+        f"# ctensor core benchmarks, {datetime.date.today().isoformat()}",
+        "",
+        f"- Machine: {model}, {cores} cores, {mhz:.0f} MHz (/proc/cpuinfo), "
+        f"{platform.node()}" if mhz else f"- Machine: {model}",
+        f"- Threads: {threads} for every implementation (ct_set_num_threads, "
+        f"torch.set_num_threads, OPENBLAS_NUM_THREADS); NumPy's elementwise ops and "
+        f"reductions are single-threaded by design",
+        f"- Peers: NumPy {peers.get('numpy', '?')}, PyTorch {peers.get('torch', '?')}, "
+        f"Python {peers.get('python', '?')} (Debian packages)",
+        f"- Physical limits measured in this run: memory bandwidth (C loop, a + b into a "
+        f"preallocated buffer) {bw.get('gbps', 0):.1f} GB/s; "
+        f"f32 FMA throughput {fma.get('gflops', 0):.0f} GFLOP/s",
+        f"- ctensor {core.get('version', '?')} ({core.get('build', '?')})",
+        f"- Rounds: {run.get('rounds', 1)} (each implementation's best median is kept); "
+        f"CPU busy with other work just before the run: {run.get('cpu_busy_before_pct', '?')}%",
+        "- Times are medians of per-call times (see docs/benchmarks.md); ratios use medians "
+        "measured in the same run.",
+        "",
+        "## Targets",
+        "",
+        "| workload | ctensor | peers / baselines | ratio | target | status |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *target_rows(results),
+        "",
+        *training_section(results),
+        "## All measurements",
+        "",
+        "Median and min: of the best round; spread: worst round's median / best round's.",
+        "",
+        "| workload | implementation | median | min | throughput | page faults / call "
+        "| rounds | spread |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        *detail_rows(results),
+        "",
+    ]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+/* ctensor/nn.h: neural-network layers, as functions and as modules.
+ *
+ * Functional layers (ct_conv2d, ct_cross_entropy, ...) are differentiable ops
+ * like those of ops.h. Modules hold parameters (leaf tensors requiring grad)
+ * with PyTorch's default initializations and PyTorch's state_dict names, so
+ * checkpoints interoperate:
+ *
+ *   ct_module *net = ct_sequential_new();
+ *   ct_sequential_add(net, ct_linear_new(784, 128, true, NULL));   // "0.weight", "0.bias"
+ *   ct_sequential_add(net, ct_relu_new());
+ *   ct_sequential_add(net, ct_linear_new(128, 10, true, NULL));    // "2.weight", "2.bias"
+ *   ct_module_to(net, ct_default_device());
+ *   ct_tensor *logits = ct_module_forward(net, x);
+ *   ct_tensor *loss = ct_cross_entropy(logits, labels, NULL);
+ *
+ * A module owns its parameters and children; ct_module_free releases all.
+ */
+#ifndef CTENSOR_NN_H
+#define CTENSOR_NN_H
+
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Functional layers ---------------------------------------------------- */
+
+typedef struct ct_conv2d_opts {
+  int64_t stride[2];   /* {0, 0} means {1, 1} */
+  int64_t padding[2];  /* zero padding on each side */
+  int64_t dilation[2]; /* {0, 0} means {1, 1} */
+  int64_t groups;      /* 0 means 1 */
+} ct_conv2d_opts;
+/* x (N, C_in, H, W), weight (C_out, C_in / groups, kH, kW), bias (C_out) or NULL
+ * -> (N, C_out, H_out, W_out). im2col + GEMM on the CPU, cuDNN on CUDA. */
+ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                     const ct_conv2d_opts *opts);
+
+typedef struct ct_pool2d_opts {
+  int64_t kernel[2];   /* required */
+  int64_t stride[2];   /* {0, 0} means = kernel */
+  int64_t padding[2];
+  bool ceil_mode;
+  bool count_include_pad_false; /* avg_pool2d: exclude padding from the divisor */
+} ct_pool2d_opts;
+/* Max pooling over (N, C, H, W) or (C, H, W); padding counts as -inf. */
+ct_tensor *ct_max_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
+/* Average pooling; padding counts as zeros in the divisor unless
+ * count_include_pad_false. */
+ct_tensor *ct_avg_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
+
+/* Batch normalization over (N, C, ...): in training, normalizes with the batch
+ * statistics and updates running_mean / running_var (unbiased) in place with
+ * momentum; in evaluation uses them. weight/bias/running_* may be NULL. */
+ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                         const ct_tensor *weight, const ct_tensor *bias, bool training,
+                         double momentum, double eps);
+/* Layer normalization over the last `normalized_ndim` dims; weight and bias
+ * (of that shape) may be NULL. */
+ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
+                         const ct_tensor *bias, double eps);
+/* Rows of weight (num, dim) at integer indices: (..., dim). */
+ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight);
+/* Zeroes elements with probability p and scales the rest by 1/(1-p) when
+ * training; the identity otherwise. g: NULL = default generator. */
+ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator *g);
+
+/* ---- Losses --------------------------------------------------------------- */
+
+typedef enum ct_reduction { CT_REDUCTION_MEAN = 0, CT_REDUCTION_SUM, CT_REDUCTION_NONE } ct_reduction;
+
+typedef struct ct_loss_opts {
+  ct_reduction reduction;     /* default mean */
+  const ct_tensor *weight;    /* cross_entropy / nll: per-class weights (C), or NULL */
+  int64_t ignore_index;       /* cross_entropy / nll: targets equal to it are skipped */
+  bool has_ignore_index;      /* torch's default ignore_index is -100: set this to use it */
+  double label_smoothing;     /* cross_entropy: in [0, 1] */
+  const ct_tensor *pos_weight;/* bce_with_logits: weight of positive examples, or NULL */
+} ct_loss_opts;
+
+/* mean((input - target)^2) (or sum/none). */
+ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts);
+/* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...). */
+ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
+                            const ct_loss_opts *opts);
+/* Negative log-likelihood of log-probabilities (N, C) at integer targets (N). */
+ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target, const ct_loss_opts *opts);
+/* Binary cross-entropy on logits, numerically stable; target in [0, 1]. */
+ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct_tensor *target,
+                                               const ct_loss_opts *opts);
+
+/* ---- Modules -------------------------------------------------------------- */
+
+typedef struct ct_module ct_module;
+
+/* How a user-defined module behaves. forward receives the module's `self`
+ * pointer (given to ct_module_new) and returns a new tensor (tracked as any op
+ * result). destroy frees self (may be NULL). */
+typedef struct ct_module_vtable {
+  const char *type_name; /* "SimpleNN" */
+  ct_tensor *(*forward)(ct_module *m, void *self, const ct_tensor *x);
+  void (*destroy)(void *self);
+} ct_module_vtable;
+
+/* A user-defined module; register its parameters and children below. */
+ct_module *ct_module_new(const ct_module_vtable *vtable, void *self);
+/* Adds a parameter (a leaf; the module takes the reference and marks it
+ * requires_grad) under `name`. Returns the tensor (borrowed) or NULL. */
+ct_tensor *ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *param);
+/* Adds a buffer (state that is saved but not trained: running_mean, ...). */
+ct_tensor *ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *buffer);
+/* Adds a child module under `name` (the parent takes ownership). Returns it. */
+ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *child);
+
+void ct_module_free(ct_module *m); /* NULL is a no-op */
+ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x);
+/* The module's own `self` pointer (user modules) or NULL. */
+void *ct_module_self(ct_module *m);
+const char *ct_module_type_name(const ct_module *m);
+/* A child by name ("fc1") or NULL. */
+ct_module *ct_module_child(const ct_module *m, const char *name);
+/* A parameter or buffer by its full dotted name ("fc1.weight"), or NULL. */
+ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
+
+/* All parameters (recursively, in registration order) with their dotted names
+ * (PyTorch's state_dict keys). Writes at most max entries (names may be NULL)
+ * and returns the total count. Tensors and names are borrowed. */
+int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int max);
+/* Parameters followed by buffers, as PyTorch's state_dict. */
+int ct_module_state(const ct_module *m, ct_tensor **tensors, const char **names, int max);
+/* Moves every parameter and buffer to device (and/or dtype for floating
+ * tensors when dtype != -1), keeping the same handles. */
+ct_status ct_module_to(ct_module *m, ct_device device);
+ct_status ct_module_to_dtype(ct_module *m, ct_dtype dtype);
+/* Training or evaluation mode (dropout, batch norm), recursively. */
+void ct_module_train(ct_module *m, bool training);
+bool ct_module_is_training(const ct_module *m);
+/* Clears every parameter's gradient. */
+void ct_module_zero_grad(ct_module *m);
+
+/* Options for creating a module's parameters. */
+typedef struct ct_module_opts {
+  ct_dtype dtype;          /* default f32 */
+  ct_device device;        /* default the CPU */
+  ct_generator *generator; /* initialization draws; NULL = the default generator */
+} ct_module_opts;
+
+/* Built-in modules; parameters are initialized as PyTorch does. */
+ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias, const ct_module_opts *opts);
+ct_module *ct_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                         const ct_conv2d_opts *conv, bool bias, const ct_module_opts *opts);
+ct_module *ct_max_pool2d_new(const ct_pool2d_opts *opts);
+ct_module *ct_avg_pool2d_new(const ct_pool2d_opts *opts);
+ct_module *ct_relu_new(void);
+ct_module *ct_gelu_new(void);
+ct_module *ct_sigmoid_new(void);
+ct_module *ct_tanh_new(void);
+ct_module *ct_silu_new(void);
+ct_module *ct_dropout_new(double p);
+ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum, const ct_module_opts *opts);
+ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double eps, const ct_module_opts *opts);
+ct_module *ct_flatten_new(int start_dim, int end_dim);
+ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const ct_module_opts *opts);
+/* Children named "0", "1", ... in order. */
+ct_module *ct_sequential_new(void);
+ct_module *ct_sequential_add(ct_module *seq, ct_module *child);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTENSOR_NN_H */

@@ -1,0 +1,79 @@
+/* ctensor/optim.h: optimizers and learning-rate schedules.
+ *
+ *   ct_tensor *params[64];
+ *   int n = ct_module_parameters(net, params, NULL, 64);
+ *   ct_optimizer *opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
+ *   for (...) {
+ *     ct_optimizer_zero_grad(opt);
+ *     ct_backward(loss, NULL, NULL);
+ *     ct_optimizer_step(opt);
+ *   }
+ *   ct_optimizer_free(opt);
+ *
+ * Updates follow torch.optim exactly (same formulas, same order of
+ * operations). State (momentum buffers, Adam moments) lives on each
+ * parameter's device. Steps run without recording gradients. */
+#ifndef CTENSOR_OPTIM_H
+#define CTENSOR_OPTIM_H
+
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_optimizer ct_optimizer;
+
+typedef struct ct_sgd_opts {
+  double lr;
+  double momentum;
+  double dampening;
+  double weight_decay;
+  bool nesterov;
+} ct_sgd_opts;
+
+typedef struct ct_adam_opts {
+  double lr;           /* 0 means 1e-3 */
+  double beta1, beta2; /* 0 means 0.9, 0.999 */
+  double eps;          /* 0 means 1e-8 */
+  double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled (0 means 0.01 for AdamW) */
+  bool amsgrad;
+} ct_adam_opts;
+
+/* The optimizer keeps a reference to each parameter. */
+ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
+ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+void ct_optimizer_free(ct_optimizer *opt); /* NULL is a no-op */
+
+/* One update of every parameter that has a gradient. */
+ct_status ct_optimizer_step(ct_optimizer *opt);
+/* Clears the gradients (set to none, as torch's default). */
+void ct_optimizer_zero_grad(ct_optimizer *opt);
+double ct_optimizer_get_lr(const ct_optimizer *opt);
+void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
+/* Number of steps taken. */
+int64_t ct_optimizer_step_count(const ct_optimizer *opt);
+/* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
+ * "3.momentum_buffer", "0.exp_avg"); borrowed. Returns the total count. */
+int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names, int max);
+/* Restores state saved by ct_optimizer_state (copies values in; creates the
+ * buffers if needed). */
+ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
+                                  const char *const *names, int n, int64_t step_count);
+
+/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. */
+typedef struct ct_lr_scheduler ct_lr_scheduler;
+/* lr = base_lr * gamma^(epoch / step_size) (torch.optim.lr_scheduler.StepLR). */
+ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);
+/* Cosine annealing from base_lr to eta_min over t_max epochs (CosineAnnealingLR). */
+ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
+void ct_lr_scheduler_step(ct_lr_scheduler *s);
+int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
+void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
+void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTENSOR_OPTIM_H */

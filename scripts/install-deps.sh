@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what ctensor needs to build, test and train, from Debian's packages,
+# only where something is missing. Used by the README's two commands and CI.
+#   scripts/install-deps.sh [--tests] [--data]
+set -euo pipefail
+
+want_tests=0
+want_data=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) want_tests=1 ;;
+    --data) want_data=1 ;;
+    *) echo "usage: $0 [--tests] [--data]" >&2; exit 2 ;;
+  esac
+done
+
+# package:probe pairs; a probe is a file or a command that shows it is there.
+need=(
+  "cmake:cmake" "gcc:gcc" "g++:g++" "make:make" "pkg-config:pkg-config"
+  "libopenblas-dev:/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h"
+  "zlib1g-dev:/usr/include/zlib.h"
+)
+if [ "$want_tests" = 1 ]; then
+  # PyTorch and NumPy serve as oracles in the tests; clang for the fuzz targets.
+  need+=("python3-numpy:/usr/lib/python3/dist-packages/numpy" "python3-torch:/usr/lib/python3/dist-packages/torch")
+fi
+if [ "$want_data" = 1 ]; then
+  need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+fi
+
+missing=()
+for pair in "${need[@]}"; do
+  pkg=${pair%%:*}
+  probe=${pair#*:}
+  if [[ "$probe" == /* ]]; then
+    [ -e "$probe" ] || missing+=("$pkg")
+  else
+    command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

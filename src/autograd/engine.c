@@ -1,0 +1,203 @@
+/* The backward engine: orders the graph behind a root, runs each node's
+ * backward once all gradients for its output have arrived, and accumulates
+ * into leaves.
+ *
+ * One backward call runs on the calling thread; two backward calls over a
+ * shared graph must not run concurrently. */
+#include <stdlib.h>
+
+#include "autograd/autograd_internal.h"
+#include "ops/elementwise.h"
+#include "ops/ops_internal.h"
+
+typedef struct node_list {
+  ct_node **items;
+  int64_t count, cap;
+} node_list;
+
+static bool list_push(node_list *l, ct_node *n) {
+  if (l->count == l->cap) {
+    int64_t cap = l->cap ? 2 * l->cap : 64;
+    ct_node **g = realloc(l->items, (size_t)cap * sizeof *g);
+    if (!g) return false;
+    l->items = g;
+    l->cap = cap;
+  }
+  l->items[l->count++] = n;
+  return true;
+}
+
+/* Adds g into *slot (taking g's reference). */
+static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
+  if (!*slot) {
+    *slot = g;
+    return CT_OK;
+  }
+  ct_tensor *sum = ct__binary(CT_BOP_ADD, NULL, *slot, g);
+  ct__release(g);
+  if (!sum) return ct_last_error();
+  ct__release(*slot);
+  *slot = sum;
+  return CT_OK;
+}
+
+/* Accumulates g into a leaf's (or retained tensor's) .grad. The stored
+ * gradient is always a contiguous tensor of its own, never a view of g's
+ * storage that something else may write. */
+static ct_status accumulate_grad(struct ct_autograd_meta *m, const ct_tensor *g) {
+  if (!m->grad) {
+    ct_tensor *own = ct__clone(g);
+    if (!own) return ct_last_error();
+    m->grad = own;
+    return CT_OK;
+  }
+  if (!ct__binary(CT_BOP_ADD, m->grad, m->grad, g)) return ct_last_error();
+  return CT_OK;
+}
+
+/* Shapes a gradient for input k: sums broadcast dims, casts to the input's
+ * dtype. Takes g's reference; returns a new one. */
+static ct_tensor *fit_to_input(const ct_node *n, int k, ct_tensor *g) {
+  const ct_input_meta *in = &n->in[k];
+  bool same = g->ndim == in->ndim;
+  for (int d = 0; d < in->ndim && same; d++) same = g->shape[d] == in->shape[d];
+  if (!same) {
+    ct_tensor *r = ct__sum_to_shape(g, in->shape, in->ndim);
+    ct__release(g);
+    if (!r) return NULL;
+    g = r;
+  }
+  if (g->dtype != in->dtype) {
+    ct_tensor *r = ct__cast(g, in->dtype);
+    ct__release(g);
+    g = r;
+  }
+  return g;
+}
+
+static ct_status run_node(ct_node *n, bool retain_graph) {
+  ct_tensor *grad_in_small[4] = {0};
+  ct_tensor **grad_in = n->n_inputs <= 4 ? grad_in_small : calloc((size_t)n->n_inputs, sizeof *grad_in);
+  if (!grad_in) return ct__fail_status(CT_ERR_OOM, "backward: out of host memory");
+  ct_tensor *g = n->pending;
+  n->pending = NULL;
+  ct_status st = CT_OK;
+  if (n->retain_meta) st = accumulate_grad(n->retain_meta, g);
+  if (st == CT_OK) st = n->backward(n, g, grad_in);
+  ct__release(g);
+  if (!retain_graph) {
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+      ct__release(n->saved[i]);
+      n->saved[i] = NULL;
+    }
+    n->saved_freed = true;
+  }
+  for (int k = 0; k < n->n_inputs; k++) {
+    ct_tensor *gk = grad_in[k];
+    grad_in[k] = NULL;
+    if (!gk) continue;
+    if (st != CT_OK || !ct__node_needs(n, k)) {
+      ct__release(gk);
+      continue;
+    }
+    gk = fit_to_input(n, k, gk);
+    if (!gk) {
+      st = ct_last_error();
+      continue;
+    }
+    if (n->next[k].leaf) {
+      st = accumulate_grad(n->next[k].leaf->autograd, gk);
+      ct__release(gk);
+    } else {
+      st = accumulate(&n->next[k].fn->pending, gk);
+    }
+  }
+  if (grad_in != grad_in_small) free(grad_in);
+  return st;
+}
+
+ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_opts *opts) {
+  if (!root) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "backward: root is NULL");
+  bool retain = opts && opts->retain_graph;
+  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+  if (!ct__requires_grad(root))
+    return ct__fail_status(CT_ERR_STATE,
+                           "backward: the tensor does not require grad and has no grad_fn (was it "
+                           "computed from tensors with requires_grad, outside ct_no_grad?)");
+  ct_tensor *g0;
+  if (grad) {
+    bool same = grad->ndim == root->ndim;
+    for (int d = 0; d < root->ndim && same; d++) same = grad->shape[d] == root->shape[d];
+    if (!same)
+      return ct__fail_status(CT_ERR_SHAPE, "backward: grad of shape %s for a root of shape %s",
+                             ct__shape_str(grad, a, sizeof a), ct__shape_str(root, b, sizeof b));
+    if (!ct__check_same_device("backward", root, grad)) return ct_last_error();
+    g0 = ct__cast(grad, root->dtype);
+  } else {
+    if (root->numel != 1)
+      return ct__fail_status(CT_ERR_SHAPE,
+                             "backward: grad can be implicitly created only for one-element "
+                             "outputs, and the root has shape %s; pass grad",
+                             ct__shape_str(root, a, sizeof a));
+    g0 = ct__empty(root->shape, root->ndim, root->dtype, ct__device(root));
+    if (g0 && ct__backend_of(g0)->fill(g0, 1.0) != CT_OK) {
+      ct__release(g0);
+      g0 = NULL;
+    }
+  }
+  if (!g0) return ct_last_error();
+
+  ct_node *top = root->autograd->grad_fn;
+  if (!top) { /* the root is a leaf */
+    ct_status st = accumulate_grad(root->autograd, g0);
+    ct__release(g0);
+    return st;
+  }
+
+  /* Discover the graph and count, for each node, the edges into it. */
+  node_list all = {0}, stack = {0};
+  ct_status st = CT_OK;
+  if (!list_push(&stack, top)) st = CT_ERR_OOM;
+  top->deps = 0;
+  /* mark visited with deps = -1 first */
+  while (st == CT_OK && stack.count) {
+    ct_node *n = stack.items[--stack.count];
+    if (n->deps == -1) continue;
+    n->deps = -1;
+    if (!list_push(&all, n)) st = CT_ERR_OOM;
+    for (int k = 0; k < n->n_inputs && st == CT_OK; k++)
+      if (n->next[k].fn && n->next[k].fn->deps != -1 && !list_push(&stack, n->next[k].fn))
+        st = CT_ERR_OOM;
+  }
+  for (int64_t i = 0; i < all.count; i++) all.items[i]->deps = 0;
+  for (int64_t i = 0; i < all.count; i++)
+    for (int k = 0; k < all.items[i]->n_inputs; k++)
+      if (all.items[i]->next[k].fn) all.items[i]->next[k].fn->deps++;
+
+  /* Run nodes whose gradients are complete (Kahn's algorithm). */
+  ct__release(top->pending);
+  top->pending = g0;
+  stack.count = 0;
+  if (st == CT_OK && !list_push(&stack, top)) st = CT_ERR_OOM;
+  if (st == CT_ERR_OOM) ct__fail_status(st, "backward: out of host memory ordering the graph");
+  ct_no_grad_begin(); /* gradients themselves are not recorded */
+  while (st == CT_OK && stack.count) {
+    ct_node *n = stack.items[--stack.count];
+    if (n->pending) st = run_node(n, retain);
+    for (int k = 0; k < n->n_inputs && st == CT_OK; k++) {
+      ct_node *m = n->next[k].fn;
+      if (m && --m->deps == 0 && !list_push(&stack, m))
+        st = ct__fail_status(CT_ERR_OOM, "backward: out of host memory");
+    }
+  }
+  ct_no_grad_end();
+  /* On failure, drop gradients that were left in flight. */
+  for (int64_t i = 0; i < all.count; i++) {
+    ct__release(all.items[i]->pending);
+    all.items[i]->pending = NULL;
+    all.items[i]->deps = 0;
+  }
+  free(all.items);
+  free(stack.items);
+  return st;
+}

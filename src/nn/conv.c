@@ -1,0 +1,137 @@
+/* ct_conv2d: checks, output geometry, the backend call and the autograd node
+ * (ConvolutionBackward: grad_x, grad_w, grad_b from the backend's
+ * conv2d_backward slot). Unbatched (C, H, W) input runs as a batch of one. */
+#include "nn/functional_internal.h"
+
+static const char OP[] = "conv2d";
+
+static ct_status conv2d_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
+  const ct_tensor *x = ct__node_saved(n, 0), *w = ct__node_saved(n, 1);
+  if (!x || !w) return ct_last_error();
+  ct_conv2d_params p = {.stride = {n->ip[0], n->ip[1]}, .padding = {n->ip[2], n->ip[3]},
+                        .dilation = {n->ip[4], n->ip[5]}, .groups = n->ip[6]};
+  bool unbatched = n->ip[7] != 0, ok = true;
+  const ct_backend *be = ct__backend_of(x);
+  ct_tensor *gc = ct__nn_prep(g, x->dtype, &ok), *g4 = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
+  if (!ok) return ct_last_error();
+  int64_t oshape[4] = {x->shape[0], w->shape[0], 0, 0};
+  oshape[2] = gc->shape[gc->ndim - 2], oshape[3] = gc->shape[gc->ndim - 1];
+  g4 = ct__nn_reshape(gc, oshape, 4);
+  ct_device dev = ct__device(x);
+  if (ct__node_needs(n, 0)) gx = ct__empty(x->shape, 4, x->dtype, dev), ok = ok && gx;
+  if (ct__node_needs(n, 1)) gw = ct__empty(w->shape, 4, x->dtype, dev), ok = ok && gw;
+  if (n->n_inputs > 2 && ct__node_needs(n, 2))
+    gb = ct__empty(w->shape, 1, x->dtype, dev), ok = ok && gb;
+  ct_status st = ok && g4 ? be->conv2d_backward(gx, gw, gb, g4, x, w, &p) : ct_last_error();
+  ct__release(gc);
+  ct__release(g4);
+  if (st == CT_OK && gx && unbatched) {
+    ct_tensor *v = ct__nn_reshape(gx, x->shape + 1, 3);
+    ct__release(gx);
+    gx = v;
+    if (!gx) st = ct_last_error();
+  }
+  if (st != CT_OK) {
+    ct__release(gx), ct__release(gw), ct__release(gb);
+    return st;
+  }
+  grad_in[0] = gx, grad_in[1] = gw, grad_in[2] = gb;
+  return CT_OK;
+}
+
+ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                     const ct_conv2d_opts *opts) {
+  if (!x || !weight) return NULL;
+  if (!ct__check_same_device(OP, x, weight) || !ct__check_same_device(OP, x, bias)) return NULL;
+  char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
+  if (x->ndim != 3 && x->ndim != 4)
+    return ct__fail(CT_ERR_SHAPE, "conv2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape %s",
+                    ct__shape_str(x, s1, sizeof s1));
+  if (weight->ndim != 4)
+    return ct__fail(CT_ERR_SHAPE, "conv2d: expected a 4-d weight (C_out, C_in / groups, kH, kW), got shape %s",
+                    ct__shape_str(weight, s1, sizeof s1));
+  if (!ct__nn_need_float(OP, "input", x) || !ct__nn_need_float(OP, "weight", weight) ||
+      !ct__nn_need_float(OP, "bias", bias))
+    return NULL;
+  if (x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
+    return ct__fail(CT_ERR_DTYPE, "conv2d: expected input, weight and bias of one dtype, got %s, %s and %s",
+                    ct_dtype_name(x->dtype), ct_dtype_name(weight->dtype),
+                    bias ? ct_dtype_name(bias->dtype) : "none");
+  ct_conv2d_opts o = opts ? *opts : (ct_conv2d_opts){0};
+  ct_conv2d_params p = {.groups = o.groups ? o.groups : 1};
+  for (int i = 0; i < 2; i++) {
+    p.stride[i] = o.stride[0] || o.stride[1] ? o.stride[i] : 1;
+    p.dilation[i] = o.dilation[0] || o.dilation[1] ? o.dilation[i] : 1;
+    p.padding[i] = o.padding[i];
+    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0)
+      return ct__fail(CT_ERR_ARG, "conv2d: expected stride >= 1, dilation >= 1 and padding >= 0, got stride (%lld, %lld), dilation (%lld, %lld), padding (%lld, %lld)",
+                      (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0],
+                      (long long)p.dilation[1], (long long)o.padding[0], (long long)o.padding[1]);
+  }
+  if (p.groups < 1) return ct__fail(CT_ERR_ARG, "conv2d: groups must be >= 1, got %lld", (long long)p.groups);
+  bool unbatched = x->ndim == 3;
+  int64_t N = unbatched ? 1 : x->shape[0];
+  const int64_t *chw = x->shape + (unbatched ? 0 : 1);
+  int64_t Co = weight->shape[0], Cg = weight->shape[1];
+  if (chw[0] != Cg * p.groups)
+    return ct__fail(CT_ERR_SHAPE, "conv2d: expected input with %lld channels (weight %s%s), got %lld",
+                    (long long)(Cg * p.groups), ct__shape_str(weight, s1, sizeof s1),
+                    p.groups > 1 ? ", groups" : "", (long long)chw[0]);
+  if (Co % p.groups)
+    return ct__fail(CT_ERR_SHAPE, "conv2d: %lld output channels are not divisible by groups = %lld",
+                    (long long)Co, (long long)p.groups);
+  if (bias && !(bias->ndim == 1 && bias->shape[0] == Co))
+    return ct__fail(CT_ERR_SHAPE, "conv2d: expected a bias of shape (%lld,), got %s", (long long)Co,
+                    ct__shape_str(bias, s1, sizeof s1));
+  int64_t out[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t padded = chw[1 + i] + 2 * p.padding[i];
+    int64_t eff = p.dilation[i] * (weight->shape[2 + i] - 1) + 1;
+    if (eff > padded)
+      return ct__fail(CT_ERR_SHAPE,
+                      "conv2d: kernel size (%lld, %lld) (dilated: (%lld, %lld)) is larger than the padded input (%lld, %lld)",
+                      (long long)weight->shape[2], (long long)weight->shape[3],
+                      (long long)(p.dilation[0] * (weight->shape[2] - 1) + 1),
+                      (long long)(p.dilation[1] * (weight->shape[3] - 1) + 1),
+                      (long long)(chw[1] + 2 * p.padding[0]), (long long)(chw[2] + 2 * p.padding[1]));
+    out[i] = (padded - eff) / p.stride[i] + 1;
+  }
+  (void)s2;
+  const ct_backend *be = ct__backend_for(OP, x);
+  if (!be) return NULL;
+  CT_NEED_SLOT(be, conv2d, OP, x);
+  bool ok = true;
+  ct_tensor *xc = ct__nn_prep(x, x->dtype, &ok), *wc = ct__nn_prep(weight, x->dtype, &ok);
+  ct_tensor *bc = ct__nn_prep(bias, x->dtype, &ok), *x4 = NULL, *r = NULL;
+  int64_t xs[4] = {N, chw[0], chw[1], chw[2]}, os[4] = {N, Co, out[0], out[1]};
+  if (ok) x4 = unbatched ? ct__nn_reshape(xc, xs, 4) : ct__retain(xc);
+  if (x4) r = ct__empty(os, 4, x->dtype, ct__device(x));
+  ct_status st = r ? be->conv2d(r, x4, wc, bc, &p) : ct_last_error();
+  ct__release(xc), ct__release(bc);
+  if (st != CT_OK) {
+    ct__release(x4), ct__release(wc), ct__release(r);
+    return NULL;
+  }
+  if (unbatched) {
+    ct_tensor *v = ct__nn_reshape(r, os + 1, 3);
+    ct__release(r);
+    r = v;
+  }
+  const ct_tensor *ins[3] = {x, weight, bias};
+  if (r && ct__ag_needed(ins, 3)) {
+    ct_node *n = ct__node_new("ConvolutionBackward", conv2d_backward, 3, ins);
+    if (!n || !ct__node_save(n, 0, x4) || !ct__node_save(n, 1, wc)) {
+      ct__node_release(n);
+      ct__release(r);
+      r = NULL;
+    } else {
+      int64_t ip[8] = {p.stride[0], p.stride[1], p.padding[0], p.padding[1],
+                       p.dilation[0], p.dilation[1], p.groups, unbatched};
+      memcpy(n->ip, ip, sizeof ip);
+      n->n_ip = 8;
+      r = ct__ag_attach(r, n);
+    }
+  }
+  ct__release(x4), ct__release(wc);
+  return ct__track(r);
+}

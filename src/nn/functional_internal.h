@@ -1,0 +1,42 @@
+/* Helpers shared by the functional layers and losses (conv.c, pool.c,
+ * norm.c, embedding_dropout.c, loss.c). */
+#ifndef CT_NN_FUNCTIONAL_INTERNAL_H
+#define CT_NN_FUNCTIONAL_INTERNAL_H
+
+#include "autograd/autograd_internal.h"
+#include "ops/ops_internal.h"
+
+/* t cast to dtype and made contiguous: a new reference (t itself when it
+ * already is); NULL passes through (ok stays true), failure sets *ok false. */
+static inline ct_tensor *ct__nn_prep(const ct_tensor *t, ct_dtype dtype, bool *ok) {
+  if (!t) return NULL;
+  ct_tensor *c = ct__cast(t, dtype);
+  ct_tensor *r = c ? ct__contiguous(c) : NULL;
+  ct__release(c);
+  if (!r) *ok = false;
+  return r;
+}
+
+/* Whether t has exactly shape (n dims). */
+static inline bool ct__nn_shape_is(const ct_tensor *t, const int64_t *shape, int n) {
+  if (t->ndim != n) return false;
+  for (int d = 0; d < n; d++)
+    if (t->shape[d] != shape[d]) return false;
+  return true;
+}
+
+/* A view of t with another shape of the same numel (t contiguous). */
+static inline ct_tensor *ct__nn_reshape(const ct_tensor *t, const int64_t *shape, int n) {
+  int64_t st[CT_MAX_DIMS];
+  ct__contiguous_strides(shape, n, st);
+  return ct__view_of(t, t->dtype, shape, st, n, t->offset);
+}
+
+/* A floating dtype is required: else CT_ERR_DTYPE naming op and what. */
+static inline bool ct__nn_need_float(const char *op, const char *what, const ct_tensor *t) {
+  if (!t || ct_dtype_is_floating(t->dtype)) return true;
+  ct__fail(CT_ERR_DTYPE, "%s: expected a floating %s, got %s", op, what, ct_dtype_name(t->dtype));
+  return false;
+}
+
+#endif /* CT_NN_FUNCTIONAL_INTERNAL_H */

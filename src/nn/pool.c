@@ -1,0 +1,151 @@
+/* ct_max_pool2d and ct_avg_pool2d: checks, output geometry (floor or ceil
+ * mode, as torch), the backend's pool2d slot and the autograd nodes (max:
+ * gradients routed to the saved argmax indices; avg: spread over windows). */
+#include "nn/functional_internal.h"
+
+/* Fills p and the output size (oh, ow) from opts; false with an error. */
+static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_opts *opts,
+                          ct_pool2d_params *p, int64_t out[2]) {
+  if (!opts)
+    return ct__fail(CT_ERR_ARG, "%s: options with a kernel size are required", op), false;
+  const int64_t *hw = x->shape + x->ndim - 2;
+  bool def_stride = opts->stride[0] == 0 && opts->stride[1] == 0;
+  p->count_include_pad = !opts->count_include_pad_false;
+  for (int i = 0; i < 2; i++) {
+    p->kernel[i] = opts->kernel[i];
+    p->stride[i] = def_stride ? opts->kernel[i] : opts->stride[i];
+    p->padding[i] = opts->padding[i];
+    if (p->kernel[i] < 1 || p->stride[i] < 1 || p->padding[i] < 0) {
+      ct__fail(CT_ERR_ARG, "%s: expected kernel >= 1, stride >= 1 and padding >= 0, got kernel (%lld, %lld), stride (%lld, %lld), padding (%lld, %lld)",
+               op, (long long)opts->kernel[0], (long long)opts->kernel[1],
+               (long long)opts->stride[0], (long long)opts->stride[1],
+               (long long)opts->padding[0], (long long)opts->padding[1]);
+      return false;
+    }
+    if (p->padding[i] > p->kernel[i] / 2) {
+      ct__fail(CT_ERR_ARG, "%s: padding should be at most half of the kernel size, got padding (%lld, %lld) for kernel (%lld, %lld)",
+               op, (long long)p->padding[0], (long long)p->padding[1], (long long)p->kernel[0],
+               (long long)p->kernel[1]);
+      return false;
+    }
+    int64_t span = hw[i] + 2 * p->padding[i] - p->kernel[i];
+    int64_t o = span < 0 ? -1
+                         : (opts->ceil_mode ? (span + p->stride[i] - 1) / p->stride[i]
+                                            : span / p->stride[i]) + 1;
+    /* ceil mode: the last window must start inside the image or left padding */
+    if (opts->ceil_mode && o > 0 && (o - 1) * p->stride[i] >= hw[i] + p->padding[i]) o--;
+    if (o <= 0) {
+      char s[CT_SHAPE_STR_MAX];
+      ct__fail(CT_ERR_SHAPE, "%s: kernel (%lld, %lld) with padding (%lld, %lld) is larger than the input %s",
+               op, (long long)p->kernel[0], (long long)p->kernel[1], (long long)p->padding[0],
+               (long long)p->padding[1], ct__shape_str(x, s, sizeof s));
+      return false;
+    }
+    out[i] = o;
+  }
+  return true;
+}
+
+static void params_from_node(const ct_node *n, ct_pool2d_params *p) {
+  for (int i = 0; i < 2; i++) {
+    p->kernel[i] = n->ip[i], p->stride[i] = n->ip[2 + i], p->padding[i] = n->ip[4 + i];
+  }
+  p->count_include_pad = n->ip[6] != 0;
+}
+
+/* in[0]'s shape as 4-d (N, C, H, W). */
+static void shape4(const ct_input_meta *m, int64_t s[4]) {
+  if (m->ndim == 3) s[0] = 1, memcpy(s + 1, m->shape, 3 * sizeof(int64_t));
+  else memcpy(s, m->shape, 4 * sizeof(int64_t));
+}
+
+static ct_status pool_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
+  bool is_max = n->op != 0, ok = true;
+  const ct_tensor *idx = NULL;
+  if (is_max && !(idx = ct__node_saved(n, 0))) return ct_last_error();
+  ct_pool2d_params p;
+  params_from_node(n, &p);
+  int64_t xs[4], gs[4];
+  shape4(&n->in[0], xs);
+  ct_tensor *gc = ct__nn_prep(g, g->dtype, &ok);
+  if (!ok) return ct_last_error();
+  gs[0] = xs[0], gs[1] = xs[1], gs[2] = gc->shape[gc->ndim - 2], gs[3] = gc->shape[gc->ndim - 1];
+  ct_tensor *g4 = ct__nn_reshape(gc, gs, 4);
+  ct_tensor *gx = g4 ? ct__empty(xs, 4, g->dtype, ct__device(g)) : NULL;
+  ct_status st = gx ? ct__backend_of(gx)->pool2d_backward(is_max, gx, g4, idx, &p) : ct_last_error();
+  ct__release(gc), ct__release(g4);
+  if (st == CT_OK && n->in[0].ndim == 3) {
+    ct_tensor *v = ct__nn_reshape(gx, n->in[0].shape, 3);
+    ct__release(gx);
+    gx = v;
+    if (!gx) st = ct_last_error();
+  }
+  if (st != CT_OK) {
+    ct__release(gx);
+    return st;
+  }
+  grad_in[0] = gx;
+  return CT_OK;
+}
+
+static ct_tensor *pool2d(const char *op, bool is_max, const ct_tensor *x, const ct_pool2d_opts *opts) {
+  if (!x) return NULL;
+  char s[CT_SHAPE_STR_MAX];
+  if (x->ndim != 3 && x->ndim != 4)
+    return ct__fail(CT_ERR_SHAPE, "%s: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape %s",
+                    op, ct__shape_str(x, s, sizeof s));
+  if (!ct__nn_need_float(op, "input", x)) return NULL;
+  ct_pool2d_params p;
+  int64_t out[2];
+  if (!pool_geometry(op, x, opts, &p, out)) return NULL;
+  const ct_backend *be = ct__backend_for(op, x);
+  if (!be) return NULL;
+  CT_NEED_SLOT(be, pool2d, op, x);
+  bool unbatched = x->ndim == 3, ok = true;
+  const int64_t *chw = x->shape + (unbatched ? 0 : 1);
+  int64_t N = unbatched ? 1 : x->shape[0];
+  int64_t xs[4] = {N, chw[0], chw[1], chw[2]}, os[4] = {N, chw[0], out[0], out[1]};
+  bool need_grad = ct__ag_needed(&x, 1);
+  ct_tensor *xc = ct__nn_prep(x, x->dtype, &ok);
+  ct_tensor *x4 = ok ? ct__nn_reshape(xc, xs, 4) : NULL;
+  ct_tensor *r = x4 ? ct__empty(os, 4, x->dtype, ct__device(x)) : NULL;
+  ct_tensor *idx = r && is_max && need_grad ? ct__empty(os, 4, CT_I64, ct__device(x)) : NULL;
+  ct_status st = r && (idx || !(is_max && need_grad)) ? be->pool2d(is_max, r, idx, x4, &p)
+                                                      : ct_last_error();
+  ct__release(xc), ct__release(x4);
+  if (st != CT_OK) {
+    ct__release(r), ct__release(idx);
+    return NULL;
+  }
+  if (unbatched) {
+    ct_tensor *v = ct__nn_reshape(r, os + 1, 3);
+    ct__release(r);
+    r = v;
+  }
+  if (r && need_grad) {
+    ct_node *n = ct__node_new(is_max ? "MaxPool2DWithIndicesBackward" : "AvgPool2DBackward",
+                              pool_backward, 1, &x);
+    if (!n || (is_max && !ct__node_save(n, 0, idx))) {
+      ct__node_release(n);
+      ct__release(r);
+      r = NULL;
+    } else {
+      n->op = is_max;
+      int64_t ip[7] = {p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
+                       p.padding[0], p.padding[1], p.count_include_pad};
+      memcpy(n->ip, ip, sizeof ip);
+      n->n_ip = 7;
+      r = ct__ag_attach(r, n);
+    }
+  }
+  ct__release(idx);
+  return ct__track(r);
+}
+
+ct_tensor *ct_max_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts) {
+  return pool2d("max_pool2d", true, x, opts);
+}
+
+ct_tensor *ct_avg_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts) {
+  return pool2d("avg_pool2d", false, x, opts);
+}

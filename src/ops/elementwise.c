@@ -1,0 +1,209 @@
+/* Elementwise family, op layer: the op tables (names and dtype rules), the
+ * helpers shared by the family's files (results, operands, overlap, shapes),
+ * and the unary ops: ct__unary and the public unary, clamp, leaky_relu and
+ * predicate functions. Binary arithmetic is in arith.c, comparisons/where in
+ * compare.c. */
+#include <math.h>
+
+#include "autograd/autograd_internal.h"
+#include "ops/elementwise.h"
+
+/* ---- Op tables ------------------------------------------------------------ */
+
+const ct_unary_info ct__unary_info[] = {
+#define X(E, n, r) [CT_UOP_##E] = {#n, CT_RULE_##r},
+    CT_UNARY_OPS(X)
+#undef X
+};
+_Static_assert(sizeof ct__unary_info / sizeof ct__unary_info[0] == CT_UOP_COUNT,
+               "ct__unary_info must have one entry per unary op");
+
+const ct_binary_info ct__binary_info[] = {
+#define X(E, n, r) [CT_BOP_##E] = {#n, CT_BRULE_##r},
+    CT_BINARY_OPS(X)
+#undef X
+};
+_Static_assert(sizeof ct__binary_info / sizeof ct__binary_info[0] == CT_BOP_COUNT,
+               "ct__binary_info must have one entry per binary op");
+
+/* ---- Shared helpers ----------------------------------------------------------- */
+
+/* Byte range [lo, hi) of the storage that t's elements occupy. */
+static void byte_range(const ct_tensor *t, int64_t *lo, int64_t *hi) {
+  int64_t es = (int64_t)ct__elsize(t->dtype), a = t->offset, b = t->offset;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t ext = t->strides[d] * (t->shape[d] - 1);
+    if (ext < 0) a += ext;
+    else b += ext;
+  }
+  *lo = a * es;
+  *hi = (b + 1) * es;
+}
+
+bool ct__ew_overlaps(const ct_tensor *out, const ct_tensor *in) {
+  if (out->storage != in->storage || out->numel == 0 || in->numel == 0) return false;
+  if (in->dtype == out->dtype && in->offset == out->offset && in->ndim <= out->ndim) {
+    /* element for element: in's strides, broadcast to out's shape, match */
+    bool same = true;
+    for (int d = 0; d < out->ndim && same; d++) {
+      int id = d - (out->ndim - in->ndim);
+      int64_t st = (id >= 0 && in->shape[id] == out->shape[d]) ? in->strides[id] : 0;
+      same = out->shape[d] == 1 || st == out->strides[d];
+    }
+    if (same) return false;
+  }
+  int64_t lo_o, hi_o, lo_i, hi_i;
+  byte_range(out, &lo_o, &hi_o);
+  byte_range(in, &lo_i, &hi_i);
+  return lo_o < hi_i && lo_i < hi_o;
+}
+
+ct_tensor *ct__ew_result(const char *op, ct_tensor *out, const int64_t *shape, int ndim,
+                         ct_dtype dtype, ct_device device, const ct_tensor *const *ins, int nins) {
+  if (!out) return ct__empty(shape, ndim, dtype, device);
+  ct_tensor *res = ct__result_for(op, out, shape, ndim, dtype, device);
+  if (res != out) return res; /* NULL, or already a temporary */
+  for (int i = 0; i < nins; i++) {
+    if (ct__ew_overlaps(out, ins[i])) {
+      ct__release(res);
+      return ct__empty(shape, ndim, dtype, device);
+    }
+  }
+  return res;
+}
+
+const ct_tensor *ct__ew_operand(const ct_tensor *in, ct_dtype dtype, const ct_tensor *res,
+                                ct_tensor **tmp) {
+  bool same_shape = in->ndim == res->ndim;
+  for (int d = 0; d < in->ndim && same_shape; d++) same_shape = in->shape[d] == res->shape[d];
+  *tmp = NULL;
+  if (in->dtype == dtype && same_shape) return in;
+  ct_tensor *c = ct__cast(in, dtype);
+  if (c && !same_shape) {
+    ct_tensor *b = ct__broadcast_to(c, res->shape, res->ndim);
+    ct__release(c);
+    c = b;
+  }
+  *tmp = c;
+  return c;
+}
+
+bool ct__ew_broadcast(const char *op, const int64_t *a, int na, const int64_t *b, int nb,
+                      int64_t *out, int *out_ndim) {
+  if (ct__broadcast_shapes(a, na, b, nb, out, out_ndim)) return true;
+  char sa[CT_SHAPE_STR_MAX], sb[CT_SHAPE_STR_MAX];
+  ct__fail(CT_ERR_SHAPE, "%s: shapes %s and %s cannot be broadcast", op,
+           ct_shape_format(a, na, sa, sizeof sa), ct_shape_format(b, nb, sb, sizeof sb));
+  return false;
+}
+
+bool ct__ew_need_out(const char *op, const ct_tensor *out) {
+  if (out) return true;
+  if (ct_last_error() == CT_OK) ct__fail(CT_ERR_ARG, "%s: out is NULL", op);
+  return false;
+}
+
+/* ---- Unary ------------------------------------------------------------------- */
+
+/* A clamp bound keeps an integer tensor's dtype if it is integral or no bound. */
+static bool integral_bound(double v) { return isinf(v) || v == trunc(v); }
+
+ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double p0, double p1) {
+  if (!x) return NULL;
+  const ct_unary_info *info = &ct__unary_info[op];
+  /* cd: dtype the kernel reads; rd: result dtype; copy: identity for x's dtype */
+  ct_dtype xd = x->dtype, cd = xd, rd = xd;
+  bool copy = false;
+  if (info->rule == CT_RULE_BOOL) {
+    rd = CT_BOOL;
+  } else if (!ct_dtype_is_floating(xd)) {
+    if (info->rule == CT_RULE_FLOAT || op == CT_UOP_LEAKY_RELU) {
+      cd = rd = CT_F32;
+    } else if (info->rule == CT_RULE_IDENT) {
+      copy = true;
+    } else if (op == CT_UOP_CLAMP) {
+      if (xd == CT_BOOL) return ct__fail(CT_ERR_DTYPE, "clamp: not supported for bool tensors");
+      if (!integral_bound(p0) || !integral_bound(p1)) cd = rd = CT_F32; /* as torch's promotion */
+    } else if (xd == CT_BOOL) {
+      if (op == CT_UOP_NEG)
+        return ct__fail(CT_ERR_DTYPE,
+                        "neg: negation of a bool tensor is not supported; use logical_not");
+      copy = true; /* abs, relu, sign, square are the identity on {0, 1} */
+    }
+  }
+  const ct_backend *be = ct__backend_for(info->name, x);
+  if (!be) return NULL;
+  if (!copy) CT_NEED_SLOT(be, unary, info->name, x);
+  ct_tensor *res = ct__ew_result(info->name, out, x->shape, x->ndim, rd, ct__device(x), &x, 1);
+  if (!res) return NULL;
+  ct_status st;
+  if (copy) {
+    st = res == x ? CT_OK : be->copy(res, x);
+  } else {
+    ct_tensor *tmp;
+    const ct_tensor *xin = ct__ew_operand(x, cd, res, &tmp);
+    st = xin ? be->unary(op, res, xin, p0, p1) : ct_last_error();
+    ct__release(tmp);
+  }
+  return ct__finish_out(out, res, st);
+}
+
+/* ct_NAME(x), ct_NAME_(x), ct_NAME_out(out, x) for the plain unary ops. */
+#define PLAIN_UNARY(X)                                                               \
+  X(NEG, neg) X(ABS, abs) X(EXP, exp) X(EXPM1, expm1) X(LOG, log) X(LOG1P, log1p)     \
+  X(LOG2, log2) X(SQRT, sqrt) X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TAN, tan)     \
+  X(TANH, tanh) X(ERF, erf) X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu)           \
+  X(GELU_TANH, gelu_tanh) X(SILU, silu) X(SOFTPLUS, softplus) X(FLOOR, floor)         \
+  X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) X(SIGN, sign)                         \
+  X(RECIPROCAL, reciprocal) X(SQUARE, square)
+
+/* Autograd: out-of-place forms record a node; in-place and _out forms refuse
+ * to write a tensor that requires grad (ct__ag_inplace_begin). */
+static ct_tensor *unary_inplace(ct_unary_op op, const char *name, ct_tensor *x, double p0, double p1) {
+  if (x && !ct__ag_inplace_begin(name, x, NULL, 0, true)) return NULL;
+  return ct__unary(op, x, x, p0, p1);
+}
+static ct_tensor *unary_out(ct_unary_op op, const char *name, ct_tensor *out, const ct_tensor *x,
+                            double p0, double p1) {
+  if (!x || !ct__ew_need_out(name, out) || !ct__ag_inplace_begin(name, out, &x, 1, false)) return NULL;
+  return ct__unary(op, out, x, p0, p1);
+}
+static ct_tensor *unary_new(ct_unary_op op, const ct_tensor *x, double p0, double p1) {
+  return ct__track(ct__ag_unary(ct__unary(op, NULL, x, p0, p1), op, x, p0, p1));
+}
+
+#define DEFINE_PUBLIC_UNARY(E, name)                                                 \
+  ct_tensor *ct_##name(const ct_tensor *x) { return unary_new(CT_UOP_##E, x, 0, 0); } \
+  ct_tensor *ct_##name##_(ct_tensor *x) {                                            \
+    return unary_inplace(CT_UOP_##E, #name "_", x, 0, 0);                            \
+  }                                                                                  \
+  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *x) {                   \
+    return unary_out(CT_UOP_##E, #name "_out", out, x, 0, 0);                        \
+  }
+PLAIN_UNARY(DEFINE_PUBLIC_UNARY)
+
+ct_tensor *ct_isnan(const ct_tensor *x) { return ct__track(ct__unary(CT_UOP_ISNAN, NULL, x, 0, 0)); }
+ct_tensor *ct_isinf(const ct_tensor *x) { return ct__track(ct__unary(CT_UOP_ISINF, NULL, x, 0, 0)); }
+ct_tensor *ct_isfinite(const ct_tensor *x) {
+  return ct__track(ct__unary(CT_UOP_ISFINITE, NULL, x, 0, 0));
+}
+ct_tensor *ct_logical_not(const ct_tensor *x) {
+  return ct__track(ct__unary(CT_UOP_LOGICAL_NOT, NULL, x, 0, 0));
+}
+
+ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {
+  return unary_new(CT_UOP_CLAMP, x, lo, hi);
+}
+ct_tensor *ct_clamp_(ct_tensor *x, double lo, double hi) {
+  return unary_inplace(CT_UOP_CLAMP, "clamp_", x, lo, hi);
+}
+ct_tensor *ct_clamp_out(ct_tensor *out, const ct_tensor *x, double lo, double hi) {
+  return unary_out(CT_UOP_CLAMP, "clamp_out", out, x, lo, hi);
+}
+
+ct_tensor *ct_leaky_relu(const ct_tensor *x, double slope) {
+  return unary_new(CT_UOP_LEAKY_RELU, x, slope, 0);
+}
+ct_tensor *ct_leaky_relu_(ct_tensor *x, double slope) {
+  return unary_inplace(CT_UOP_LEAKY_RELU, "leaky_relu_", x, slope, 0);
+}

@@ -1,0 +1,416 @@
+/* Optimizers: SGD, Adam, AdamW. Argument checks as torch.optim, per-parameter
+ * state (momentum buffers, Adam moments) on the parameter's device, and one
+ * backend call per device and step number (the multi-tensor `optimizer_step`
+ * slot: one launch on CUDA). Updates run without recording autograd and bump
+ * the version counters of what they write. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+
+enum { N_STATE = 3 };
+static const char *const sgd_state_names[N_STATE] = {"momentum_buffer", NULL, NULL};
+static const char *const adam_state_names[N_STATE] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+
+struct ct_optimizer {
+  ct_optim_kind kind;
+  const char *name;        /* "SGD", "Adam", "AdamW" */
+  ct_optim_params hyper;   /* lr and hyper-parameters; per-call fields filled at step */
+  int n;
+  ct_tensor **params;      /* n references */
+  ct_tensor **state[N_STATE]; /* [k][i]: owned, NULL until created */
+  int64_t *steps;          /* Adam(W): updates taken by parameter i */
+  int64_t step_count;
+  char **names;            /* ct_optimizer_state's names */
+  int n_names;
+};
+
+static const char *const *state_names(const ct_optimizer *o) {
+  return o->kind == CT_OPTIM_SGD ? sgd_state_names : adam_state_names;
+}
+
+/* Which state buffers parameters need. */
+static bool needs_state(const ct_optimizer *o, int k) {
+  if (o->kind == CT_OPTIM_SGD) return k == 0 && o->hyper.momentum != 0;
+  return k < 2 || (k == 2 && o->hyper.amsgrad);
+}
+
+/* ---- Construction ---------------------------------------------------------- */
+
+static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tensor *const *params,
+                                   int n, ct_optim_params hyper) {
+  if (n < 0 || (n > 0 && !params))
+    return ct__fail(CT_ERR_ARG, "%s: expected an array of parameters, got %d%s", what, n,
+                    params ? "" : " and NULL");
+  for (int i = 0; i < n; i++) {
+    const ct_tensor *p = params[i];
+    if (!p) return ct__fail(CT_ERR_ARG, "%s: parameter %d is NULL", what, i);
+    if (p->dtype != CT_F32 && p->dtype != CT_F64)
+      return ct__fail(CT_ERR_DTYPE,
+                      "%s: parameter %d is %s; optimizers update f32 or f64 parameters (keep f32 "
+                      "master weights for mixed precision)",
+                      what, i, ct_dtype_name(p->dtype));
+    if (!ct__is_contiguous(p))
+      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not contiguous", what, i);
+    if (!ct_is_leaf(p))
+      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not a leaf tensor (made by %s)", what, i,
+                      ct_grad_fn_name(p));
+    for (int j = 0; j < i; j++)
+      if (params[j] == p)
+        return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j);
+  }
+  ct_optimizer *o = calloc(1, sizeof *o);
+  if (!o) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+  size_t sz = (size_t)(n ? n : 1);
+  o->params = calloc(sz, sizeof *o->params);
+  o->steps = calloc(sz, sizeof *o->steps);
+  bool ok = o->params && o->steps;
+  for (int k = 0; k < N_STATE; k++) ok = (o->state[k] = calloc(sz, sizeof(ct_tensor *))) && ok;
+  if (!ok) {
+    ct_optimizer_free(o);
+    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+  }
+  o->kind = kind;
+  o->name = kind == CT_OPTIM_SGD ? "SGD" : kind == CT_OPTIM_ADAM ? "Adam" : "AdamW";
+  o->hyper = hyper;
+  o->hyper.kind = kind;
+  o->n = n;
+  for (int i = 0; i < n; i++) o->params[i] = ct__retain(params[i]);
+  return o;
+}
+
+ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts) {
+  if (!opts) return ct__fail(CT_ERR_ARG, "sgd_new: options with the learning rate are required");
+  const ct_sgd_opts s = *opts;
+  if (!(s.lr >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid learning rate %g", s.lr);
+  if (!(s.momentum >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid momentum %g", s.momentum);
+  if (!(s.weight_decay >= 0))
+    return ct__fail(CT_ERR_ARG, "sgd_new: invalid weight_decay %g", s.weight_decay);
+  if (s.nesterov && (s.momentum <= 0 || s.dampening != 0))
+    return ct__fail(CT_ERR_ARG, "sgd_new: nesterov momentum requires a momentum and zero dampening");
+  ct_optim_params h = {.lr = s.lr, .momentum = s.momentum, .dampening = s.dampening,
+                       .weight_decay = s.weight_decay, .nesterov = s.nesterov};
+  return optimizer_new("sgd_new", CT_OPTIM_SGD, params, n, h);
+}
+
+static ct_optimizer *adam_new(const char *what, ct_optim_kind kind, ct_tensor *const *params, int n,
+                              const ct_adam_opts *opts) {
+  ct_adam_opts a = opts ? *opts : (ct_adam_opts){0};
+  if (a.lr == 0) a.lr = 1e-3;
+  if (a.beta1 == 0) a.beta1 = 0.9;
+  if (a.beta2 == 0) a.beta2 = 0.999;
+  if (a.eps == 0) a.eps = 1e-8;
+  if (a.weight_decay == 0 && kind == CT_OPTIM_ADAMW) a.weight_decay = 1e-2;
+  if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
+  if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
+  if (!(a.beta1 >= 0 && a.beta1 < 1))
+    return ct__fail(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", what, a.beta1);
+  if (!(a.beta2 >= 0 && a.beta2 < 1))
+    return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, a.beta2);
+  if (!(a.weight_decay >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
+  ct_optim_params h = {.lr = a.lr, .beta1 = a.beta1, .beta2 = a.beta2, .eps = a.eps,
+                       .weight_decay = a.weight_decay, .amsgrad = a.amsgrad};
+  return optimizer_new(what, kind, params, n, h);
+}
+
+ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts) {
+  return adam_new("adam_new", CT_OPTIM_ADAM, params, n, opts);
+}
+ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts) {
+  return adam_new("adamw_new", CT_OPTIM_ADAMW, params, n, opts);
+}
+
+static void free_names(ct_optimizer *o) {
+  for (int i = 0; i < o->n_names; i++) free(o->names[i]);
+  free(o->names);
+  o->names = NULL;
+  o->n_names = 0;
+}
+
+void ct_optimizer_free(ct_optimizer *o) {
+  if (!o) return;
+  for (int i = 0; i < o->n; i++) {
+    ct__release(o->params[i]);
+    for (int k = 0; k < N_STATE; k++) ct__release(o->state[k][i]);
+  }
+  for (int k = 0; k < N_STATE; k++) free(o->state[k]);
+  free(o->params);
+  free(o->steps);
+  free_names(o);
+  free(o);
+}
+
+/* ---- The update ------------------------------------------------------------- */
+
+/* A zeroed tensor like p, owned by the caller (not in any scope). */
+static ct_tensor *zeros_state(const ct_tensor *p) {
+  ct_tensor *t = ct__empty(p->shape, p->ndim, p->dtype, ct__device(p));
+  if (t && ct__backend_of(t)->fill(t, 0.0) != CT_OK) {
+    ct__release(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* Calls the backend for the parameters in idx[0..m) (one device, one step). */
+static ct_status run_group(ct_optimizer *o, const int *idx, int m, ct_tensor **grads,
+                           ct_optim_params hp) {
+  ct_tensor **buf = malloc(sizeof(ct_tensor *) * (size_t)m * (2 + N_STATE));
+  if (!buf) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
+  ct_tensor **ps = buf, **gs = buf + m, *(*st[N_STATE]) = {buf + 2 * m, buf + 3 * m, buf + 4 * m};
+  for (int j = 0; j < m; j++) {
+    ps[j] = o->params[idx[j]];
+    gs[j] = grads[idx[j]];
+    for (int k = 0; k < N_STATE; k++) st[k][j] = o->state[k][idx[j]];
+  }
+  const ct_backend *be = ct__backend_of(ps[0]);
+  ct_status s;
+  if (!be || !be->optimizer_step)
+    s = ct__fail_status(CT_ERR_UNAVAILABLE, "%s.step: not implemented on %s", o->name,
+                        ct_device_name(ct__device(ps[0])));
+  else
+    s = be->optimizer_step(&hp, ps, gs, st[0], st[1], st[2], m);
+  if (s == CT_OK) {
+    for (int j = 0; j < m; j++) {
+      ct__bump_version(ps[j]);
+      for (int k = 0; k < N_STATE; k++)
+        if (st[k][j]) ct__bump_version(st[k][j]);
+    }
+  }
+  free(buf);
+  return s;
+}
+
+/* Gradients of the parameters that have one, contiguous and checked
+ * (grads[i] NULL: skip parameter i). New references. */
+static ct_status gather_grads(ct_optimizer *o, ct_tensor **grads) {
+  for (int i = 0; i < o->n; i++) {
+    ct_tensor *p = o->params[i], *g = ct_grad(p);
+    if (!g) continue;
+    if (g->dtype != p->dtype || !ct_device_equal(ct__device(g), ct__device(p)) ||
+        g->numel != p->numel)
+      return ct__fail_status(CT_ERR_STATE, "%s.step: the gradient of parameter %d (%s on %s) does "
+                             "not match it (%s on %s)", o->name, i, ct_dtype_name(g->dtype),
+                             ct_device_name(ct__device(g)), ct_dtype_name(p->dtype),
+                             ct_device_name(ct__device(p)));
+    if (ct__is_contiguous(g)) {
+      grads[i] = ct__retain(g);
+    } else {
+      grads[i] = ct__empty(p->shape, p->ndim, p->dtype, ct__device(p));
+      if (!grads[i]) return ct_last_error();
+      ct_status s = ct__backend_of(p)->copy(grads[i], g);
+      if (s != CT_OK) return s;
+    }
+  }
+  return CT_OK;
+}
+
+/* Creates missing state for parameter i; *fresh tells whether SGD's buffer is new. */
+static ct_status ensure_state(ct_optimizer *o, int i, bool *fresh) {
+  *fresh = false;
+  for (int k = 0; k < N_STATE; k++) {
+    if (!needs_state(o, k) || o->state[k][i]) continue;
+    o->state[k][i] = zeros_state(o->params[i]);
+    if (!o->state[k][i]) return ct_last_error();
+    *fresh = true;
+  }
+  return CT_OK;
+}
+
+static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool *done) {
+  ct_status s = gather_grads(o, grads);
+  if (s != CT_OK) return s;
+  for (int i = 0; i < o->n && s == CT_OK; i++)
+    if (grads[i]) s = ensure_state(o, i, &fresh[i]);
+  if (s != CT_OK) return s;
+  int *idx = malloc(sizeof(int) * (size_t)(o->n ? o->n : 1));
+  if (!idx) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
+  /* Groups: same device and same per-call parameters (SGD's first step, Adam's
+   * step number). */
+  for (int i = 0; i < o->n && s == CT_OK; i++) {
+    if (!grads[i] || done[i]) continue;
+    int m = 0;
+    for (int j = i; j < o->n; j++) {
+      if (!grads[j] || done[j]) continue;
+      bool same = ct_device_equal(ct__device(o->params[j]), ct__device(o->params[i])) &&
+                  (o->kind == CT_OPTIM_SGD ? fresh[j] == fresh[i] : o->steps[j] == o->steps[i]);
+      if (same) {
+        idx[m++] = j;
+        done[j] = true;
+      }
+    }
+    ct_optim_params hp = o->hyper;
+    hp.first_step = fresh[i];
+    hp.step = o->steps[i] + 1;
+    s = run_group(o, idx, m, grads, hp);
+    if (s == CT_OK)
+      for (int j = 0; j < m; j++) o->steps[idx[j]]++;
+  }
+  free(idx);
+  return s;
+}
+
+ct_status ct_optimizer_step(ct_optimizer *o) {
+  if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_step: optimizer is NULL");
+  size_t sz = (size_t)(o->n ? o->n : 1);
+  ct_tensor **grads = calloc(sz, sizeof *grads);
+  bool *flags = calloc(2 * sz, sizeof *flags);
+  if (!grads || !flags) {
+    free(grads);
+    free(flags);
+    return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
+  }
+  ct_no_grad_begin();
+  ct_status s = step_impl(o, grads, flags, flags + sz);
+  ct_no_grad_end();
+  for (int i = 0; i < o->n; i++) ct__release(grads[i]);
+  free(grads);
+  free(flags);
+  if (s == CT_OK) o->step_count++;
+  return s;
+}
+
+void ct_optimizer_zero_grad(ct_optimizer *o) {
+  if (!o) return;
+  for (int i = 0; i < o->n; i++) ct_set_grad(o->params[i], NULL);
+}
+
+double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->hyper.lr : 0.0; }
+void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
+  if (o) o->hyper.lr = lr;
+}
+int64_t ct_optimizer_step_count(const ct_optimizer *o) { return o ? o->step_count : 0; }
+
+/* ---- State for checkpoints ----------------------------------------------------- */
+
+int ct_optimizer_state(const ct_optimizer *co, ct_tensor **tensors, const char **names, int max) {
+  if (!co) return 0;
+  ct_optimizer *o = (ct_optimizer *)co; /* the name cache is not observable state */
+  const char *const *kinds = state_names(o);
+  int count = 0;
+  for (int i = 0; i < o->n; i++)
+    for (int k = 0; k < N_STATE; k++) count += o->state[k][i] != NULL;
+  if (names && max > 0) {
+    char **fresh = calloc((size_t)count + 1, sizeof *fresh);
+    int c = 0;
+    bool ok = fresh != NULL;
+    for (int i = 0; ok && i < o->n; i++)
+      for (int k = 0; ok && k < N_STATE; k++) {
+        if (!o->state[k][i]) continue;
+        size_t len = strlen(kinds[k]) + 16;
+        ok = (fresh[c] = malloc(len)) != NULL;
+        if (ok) snprintf(fresh[c++], len, "%d.%s", i, kinds[k]);
+      }
+    if (!ok) {
+      for (int j = 0; fresh && j < c; j++) free(fresh[j]);
+      free(fresh);
+      ct__fail(CT_ERR_OOM, "optimizer_state: out of host memory");
+      return -1;
+    }
+    bool same = o->names && o->n_names == count;
+    for (int j = 0; same && j < count; j++) same = !strcmp(o->names[j], fresh[j]);
+    if (same) {
+      for (int j = 0; j < count; j++) free(fresh[j]);
+      free(fresh);
+    } else {
+      free_names(o);
+      o->names = fresh;
+      o->n_names = count;
+    }
+  }
+  int c = 0;
+  for (int i = 0; i < o->n; i++)
+    for (int k = 0; k < N_STATE; k++) {
+      if (!o->state[k][i]) continue;
+      if (c < max) {
+        if (tensors) tensors[c] = o->state[k][i];
+        if (names) names[c] = o->names[c];
+      }
+      c++;
+    }
+  return count;
+}
+
+/* Parses "<index>.<kind>" into (i, k); false if malformed or unknown. */
+static bool parse_state_name(const ct_optimizer *o, const char *name, int *pi, int *pk) {
+  if (!name) return false;
+  char *end = NULL;
+  long i = strtol(name, &end, 10);
+  if (end == name || *end != '.' || name[0] == '-' || name[0] == '+' || i < 0 || i >= o->n)
+    return false;
+  const char *const *kinds = state_names(o);
+  for (int k = 0; k < N_STATE; k++)
+    if (kinds[k] && needs_state(o, k) && !strcmp(end + 1, kinds[k])) {
+      *pi = (int)i;
+      *pk = k;
+      return true;
+    }
+  return false;
+}
+
+ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
+                                  const char *const *names, int n, int64_t step_count) {
+  if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_load_state: optimizer is NULL");
+  if (n < 0 || (n > 0 && (!tensors || !names)) || step_count < 0)
+    return ct__fail_status(CT_ERR_ARG, "optimizer_load_state: invalid arguments (n %d, step %lld)",
+                           n, (long long)step_count);
+  /* Validate everything before changing anything. */
+  unsigned char *seen = calloc((size_t)(o->n ? o->n : 1) * N_STATE, 1);
+  if (!seen) return ct__fail_status(CT_ERR_OOM, "optimizer_load_state: out of host memory");
+  ct_status s = CT_OK;
+  for (int j = 0; j < n && s == CT_OK; j++) {
+    int i, k;
+    const ct_tensor *t = tensors[j];
+    char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+    if (!parse_state_name(o, names[j], &i, &k))
+      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' is not a state of this %s "
+                          "(expected '<param index>.%s'%s)", names[j] ? names[j] : "(null)",
+                          o->name, state_names(o)[0],
+                          o->kind == CT_OPTIM_SGD ? " with momentum" : " or .exp_avg_sq");
+    else if (seen[i * N_STATE + k]++)
+      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' given twice", names[j]);
+    else if (!t)
+      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: tensor '%s' is NULL", names[j]);
+    else if (t->numel != o->params[i]->numel || t->ndim != o->params[i]->ndim ||
+             memcmp(t->shape, o->params[i]->shape, sizeof(int64_t) * (size_t)t->ndim))
+      s = ct__fail_status(CT_ERR_SHAPE, "optimizer_load_state: '%s' has shape %s, parameter %d %s",
+                          names[j], ct__shape_str(t, a, sizeof a), i,
+                          ct__shape_str(o->params[i], b, sizeof b));
+  }
+  /* Adam needs all of a parameter's moments or none. */
+  for (int i = 0; i < o->n && s == CT_OK && o->kind != CT_OPTIM_SGD; i++) {
+    int have = 0, want = 0;
+    for (int k = 0; k < N_STATE; k++)
+      if (needs_state(o, k)) {
+        want++;
+        have += seen[i * N_STATE + k];
+      }
+    if (have && have != want)
+      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: parameter %d has %d of its %d state "
+                          "tensors", i, have, want);
+  }
+  ct_no_grad_begin();
+  ct_scope_begin();
+  for (int j = 0; j < n && s == CT_OK; j++) {
+    int i, k;
+    parse_state_name(o, names[j], &i, &k);
+    if (!o->state[k][i] && !(o->state[k][i] = zeros_state(o->params[i]))) {
+      s = ct_last_error();
+      break;
+    }
+    if (!ct_copy_(o->state[k][i], tensors[j])) s = ct_last_error();
+  }
+  ct_scope_end();
+  ct_no_grad_end();
+  if (s == CT_OK) {
+    o->step_count = step_count;
+    for (int i = 0; i < o->n; i++) {
+      bool has = false;
+      for (int k = 0; k < N_STATE; k++) has = has || o->state[k][i];
+      o->steps[i] = has ? step_count : 0;
+    }
+  }
+  free(seen);
+  return s;
+}
