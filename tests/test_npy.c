@@ -420,6 +420,21 @@ CT_TEST(io_errors) {
     ct_tensor *big = ct_zeros(CT_SHAPE(100000), &(ct_tensor_opts){.device = ct_test_device()});
     CHECK_ERR_MSG(ct_save_npy("/dev/full", big) == CT_OK, CT_ERR_IO, "No space left");
   }
+  /* Truncated and oversized files fail before allocating (the size is
+   * compared with the file's). */
+  static const double f8[3] = {1, 2, 3};
+  const char *hdrs[2] = {"{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }\n",
+                         "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }\n"};
+  const char *needles[2] = {"data is truncated: 24 bytes present, 48 expected", "data is truncated"};
+  for (int k = 0; k < 2; k++) {
+    size_t size;
+    unsigned char *b = make_npy(1, hdrs[k], f8, 24, &size);
+    FILE *f = fopen(tmp_path("trunc.npy"), "wb");
+    CHECK(f && fwrite(b, 1, size, f) == size);
+    if (f) fclose(f);
+    free(b);
+    CHECK_ERR_MSG(ct_load_npy(tmp_path("trunc.npy")), CT_ERR_FORMAT, needles[k]);
+  }
   ct_clear_error();
   CHECK(ct_save_npy(tmp_path("n.npy"), NULL) == CT_ERR_ARG);
   ct_clear_error();

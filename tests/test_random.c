@@ -3,6 +3,7 @@
  * so every backend must reproduce them), determinism, statistics, thread
  * independence, dtypes, errors. */
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "core/philox.h"
 #include "ct_test.h"
@@ -367,6 +368,23 @@ CT_TEST(thread_count_does_not_matter) {
     free(r[0][k]);
     free(r[1][k]);
   }
+}
+
+static void *draw_many(void *arg) {
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  for (int k = 0; k < 50; k++) ct_free(ct_rand(CT_SHAPE(1000), &o));
+  (void)arg;
+  return NULL;
+}
+
+CT_TEST(concurrent_users_get_disjoint_blocks) {
+  ct_manual_seed(1);
+  pthread_t th[4];
+  for (int k = 0; k < 4; k++) CHECK(pthread_create(&th[k], NULL, draw_many, NULL) == 0);
+  for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+  uint64_t seed, offset;
+  ct_generator_get_state(ct_default_generator(), &seed, &offset);
+  CHECK_MSG(seed == 1 && offset == 4 * 50 * 250, "offset %" PRIu64 " after 200 fills of 250 blocks", offset);
 }
 
 CT_TEST(half_and_double_dtypes) {

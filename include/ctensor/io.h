@@ -18,24 +18,35 @@
 extern "C" {
 #endif
 
-/* Loads a .npy file into a new CPU tensor. */
+/* Loads a .npy file (format 1.0, 2.0 or 3.0; dtypes f2 f4 f8 i1 i2 i4 i8 u1
+ * b1 in either byte order) into a new contiguous CPU tensor. Bytes after the
+ * data are ignored, as NumPy does. A file that can't be opened or read is
+ * CT_ERR_IO naming the path and the system's reason. */
 ct_tensor *ct_load_npy(const char *path);
 /* Parses a .npy image held in memory (what ct_load_npy reads). */
 ct_tensor *ct_load_npy_buffer(const void *data, size_t size);
-/* Saves t (any device, any layout) as a C-order little-endian .npy file. */
+/* Saves t (any device, any layout) as a C-order little-endian .npy file in
+ * format 1.0, byte for byte what numpy.save writes. Open/write/close failures
+ * are CT_ERR_IO (a partial file may remain). */
 ct_status ct_save_npy(const char *path, const ct_tensor *t);
 
 /* safetensors files (what PyTorch's safetensors reads and writes): n named
- * tensors. The writer stores them in order, C-order little-endian, and writes
- * atomically (a temporary file, fsync, rename). */
+ * tensors (any device, layout and dtype; names unique, non-empty). The writer
+ * stores them in order, C-order little-endian, pads the header with spaces to
+ * a multiple of 8, and writes atomically ("<path>.tmp.<pid>", fsync, rename;
+ * the temporary is removed on failure). */
 ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const char *const *names,
                               int n);
-/* Reads every tensor of a safetensors file (to the CPU). The header and every
- * offset are validated before anything is allocated: offsets contiguous and
- * non-overlapping, sizes = shape x dtype size, no overflow; anything else is
- * CT_ERR_FORMAT naming the field. On success *tensors and *names are malloc'd
- * arrays of *n entries (names malloc'd too); free them with
- * ct_safetensors_free. */
+/* Reads every tensor of a safetensors file (to the CPU), in the header's
+ * order. The header (at most 100 MB, strict JSON, no duplicate names, known
+ * dtypes, at most CT_MAX_DIMS dims) and every offset are validated before any
+ * tensor is allocated: offsets contiguous and non-overlapping and covering the
+ * data exactly, sizes = shape x dtype size, no overflow; bool bytes are 0 or
+ * 1; "__metadata__" (string values) is accepted and ignored. Anything else is
+ * CT_ERR_FORMAT naming the field and the file; an unreadable file CT_ERR_IO.
+ * On success *tensors and *names are malloc'd arrays of *n entries (names
+ * malloc'd too; the tensors belong to no scope); free them with
+ * ct_safetensors_free. On failure they are NULL and 0. */
 ct_status ct_load_safetensors(const char *path, ct_tensor ***tensors, char ***names, int *n);
 void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
 

@@ -105,12 +105,16 @@ typedef struct ct_module_vtable {
 
 /* A user-defined module; register its parameters and children below. */
 ct_module *ct_module_new(const ct_module_vtable *vtable, void *self);
-/* Adds a parameter (a leaf; the module takes the reference and marks it
- * requires_grad) under `name`. Returns the tensor (borrowed) or NULL. */
+/* Adds a parameter (a leaf; the module takes the caller's reference, even on
+ * failure, and marks it requires_grad) under `name` (non-empty, no '.',
+ * unique among the module's parameters, buffers and children). A tensor owned
+ * by a scope leaves the scope. Returns the tensor (borrowed) or NULL. */
 ct_tensor *ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *param);
-/* Adds a buffer (state that is saved but not trained: running_mean, ...). */
+/* Adds a buffer (state that is saved but not trained: running_mean, ...);
+ * same rules as parameters, any dtype. */
 ct_tensor *ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *buffer);
-/* Adds a child module under `name` (the parent takes ownership). Returns it. */
+/* Adds a child module under `name` (the parent takes ownership, and frees the
+ * child on failure). Returns it (borrowed) or NULL. */
 ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *child);
 
 void ct_module_free(ct_module *m); /* NULL is a no-op */
@@ -123,20 +127,25 @@ ct_module *ct_module_child(const ct_module *m, const char *name);
 /* A parameter or buffer by its full dotted name ("fc1.weight"), or NULL. */
 ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
 
-/* All parameters (recursively, in registration order) with their dotted names
- * (PyTorch's state_dict keys). Writes at most max entries (names may be NULL)
- * and returns the total count. Tensors and names are borrowed. */
+/* All parameters (recursively: a module's own in registration order, then
+ * each child's) with their dotted names (PyTorch's state_dict keys). Writes at
+ * most max entries (params and names may be NULL) and returns the total count.
+ * Tensors and names are borrowed: names stay valid while the module's
+ * structure is unchanged, until it is freed. */
 int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int max);
-/* Parameters followed by buffers, as PyTorch's state_dict. */
+/* Parameters and buffers in PyTorch's state_dict order: for each module,
+ * depth first, its parameters, then its buffers, then its children's. */
 int ct_module_state(const ct_module *m, ct_tensor **tensors, const char **names, int max);
-/* Moves every parameter and buffer to device (and/or dtype for floating
- * tensors when dtype != -1), keeping the same handles. */
+/* Moves every parameter and buffer to device (to_dtype: floating tensors to
+ * a floating dtype; num_batches_tracked stays i64), keeping the same handles
+ * (optimizers built on them stay valid; their state is not moved) and moving
+ * gradients along. On failure some tensors may already have moved. */
 ct_status ct_module_to(ct_module *m, ct_device device);
 ct_status ct_module_to_dtype(ct_module *m, ct_dtype dtype);
 /* Training or evaluation mode (dropout, batch norm), recursively. */
 void ct_module_train(ct_module *m, bool training);
 bool ct_module_is_training(const ct_module *m);
-/* Clears every parameter's gradient. */
+/* Clears every parameter's gradient (set to none). */
 void ct_module_zero_grad(ct_module *m);
 
 /* Options for creating a module's parameters. */
@@ -146,7 +155,10 @@ typedef struct ct_module_opts {
   ct_generator *generator; /* initialization draws; NULL = the default generator */
 } ct_module_opts;
 
-/* Built-in modules; parameters are initialized as PyTorch does. */
+/* Built-in modules; parameters are initialized as PyTorch does: Linear and
+ * Conv2d weights kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)), biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)); Embedding
+ * N(0, 1); norms ones and zeros. Draws come from Philox (opts->generator). */
 ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias, const ct_module_opts *opts);
 ct_module *ct_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                          const ct_conv2d_opts *conv, bool bias, const ct_module_opts *opts);
@@ -158,12 +170,18 @@ ct_module *ct_sigmoid_new(void);
 ct_module *ct_tanh_new(void);
 ct_module *ct_silu_new(void);
 ct_module *ct_dropout_new(double p);
+/* Parameters weight (ones), bias (zeros); buffers running_mean (zeros),
+ * running_var (ones), num_batches_tracked (i64 scalar, counts training
+ * forwards). eps <= 0 and momentum <= 0 mean torch's 1e-5 and 0.1. */
 ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum, const ct_module_opts *opts);
+/* weight (ones) and bias (zeros) of normalized_shape; eps <= 0 means 1e-5. */
 ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double eps, const ct_module_opts *opts);
 ct_module *ct_flatten_new(int start_dim, int end_dim);
 ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const ct_module_opts *opts);
-/* Children named "0", "1", ... in order. */
+/* Children named "0", "1", ... in order; forward feeds each child's output to
+ * the next (no children: an alias of the input). */
 ct_module *ct_sequential_new(void);
+/* Appends child (owned by seq from now on, freed on failure); returns child. */
 ct_module *ct_sequential_add(ct_module *seq, ct_module *child);
 
 #ifdef __cplusplus

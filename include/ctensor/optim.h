@@ -36,11 +36,16 @@ typedef struct ct_adam_opts {
   double lr;           /* 0 means 1e-3 */
   double beta1, beta2; /* 0 means 0.9, 0.999 */
   double eps;          /* 0 means 1e-8 */
-  double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled (0 means 0.01 for AdamW) */
+  double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled (0 means 0.01 for AdamW;
+                          AdamW without decay is exactly Adam without decay: use ct_adam_new) */
   bool amsgrad;
 } ct_adam_opts;
 
-/* The optimizer keeps a reference to each parameter. */
+/* The optimizer keeps a reference to each parameter: contiguous f32/f64 leaf
+ * tensors, each listed once. SGD needs opts (the learning rate); Adam's opts
+ * may be NULL (defaults). Invalid hyper-parameters fail with CT_ERR_ARG as in
+ * torch (negative lr, beta outside [0, 1), nesterov without momentum or with
+ * dampening, ...). */
 ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
 ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
 ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
@@ -55,14 +60,22 @@ void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
 /* Number of steps taken. */
 int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 /* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
- * "3.momentum_buffer", "0.exp_avg"); borrowed. Returns the total count. */
+ * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq");
+ * borrowed (names valid until the state changes or the optimizer is freed).
+ * Returns the total count. */
 int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names, int max);
-/* Restores state saved by ct_optimizer_state (copies values in; creates the
- * buffers if needed). */
+/* Restores state saved by ct_optimizer_state (copies values in, across
+ * devices and dtypes; creates the buffers if needed). Everything is checked
+ * before anything changes: unknown names fail with CT_ERR_ARG, wrong shapes
+ * with CT_ERR_SHAPE; an Adam parameter needs all its moments or none. Sets the
+ * step count, which is also each restored parameter's Adam step. */
 ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                   const char *const *names, int n, int64_t step_count);
 
-/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. */
+/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. The
+ * base lr is the optimizer's lr when the schedule is made; the schedule
+ * borrows the optimizer (free the schedule first). step uses torch's
+ * recursive form, set_epoch its closed form. */
 typedef struct ct_lr_scheduler ct_lr_scheduler;
 /* lr = base_lr * gamma^(epoch / step_size) (torch.optim.lr_scheduler.StepLR). */
 ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);

@@ -3,7 +3,12 @@
  * All random numbers come from Philox 4x32-10 keyed by a seed. Element i of a
  * random tensor depends only on (seed, the generator's offset, i), so the CPU
  * and the CUDA backend produce bit-identical rand/randn/randint for the same
- * seed, whatever the number of threads.
+ * seed, whatever the number of threads. (The exact layout is documented in
+ * src/core/philox.h.) A generator's state is (seed, offset): the offset counts
+ * 128-bit Philox blocks; a fill of n elements consumes ceil(n / 4) blocks (or
+ * ceil(n / 2) for f64 uniform/normal and for randint ranges over 2^32), so
+ * consecutive draws never overlap. Generators are thread-safe. Values do not
+ * match PyTorch's (different streams), only its distributions.
  *
  *   ct_manual_seed(42);
  *   ct_tensor *x = ct_randn(CT_SHAPE(3, 4), NULL);
@@ -17,9 +22,11 @@
 extern "C" {
 #endif
 
-/* Seeds the default generator and resets its offset. */
+/* Seeds the default generator and resets its offset. Until called, the seed
+ * is 67280421310721 (PyTorch's default). */
 void ct_manual_seed(uint64_t seed);
-/* The default generator (process-wide; its offset advances atomically). */
+/* The default generator (process-wide; its offset advances atomically; not to
+ * be freed: ct_generator_free ignores it). */
 ct_generator *ct_default_generator(void);
 
 /* An independent generator (for data loaders, per-run determinism). */
@@ -30,25 +37,31 @@ void ct_generator_get_state(const ct_generator *g, uint64_t *seed, uint64_t *off
 /* One uniform 64-bit draw (advances the generator), for host-side choices. */
 uint64_t ct_generator_next_u64(ct_generator *g);
 
-/* Uniform [0, 1). Floating dtypes only. */
+/* Uniform [0, 1). Floating dtypes only (else CT_ERR_DTYPE); f16/bf16 values
+ * carry 11/8 random bits so that they stay below 1. */
 ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Standard normal (Box-Muller). Floating dtypes only. */
 ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Integers uniform in [low, high), stored in opts->dtype (f32 by default, as
- * torch.randint; pass CT_I64 for indices). */
+ * torch.randint; pass CT_I64 for indices). CT_ERR_ARG unless low < high and
+ * every value of the range is exact in the dtype. */
 ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
                       const ct_tensor_opts *opts);
-/* Normal with mean and std. */
+/* Normal with mean and std (finite, std >= 0). */
 ct_tensor *ct_normal(double mean, double std, const int64_t *shape, int ndim,
                      const ct_tensor_opts *opts);
-/* Uniform [low, high). */
+/* Uniform [low, high) (finite, low <= high). */
 ct_tensor *ct_uniform(double low, double high, const int64_t *shape, int ndim,
                       const ct_tensor_opts *opts);
-/* 1 with probability p[i], else 0; same shape/dtype/device as p (g: NULL = default). */
+/* 1 with probability p[i], else 0; same shape/dtype/device as p (g: NULL =
+ * default). p must be floating with every value in [0, 1] (checked on the
+ * host: a GPU p is synchronized), else CT_ERR_DTYPE / CT_ERR_ARG. */
 ct_tensor *ct_bernoulli(const ct_tensor *p, ct_generator *g);
 /* 1 with probability p, else 0, of shape/dtype/device of t. */
 ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g);
-/* In-place fills: uniform [low, high), normal(mean, std). Return t. */
+/* In-place fills: uniform [low, high), normal(mean, std). Return t. Floating
+ * tensors of any layout (filled in row-major order, as the creators); a leaf
+ * requiring grad only inside ct_no_grad_begin/end, as in PyTorch. */
 ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g);
 ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g);
 /* A random permutation of 0..n-1: always i64 (opts->dtype is ignored), on

@@ -46,6 +46,7 @@ struct ct_node {
   ct_tensor *saved[CT_NODE_MAX_SAVED];
   uint32_t saved_version[CT_NODE_MAX_SAVED];
   bool saved_freed;          /* backward ran without retain_graph */
+  bool has_saved;            /* ct__node_save was called */
   /* op parameters */
   int op;                    /* the op's enum value, for table-driven formulas */
   double p[4];

@@ -82,7 +82,12 @@ static ct_status run_node(ct_node *n, bool retain_graph) {
   ct_tensor *g = n->pending;
   n->pending = NULL;
   ct_status st = CT_OK;
-  if (n->retain_meta) st = accumulate_grad(n->retain_meta, g);
+  if (n->saved_freed && n->has_saved)
+    st = ct__fail_status(CT_ERR_STATE,
+                         "backward: trying to backward through %s a second time, but its saved "
+                         "tensors were freed; pass retain_graph = true to the first backward",
+                         n->name);
+  if (st == CT_OK && n->retain_meta) st = accumulate_grad(n->retain_meta, g);
   if (st == CT_OK) st = n->backward(n, g, grad_in);
   ct__release(g);
   if (!retain_graph) {

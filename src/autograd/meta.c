@@ -187,6 +187,7 @@ bool ct__node_save(ct_node *n, int i, const ct_tensor *t) {
   if (!alias) return false;
   n->saved[i] = alias;
   n->saved_version[i] = atomic_load(&t->storage->version);
+  n->has_saved = true;
   return true;
 }
 

@@ -171,14 +171,18 @@ typedef struct ct_backend {
                                const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
                                const ct_conv2d_params *p);
   /* Max (is_max, indices i64 of out's shape: flat h*W+w index of the max in its
-   * plane) or average pooling of x (N, C, H, W) into out. Contiguous. */
+   * plane; NULL when no gradient is needed) or average pooling of x (N, C, H, W)
+   * into out. Contiguous. f16/bf16 allowed (the CPU computes them in f32). */
   ct_status (*pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x,
                       const ct_pool2d_params *p);
   ct_status (*pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
                                const ct_tensor *indices, const ct_pool2d_params *p);
   /* Batch norm over x (N, C, S) (S = spatial size, contiguous). training: uses
-   * batch statistics, writes save_mean/save_invstd (C, f32/f64) and updates
-   * running stats (may be NULL) with momentum; else uses running stats. */
+   * batch statistics (biased variance), updates running stats (may be NULL;
+   * running_var with the unbiased variance) with momentum; else uses the
+   * running stats (required). Either way writes the statistics used to
+   * save_mean/save_invstd (C). weight/bias (may be NULL) have x's dtype;
+   * statistics and running stats have x's dtype, or f32 for f16/bf16 x. */
   ct_status (*batch_norm)(ct_tensor *out, ct_tensor *save_mean, ct_tensor *save_invstd,
                           const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                           ct_tensor *running_mean, ct_tensor *running_var, bool training,
@@ -187,7 +191,9 @@ typedef struct ct_backend {
                                    const ct_tensor *grad_out, const ct_tensor *x,
                                    const ct_tensor *weight, const ct_tensor *save_mean,
                                    const ct_tensor *save_invstd, bool training);
-  /* Layer norm of x viewed as (rows, cols) contiguous: mean/rstd (rows). */
+  /* Layer norm of x viewed as (rows, cols) contiguous: mean/rstd (rows; x's
+   * dtype, f32 for f16/bf16 x); weight/bias (cols, x's dtype) may be NULL.
+   * Backward: each of grad_x, grad_w, grad_b may be NULL. */
   ct_status (*layer_norm)(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
                           const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps);
   ct_status (*layer_norm_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,

@@ -63,7 +63,7 @@ static void default_abort(const char *file, int line, const char *message) {
   abort();
 }
 
-static _Atomic(ct_abort_callback) abort_callback = NULL;
+static _Atomic(ct_abort_callback) abort_callback; /* NULL: the default */
 
 ct_abort_callback ct_set_abort_callback(ct_abort_callback callback) {
   return atomic_exchange(&abort_callback, callback);

@@ -7,6 +7,8 @@
 
 #include "ops/reduce.h"
 
+#include "autograd/autograd_internal.h"
+
 const char *const ct__reduce_names[CT_ROP_COUNT] = {
 #define X(E, n) [CT_ROP_##E] = #n,
     CT_REDUCE_OPS(X)
@@ -130,12 +132,18 @@ static ct_tensor *null_out(const char *op) {
   return ct__fail(CT_ERR_ARG, "%s_out: out is NULL", op);
 }
 
+/* Out-of-place forms record autograd; _out forms refuse inputs needing grad. */
+static ct_tensor *reduce_new(ct_reduce_op op, const ct_tensor *x, const ct_reduce_opts *r, double p) {
+  return ct__track(ct__ag_reduce(ct__reduce(op, NULL, x, r, p), op, x, r, p));
+}
+
 #define DEFINE_REDUCE(E, n)                                                        \
   ct_tensor *ct_##n(const ct_tensor *x, const ct_reduce_opts *r) {                 \
-    return ct__track(ct__reduce(CT_ROP_##E, NULL, x, r, 0.0));                     \
+    return reduce_new(CT_ROP_##E, x, r, 0.0);                                      \
   }                                                                                \
   ct_tensor *ct_##n##_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r) { \
     if (!out) return null_out(#n);                                                 \
+    if (x && !ct__ag_inplace_begin(#n "_out", out, &x, 1, false)) return NULL;     \
     return ct__reduce(CT_ROP_##E, out, x, r, 0.0);                                 \
   }
 DEFINE_REDUCE(SUM, sum)
@@ -153,13 +161,13 @@ ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r) {
   return ct__track(ct__reduce(CT_ROP_ANY, NULL, x, r, 0.0));
 }
 ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction) {
-  return ct__track(ct__reduce(CT_ROP_VAR, NULL, x, r, correction));
+  return reduce_new(CT_ROP_VAR, x, r, correction);
 }
 ct_tensor *ct_std(const ct_tensor *x, const ct_reduce_opts *r, double correction) {
-  return ct__track(ct__reduce(CT_ROP_STD, NULL, x, r, correction));
+  return reduce_new(CT_ROP_STD, x, r, correction);
 }
 ct_tensor *ct_norm(const ct_tensor *x, double p, const ct_reduce_opts *r) {
-  return ct__track(ct__reduce(CT_ROP_NORM, NULL, x, r, p));
+  return reduce_new(CT_ROP_NORM, x, r, p);
 }
 
 /* ---- Arg reductions ----------------------------------------------------------- */
@@ -267,9 +275,19 @@ ct_tensor *ct_argmin(const ct_tensor *x, int dim, bool keepdim) {
 
 static ct_tensor *minmax_dim(bool is_max, const ct_tensor *x, int dim, bool keepdim,
                              ct_tensor **indices) {
-  ct_tensor *vals;
-  if (ct__arg_reduce(is_max, x, dim, keepdim, &vals, indices) != CT_OK) return NULL;
-  if (indices) *indices = ct__track(*indices);
+  ct_tensor *vals, *idx;
+  if (ct__arg_reduce(is_max, x, dim, keepdim, &vals, &idx) != CT_OK) return NULL;
+  /* autograd routes the gradient to the chosen element (all dims: evenly to ties) */
+  if (dim == CT_DIM_ALL) {
+    vals = ct__ag_reduce(vals, is_max ? CT_ROP_MAX : CT_ROP_MIN, x,
+                         &(ct_reduce_opts){.keepdim = keepdim}, 0);
+  } else {
+    int d = dim;
+    ct__wrap_dim(&d, x->ndim);
+    vals = ct__ag_max_dim(vals, idx, x, d, keepdim);
+  }
+  if (indices) *indices = ct__track(vals ? idx : NULL);
+  if (!indices || !vals) ct__release(idx);
   return ct__track(vals);
 }
 ct_tensor *ct_max_dim(const ct_tensor *x, int dim, bool keepdim, ct_tensor **indices) {

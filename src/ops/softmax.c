@@ -2,6 +2,8 @@
  * result allocation, then the backend's softmax slot. */
 #include "ops/reduce.h"
 
+#include "autograd/autograd_internal.h"
+
 ct_tensor *ct__softmax(ct_tensor *out, const ct_tensor *x, int dim, bool log) {
   if (!x) return NULL;
   const char *name = log ? "log_softmax" : "softmax";
@@ -26,11 +28,17 @@ static ct_tensor *softmax_out(ct_tensor *out, const ct_tensor *x, int dim, bool 
     if (ct_last_error() != CT_OK) return NULL;
     return ct__fail(CT_ERR_ARG, "%s_out: out is NULL", log ? "log_softmax" : "softmax");
   }
+  if (x && !ct__ag_inplace_begin(log ? "log_softmax_out" : "softmax_out", out, &x, 1, false))
+    return NULL;
   return ct__softmax(out, x, dim, log);
 }
 
-ct_tensor *ct_softmax(const ct_tensor *x, int dim) { return ct__track(ct__softmax(NULL, x, dim, false)); }
-ct_tensor *ct_log_softmax(const ct_tensor *x, int dim) { return ct__track(ct__softmax(NULL, x, dim, true)); }
+ct_tensor *ct_softmax(const ct_tensor *x, int dim) {
+  return ct__track(ct__ag_softmax(ct__softmax(NULL, x, dim, false), x, dim, false));
+}
+ct_tensor *ct_log_softmax(const ct_tensor *x, int dim) {
+  return ct__track(ct__ag_softmax(ct__softmax(NULL, x, dim, true), x, dim, true));
+}
 ct_tensor *ct_softmax_out(ct_tensor *out, const ct_tensor *x, int dim) {
   return softmax_out(out, x, dim, false);
 }

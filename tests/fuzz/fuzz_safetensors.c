@@ -1,10 +1,11 @@
-/* libFuzzer target for the safetensors reader: any input must either load
- * (and then round-trip through the writer) or fail with a recorded error,
- * never crash, leak or read out of bounds.
+/* libFuzzer target for the safetensors reader (ct__load_safetensors_buffer):
+ * any input must either load or fail with a recorded error and empty outputs;
+ * a crash, an out-of-bounds access under ASan, UB under UBSan or a leak is a
+ * finding. Build as tests/fuzz/README.md shows for fuzz_npy (library sources
+ * compiled in, instrumented), then:
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     tests/fuzz/fuzz_safetensors.c build-fuzz/libctensor.a -fopenmp -lopenblas -lz -lm
- *   ./a.out -max_total_time=60 tests/fuzz/corpus_safetensors */
+ *   cp -r tests/fuzz/corpus_safetensors build-fuzz/corpus-st
+ *   build-fuzz/fuzz_safetensors -max_total_time=60 -max_len=4096 build-fuzz/corpus-st */
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -116,10 +116,21 @@ static const char *split_run(const arg_ctx *c, const char *base, int64_t s, int6
 static void arg_row_tasks(int64_t begin, int64_t end, void *vctx) {
   const arg_ctx *c = vctx;
   const ct_rgeom *g = c->g;
+  if (c->S == 1) { /* a range of outputs, walked incrementally */
+    ct_rkept_it it;
+    ct__rkept_begin(g, begin, false, &it);
+    int64_t st = g->nr ? g->rx[0] : 0;
+    for (int64_t k = begin; k < end; k++, ct__rkept_next(g, &it)) {
+      c->idx[k] = -1;
+      c->row(g->x + it.xo, st, g->R, 0, &c->best[k], &c->idx[k]);
+    }
+    return;
+  }
   for (int64_t t = begin; t < end; t++) {
-    int64_t k = t / c->S, s = t % c->S, xo, r0, n, st;
-    ct__rgeom_kept_offsets(g, k, false, &xo, NULL);
-    const char *p = split_run(c, g->x + xo, s, &r0, &n, &st);
+    int64_t k = t / c->S, s = t % c->S, r0, n, st;
+    ct_rkept_it it;
+    ct__rkept_begin(g, k, false, &it);
+    const char *p = split_run(c, g->x + it.xo, s, &r0, &n, &st);
     int64_t *bi = &c->idx[s * g->K + k];
     *bi = -1;
     c->row(p, st, n, r0, &c->best[s * g->K + k], bi);
@@ -134,9 +145,10 @@ static void arg_col_tasks(int64_t begin, int64_t end, void *vctx) {
     int64_t grp = t / c->S, s = t % c->S;
     int64_t outer = grp / c->nblk, j0 = (grp % c->nblk) * CT_ARG_COL_BLOCK;
     int64_t m = c->M - j0 < CT_ARG_COL_BLOCK ? c->M - j0 : CT_ARG_COL_BLOCK;
-    int64_t xo, r0, n, st, k0 = outer * c->M + j0;
-    ct__rgeom_kept_offsets(g, outer, true, &xo, NULL);
-    const char *p = split_run(c, g->x + xo + j0 * cs, s, &r0, &n, &st);
+    int64_t r0, n, st, k0 = outer * c->M + j0;
+    ct_rkept_it it;
+    ct__rkept_begin(g, outer, true, &it);
+    const char *p = split_run(c, g->x + it.xo + j0 * cs, s, &r0, &n, &st);
     int64_t *bi = &c->idx[s * g->K + k0];
     bi[0] = -1;
     c->col(p, st, n, r0, m, cs, &c->best[s * g->K + k0], bi);
@@ -204,12 +216,12 @@ ct_status ct__cpu_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices,
       }
     }
   }
-  for (int64_t k = 0; k < g.K; k++) {
-    int64_t xo, oo[CT_RG_MAX_OUT];
-    ct__rgeom_kept_offsets(&g, k, false, &xo, oo);
+  ct_rkept_it it;
+  ct__rkept_begin(&g, 0, false, &it);
+  for (int64_t k = 0; k < g.K; k++, ct__rkept_next(&g, &it)) {
     int o = 0;
     if (values) {
-      char *vp = g.out[o] + oo[o];
+      char *vp = g.out[o] + it.oo[o];
       double d = fl ? c.best[k].d : (double)c.best[k].i;
       switch (x->dtype) {
       case CT_F32: *(float *)vp = (float)d; break;
@@ -226,7 +238,7 @@ ct_status ct__cpu_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices,
       }
       o++;
     }
-    if (indices) *(int64_t *)(g.out[o] + oo[o]) = c.idx[k];
+    if (indices) *(int64_t *)(g.out[o] + it.oo[o]) = c.idx[k];
   }
   free(c.best);
   free(c.idx);

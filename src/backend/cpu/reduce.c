@@ -126,16 +126,36 @@ static void col_seg_fn(const char *p, int64_t stride, int64_t n, void *vctx) {
   c->fn(p, stride, n, c->m, c->cs, c->acc, c->aux, c->P);
 }
 
+/* ROW tasks. With one split per output (the common case) a task range is a
+ * range of outputs walked incrementally; with several, t = k * S + s. */
 static void row_tasks(int64_t begin, int64_t end, void *vctx) {
   const pass_ctx *c = vctx;
   const ct_rgeom *g = c->g;
+  ct_rkept_it it;
+  if (c->S == 1) {
+    /* one run per output when at most one reduced dim is left */
+    int64_t step = g->nr ? g->rx[g->nr - 1] : 0, n = g->nr ? g->rshape[g->nr - 1] : 1;
+    ct__rkept_begin(g, begin, false, &it);
+    for (int64_t k = begin; k < end; k++, ct__rkept_next(g, &it)) {
+      ct_racc *acc = &c->part[k];
+      *acc = c->init;
+      double aux = c->aux ? c->aux[k] : 0.0;
+      if (g->nr <= 1) {
+        c->kern.row(g->x + it.xo, step, n, acc, aux, c->P);
+      } else {
+        row_seg seg = {c->kern.row, acc, aux, c->P};
+        ct__rgeom_walk(g, g->x + it.xo, 0, g->R, row_seg_fn, &seg);
+      }
+    }
+    return;
+  }
   for (int64_t t = begin; t < end; t++) {
-    int64_t k = t / c->S, s = t % c->S, xo;
-    ct__rgeom_kept_offsets(g, k, false, &xo, NULL);
+    int64_t k = t / c->S, s = t % c->S;
+    ct__rkept_begin(g, k, false, &it);
     ct_racc *acc = &c->part[s * g->K + k];
     *acc = c->init;
     row_seg seg = {c->kern.row, acc, c->aux ? c->aux[k] : 0.0, c->P};
-    ct__rgeom_walk(g, g->x + xo, g->R * s / c->S, g->R * (s + 1) / c->S, row_seg_fn, &seg);
+    ct__rgeom_walk(g, g->x + it.xo, g->R * s / c->S, g->R * (s + 1) / c->S, row_seg_fn, &seg);
   }
 }
 
@@ -147,12 +167,13 @@ static void col_tasks(int64_t begin, int64_t end, void *vctx) {
     int64_t grp = t / c->S, s = t % c->S;
     int64_t outer = grp / c->nblk, j0 = (grp % c->nblk) * CT_RCOL_BLOCK;
     int64_t m = c->M - j0 < CT_RCOL_BLOCK ? c->M - j0 : CT_RCOL_BLOCK;
-    int64_t xo, k0 = outer * c->M + j0;
-    ct__rgeom_kept_offsets(g, outer, true, &xo, NULL);
+    int64_t k0 = outer * c->M + j0;
+    ct_rkept_it it;
+    ct__rkept_begin(g, outer, true, &it);
     ct_racc *acc = &c->part[s * g->K + k0];
     for (int64_t j = 0; j < m; j++) acc[j] = c->init;
     col_seg seg = {c->kern.col, acc, m, cs, c->aux ? c->aux + k0 : NULL, c->P};
-    ct__rgeom_walk(g, g->x + xo + j0 * cs, g->R * s / c->S, g->R * (s + 1) / c->S, col_seg_fn,
+    ct__rgeom_walk(g, g->x + it.xo + j0 * cs, g->R * s / c->S, g->R * (s + 1) / c->S, col_seg_fn,
                    &seg);
   }
 }
@@ -196,39 +217,39 @@ static ct_status run_pass(const ct_rgeom *g, ct_rpass pass, ct_dtype dt, const d
 
 /* ---- Writing results ---------------------------------------------------- */
 
-static void store(char *p, ct_dtype dt, ct_racc v, bool is_int) {
-  double d = is_int ? (double)v.i : v.d;
-  switch (dt) {
-  case CT_F32: *(float *)p = (float)d; break;
-  case CT_F64: *(double *)p = d; break;
-  case CT_F16:
-  case CT_BF16: ct__half_store(p, dt, (float)d); break;
-#define INT_STORE(E, T) case E: *(T *)p = (T)v.i; break;
-    INT_STORE(CT_I8, int8_t)
-    INT_STORE(CT_U8, uint8_t)
-    INT_STORE(CT_I16, int16_t)
-    INT_STORE(CT_I32, int32_t)
-    INT_STORE(CT_I64, int64_t)
-#undef INT_STORE
-  case CT_BOOL: *(bool *)p = v.i != 0; break;
-  default: break;
-  }
-}
-
 typedef struct store_ctx {
   const ct_rgeom *g;
   const ct_racc *vals;
   ct_dtype dt;
-  bool is_int;
 } store_ctx;
 
+/* out[k] = vals[k] converted to out's dtype, for outputs [begin, end). */
 static void store_tasks(int64_t begin, int64_t end, void *vctx) {
   const store_ctx *c = vctx;
-  for (int64_t k = begin; k < end; k++) {
-    int64_t xo, oo[CT_RG_MAX_OUT];
-    ct__rgeom_kept_offsets(c->g, k, false, &xo, oo);
-    store(c->g->out[0] + oo[0], c->dt, c->vals[k], c->is_int);
+  const ct_racc *v = c->vals;
+  ct_rkept_it it;
+  ct__rkept_begin(c->g, begin, false, &it);
+  char *o = c->g->out[0];
+#define STORE_LOOP(expr)                                            \
+  for (int64_t k = begin; k < end; k++, ct__rkept_next(c->g, &it)) { \
+    char *p = o + it.oo[0];                                         \
+    expr;                                                           \
+  }                                                                 \
+  break;
+  switch (c->dt) {
+  case CT_F32: STORE_LOOP(*(float *)p = (float)v[k].d)
+  case CT_F64: STORE_LOOP(*(double *)p = v[k].d)
+  case CT_F16:
+  case CT_BF16: STORE_LOOP(ct__half_store(p, c->dt, (float)v[k].d))
+  case CT_I8: STORE_LOOP(*(int8_t *)p = (int8_t)v[k].i)
+  case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)v[k].i)
+  case CT_I16: STORE_LOOP(*(int16_t *)p = (int16_t)v[k].i)
+  case CT_I32: STORE_LOOP(*(int32_t *)p = (int32_t)v[k].i)
+  case CT_I64: STORE_LOOP(*(int64_t *)p = v[k].i)
+  case CT_BOOL: STORE_LOOP(*(bool *)p = v[k].i != 0)
+  default: break;
   }
+#undef STORE_LOOP
 }
 
 /* ---- The slot ----------------------------------------------------------------- */
@@ -264,10 +285,12 @@ ct_status ct__cpu_reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
       goto done;
     }
   }
-  if (!is_int)
+  bool identity_finish = op == CT_ROP_SUM || op == CT_ROP_PROD || op == CT_ROP_MAX ||
+                         op == CT_ROP_MIN || op == CT_ROP_ALL || op == CT_ROP_ANY;
+  if (!is_int && !identity_finish)
     for (int64_t k = 0; k < g.K; k++)
       a1[k].d = finish_f(op, &pl, a1[k].d, a2 ? a2[k].d : 0.0, aux ? aux[k] : 0.0, g.R, p);
-  store_ctx sc = {&g, a1, out->dtype, is_int};
+  store_ctx sc = {&g, a1, out->dtype};
   ct__parallel_for(g.K, CT_PARALLEL_GRAIN, store_tasks, &sc);
 done:
   free(a1);

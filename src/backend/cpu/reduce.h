@@ -40,10 +40,27 @@ typedef struct ct_rgeom {
 void ct__rgeom_init(ct_rgeom *g, const ct_tensor *x, const bool *mask, int nout,
                     ct_tensor *const *outs);
 
-/* Byte offsets of output k in x and in each output. With `skip_inner`, k
- * indexes the kept dims without the innermost one (COLUMN blocks). */
-void ct__rgeom_kept_offsets(const ct_rgeom *g, int64_t k, bool skip_inner, int64_t *xoff,
-                            int64_t *ooff);
+/* Walks outputs in row-major order, keeping their byte offsets in x (xo) and
+ * in each output (oo). With `skip_inner`, indices run over the kept dims
+ * without the innermost one (COLUMN blocks). */
+typedef struct ct_rkept_it {
+  int nd;
+  int64_t idx[CT_MAX_DIMS];
+  int64_t xo, oo[CT_RG_MAX_OUT];
+} ct_rkept_it;
+/* Positions it at output k. */
+void ct__rkept_begin(const ct_rgeom *g, int64_t k, bool skip_inner, ct_rkept_it *it);
+/* Moves it to the next output. */
+static inline void ct__rkept_next(const ct_rgeom *g, ct_rkept_it *it) {
+  for (int d = it->nd - 1; d >= 0; d--) {
+    it->xo += g->kx[d];
+    for (int o = 0; o < g->nout; o++) it->oo[o] += g->ko[o][d];
+    if (++it->idx[d] < g->kshape[d]) return;
+    it->xo -= g->kx[d] * g->kshape[d];
+    for (int o = 0; o < g->nout; o++) it->oo[o] -= g->ko[o][d] * g->kshape[d];
+    it->idx[d] = 0;
+  }
+}
 
 /* Calls fn(p, stride, n, ctx) on the runs of reduced elements [r0, r1) of one
  * output whose first element is at base: each run goes along the innermost

@@ -56,19 +56,16 @@ void ct__rgeom_init(ct_rgeom *g, const ct_tensor *x, const bool *mask, int nout,
   g->column = g->nk > 0 && (g->nr == 0 || iabs64(g->kx[g->nk - 1]) < iabs64(g->rx[g->nr - 1]));
 }
 
-void ct__rgeom_kept_offsets(const ct_rgeom *g, int64_t k, bool skip_inner, int64_t *xoff,
-                            int64_t *ooff) {
-  int last = skip_inner ? g->nk - 2 : g->nk - 1;
-  int64_t xo = 0, oo[CT_RG_MAX_OUT] = {0};
-  for (int d = last; d >= 0; d--) {
-    int64_t i = k % g->kshape[d];
+void ct__rkept_begin(const ct_rgeom *g, int64_t k, bool skip_inner, ct_rkept_it *it) {
+  it->nd = skip_inner ? g->nk - 1 : g->nk;
+  it->xo = 0;
+  for (int o = 0; o < g->nout; o++) it->oo[o] = 0;
+  for (int d = it->nd - 1; d >= 0; d--) {
+    it->idx[d] = k % g->kshape[d];
     k /= g->kshape[d];
-    xo += i * g->kx[d];
-    for (int o = 0; o < g->nout; o++) oo[o] += i * g->ko[o][d];
+    it->xo += it->idx[d] * g->kx[d];
+    for (int o = 0; o < g->nout; o++) it->oo[o] += it->idx[d] * g->ko[o][d];
   }
-  *xoff = xo;
-  if (ooff)
-    for (int o = 0; o < g->nout; o++) ooff[o] = oo[o];
 }
 
 void ct__rgeom_walk(const ct_rgeom *g, const char *base, int64_t r0, int64_t r1, ct_rseg_fn fn,

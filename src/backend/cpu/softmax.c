@@ -48,17 +48,18 @@ static inline double exp_f64(double x) { return exp(x); }
 /* NaN-propagating max of n contiguous values (a lane holding nan keeps it). */
 #define DEFINE_MAX(NAME, T)                                                     \
   static T max_##NAME(const T *x, int64_t n) {                                  \
-    T l[CT_SMAX_LANES];                                                         \
-    for (int k = 0; k < CT_SMAX_LANES; k++) l[k] = -INFINITY;                   \
+    T l[2 * CT_SMAX_LANES];                                                     \
+    for (int k = 0; k < 2 * CT_SMAX_LANES; k++) l[k] = -INFINITY;               \
     int64_t i = 0;                                                              \
-    for (; i + CT_SMAX_LANES <= n; i += CT_SMAX_LANES)                          \
-      for (int k = 0; k < CT_SMAX_LANES; k++) {                                 \
+    for (; i + 2 * CT_SMAX_LANES <= n; i += 2 * CT_SMAX_LANES)                  \
+      for (int k = 0; k < 2 * CT_SMAX_LANES; k++) {                             \
         T v = x[i + k];                                                         \
-        l[k] = (v > l[k] || v != v) ? v : l[k];                                 \
+        T mv = v > l[k] ? v : l[k]; /* a nan lane stays nan */                  \
+        l[k] = v != v ? v : mv;                                                 \
       }                                                                         \
     T m = -INFINITY;                                                            \
-    for (; i < n; i++) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;               \
-    for (int k = 0; k < CT_SMAX_LANES; k++) m = (l[k] > m || l[k] != l[k]) ? l[k] : m; \
+    for (; i < n; i++) m = ((x[i] > m) | (x[i] != x[i])) ? x[i] : m;               \
+    for (int k = 0; k < 2 * CT_SMAX_LANES; k++) m = ((l[k] > m) | (l[k] != l[k])) ? l[k] : m; \
     return m;                                                                   \
   }
 DEFINE_MAX(f32, float)
@@ -123,7 +124,7 @@ DEFINE_ROW(f64, double, exp_f64, sum_f64)
     for (int64_t r = 0; r < n; r++) {                                           \
       const T *xr = x + r * inner;                                              \
       for (int64_t j = 0; j < m; j++)                                           \
-        mx[j] = (xr[j] > mx[j] || xr[j] != xr[j]) ? xr[j] : mx[j];              \
+        { T mv = xr[j] > mx[j] ? xr[j] : mx[j]; mx[j] = xr[j] != xr[j] ? xr[j] : mv; }              \
     }                                                                           \
     for (int64_t r = 0; r < n; r++) {                                           \
       const T *xr = x + r * inner;                                              \

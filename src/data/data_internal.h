@@ -1,0 +1,63 @@
+/* Internal definitions of the data pipeline: the dataset object, the fast
+ * batch path that built-in datasets offer to the data loader, and the image
+ * store shared by the MNIST and CIFAR-10 readers. Nothing here is public API. */
+#ifndef CT_DATA_INTERNAL_H
+#define CT_DATA_INTERNAL_H
+
+#include "core/internal.h"
+
+/* Shape and dtype of one sample's input and target (rows of a batch). */
+typedef struct ct__sample_meta {
+  int input_ndim, target_ndim;
+  int64_t input_shape[CT_MAX_DIMS], target_shape[CT_MAX_DIMS];
+  ct_dtype input_dtype, target_dtype;
+} ct__sample_meta;
+
+/* What a built-in dataset offers the loader besides get: it writes whole
+ * batches straight into preallocated tensors, with no per-sample tensor. */
+typedef struct ct__batch_ops {
+  void (*sample_meta)(void *self, ct__sample_meta *out);
+  /* Writes samples idx[0..count) (already bounds-checked) into the
+   * contiguous CPU tensors inputs (count, input_shape...) and targets
+   * (count, target_shape...). epoch drives random transforms. Thread-safe. */
+  ct_status (*fill)(void *self, const int64_t *idx, int64_t count, int64_t epoch,
+                    ct_tensor *inputs, ct_tensor *targets);
+} ct__batch_ops;
+
+struct ct_dataset {
+  ct_dataset_vtable vt;
+  void *self;
+  const ct__batch_ops *fast; /* NULL for user datasets */
+  _Atomic int64_t epoch;     /* for random transforms (ct_dataset_set_epoch) */
+};
+
+/* A dataset with a fast batch path (built-ins). Takes ownership of self
+ * (destroyed through vt->destroy, also on failure). */
+ct_dataset *ct__dataset_new_fast(const ct_dataset_vtable *vt, const ct__batch_ops *fast,
+                                 void *self);
+
+/* ---- Image datasets (MNIST, CIFAR-10) ---------------------------------------- */
+
+/* n images (c, h, w) u8 in one buffer and their labels. */
+typedef struct ct__image_store {
+  uint8_t *pixels;  /* (n, c, h, w), row-major; malloc'd */
+  uint8_t *labels;  /* (n); malloc'd */
+  int64_t n, c, h, w;
+  ct_transform_opts tf;
+  int64_t out_h, out_w; /* after the crop */
+  float scale[3], shift[3]; /* channel k uses [min(k, 2)]: byte * scale + shift */
+} ct__image_store;
+
+/* Validates transforms against the image size and precomputes the affine
+ * map bytes -> floats. name is used in messages ("mnist_open"). */
+ct_status ct__image_store_init_transforms(ct__image_store *s, const ct_transform_opts *tf,
+                                          const char *name);
+/* The dataset over a copy of *s; takes ownership of s->pixels and s->labels
+ * (freed on failure too). */
+ct_dataset *ct__image_dataset_new(const ct__image_store *s);
+
+/* Writes image `index` after transforms (random choices from (seed, epoch,
+ * index)) into out, (c, out_h, out_w) f32 contiguous. */
+void ct__transform_image(const ct__image_store *s, int64_t index, int64_t epoch, float *out);
+
+#endif /* CT_DATA_INTERNAL_H */
