@@ -45,8 +45,8 @@ static void bench_linreg(void) {
   const char *name = "train_linreg_1000";
   ct_manual_seed(0);
   linreg_ctx l = {ct_rand(CT_SHAPE(100, 10), NULL), ct_rand(CT_SHAPE(100, 1), NULL),
-                  ct_rand(CT_SHAPE(10, 1), &(ct_tensor_opts){.requires_grad = true}), NULL, 0};
-  l.opt = l.W ? ct_sgd_new(&l.W, 1, &(ct_sgd_opts){.lr = 0.01}) : NULL;
+                  ct_rand(CT_SHAPE(10, 1), NULL), NULL, 0};
+  if (ct_requires_grad_(l.W, true)) l.opt = ct_sgd_new(&l.W, 1, &(ct_sgd_opts){.lr = 0.01});
   if (l.opt) run_linreg(&l);
   if (!l.opt || l.failed)
     emit_error(name, "ctensor", ct_last_error_message());

@@ -314,9 +314,9 @@ CT_TEST(statistics) {
               "randint wide: mean %g range [%g, %g]", mean, lo, hi);
   }
   free(rw);
-  /* default dtype f32, as torch.randint */
+  /* default dtype i64, as torch.randint */
   ct_tensor *rf = ct_randint(0, 5, CT_SHAPE(3), NULL);
-  CHECK(rf && ct_dtype_of(rf) == CT_F32);
+  CHECK(rf && ct_dtype_of(rf) == CT_I64);
 
   /* bernoulli */
   ct_tensor *base = ct_zeros(CT_SHAPE(100000), &o);

@@ -42,9 +42,10 @@ uint64_t ct_generator_next_u64(ct_generator *g);
 ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Standard normal (Box-Muller). Floating dtypes only. */
 ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
-/* Integers uniform in [low, high), stored in opts->dtype (f32 by default, as
- * torch.randint; pass CT_I64 for indices). CT_ERR_ARG unless low < high and
- * every value of the range is exact in the dtype. */
+/* Integers uniform in [low, high): i64 on the CPU with NULL opts (torch's
+ * default), else in opts->dtype on opts->device (a zeroed dtype is f32).
+ * CT_ERR_ARG unless low < high and every value of the range is exact in the
+ * dtype. */
 ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
                       const ct_tensor_opts *opts);
 /* Normal with mean and std (finite, std >= 0). */

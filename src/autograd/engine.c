@@ -41,18 +41,25 @@ static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
   return CT_OK;
 }
 
-/* Accumulates g into a leaf's (or retained tensor's) .grad. The stored
- * gradient is always a contiguous tensor of its own, never a view of g's
- * storage that something else may write. */
-static ct_status accumulate_grad(struct ct_autograd_meta *m, const ct_tensor *g) {
+/* Accumulates g into a leaf's (or retained tensor's) .grad, taking g's
+ * reference. The stored gradient is always a contiguous tensor of its own:
+ * g itself when nothing else can see it (the common case: a fresh matmul
+ * result), else a copy, never a view of storage something else may write. */
+static ct_status accumulate_grad(struct ct_autograd_meta *m, ct_tensor *g) {
+  ct_status st = CT_OK;
   if (!m->grad) {
-    ct_tensor *own = ct__clone(g);
-    if (!own) return ct_last_error();
-    m->grad = own;
-    return CT_OK;
+    bool exclusive = atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 &&
+                     !g->autograd && g->offset == 0 && ct__is_contiguous(g);
+    if (exclusive) {
+      m->grad = g;
+      return CT_OK;
+    }
+    if (!(m->grad = ct__clone(g))) st = ct_last_error();
+  } else if (!ct__binary(CT_BOP_ADD, m->grad, m->grad, g)) {
+    st = ct_last_error();
   }
-  if (!ct__binary(CT_BOP_ADD, m->grad, m->grad, g)) return ct_last_error();
-  return CT_OK;
+  ct__release(g);
+  return st;
 }
 
 /* Shapes a gradient for input k: sums broadcast dims, casts to the input's
@@ -87,7 +94,7 @@ static ct_status run_node(ct_node *n, bool retain_graph) {
                          "backward: trying to backward through %s a second time, but its saved "
                          "tensors were freed; pass retain_graph = true to the first backward",
                          n->name);
-  if (st == CT_OK && n->retain_meta) st = accumulate_grad(n->retain_meta, g);
+  if (st == CT_OK && n->retain_meta) st = accumulate_grad(n->retain_meta, ct__retain(g));
   if (st == CT_OK) st = n->backward(n, g, grad_in);
   ct__release(g);
   if (!retain_graph) {
@@ -112,7 +119,6 @@ static ct_status run_node(ct_node *n, bool retain_graph) {
     }
     if (n->next[k].leaf) {
       st = accumulate_grad(n->next[k].leaf->autograd, gk);
-      ct__release(gk);
     } else {
       st = accumulate(&n->next[k].fn->pending, gk);
     }
@@ -153,11 +159,8 @@ ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_
   if (!g0) return ct_last_error();
 
   ct_node *top = root->autograd->grad_fn;
-  if (!top) { /* the root is a leaf */
-    ct_status st = accumulate_grad(root->autograd, g0);
-    ct__release(g0);
-    return st;
-  }
+  if (!top) /* the root is a leaf */
+    return accumulate_grad(root->autograd, g0);
 
   /* Discover the graph and count, for each node, the edges into it. */
   node_list all = {0}, stack = {0};

@@ -200,7 +200,9 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
   if (low >= high)
     return ct__fail(CT_ERR_ARG, "randint: expected low < high, got low %lld, high %lld", (long long)low,
                     (long long)high);
-  ct_dtype d = opts ? opts->dtype : CT_F32;
+  ct_dtype d = opts ? opts->dtype : CT_I64;
+  ct_tensor_opts i64_opts = {.dtype = CT_I64};
+  if (!opts) opts = &i64_opts; /* torch.randint's default dtype is int64 */
   if ((unsigned)d < CT_DTYPE_COUNT && !int_range_fits(low, high, d))
     return ct__fail(CT_ERR_ARG, "randint: the range [%lld, %lld) does not fit in %s", (long long)low,
                     (long long)high, ct_dtype_name(d));

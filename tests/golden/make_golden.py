@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Golden end-to-end references for tests/test_golden.c (PyTorch, float32, CPU).
+
+    make_golden.py generate OUTDIR   # initial weights, batches, per-step losses and
+                                     # gradients, final weights, probe outputs
+    make_golden.py check OUTDIR      # loads the models ctensor saved into PyTorch
+                                     # and compares outputs on the probe input
+
+Two models, the reference documents' workloads:
+  mlp  SimpleNN: fc1 (784->128), relu, fc2 (128->10); CrossEntropyLoss; SGD lr 0.01
+  cnn  the CIFAR-10 tutorial Net: conv1 (3->6, 5x5), pool 2, conv2 (6->16, 5x5), pool 2,
+       fc1 (400->120), fc2 (120->84), fc3 (84->10); CrossEntropyLoss; SGD lr 0.01,
+       momentum 0.9
+Each trains STEPS steps on fixed random batches of 64 (labels: a fixed random linear
+classifier of the inputs, so the loss falls). Files per model M (safetensors,
+written with json + struct; the safetensors package is not needed):
+  M_init.safetensors   the initial state_dict (torch key names)
+  M_final.safetensors  the state_dict after training
+  M_data.safetensors   x (STEPS, 64, ...) f32, y (STEPS, 64) i64, loss (STEPS) f64 (the
+                       f32 losses), grad.<step>.<name> (gradients before each step),
+                       probe_x, probe_out (the final model on probe_x)
+check reads M_ct.safetensors (ctensor's trained state_dict) and M_ct_out.safetensors
+("out": ctensor's output on probe_x), and prints the normalized max error
+max|torch - ctensor| / max|torch| for each model; exit status 1 above TOL.
+"""
+import json
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+STEPS = 20
+BATCH = 64
+TOL = 1e-5
+
+DTYPES = {torch.float32: 'F32', torch.float64: 'F64', torch.int64: 'I64'}
+TYPES = {v: k for k, v in DTYPES.items()}
+
+
+def save(path, tensors):
+    hdr, off, blobs = {}, 0, []
+    for k, t in tensors.items():
+        t = t.detach().contiguous()
+        b = t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b''
+        hdr[k] = {'dtype': DTYPES[t.dtype], 'shape': list(t.shape), 'data_offsets': [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    hdr['__metadata__'] = {'format': 'pt'}
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+
+
+def load(path):
+    with open(path, 'rb') as f:
+        d = f.read()
+    n = struct.unpack('<Q', d[:8])[0]
+    hdr = json.loads(d[8:8 + n])
+    base, out = 8 + n, {}
+    for k, v in hdr.items():
+        if k == '__metadata__':
+            continue
+        b, e = v['data_offsets']
+        raw = torch.frombuffer(bytearray(d[base + b:base + e]), dtype=torch.uint8)
+        out[k] = raw.view(TYPES[v['dtype']]).reshape(v['shape'])
+    return out
+
+
+class SimpleNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+MODELS = {
+    # name: (class, input shape of one sample, SGD options)
+    'mlp': (SimpleNN, (784,), dict(lr=0.01)),
+    'cnn': (Net, (3, 32, 32), dict(lr=0.01, momentum=0.9)),
+}
+
+
+def generate(outdir):
+    for seed, (name, (cls, shape, sgd)) in enumerate(MODELS.items()):
+        torch.manual_seed(1000 + seed)
+        model = cls()
+        save(f'{outdir}/{name}_init.safetensors', model.state_dict())
+        x = torch.randn(STEPS, BATCH, *shape)
+        # Learnable labels (a fixed random linear classifier of the inputs), so
+        # the losses fall as they would on real data.
+        proj = torch.randn(x[0, 0].numel(), 10)
+        y = (x.reshape(STEPS * BATCH, -1) @ proj).argmax(1).reshape(STEPS, BATCH)
+        probe_x = torch.randn(8, *shape)
+        opt = torch.optim.SGD(model.parameters(), **sgd)
+        data = {'x': x, 'y': y}
+        losses = []
+        for step in range(STEPS):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x[step]), y[step])
+            loss.backward()
+            losses.append(loss.item())
+            for k, p in model.named_parameters():
+                data[f'grad.{step}.{k}'] = p.grad.clone()
+            opt.step()
+        data['loss'] = torch.tensor(losses, dtype=torch.float64)
+        data['probe_x'] = probe_x
+        with torch.no_grad():
+            data['probe_out'] = model(probe_x)
+        save(f'{outdir}/{name}_data.safetensors', data)
+        save(f'{outdir}/{name}_final.safetensors', model.state_dict())
+        print(f'{name}: losses {losses[0]:.6f} .. {losses[-1]:.6f}')
+
+
+def check(outdir):
+    ok = True
+    for name, (cls, _, _) in MODELS.items():
+        model = cls()
+        model.load_state_dict(load(f'{outdir}/{name}_ct.safetensors'), strict=True)
+        probe_x = load(f'{outdir}/{name}_data.safetensors')['probe_x']
+        got = load(f'{outdir}/{name}_ct_out.safetensors')['out']
+        with torch.no_grad():
+            want = model(probe_x)
+        err = ((want - got).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+        good = err <= TOL
+        ok = ok and good
+        print(f'{name}: ctensor-saved model in torch: normalized max error {err:.3g} '
+              f'({"ok" if good else "FAIL"}, tolerance {TOL:g})')
+    return ok
+
+
+if __name__ == '__main__':
+    if len(sys.argv) != 3 or sys.argv[1] not in ('generate', 'check'):
+        sys.exit(f'usage: {sys.argv[0]} generate|check OUTDIR')
+    torch.set_num_threads(2)
+    if sys.argv[1] == 'generate':
+        generate(sys.argv[2])
+    else:
+        sys.exit(0 if check(sys.argv[2]) else 1)
