@@ -4,14 +4,19 @@
  *   ct_dataloader *dl = ct_dataloader_new(train, &(ct_dataloader_opts){
  *       .batch_size = 64, .shuffle = true, .seed = 1, .num_workers = 2});
  *   ct_batch b;
- *   ct_dataloader_start_epoch(dl, epoch);
+ *   ct_dataloader_start_epoch(dl, epoch, 0);
  *   while (ct_dataloader_next(dl, &b) == CT_OK && b.inputs) {
  *     ... b.inputs (64, 1, 28, 28) f32, b.targets (64) i64 ...
  *     ct_batch_release(&b);
  *   }
  *
  * The order of samples depends only on (seed, epoch), never on the number of
- * workers or the machine; workers prefetch batches on their own threads. */
+ * workers or the machine; workers prefetch batches on their own threads.
+ *
+ * Ownership: a ct_sample's tensors are like any returned tensor (registered
+ * in the caller's scope, if one is open); a ct_batch's tensors belong to the
+ * batch, are in no scope and are freed only by ct_batch_release (safe inside
+ * or outside a scope; ct_scope_end never frees them). */
 #ifndef CTENSOR_DATA_H
 #define CTENSOR_DATA_H
 
@@ -29,7 +34,10 @@ typedef struct ct_sample {
   ct_tensor *target;
 } ct_sample;
 
-/* A user-defined dataset. get must be safe to call from several threads. */
+/* A user-defined dataset. get must be safe to call from several threads
+ * (loader workers call it concurrently, on threads with no open scope); it
+ * returns new references (released by the loader after copying them into the
+ * batch). All samples must have the same input and target shapes and dtypes. */
 typedef struct ct_dataset_vtable {
   int64_t (*length)(void *self);
   ct_status (*get)(void *self, int64_t index, ct_sample *out);
@@ -40,14 +48,22 @@ void ct_dataset_free(ct_dataset *d); /* NULL is a no-op */
 int64_t ct_dataset_length(const ct_dataset *d);
 ct_status ct_dataset_get(const ct_dataset *d, int64_t index, ct_sample *out);
 
-/* Samples are rows of `inputs` and `targets` (same first dim; CPU tensors).
- * The dataset keeps references to both. */
+/* Samples are rows of `inputs` and `targets` (same first dim; CPU tensors):
+ * get returns views of the rows, the loader copies rows straight into its
+ * batches. The dataset keeps references to both (do not write to them while a
+ * loader runs). CT_ERR_SHAPE / CT_ERR_DEVICE otherwise. */
 ct_dataset *ct_tensor_dataset_new(ct_tensor *inputs, ct_tensor *targets);
 
 /* Per-sample transforms, applied in order by image datasets to a (C, H, W)
  * u8 image: bytes to f32 in [0, 1], then normalize, random crop with
- * padding, random horizontal flip. Random choices depend only on (seed,
- * epoch, sample index). */
+ * padding, random horizontal flip (as torchvision's RandomCrop(size, padding)
+ * + RandomHorizontalFlip + ToTensor + Normalize: padding is black, i.e. byte 0,
+ * which is -mean/std after normalization). Random choices depend only on
+ * (seed, epoch, sample index): one Philox 4x32-10 block with key = seed and
+ * counter = (index, epoch) gives the crop offsets (words 0 and 1) and the flip
+ * (top bit of word 2). A zeroed struct (or NULL) means no transform beyond
+ * bytes to [0, 1]. Bad values (std <= 0, a crop larger than the padded image)
+ * make the open fail with CT_ERR_ARG. */
 typedef struct ct_transform_opts {
   bool normalize;
   double mean[3], std[3];       /* per channel (channels beyond 3 use [2]) */
@@ -58,16 +74,23 @@ typedef struct ct_transform_opts {
 } ct_transform_opts;
 
 /* MNIST / Fashion-MNIST IDX files in dir: train-images-idx3-ubyte(.gz),
- * train-labels-idx1-ubyte(.gz), t10k-... (gzip or raw). Samples: (1, 28, 28)
- * f32 in [0, 1] (then transforms) and an i64 label. Every header, count and
- * size is checked before allocation; a bad file is CT_ERR_FORMAT naming the
+ * train-labels-idx1-ubyte(.gz), t10k-... (the .gz name is tried first; gzip
+ * or raw). Samples: (1, rows, cols) f32 in [0, 1] (28x28 for MNIST; then
+ * transforms) and a 0-d i64 label (the label byte, not range-checked). The
+ * files are read once into memory. Every header, count and size is checked
+ * before allocation; a bad file (wrong magic, truncated, longer than its
+ * header says, image and label counts differing) is CT_ERR_FORMAT naming the
  * file and the field; a missing one is CT_ERR_IO saying how to get it. */
 ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *transforms);
 /* CIFAR-10 binary batches in dir: data_batch_1.bin .. data_batch_5.bin (train)
- * or test_batch.bin: records of 1 label byte + 3072 pixel bytes. Samples:
- * (3, 32, 32) f32 and an i64 label. */
+ * or test_batch.bin: each exactly 10000 records of 1 label byte (0..9) + 3072
+ * pixel bytes. Samples: (3, 32, 32) f32 (then transforms) and a 0-d i64
+ * label. A missing file is CT_ERR_IO (saying where to get the data); a size
+ * that is not 10000 records or a label > 9 is CT_ERR_FORMAT naming the file
+ * (and the record). */
 ct_dataset *ct_cifar10_open(const char *dir, bool train, const ct_transform_opts *transforms);
-/* Sets the epoch used by the dataset's random transforms. */
+/* Sets the epoch used by the random transforms of ct_dataset_get (the loader
+ * passes its own epoch to its workers and also sets this one). */
 void ct_dataset_set_epoch(ct_dataset *d, int64_t epoch);
 
 typedef struct ct_dataloader ct_dataloader;
@@ -79,10 +102,13 @@ typedef struct ct_dataloader_opts {
   bool drop_last;
   int num_workers;      /* 0: load on the calling thread */
   int prefetch;         /* batches prepared ahead per worker; 0 means 2 */
-  bool pin_memory;      /* batches in pinned memory (needs a GPU) */
+  bool pin_memory;      /* batches in pinned memory; as torch, without a usable
+                           GPU this prints one warning and does not pin */
 } ct_dataloader_opts;
 
-/* A batch: inputs stacked along a new dim 0, targets likewise. */
+/* A batch: inputs stacked along a new dim 0, targets likewise (contiguous
+ * CPU tensors; image datasets: (B, C, H, W) f32 and (B) i64). Owned by the
+ * batch, in no scope: free with ct_batch_release. */
 typedef struct ct_batch {
   ct_tensor *inputs;
   ct_tensor *targets;
@@ -90,16 +116,28 @@ typedef struct ct_batch {
   double wait_seconds;  /* time the caller waited for this batch */
 } ct_batch;
 
-/* The loader keeps a reference to the dataset (which must outlive it). */
+/* The loader keeps a pointer to the dataset (which must outlive it). Worker
+ * threads start here and wait for the first epoch. CT_ERR_ARG for negative
+ * sizes or counts. */
 ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts);
 void ct_dataloader_free(ct_dataloader *dl); /* NULL is a no-op; stops workers */
 /* Number of batches per epoch. */
 int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
-/* Begins an epoch (reshuffles with (seed, epoch)); skip_batches resumes part
- * way through (for checkpoints). */
+/* Begins an epoch, also in the middle of another one (batches of the old
+ * epoch still being built are discarded). With shuffle, the order is a
+ * Fisher-Yates shuffle of 0..n-1 (i from n-1 down to 1 swaps i with
+ * floor(u * (i + 1) / 2^64), u successive ct_generator_next_u64 draws of a
+ * generator in state (seed, epoch << 32)); without, 0..n-1. skip_batches
+ * (0..num_batches) resumes part way through: the batches that follow are the
+ * ones an uninterrupted epoch would give (for checkpoints). */
 ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches);
-/* The next batch of the epoch; at the end returns CT_OK with NULL tensors. */
+/* The next batch of the epoch, in order; at the end returns CT_OK with NULL
+ * tensors (until the next start_epoch). Without a prior start_epoch, starts
+ * epoch 0. If building the batch failed (on a worker or here), returns that
+ * status with its message; the batch is then skipped and the next call goes
+ * on with the following one. wait_seconds is the time spent in this call. */
 ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out);
+/* Frees the batch's tensors and sets them to NULL (NULL b or tensors: no-op). */
 void ct_batch_release(ct_batch *b);
 
 #ifdef __cplusplus

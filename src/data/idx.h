@@ -31,10 +31,10 @@ ct_status ct__idx_parse_header(const uint8_t *buf, size_t size, const char *name
  * data_bytes bytes of data, which *data points to (inside buf). */
 ct_status ct__idx_parse(const uint8_t *buf, size_t size, const char *name, uint32_t magic,
                         ct__idx *out, const uint8_t **data);
-/* Reads the file at path (gzip or raw; name is its base name for messages)
- * into a malloc'd buffer of exactly out->data_bytes bytes (*data). Missing
- * file: CT_ERR_IO; a bad or truncated one: CT_ERR_FORMAT. */
-ct_status ct__idx_read_file(const char *path, const char *name, uint32_t magic, ct__idx *out,
-                            uint8_t **data);
+/* Reads the file at path (gzip or raw; messages name the path) into a
+ * malloc'd buffer of exactly out->data_bytes bytes (*data). A file that
+ * cannot be opened: CT_ERR_IO; a bad, truncated or overlong one:
+ * CT_ERR_FORMAT. */
+ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint8_t **data);
 
 #endif /* CT_DATA_IDX_H */

@@ -15,7 +15,7 @@ ct_status ct__image_store_init_transforms(ct__image_store *s, const ct_transform
   s->out_w = s->w;
   for (int k = 0; k < 3; k++) {
     double mean = 0, std = 1;
-    if (s->tf.normalize) {
+    if (s->tf.normalize && k < s->c) { /* channels past c are unused */
       mean = s->tf.mean[k];
       std = s->tf.std[k];
       if (!isfinite(mean) || !isfinite(std) || std <= 0)
