@@ -56,6 +56,12 @@ int ct_cuda_device_count(void);
 ct_status ct_cuda_set_device(int index);
 int ct_cuda_current_device(void);
 
+/* Whether f32 matrix products on CUDA may use TF32 tensor cores (about 3e-4
+ * relative error, several times faster). Off by default: f32 products are
+ * exact f32 GEMMs, as torch.backends.cuda.matmul.allow_tf32 = False. A no-op
+ * in builds without CUDA. */
+void ct_cuda_set_allow_tf32(bool allow);
+
 /* Blocks until all queued work on the device is done (no-op on the CPU). */
 ct_status ct_synchronize(ct_device device);
 

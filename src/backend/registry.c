@@ -29,4 +29,6 @@ ct_status ct__cuda_set_device(int index) {
                          index);
 }
 int ct__cuda_current_device(void) { return 0; }
+/* Nothing to switch without cuBLAS. */
+void ct_cuda_set_allow_tf32(bool allow) { (void)allow; }
 #endif

@@ -1,0 +1,260 @@
+/* The CUDA backend's table (backend/backend.h) and its C side: every slot
+ * turns its ct_tensor arguments into plain descriptors (ctc_t, cuda_kernels.h)
+ * and calls the launcher in the .cu file of its family. The .cu files see no
+ * ct_tensor: core/internal.h uses C11 atomics that don't compile as C++. */
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "core/cuda_api.h"
+
+/* The .cu files use these enums' values as plain ints. */
+_Static_assert(CT_RANDOM_UNIFORM == 0 && CT_RANDOM_NORMAL == 1 && CT_RANDOM_INT == 2 &&
+                   CT_RANDOM_BERNOULLI == 3 && CT_RANDOM_BERNOULLI_TENSOR == 4,
+               "random.cu numbers the random kinds 0..4");
+_Static_assert(CT_OPTIM_SGD == 0 && CT_OPTIM_ADAM == 1 && CT_OPTIM_ADAMW == 2,
+               "optim.cu numbers the optimizer kinds 0..2");
+_Static_assert(CTC_MAX_DIMS == CT_MAX_DIMS, "ctc_t holds CT_MAX_DIMS dims");
+
+/* ---- Descriptors ---------------------------------------------------------------- */
+
+static ctc_t desc(const ct_tensor *t) {
+  ctc_t d;
+  d.data = (char *)ct__data(t);
+  d.dtype = (int)t->dtype;
+  d.ndim = t->ndim;
+  d.device = t->storage->device.index;
+  d.numel = t->numel;
+  for (int k = 0; k < CTC_MAX_DIMS; k++) {
+    d.shape[k] = k < t->ndim ? t->shape[k] : 1;
+    d.strides[k] = k < t->ndim ? t->strides[k] : 0;
+  }
+  return d;
+}
+
+/* ---- Memory --------------------------------------------------------------------- */
+
+static void *cuda_alloc(int device_index, size_t nbytes, bool pinned) {
+  return ct__cuda_alloc(device_index, nbytes, pinned);
+}
+static void cuda_free(int device_index, void *ptr, size_t nbytes, bool pinned) {
+  ct__cuda_free(device_index, ptr, nbytes, pinned);
+}
+
+/* ---- Transfers -------------------------------------------------------------------- */
+
+static ct_status cuda_copy(ct_tensor *dst, const ct_tensor *src) {
+  ctc_t d = desc(dst), s = desc(src);
+  if (ct__is_cpu(dst) || ct__is_cpu(src))
+    return ct__fail_status(CT_ERR_INTERNAL, "copy: the CUDA copy kernel got a CPU tensor");
+  return ct__cuda_copy(&d, &s);
+}
+static ct_status cuda_copy_from_host(ct_tensor *dst, const void *src, size_t nbytes, bool nb) {
+  ctc_t d = desc(dst);
+  return ct__cuda_copy_from_host(&d, src, nbytes, nb);
+}
+static ct_status cuda_copy_to_host(void *dst, const ct_tensor *src, size_t nbytes, bool nb) {
+  ctc_t s = desc(src);
+  return ct__cuda_copy_to_host(dst, &s, nbytes, nb);
+}
+static ct_status cuda_fill(ct_tensor *dst, double value) {
+  ctc_t d = desc(dst);
+  return ct__cuda_fill(&d, value);
+}
+
+/* ---- Elementwise -------------------------------------------------------------------- */
+
+static ct_status cuda_unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double p0, double p1) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_unary((int)op, &o, &a, p0, p1);
+}
+static ct_status cuda_binary(ct_binary_op op, ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
+  ctc_t o = desc(out), x = desc(a), y = desc(b);
+  return ct__cuda_binary((int)op, &o, &x, &y);
+}
+static ct_status cuda_binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a, double s,
+                                    bool reversed) {
+  ctc_t o = desc(out), x = desc(a);
+  return ct__cuda_binary_scalar((int)op, &o, &x, s, reversed);
+}
+static ct_status cuda_axpy(ct_tensor *out, const ct_tensor *a, const ct_tensor *b, double alpha) {
+  ctc_t o = desc(out), x = desc(a), y = desc(b);
+  return ct__cuda_axpy(&o, &x, &y, alpha);
+}
+static ct_status cuda_where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+  ctc_t o = desc(out), c = desc(cond), x = desc(a), y = desc(b);
+  return ct__cuda_where(&o, &c, &x, &y);
+}
+
+/* ---- Reductions ------------------------------------------------------------------------ */
+
+static ct_status cuda_reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x, const bool *mask,
+                             double p) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_reduce((int)op, &o, &a, mask, p);
+}
+static ct_status cuda_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices, const ct_tensor *x,
+                                 int dim) {
+  ctc_t v, i, a = desc(x);
+  if (values) v = desc(values);
+  if (indices) i = desc(indices);
+  return ct__cuda_arg_reduce(is_max, values ? &v : NULL, indices ? &i : NULL, &a, dim);
+}
+static ct_status cuda_softmax(ct_tensor *out, const ct_tensor *x, int dim, bool log) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_softmax(&o, &a, dim, log);
+}
+static ct_status cuda_softmax_backward(ct_tensor *grad_x, const ct_tensor *grad_out, const ct_tensor *y,
+                                       int dim, bool log) {
+  ctc_t gx = desc(grad_x), g = desc(grad_out), yy = desc(y);
+  return ct__cuda_softmax_backward(&gx, &g, &yy, dim, log);
+}
+static ct_status cuda_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                     const ct_tensor *x, const ct_tensor *y, double p0, double p1) {
+  ctc_t gx = desc(grad_x), g = desc(grad_out), a = desc(x), yy = desc(y);
+  return ct__cuda_unary_backward((int)op, &gx, &g, &a, &yy, p0, p1);
+}
+
+/* ---- Linear algebra, indexing ----------------------------------------------------------- */
+
+static ct_status cuda_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b, bool beta_one) {
+  ctc_t o = desc(out), x = desc(a), y = desc(b);
+  return ct__cuda_matmul(&o, &x, &y, beta_one);
+}
+static ct_status cuda_index_select(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index) {
+  ctc_t o = desc(out), a = desc(x), i = desc(index);
+  return ct__cuda_index_select(&o, &a, dim, &i);
+}
+static ct_status cuda_gather(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index) {
+  ctc_t o = desc(out), a = desc(x), i = desc(index);
+  return ct__cuda_gather(&o, &a, dim, &i);
+}
+static ct_status cuda_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
+                              bool add) {
+  ctc_t s = desc(self), i = desc(index), x = desc(src);
+  return ct__cuda_scatter(&s, dim, &i, &x, add);
+}
+static ct_status cuda_masked_select(ct_tensor *out, const ct_tensor *x, const ct_tensor *mask) {
+  ctc_t o = desc(out), a = desc(x), m = desc(mask);
+  return ct__cuda_masked_select(&o, &a, &m);
+}
+static ct_status cuda_count_nonzero(const ct_tensor *mask, int64_t *count) {
+  ctc_t m = desc(mask);
+  return ct__cuda_count_nonzero(&m, count);
+}
+static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_triangle(&o, &a, k, upper);
+}
+
+/* ---- Optimizers, random -------------------------------------------------------------------- */
+
+static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
+                                     ct_tensor *const *grads, ct_tensor *const *state0,
+                                     ct_tensor *const *state1, ct_tensor *const *state2, int n) {
+  if (n <= 0) return CT_OK;
+  ctc_optim o = {.kind = (int)p->kind, .lr = p->lr, .momentum = p->momentum,
+                 .dampening = p->dampening, .weight_decay = p->weight_decay,
+                 .nesterov = p->nesterov, .first_step = p->first_step, .beta1 = p->beta1,
+                 .beta2 = p->beta2, .eps = p->eps, .amsgrad = p->amsgrad, .step = p->step};
+  size_t sz = sizeof(ctc_t) * (size_t)n;
+  ctc_t *buf = malloc(sz * 5);
+  bool *has = calloc((size_t)n * 3, 1);
+  if (!buf || !has) {
+    free(buf);
+    free(has);
+    return ct__fail_status(CT_ERR_OOM, "optimizer_step: out of host memory");
+  }
+  ctc_t *P = buf, *G = buf + n, *S0 = buf + 2 * n, *S1 = buf + 3 * n, *S2 = buf + 4 * n;
+  for (int i = 0; i < n; i++) {
+    P[i] = desc(params[i]);
+    G[i] = desc(grads[i]);
+    ct_tensor *s[3] = {state0 ? state0[i] : NULL, state1 ? state1[i] : NULL, state2 ? state2[i] : NULL};
+    ctc_t *dst[3] = {&S0[i], &S1[i], &S2[i]};
+    for (int k = 0; k < 3; k++) {
+      has[3 * i + k] = s[k] != NULL;
+      if (s[k]) *dst[k] = desc(s[k]);
+      else memset(dst[k], 0, sizeof(ctc_t));
+    }
+  }
+  ct_status st = ct__cuda_optimizer_step(&o, P, G, S0, S1, S2, has, n);
+  free(buf);
+  free(has);
+  return st;
+}
+
+static ct_status cuda_random(ct_tensor *out, const ct_random_params *p) {
+  ctc_t o = desc(out), pr;
+  if (p->probs) pr = desc(p->probs);
+  ctc_random r = {.kind = (int)p->kind, .a = p->a, .b = p->b, .int_low = p->int_low,
+                  .int_range = p->int_range, .wide = p->wide, .seed = p->seed, .offset = p->offset,
+                  .probs = p->probs ? &pr : NULL};
+  return ct__cuda_random(&o, &r);
+}
+
+/* ---- The table --------------------------------------------------------------------------------- */
+
+const ct_backend ct__cuda_backend = {
+    .name = "cuda",
+    /* caching allocator per device; pinned host memory for device_index -1 */
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .memory_stats = ct__cuda_memory_stats,
+    .empty_cache = ct__cuda_empty_cache,
+    /* strided dtype-converting copy kernel; cudaMemcpyAsync on the current stream */
+    .copy = cuda_copy,
+    .copy_from_host = cuda_copy_from_host,
+    .copy_to_host = cuda_copy_to_host,
+    .fill = cuda_fill,
+    /* elementwise: unary.cu, binary.cu */
+    .unary = cuda_unary,
+    .binary = cuda_binary,
+    .binary_scalar = cuda_binary_scalar,
+    .axpy = cuda_axpy,
+    .where = cuda_where,
+    /* reductions: reduce.cu, arg_reduce.cu, softmax.cu */
+    .reduce = cuda_reduce,
+    .arg_reduce = cuda_arg_reduce,
+    .softmax = cuda_softmax,
+    /* cuBLAS strided-batched GEMM; integer kernel */
+    .matmul = cuda_matmul,
+    /* index.cu (index checks synchronize: see there) */
+    .index_select = cuda_index_select,
+    .gather = cuda_gather,
+    .scatter = cuda_scatter,
+    .masked_select = cuda_masked_select,
+    .count_nonzero = cuda_count_nonzero,
+    .triangle = cuda_triangle,
+    /* autograd helpers: unary_backward.cu, softmax_backward.cu */
+    .unary_backward = cuda_unary_backward,
+    .softmax_backward = cuda_softmax_backward,
+    /* optional, not yet implemented on CUDA: the op layer reports
+     * CT_ERR_UNAVAILABLE "<op>: not implemented on cuda:N" */
+    .conv2d = NULL,
+    .conv2d_backward = NULL,
+    .pool2d = NULL,
+    .pool2d_backward = NULL,
+    .batch_norm = NULL,
+    .batch_norm_backward = NULL,
+    .layer_norm = NULL,
+    .layer_norm_backward = NULL,
+    /* one multi-tensor launch over all parameters: optim.cu */
+    .optimizer_step = cuda_optimizer_step,
+    /* Philox, bit-identical to the CPU: random.cu */
+    .random = cuda_random,
+    /* execution: device.cu */
+    .synchronize = ct__cuda_synchronize,
+    .stream_new = ct__cuda_stream_new,
+    .stream_free = ct__cuda_stream_free,
+    .stream_set_current = ct__cuda_stream_set_current,
+    .stream_synchronize = ct__cuda_stream_synchronize,
+    .event_new = ct__cuda_event_new,
+    .event_free = ct__cuda_event_free,
+    .event_record = ct__cuda_event_record,
+    .event_synchronize = ct__cuda_event_synchronize,
+    .stream_wait_event = ct__cuda_stream_wait_event,
+    .event_elapsed_ms = ct__cuda_event_elapsed_ms,
+};
+
+/* Public switch (include/ctensor/device.h). */
+void ct_cuda_set_allow_tf32(bool allow) { ct__cuda_set_allow_tf32(allow); }

@@ -1,0 +1,269 @@
+/* CUDA binary elementwise kernels: out = a op b, out = a op s (scalar),
+ * out = a + alpha * b (axpy) and out = cond ? a : b (where).
+ *
+ * One kernel per compute type (float for f32/f16/bf16, double for f64, int64
+ * for integers and bool) with the op a grid-uniform switch; loads and stores
+ * convert (common.cuh), so integer results wrap to their width on store and
+ * match the CPU's narrow-type arithmetic (add/sub/mul/pow are exact modulo
+ * 2^64, division results are in range; INT_MIN / -1 wraps to INT_MIN). Bool
+ * add/mul/max/min are or/and on 0/1 values, as the CPU.
+ *
+ * Invalid integer operands (division, remainder, fmod by zero; negative
+ * powers) leave 0 in the element and set a device flag; for those ops on
+ * integer dtypes the launcher reads the flag back (one stream synchronize)
+ * and fails with CT_ERR_ARG, as the CPU. Other ops never synchronize.
+ * Decomposition: ctc_ew_kernel (common.cuh). */
+#include "backend/cuda/common.cuh"
+
+template <class T> __device__ __forceinline__ T floordiv_f(T a, T b) {
+  if (b == T(0)) return a / b;
+  T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+  if (div == T(0)) return copysign(T(0), a / b);
+  T fl = floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+template <class T> __device__ __forceinline__ T pyrem_f(T a, T b) {
+  T mod = fmod(a, b);
+  if (mod != T(0) && (b < T(0)) != (mod < T(0))) mod += b;
+  return mod;
+}
+
+template <class T> __device__ __forceinline__ T bin_float(int op, T x, T y) {
+  switch (op) {
+  case CT_BOP_ADD: return x + y;
+  case CT_BOP_SUB: return x - y;
+  case CT_BOP_MUL: return x * y;
+  case CT_BOP_DIV: return x / y;
+  case CT_BOP_FLOOR_DIVIDE: return floordiv_f(x, y);
+  case CT_BOP_POW: return pow(x, y);
+  case CT_BOP_MAXIMUM: return (x != x || x > y) ? x : y;
+  case CT_BOP_MINIMUM: return (x != x || x < y) ? x : y;
+  case CT_BOP_FMOD: return fmod(x, y);
+  case CT_BOP_REMAINDER: return pyrem_f(x, y);
+  case CT_BOP_ATAN2: return atan2(x, y);
+  case CT_BOP_EQ: return x == y;
+  case CT_BOP_NE: return x != y;
+  case CT_BOP_LT: return x < y;
+  case CT_BOP_LE: return x <= y;
+  case CT_BOP_GT: return x > y;
+  case CT_BOP_GE: return x >= y;
+  case CT_BOP_LOGICAL_AND: return x != T(0) && y != T(0);
+  case CT_BOP_LOGICAL_OR: return x != T(0) || y != T(0);
+  case CT_BOP_LOGICAL_XOR: return (x != T(0)) != (y != T(0));
+  default: return x;
+  }
+}
+
+__device__ __forceinline__ uint64_t ipow(uint64_t b, uint64_t e) {
+  uint64_t r = 1;
+  while (e) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return r;
+}
+
+__device__ __forceinline__ int64_t bin_int(int op, int64_t x, int64_t y, bool &bad) {
+  switch (op) {
+  case CT_BOP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+  case CT_BOP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+  case CT_BOP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+  case CT_BOP_FLOOR_DIVIDE:
+    if (y == 0) return bad = true, 0;
+    if (y == -1) return (int64_t)(0ull - (uint64_t)x);
+    return x / y - ((x % y != 0) & ((x < 0) != (y < 0)));
+  case CT_BOP_POW:
+    if (y < 0) return bad = true, 0;
+    return (int64_t)ipow((uint64_t)x, (uint64_t)y);
+  case CT_BOP_MAXIMUM: return x > y ? x : y;
+  case CT_BOP_MINIMUM: return x < y ? x : y;
+  case CT_BOP_FMOD:
+    if (y == 0) return bad = true, 0;
+    return y == -1 ? 0 : x % y;
+  case CT_BOP_REMAINDER: {
+    if (y == 0) return bad = true, 0;
+    if (y == -1) return 0;
+    int64_t m = x % y;
+    return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+  }
+  case CT_BOP_EQ: return x == y;
+  case CT_BOP_NE: return x != y;
+  case CT_BOP_LT: return x < y;
+  case CT_BOP_LE: return x <= y;
+  case CT_BOP_GT: return x > y;
+  case CT_BOP_GE: return x >= y;
+  case CT_BOP_LOGICAL_AND: return x != 0 && y != 0;
+  case CT_BOP_LOGICAL_OR: return x != 0 || y != 0;
+  case CT_BOP_LOGICAL_XOR: return (x != 0) != (y != 0);
+  default: return x;
+  }
+}
+
+/* Operands: 0 out, 1 a, 2 b; with `scalar`, b (or a when reversed) is sval. */
+template <class C> struct binary_fn {
+  int op;
+  bool scalar, reversed;
+  C sval;
+  int *bad_flag;
+  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
+    C x, y;
+    if (scalar) {
+      C v = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
+      x = reversed ? sval : v;
+      y = reversed ? v : sval;
+    } else {
+      x = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
+      y = ctc_load<C>(ctc_ew_ptr(g, 2, off[2]), g.dt[2]);
+    }
+    C r;
+    if constexpr (std::is_integral<C>::value) {
+      bool bad = false;
+      r = bin_int(op, x, y, bad);
+      if (bad) *bad_flag = 1;
+    } else {
+      r = bin_float<C>(op, x, y);
+    }
+    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], r);
+  }
+};
+
+static bool checked_op(int op) {
+  return op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_POW || op == CT_BOP_FMOD || op == CT_BOP_REMAINDER;
+}
+
+/* Which (op, compute dtype) pairs exist: as the CPU's table. */
+static bool have_kernel(int op, int dt) {
+  if (ctc_is_float(dt)) return true;
+  if (ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
+  if (dt == CT_BOOL) return op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM;
+  return op != CT_BOP_DIV && op != CT_BOP_ATAN2;
+}
+
+template <int N, class C>
+static ct_status run_binary(const char *name, int op, int dev, const ctc_ew &g, binary_fn<C> f) {
+  bool check = std::is_integral<C>::value && checked_op(op);
+  ctc_scratch flag(dev);
+  if (check) {
+    if (!(f.bad_flag = (int *)flag.get(sizeof(int)))) return ct_last_error();
+    CT_CUDA_CHECK(name, dev, cudaMemsetAsync(f.bad_flag, 0, sizeof(int), ctc_stream(dev)));
+  }
+  ct_status st = ctc_ew_launch<N>(name, dev, g, f);
+  if (st != CT_OK || !check) return st;
+  int bad = 0;
+  cudaStream_t s = ctc_stream(dev);
+  CT_CUDA_CHECK(name, dev, cudaMemcpyAsync(&bad, f.bad_flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+  CT_CUDA_CHECK(name, dev, cudaStreamSynchronize(s));
+  if (!bad) return CT_OK;
+  if (op == CT_BOP_POW)
+    return ct__fail_status(CT_ERR_ARG, "pow: integers to negative integer powers are not allowed");
+  return ct__fail_status(CT_ERR_ARG, "%s: integer division by zero", name);
+}
+
+extern "C" ct_status ct__cuda_binary(int op, const ctc_t *out, const ctc_t *a, const ctc_t *b) {
+  int dev = out->device, dt = a->dtype;
+  const char *name = ct__binary_info[op].name;
+  if (!have_kernel(op, dt))
+    return ct__fail_status(CT_ERR_INTERNAL, "%s: no CUDA kernel for %s", name, ct_dtype_name((ct_dtype)dt));
+  if (out->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(name, dev);
+  if (st != CT_OK) return st;
+  const ctc_t *ts[3] = {out, a, b};
+  ctc_ew g;
+  ctc_ew_init(&g, 3, ts);
+  if (dt == CT_F64) return run_binary<3, double>(name, op, dev, g, {op, false, false, 0, nullptr});
+  if (ctc_is_float(dt)) return run_binary<3, float>(name, op, dev, g, {op, false, false, 0, nullptr});
+  return run_binary<3, int64_t>(name, op, dev, g, {op, false, false, 0, nullptr});
+}
+
+static int64_t sat_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+/* s as the CPU stores it in dtype dt (integers wrap to the width), widened to int64. */
+static int64_t int_scalar(int dt, double s) {
+  int64_t i = sat_i64(s);
+  switch (dt) {
+  case CT_I8: return (int8_t)(uint8_t)(uint64_t)i;
+  case CT_U8: return (uint8_t)(uint64_t)i;
+  case CT_I16: return (int16_t)(uint16_t)(uint64_t)i;
+  case CT_I32: return (int32_t)(uint32_t)(uint64_t)i;
+  case CT_BOOL: return s != 0;
+  default: return i;
+  }
+}
+
+extern "C" ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_t *a, double s,
+                                           bool reversed) {
+  int dev = out->device, dt = a->dtype;
+  const char *name = ct__binary_info[op].name;
+  if (!have_kernel(op, dt))
+    return ct__fail_status(CT_ERR_INTERNAL, "%s: no CUDA kernel for %s", name, ct_dtype_name((ct_dtype)dt));
+  if (out->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(name, dev);
+  if (st != CT_OK) return st;
+  const ctc_t *ts[2] = {out, a};
+  ctc_ew g;
+  ctc_ew_init(&g, 2, ts);
+  /* f16/bf16: the scalar stays an f32 operand, not rounded to half (as the CPU) */
+  if (dt == CT_F64) return run_binary<2, double>(name, op, dev, g, {op, true, reversed, s, nullptr});
+  if (ctc_is_float(dt)) return run_binary<2, float>(name, op, dev, g, {op, true, reversed, (float)s, nullptr});
+  return run_binary<2, int64_t>(name, op, dev, g, {op, true, reversed, int_scalar(dt, s), nullptr});
+}
+
+/* ---- axpy: out = a + alpha * b ---------------------------------------------------------- */
+
+template <class C> struct axpy_fn {
+  C alpha;
+  bool is_bool;
+  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
+    C x = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
+    C y = ctc_load<C>(ctc_ew_ptr(g, 2, off[2]), g.dt[2]);
+    C r;
+    if constexpr (std::is_integral<C>::value)
+      r = is_bool ? (x | (alpha & y)) : (C)((uint64_t)x + (uint64_t)alpha * (uint64_t)y);
+    else
+      r = x + alpha * y;
+    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], r);
+  }
+};
+
+extern "C" ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t *b, double alpha) {
+  int dev = out->device, dt = out->dtype;
+  if (out->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device("axpy", dev);
+  if (st != CT_OK) return st;
+  const ctc_t *ts[3] = {out, a, b};
+  ctc_ew g;
+  ctc_ew_init(&g, 3, ts);
+  if (dt == CT_F64) return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<double>{alpha, false});
+  if (ctc_is_float(dt)) return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<float>{(float)alpha, false});
+  return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<int64_t>{int_scalar(dt, alpha), dt == CT_BOOL});
+}
+
+/* ---- where: elements move by size ---------------------------------------------------------- */
+
+struct where_fn {
+  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
+    bool c = *(const uint8_t *)ctc_ew_ptr(g, 1, off[1]) != 0;
+    int src = c ? 2 : 3;
+    ctc_move(ctc_ew_ptr(g, 0, off[0]), ctc_ew_ptr(g, src, off[src]), g.es[0]);
+  }
+};
+
+extern "C" ct_status ct__cuda_where(const ctc_t *out, const ctc_t *cond, const ctc_t *a, const ctc_t *b) {
+  int dev = out->device;
+  if (out->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device("where", dev);
+  if (st != CT_OK) return st;
+  const ctc_t *ts[4] = {out, cond, a, b};
+  ctc_ew g;
+  ctc_ew_init(&g, 4, ts);
+  return ctc_ew_launch<4>("where", dev, g, where_fn());
+}

@@ -1,0 +1,126 @@
+/* The CUDA backend's internal interface between backend.c (C, which knows
+ * ct_tensor) and the .cu files (C++, which must not include core/internal.h:
+ * its C11 atomics don't compile as C++). backend.c turns every tensor into a
+ * plain descriptor (ctc_t) and calls the launchers below; each launcher runs
+ * on the tensor's device and the calling thread's current stream there.
+ * This header compiles as C and as C++ and includes no CUDA header. */
+#ifndef CT_CUDA_KERNELS_H
+#define CT_CUDA_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/device.h"
+#include "ctensor/dtype.h"
+#include "ctensor/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CTC_MAX_DIMS 8
+
+/* A tensor as the kernels see it: element (i0..) at
+ *   data + sum_k i_k * strides[k] * elsize(dtype)   (data = first element). */
+typedef struct ctc_t {
+  char *data;
+  int dtype;   /* ct_dtype */
+  int ndim;
+  int device;  /* CUDA ordinal */
+  int64_t numel;
+  int64_t shape[CTC_MAX_DIMS];
+  int64_t strides[CTC_MAX_DIMS]; /* elements */
+} ctc_t;
+
+/* Random fill parameters (mirror of ct_random_params, backend.h). */
+typedef struct ctc_random {
+  int kind; /* ct_random_kind */
+  double a, b;
+  int64_t int_low;
+  uint64_t int_range;
+  bool wide;
+  uint64_t seed, offset;
+  const ctc_t *probs; /* or NULL */
+} ctc_random;
+
+/* Optimizer parameters (mirror of ct_optim_params). */
+typedef struct ctc_optim {
+  int kind; /* ct_optim_kind */
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, first_step;
+  double beta1, beta2, eps;
+  bool amsgrad;
+  int64_t step;
+} ctc_optim;
+
+/* device.cu */
+bool ct__cuda_compiled(void);
+int ct__cuda_device_count(void);
+ct_status ct__cuda_set_device(int index);
+int ct__cuda_current_device(void);
+ct_status ct__cuda_synchronize(int dev);
+void *ct__cuda_stream_new(int dev);
+void ct__cuda_stream_free(int dev, void *stream);
+ct_status ct__cuda_stream_set_current(int dev, void *stream);
+ct_status ct__cuda_stream_synchronize(int dev, void *stream);
+void *ct__cuda_event_new(int dev, bool timing);
+void ct__cuda_event_free(int dev, void *event);
+ct_status ct__cuda_event_record(int dev, void *event, void *stream);
+ct_status ct__cuda_event_synchronize(int dev, void *event);
+ct_status ct__cuda_stream_wait_event(int dev, void *stream, void *event);
+ct_status ct__cuda_event_elapsed_ms(int dev, void *start, void *end, float *ms);
+
+/* allocator.cu */
+void *ct__cuda_alloc(int dev, size_t nbytes, bool pinned);
+void ct__cuda_free(int dev, void *ptr, size_t nbytes, bool pinned);
+ct_status ct__cuda_memory_stats(int dev, ct_memory_stats *out);
+ct_status ct__cuda_empty_cache(int dev);
+
+/* copy.cu */
+ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src);
+ct_status ct__cuda_copy_from_host(const ctc_t *dst, const void *src, size_t nbytes, bool non_blocking);
+ct_status ct__cuda_copy_to_host(void *dst, const ctc_t *src, size_t nbytes, bool non_blocking);
+ct_status ct__cuda_fill(const ctc_t *dst, double value);
+
+/* unary.cu, binary.cu (op: ct_unary_op / ct_binary_op) */
+ct_status ct__cuda_unary(int op, const ctc_t *out, const ctc_t *x, double p0, double p1);
+ct_status ct__cuda_binary(int op, const ctc_t *out, const ctc_t *a, const ctc_t *b);
+ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_t *a, double s, bool reversed);
+ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t *b, double alpha);
+ct_status ct__cuda_where(const ctc_t *out, const ctc_t *cond, const ctc_t *a, const ctc_t *b);
+
+/* reduce.cu, arg_reduce.cu, softmax.cu, softmax_backward.cu */
+ct_status ct__cuda_reduce(int op, const ctc_t *out, const ctc_t *x, const bool *mask, double p);
+ct_status ct__cuda_arg_reduce(bool is_max, const ctc_t *values, const ctc_t *indices,
+                              const ctc_t *x, int dim);
+ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim, bool log);
+ct_status ct__cuda_softmax_backward(const ctc_t *gx, const ctc_t *g, const ctc_t *y, int dim,
+                                   bool log);
+
+/* unary_backward.cu */
+ct_status ct__cuda_unary_backward(int op, const ctc_t *gx, const ctc_t *g, const ctc_t *x,
+                                  const ctc_t *y, double p0, double p1);
+
+/* matmul.cu */
+ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc_t *b, bool beta_one);
+void ct__cuda_set_allow_tf32(bool allow);
+
+/* index.cu */
+ct_status ct__cuda_index_select(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index);
+ct_status ct__cuda_gather(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index);
+ct_status ct__cuda_scatter(const ctc_t *self, int dim, const ctc_t *index, const ctc_t *src, bool add);
+ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *mask);
+ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count);
+ct_status ct__cuda_triangle(const ctc_t *out, const ctc_t *x, int64_t k, bool upper);
+
+/* random.cu, optim.cu */
+ct_status ct__cuda_random(const ctc_t *out, const ctc_random *p);
+ct_status ct__cuda_optimizer_step(const ctc_optim *p, const ctc_t *params, const ctc_t *grads,
+                                  const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
+                                  const bool *has, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CT_CUDA_KERNELS_H */

@@ -1,0 +1,276 @@
+/* CUDA indexing kernels: index_select, gather, scatter(_add), masked_select,
+ * count_nonzero, triangle (tril/triu). Contracts: backend/backend.h.
+ *
+ * Index checks: before moving any element, a kernel finds the first (in
+ * row-major order) out-of-range index with an atomicMin on its position; the
+ * launcher reads it back (one stream synchronize) and fails with CT_ERR_ARG
+ * naming the value, as the CPU. So index_select/gather/scatter synchronize
+ * once per call; masked_select and count_nonzero synchronize because their
+ * results size the output / return a host value.
+ * Elements move by size; scatter_add uses atomics (f16/bf16 native atomicAdd,
+ * narrow integers a compare-and-swap on the containing 32-bit word; integer
+ * sums wrap). scatter (no add) with repeated indices leaves one of the
+ * written values, unspecified which (as torch on CUDA). */
+#include <cub/device/device_scan.cuh>
+
+#include "backend/cuda/common.cuh"
+
+/* Coordinates of linear index e over shape (row-major). */
+__device__ __forceinline__ void coords(const ctc_t &t, int64_t e, int64_t *c) {
+  for (int d = t.ndim - 1; d >= 0; d--) {
+    int64_t q = e / t.shape[d];
+    c[d] = e - q * t.shape[d];
+    e = q;
+  }
+}
+__device__ __forceinline__ int64_t dot(const ctc_t &t, const int64_t *c) {
+  int64_t o = 0;
+  for (int d = 0; d < t.ndim; d++) o += c[d] * t.strides[d];
+  return o;
+}
+
+/* ---- Range check ---------------------------------------------------------------------- */
+
+__global__ void range_kernel(ctc_t index, int64_t size, unsigned long long *first) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < index.numel; e += stride) {
+    coords(index, e, c);
+    int64_t v = *(const int64_t *)(index.data + dot(index, c) * 8);
+    if (v < 0 || v >= size) atomicMin(first, (unsigned long long)e);
+  }
+}
+
+static ct_status check_range(const char *op, const ctc_t *index, int dim, int64_t size) {
+  int dev = index->device;
+  if (index->numel == 0) return CT_OK;
+  cudaStream_t s = ctc_stream(dev);
+  ctc_scratch buf(dev);
+  unsigned long long *first = (unsigned long long *)buf.get(8);
+  if (!first) return ct_last_error();
+  CT_CUDA_CHECK(op, dev, cudaMemsetAsync(first, 0xff, 8, s));
+  range_kernel<<<ctc_blocks(index->numel, dev), CTC_THREADS, 0, s>>>(*index, size, first);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  unsigned long long pos = 0;
+  CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&pos, first, 8, cudaMemcpyDeviceToHost, s));
+  CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
+  if (pos == ~0ull) return CT_OK;
+  /* the offending value */
+  int64_t e = (int64_t)pos, off = 0;
+  for (int d = index->ndim - 1; d >= 0; d--) {
+    off += (e % index->shape[d]) * index->strides[d];
+    e /= index->shape[d];
+  }
+  int64_t v = 0;
+  CT_CUDA_CHECK(op, dev, cudaMemcpy(&v, index->data + off * 8, 8, cudaMemcpyDeviceToHost));
+  return ct__fail_status(CT_ERR_ARG, "%s: index %lld is out of bounds for dim %d with size %lld", op,
+                         (long long)v, dim, (long long)size);
+}
+
+/* ---- index_select, gather: out[e] = x[coords of e with dim replaced] -------------------- */
+
+/* gather: the replacement is index at e's coords; index_select: index[c[dim]]. */
+__global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gather) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int es = (int)ctc_elsize(x.dtype);
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < out.numel; e += stride) {
+    coords(out, e, c);
+    int64_t oo = dot(out, c);
+    int64_t v = gather ? *(const int64_t *)(index.data + dot(index, c) * 8)
+                       : *(const int64_t *)(index.data + c[dim] * index.strides[0] * 8);
+    c[dim] = v;
+    ctc_move(out.data + oo * es, x.data + dot(x, c) * es, es);
+  }
+}
+
+static ct_status run_select(const char *op, const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index,
+                            bool gather) {
+  int dev = out->device;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  if ((st = check_range(op, index, dim, x->shape[dim])) != CT_OK || out->numel == 0) return st;
+  cudaStream_t s = ctc_stream(dev);
+  select_kernel<<<ctc_blocks(out->numel, dev), CTC_THREADS, 0, s>>>(*out, *x, *index, dim, gather);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_index_select(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index) {
+  return run_select("index_select", out, x, dim, index, false);
+}
+extern "C" ct_status ct__cuda_gather(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index) {
+  return run_select("gather", out, x, dim, index, true);
+}
+
+/* ---- scatter / scatter_add ------------------------------------------------------------------ */
+
+/* *p += v for a narrow integer (1 or 2 bytes) through the containing word. */
+__device__ __forceinline__ void atomic_add_narrow(char *p, int64_t v, int es) {
+  uintptr_t a = (uintptr_t)p;
+  unsigned int *w = (unsigned int *)(a & ~(uintptr_t)3);
+  unsigned shift = (unsigned)(a & 3) * 8, mask = (es == 1 ? 0xffu : 0xffffu) << shift;
+  unsigned old = *w, assumed;
+  do {
+    assumed = old;
+    unsigned cur = (assumed & mask) >> shift;
+    unsigned nv = ((cur + (unsigned)(uint64_t)v) << shift) & mask;
+    old = atomicCAS(w, assumed, (assumed & ~mask) | nv);
+  } while (old != assumed);
+}
+
+__global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool add) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int es = (int)ctc_elsize(self.dtype);
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < index.numel; e += stride) {
+    coords(index, e, c);
+    const char *sp = src.data + dot(src, c) * es;
+    c[dim] = *(const int64_t *)(index.data + dot(index, c) * 8);
+    char *dp = self.data + dot(self, c) * es;
+    if (!add) {
+      ctc_move(dp, sp, es);
+      continue;
+    }
+    switch (self.dtype) {
+    case CT_F32: atomicAdd((float *)dp, *(const float *)sp); break;
+    case CT_F64: atomicAdd((double *)dp, *(const double *)sp); break;
+    case CT_F16: atomicAdd((__half *)dp, *(const __half *)sp); break;
+    case CT_BF16: atomicAdd((__nv_bfloat16 *)dp, *(const __nv_bfloat16 *)sp); break;
+    case CT_I32: atomicAdd((unsigned int *)dp, (unsigned int)*(const int32_t *)sp); break;
+    case CT_I64: atomicAdd((unsigned long long *)dp, (unsigned long long)*(const int64_t *)sp); break;
+    case CT_BOOL: /* or: only ever stores 1, so plain stores can't lose an update */
+      if (*(const uint8_t *)sp) *(volatile uint8_t *)dp = 1;
+      break;
+    default: atomic_add_narrow(dp, ctc_load<int64_t>(sp, self.dtype), es); break;
+    }
+  }
+}
+
+extern "C" ct_status ct__cuda_scatter(const ctc_t *self, int dim, const ctc_t *index, const ctc_t *src,
+                                     bool add) {
+  int dev = self->device;
+  const char *op = add ? "scatter_add" : "scatter";
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  if ((st = check_range(op, index, dim, self->shape[dim])) != CT_OK || index->numel == 0) return st;
+  cudaStream_t s = ctc_stream(dev);
+  scatter_kernel<<<ctc_blocks(index->numel, dev), CTC_THREADS, 0, s>>>(*self, *index, *src, dim, add);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+/* ---- masked_select, count_nonzero ------------------------------------------------------------- */
+
+/* flags[e] = mask at row-major e (x's shape). */
+__global__ void flags_kernel(ctc_t mask, int64_t *flags) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < mask.numel; e += stride) {
+    coords(mask, e, c);
+    flags[e] = *(const uint8_t *)(mask.data + dot(mask, c)) != 0;
+  }
+}
+
+/* out[pos[e]] = x[e] where mask (pos: exclusive scan of the flags). */
+__global__ void compact_kernel(ctc_t out, ctc_t x, const int64_t *flags, const int64_t *pos) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int es = (int)ctc_elsize(x.dtype);
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < x.numel; e += stride) {
+    if (!flags[e] || pos[e] >= out.numel) continue;
+    coords(x, e, c);
+    ctc_move(out.data + pos[e] * out.strides[0] * es, x.data + dot(x, c) * es, es);
+  }
+}
+
+extern "C" ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *mask) {
+  int dev = x->device;
+  const char *op = "masked_select";
+  if (out->numel == 0 || x->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  int64_t n = x->numel;
+  ctc_scratch fbuf(dev), tbuf(dev);
+  int64_t *flags = (int64_t *)fbuf.get((size_t)n * 16);
+  if (!flags) return ct_last_error();
+  int64_t *pos = flags + n;
+  flags_kernel<<<ctc_blocks(n, dev), CTC_THREADS, 0, s>>>(*mask, flags);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  size_t tmp = 0;
+  CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(nullptr, tmp, flags, pos, n, s));
+  void *t = tbuf.get(tmp);
+  if (!t) return ct_last_error();
+  CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(t, tmp, flags, pos, n, s));
+  compact_kernel<<<ctc_blocks(n, dev), CTC_THREADS, 0, s>>>(*out, *x, flags, pos);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+__global__ void count_kernel(ctc_t mask, unsigned long long *total) {
+  __shared__ unsigned long long sh[32];
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t c[CTC_MAX_DIMS];
+  unsigned long long k = 0;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < mask.numel; e += stride) {
+    coords(mask, e, c);
+    k += *(const uint8_t *)(mask.data + dot(mask, c)) != 0;
+  }
+  struct add_op {
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a + b; }
+  };
+  k = ctc_block_reduce(k, add_op(), 0ull, sh);
+  if (threadIdx.x == 0) atomicAdd(total, k);
+}
+
+extern "C" ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count) {
+  int dev = mask->device;
+  const char *op = "count_nonzero";
+  *count = 0;
+  if (mask->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  ctc_scratch buf(dev);
+  unsigned long long *total = (unsigned long long *)buf.get(8), host = 0;
+  if (!total) return ct_last_error();
+  CT_CUDA_CHECK(op, dev, cudaMemsetAsync(total, 0, 8, s));
+  count_kernel<<<ctc_blocks(mask->numel, dev), CTC_THREADS, 0, s>>>(*mask, total);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&host, total, 8, cudaMemcpyDeviceToHost, s));
+  CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
+  *count = (int64_t)host;
+  return CT_OK;
+}
+
+/* ---- triangle: out[.., i, j] = keep(i, j) ? x : 0 (out may be x) ---------------------------------- */
+
+__global__ void triangle_kernel(ctc_t out, ctc_t x, int64_t k, bool upper) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int es = (int)ctc_elsize(out.dtype), nd = out.ndim;
+  int64_t c[CTC_MAX_DIMS];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < out.numel; e += stride) {
+    coords(out, e, c);
+    int64_t i = c[nd - 2], j = c[nd - 1];
+    bool keep = upper ? j - i >= k : j - i <= k;
+    char *o = out.data + dot(out, c) * es;
+    if (keep) ctc_move(o, x.data + dot(x, c) * es, es);
+    else {
+      const uint64_t zero = 0;
+      ctc_move(o, (const char *)&zero, es);
+    }
+  }
+}
+
+extern "C" ct_status ct__cuda_triangle(const ctc_t *out, const ctc_t *x, int64_t k, bool upper) {
+  int dev = out->device;
+  const char *op = upper ? "triu" : "tril";
+  if (out->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  triangle_kernel<<<ctc_blocks(out->numel, dev), CTC_THREADS, 0, s>>>(*out, *x, k, upper);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}

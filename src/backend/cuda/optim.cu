@@ -1,0 +1,143 @@
+/* CUDA optimizer updates: SGD (momentum, dampening, nesterov, weight decay),
+ * Adam and AdamW (amsgrad) for all parameters in ONE multi-tensor launch.
+ *
+ * The host packs, into one device buffer, a table of the parameters (data
+ * pointers of param, grad and state buffers, numel) and a list of chunks
+ * (tensor, first element) of CTC_OPT_CHUNK elements; block b updates chunk b.
+ * Formulas follow torch.optim's single-tensor implementations op by op in the
+ * parameter's dtype, as backend/cpu/optim.c. Parameters, gradients and state
+ * are contiguous and all of one dtype (f32 or f64). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/cuda/common.cuh"
+
+#define CTC_OPT_CHUNK 8192
+
+struct opt_tensor {
+  char *p, *g, *s0, *s1, *s2;
+  int64_t n;
+};
+struct opt_chunk {
+  int64_t t, start;
+};
+
+template <class T> struct opt_consts {
+  int kind;
+  bool use_wd, first, nesterov, has_buf, amsgrad;
+  T wd, mom, damp1, neg_lr;
+  T decay, b1, b2, one_b1, one_b2, neg_step, bc2_sqrt, eps;
+};
+
+template <class T>
+__global__ void optim_kernel(opt_consts<T> c, const opt_tensor *ts, const opt_chunk *chunks, int64_t nchunks) {
+  for (int64_t b = blockIdx.x; b < nchunks; b += gridDim.x) {
+    opt_chunk ch = chunks[b];
+    opt_tensor t = ts[ch.t];
+    int64_t end = ch.start + CTC_OPT_CHUNK < t.n ? ch.start + CTC_OPT_CHUNK : t.n;
+    T *p = (T *)t.p;
+    const T *g = (const T *)t.g;
+    for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
+      if (c.kind == 0) { /* SGD */
+        T d = g[i];
+        if (c.use_wd) d = d + c.wd * p[i];
+        if (t.s0) {
+          T *buf = (T *)t.s0;
+          T bv = c.first ? d : buf[i] * c.mom + c.damp1 * d;
+          buf[i] = bv;
+          d = c.nesterov ? d + c.mom * bv : bv;
+        }
+        p[i] = p[i] + c.neg_lr * d;
+      } else { /* Adam / AdamW */
+        T *m = (T *)t.s0, *v = (T *)t.s1, *vmax = (T *)t.s2;
+        T pi = p[i], gi = g[i];
+        if (c.kind == 2) pi = pi * c.decay;
+        else if (c.use_wd) gi = gi + c.wd * pi;
+        T mi = m[i] * c.b1 + c.one_b1 * gi;
+        T vi = v[i] * c.b2 + c.one_b2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        T s = vi;
+        if (vmax) {
+          T mx = vmax[i];
+          s = (mx > vi || mx != mx) ? mx : vi;
+          vmax[i] = s;
+        }
+        T denom = sqrt(s) / c.bc2_sqrt + c.eps;
+        p[i] = pi + c.neg_step * mi / denom;
+      }
+    }
+  }
+}
+
+template <class T> static opt_consts<T> make_consts(const ctc_optim *o) {
+  opt_consts<T> c;
+  memset(&c, 0, sizeof c);
+  c.kind = o->kind;
+  c.use_wd = o->weight_decay != 0;
+  c.first = o->first_step;
+  c.nesterov = o->nesterov;
+  c.wd = (T)o->weight_decay;
+  c.mom = (T)o->momentum;
+  c.damp1 = (T)(1.0 - o->dampening);
+  c.neg_lr = (T)(-o->lr);
+  c.decay = (T)(1.0 - o->lr * o->weight_decay);
+  c.b1 = (T)o->beta1;
+  c.b2 = (T)o->beta2;
+  c.one_b1 = (T)(1.0 - o->beta1);
+  c.one_b2 = (T)(1.0 - o->beta2);
+  double bc1 = 1.0 - pow(o->beta1, (double)o->step), bc2 = 1.0 - pow(o->beta2, (double)o->step);
+  c.neg_step = (T)(-(o->lr / bc1));
+  c.bc2_sqrt = (T)sqrt(bc2);
+  c.eps = (T)o->eps;
+  return c;
+}
+
+extern "C" ct_status ct__cuda_optimizer_step(const ctc_optim *o, const ctc_t *params, const ctc_t *grads,
+                                            const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
+                                            const bool *has, int n) {
+  const char *op = "optimizer_step";
+  int dev = params[0].device;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  int64_t nchunks = 0;
+  for (int i = 0; i < n; i++) nchunks += (params[i].numel + CTC_OPT_CHUNK - 1) / CTC_OPT_CHUNK;
+  if (nchunks == 0) return CT_OK;
+  size_t tbytes = sizeof(opt_tensor) * (size_t)n, bytes = tbytes + sizeof(opt_chunk) * (size_t)nchunks;
+  char *host = (char *)malloc(bytes);
+  if (!host) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
+  opt_tensor *ts = (opt_tensor *)host;
+  opt_chunk *chunks = (opt_chunk *)(host + tbytes);
+  int64_t c = 0;
+  for (int i = 0; i < n; i++) {
+    ts[i].p = params[i].data;
+    ts[i].g = grads[i].data;
+    ts[i].s0 = has[3 * i] ? s0[i].data : nullptr;
+    ts[i].s1 = has[3 * i + 1] ? s1[i].data : nullptr;
+    ts[i].s2 = has[3 * i + 2] ? s2[i].data : nullptr;
+    ts[i].n = params[i].numel;
+    for (int64_t e = 0; e < ts[i].n; e += CTC_OPT_CHUNK) chunks[c].t = i, chunks[c++].start = e;
+  }
+  ctc_scratch buf(dev);
+  char *d = (char *)buf.get(bytes);
+  if (!d) {
+    free(host);
+    return ct_last_error();
+  }
+  cudaStream_t s = ctc_stream(dev);
+  /* pageable source: the call returns once the bytes are staged, so the host
+   * buffer can be freed right after; the device buffer goes back to the
+   * stream-ordered cache after the launch (reused only by later work on s) */
+  cudaError_t e = cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, s);
+  free(host);
+  if (e != cudaSuccess) return ctc_cuda_fail(op, "cudaMemcpyAsync", e, dev, __FILE__, __LINE__);
+  unsigned blocks = (unsigned)(nchunks < (int64_t)ctc_sm_count(dev) * 8 ? nchunks : (int64_t)ctc_sm_count(dev) * 8);
+  const opt_tensor *dts = (const opt_tensor *)d;
+  const opt_chunk *dch = (const opt_chunk *)(d + tbytes);
+  if (params[0].dtype == CT_F64)
+    optim_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(make_consts<double>(o), dts, dch, nchunks);
+  else
+    optim_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(make_consts<float>(o), dts, dch, nchunks);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}

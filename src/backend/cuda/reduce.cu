@@ -1,0 +1,401 @@
+/* CUDA reductions (the backend's `reduce` slot), with the CPU's semantics
+ * (backend/cpu/reduce.c): an op runs one or two passes over x; floating x
+ * accumulates in double, integers and bool in int64 (sums and products wrap),
+ * and the finished value is stored in out's dtype.
+ *
+ * Geometry: x's dims split into kept dims (K outputs, row-major) and reduced
+ * dims (R elements each), size-1 dims dropped and contiguous neighbours
+ * merged. Decomposition, per pass:
+ *   - thread per output when R is tiny, or when the innermost kept dim is
+ *     x's fastest (a column reduction: neighbouring threads read neighbouring
+ *     elements) and there are enough outputs to fill the GPU;
+ *   - otherwise a block (32 threads for R <= 1024, else 256) per (output,
+ *     split): threads stride over the reduced elements, then a warp-shuffle
+ *     block reduction. With few outputs, R is cut into S splits so the grid
+ *     fills the GPU; the partials part[s][k] are merged in split order.
+ * The results depend only on the shapes and the GPU's multiprocessor count
+ * (which sets S), not on timing: reductions are deterministic. */
+#include <math.h>
+
+#include "backend/cuda/common.cuh"
+
+/* Passes, as backend/cpu/reduce.h. */
+enum {
+  RP_F_SUM, RP_F_PROD, RP_F_MAX, RP_F_MIN, RP_F_ABS_SUM, RP_F_ABS_MAX, RP_F_ABS_MIN, RP_F_NONZERO,
+  RP_F_SQ_SUM, RP_F_EXP_SUM, RP_F_DEV_SQ_SUM, RP_F_SCALED_SQ_SUM, RP_F_SCALED_POW_SUM, RP_F_POW_SUM,
+  RP_I_SUM, RP_I_PROD, RP_I_MAX, RP_I_MIN, RP_NZ_ALL, RP_NZ_ANY
+};
+static inline bool pass_is_int(int p) { return p >= RP_I_SUM; }
+
+struct rgeom {
+  int nk, nr;
+  int64_t K, R;
+  int64_t kshape[CTC_MAX_DIMS], kx[CTC_MAX_DIMS], ko[CTC_MAX_DIMS];
+  int64_t rshape[CTC_MAX_DIMS], rx[CTC_MAX_DIMS];
+  const char *x;
+  int xdt, xes;
+};
+
+static void rgeom_init(rgeom *g, const ctc_t *x, const bool *mask, const ctc_t *out) {
+  memset(g, 0, sizeof *g);
+  g->x = x->data;
+  g->xdt = x->dtype;
+  g->xes = (int)ctc_elsize(x->dtype);
+  g->K = 1;
+  g->R = 1;
+  for (int d = 0; d < x->ndim; d++) {
+    int64_t n = x->shape[d];
+    if (mask[d]) g->R *= n;
+    else g->K *= n;
+    if (n == 1) continue;
+    if (mask[d]) {
+      if (g->nr > 0 && g->rx[g->nr - 1] == x->strides[d] * n) {
+        g->rshape[g->nr - 1] *= n;
+        g->rx[g->nr - 1] = x->strides[d];
+      } else {
+        g->rshape[g->nr] = n;
+        g->rx[g->nr++] = x->strides[d];
+      }
+    } else {
+      int m = g->nk;
+      if (m > 0 && g->kx[m - 1] == x->strides[d] * n && g->ko[m - 1] == out->strides[d] * n) {
+        g->kshape[m - 1] *= n;
+        g->kx[m - 1] = x->strides[d];
+        g->ko[m - 1] = out->strides[d];
+      } else {
+        g->kshape[m] = n;
+        g->kx[m] = x->strides[d];
+        g->ko[m] = out->strides[d];
+        g->nk++;
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void kept_offsets(const rgeom &g, int64_t k, int64_t &xo, int64_t &oo) {
+  xo = 0;
+  oo = 0;
+  for (int d = g.nk - 1; d >= 0; d--) {
+    int64_t q = k / g.kshape[d], r = k - q * g.kshape[d];
+    k = q;
+    xo += r * g.kx[d];
+    oo += r * g.ko[d];
+  }
+}
+
+__device__ __forceinline__ int64_t red_offset(const rgeom &g, int64_t r) {
+  if (g.nr == 1) return r * g.rx[0];
+  int64_t o = 0;
+  for (int d = g.nr - 1; d >= 0; d--) {
+    int64_t q = r / g.rshape[d], m = r - q * g.rshape[d];
+    r = q;
+    o += m * g.rx[d];
+  }
+  return o;
+}
+
+__device__ __forceinline__ double nanmax(double a, double b) { return (b > a || b != b) && a == a ? b : a; }
+__device__ __forceinline__ double nanmin(double a, double b) { return (b < a || b != b) && a == a ? b : a; }
+
+__host__ __device__ inline double init_d(int pass) {
+  switch (pass) {
+  case RP_F_PROD: return 1.0;
+  case RP_F_MAX: return -INFINITY;
+  case RP_F_MIN: case RP_F_ABS_MIN: return INFINITY;
+  default: return 0.0;
+  }
+}
+__host__ __device__ inline int64_t init_i(int pass) {
+  switch (pass) {
+  case RP_I_PROD: case RP_NZ_ALL: return 1;
+  case RP_I_MAX: return INT64_MIN;
+  case RP_I_MIN: return INT64_MAX;
+  default: return 0;
+  }
+}
+
+/* Folds element p into a. */
+__device__ __forceinline__ double upd_d(int pass, double a, const char *p, int dt, double aux, double P) {
+  double v = ctc_load<double>(p, dt);
+  switch (pass) {
+  case RP_F_SUM: return a + v;
+  case RP_F_PROD: return a * v;
+  case RP_F_MAX: return nanmax(a, v);
+  case RP_F_MIN: return nanmin(a, v);
+  case RP_F_ABS_SUM: return a + fabs(v);
+  case RP_F_ABS_MAX: return nanmax(a, fabs(v));
+  case RP_F_ABS_MIN: return nanmin(a, fabs(v));
+  case RP_F_NONZERO: return a + (double)(v != 0);
+  case RP_F_SQ_SUM: return a + v * v;
+  case RP_F_EXP_SUM: return a + exp(v - aux);
+  case RP_F_DEV_SQ_SUM: return a + (v - aux) * (v - aux);
+  case RP_F_SCALED_SQ_SUM: return a + (fabs(v) / aux) * (fabs(v) / aux);
+  case RP_F_SCALED_POW_SUM: return a + pow(fabs(v) / aux, P);
+  default: return a + pow(fabs(v), P); /* RP_F_POW_SUM */
+  }
+}
+__device__ __forceinline__ int64_t upd_i(int pass, int64_t a, const char *p, int dt) {
+  if (pass == RP_NZ_ALL || pass == RP_NZ_ANY) {
+    int64_t nz = ctc_is_half(dt) ? ((*(const uint16_t *)p & 0x7fff) != 0) : ctc_load<double>(p, dt) != 0;
+    return pass == RP_NZ_ALL ? (a & nz) : (a | nz);
+  }
+  int64_t v = ctc_load<int64_t>(p, dt);
+  switch (pass) {
+  case RP_I_SUM: return (int64_t)((uint64_t)a + (uint64_t)v);
+  case RP_I_PROD: return (int64_t)((uint64_t)a * (uint64_t)v);
+  case RP_I_MAX: return v > a ? v : a;
+  default: return v < a ? v : a; /* RP_I_MIN */
+  }
+}
+
+struct merge_d {
+  int pass;
+  __device__ double operator()(double a, double b) const {
+    switch (pass) {
+    case RP_F_PROD: return a * b;
+    case RP_F_MAX: case RP_F_ABS_MAX: return nanmax(a, b);
+    case RP_F_MIN: case RP_F_ABS_MIN: return nanmin(a, b);
+    default: return a + b;
+    }
+  }
+};
+struct merge_i {
+  int pass;
+  __device__ int64_t operator()(int64_t a, int64_t b) const {
+    switch (pass) {
+    case RP_I_SUM: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case RP_I_PROD: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case RP_I_MAX: return b > a ? b : a;
+    case RP_I_MIN: return b < a ? b : a;
+    case RP_NZ_ALL: return a & b;
+    default: return a | b;
+    }
+  }
+};
+
+template <class A> __device__ __forceinline__ A init_of(int pass);
+template <> __device__ __forceinline__ double init_of<double>(int pass) { return init_d(pass); }
+template <> __device__ __forceinline__ int64_t init_of<int64_t>(int pass) { return init_i(pass); }
+
+template <class A>
+__device__ __forceinline__ A upd(int pass, A a, const char *p, int dt, double aux, double P) {
+  if constexpr (std::is_integral<A>::value) return upd_i(pass, a, p, dt);
+  else return upd_d(pass, a, p, dt, aux, P);
+}
+template <class A> struct merge_of { typedef merge_d type; };
+template <> struct merge_of<int64_t> { typedef merge_i type; };
+
+/* Block per (output, split) task; part[s * K + k]. */
+template <class A>
+__global__ void reduce_block_kernel(rgeom g, int pass, const double *aux, double P, A *part, int64_t S) {
+  __shared__ A shared[32];
+  typename merge_of<A>::type merge{pass};
+  int64_t tasks = g.K * S;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    int64_t k = t / S, s = t - k * S;
+    int64_t xo, oo;
+    kept_offsets(g, k, xo, oo);
+    int64_t r0 = g.R * s / S, r1 = g.R * (s + 1) / S;
+    double ax = aux ? aux[k] : 0.0;
+    A acc = init_of<A>(pass);
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x)
+      acc = upd<A>(pass, acc, g.x + (xo + red_offset(g, r)) * g.xes, g.xdt, ax, P);
+    acc = ctc_block_reduce(acc, merge, init_of<A>(pass), shared);
+    if (threadIdx.x == 0) part[s * g.K + k] = acc;
+  }
+}
+
+/* Thread per output; part[k]. */
+template <class A>
+__global__ void reduce_thread_kernel(rgeom g, int pass, const double *aux, double P, A *part) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.K; k += stride) {
+    int64_t xo, oo;
+    kept_offsets(g, k, xo, oo);
+    double ax = aux ? aux[k] : 0.0;
+    A acc = init_of<A>(pass);
+    for (int64_t r = 0; r < g.R; r++)
+      acc = upd<A>(pass, acc, g.x + (xo + red_offset(g, r)) * g.xes, g.xdt, ax, P);
+    part[k] = acc;
+  }
+}
+
+/* res[k] = merge of part[s][k] over s in order (S > 1), or init when R == 0. */
+template <class A> __global__ void merge_kernel(int pass, const A *part, int64_t S, int64_t K, A *res, bool empty) {
+  typename merge_of<A>::type merge{pass};
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < K; k += stride) {
+    if (empty) {
+      res[k] = init_of<A>(pass);
+      continue;
+    }
+    A a = part[k];
+    for (int64_t s = 1; s < S; s++) a = merge(a, part[s * K + k]);
+    res[k] = a;
+  }
+}
+
+/* Runs one pass into res[K] (device). */
+template <class A>
+static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, const double *aux,
+                          double P, A *res) {
+  cudaStream_t st = ctc_stream(dev);
+  int nsm = ctc_sm_count(dev);
+  if (g.R == 0) {
+    merge_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(pass, res, 1, g.K, res, true);
+    CT_CUDA_LAUNCH_CHECK(name, dev, st);
+    return CT_OK;
+  }
+  bool column = g.nk > 0 && g.nr > 0 && llabs(g.kx[g.nk - 1]) < llabs(g.rx[g.nr - 1]);
+  if (g.R <= 32 || (column && g.K >= (int64_t)nsm * 256 && g.R <= 65536)) {
+    reduce_thread_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(g, pass, aux, P, res);
+    CT_CUDA_LAUNCH_CHECK(name, dev, st);
+    return CT_OK;
+  }
+  int threads = g.R <= 1024 ? 32 : 256;
+  int64_t S = 1;
+  if (g.K < 2 * (int64_t)nsm) {
+    int64_t want = (4 * (int64_t)nsm + g.K - 1) / g.K, most = (g.R + 16383) / 16384;
+    S = want < most ? want : most;
+    if (S < 1) S = 1;
+  }
+  ctc_scratch partbuf(dev);
+  A *part = res;
+  if (S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(S * g.K)))) return ct_last_error();
+  int64_t tasks = g.K * S, cap = (int64_t)nsm * 32;
+  unsigned blocks = (unsigned)(tasks < cap ? tasks : cap);
+  reduce_block_kernel<A><<<blocks, threads, 0, st>>>(g, pass, aux, P, part, S);
+  CT_CUDA_LAUNCH_CHECK(name, dev, st);
+  if (S > 1) {
+    merge_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(pass, part, S, g.K, res, false);
+    CT_CUDA_LAUNCH_CHECK(name, dev, st);
+  }
+  return CT_OK;
+}
+
+/* ---- Plans, aux and finishing: as the CPU ------------------------------------------------- */
+
+struct plan {
+  int npass;
+  int pass[2];
+};
+
+static plan make_plan(int op, int dt, double p) {
+  bool fl = ctc_is_float(dt);
+  switch (op) {
+  case CT_ROP_SUM: case CT_ROP_MEAN: return {1, {fl ? RP_F_SUM : RP_I_SUM, 0}};
+  case CT_ROP_PROD: return {1, {fl ? RP_F_PROD : RP_I_PROD, 0}};
+  case CT_ROP_MAX: return {1, {fl ? RP_F_MAX : RP_I_MAX, 0}};
+  case CT_ROP_MIN: return {1, {fl ? RP_F_MIN : RP_I_MIN, 0}};
+  case CT_ROP_ALL: return {1, {RP_NZ_ALL, 0}};
+  case CT_ROP_ANY: return {1, {RP_NZ_ANY, 0}};
+  case CT_ROP_LOGSUMEXP: return {2, {RP_F_MAX, RP_F_EXP_SUM}};
+  case CT_ROP_VAR: case CT_ROP_STD: return {2, {RP_F_SUM, RP_F_DEV_SQ_SUM}};
+  case CT_ROP_NORM:
+    if (p == 0) return {1, {RP_F_NONZERO, 0}};
+    if (p == 1) return {1, {RP_F_ABS_SUM, 0}};
+    if (p == INFINITY) return {1, {RP_F_ABS_MAX, 0}};
+    if (p == -INFINITY) return {1, {RP_F_ABS_MIN, 0}};
+    if (p == 2 && dt != CT_F64) return {1, {RP_F_SQ_SUM, 0}};
+    if (p == 2) return {2, {RP_F_ABS_MAX, RP_F_SCALED_SQ_SUM}};
+    if (p > 0) return {2, {RP_F_ABS_MAX, RP_F_SCALED_POW_SUM}};
+    return {1, {RP_F_POW_SUM, 0}};
+  default: return {0, {0, 0}};
+  }
+}
+
+__device__ __forceinline__ double aux_of(int op, double a1, int64_t R) {
+  switch (op) {
+  case CT_ROP_LOGSUMEXP: return isinf(a1) ? 0.0 : a1;
+  case CT_ROP_VAR: case CT_ROP_STD: return a1 / (double)R;
+  case CT_ROP_NORM: return a1 > 0 && isfinite(a1) ? a1 : 1.0;
+  default: return 0.0;
+  }
+}
+
+__global__ void aux_kernel(int op, const double *a1, int64_t K, int64_t R, double *aux) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < K; k += stride)
+    aux[k] = aux_of(op, a1[k], R);
+}
+
+__device__ __forceinline__ double finish_f(int op, int last, double a1, double a2, double aux, int64_t R,
+                                           double p) {
+  switch (op) {
+  case CT_ROP_MEAN: return a1 / (double)R;
+  case CT_ROP_LOGSUMEXP: return log(a2) + aux;
+  case CT_ROP_VAR:
+  case CT_ROP_STD: {
+    double dof = (double)R - p;
+    double v = a2 / (dof > 0 ? dof : 0.0);
+    return op == CT_ROP_STD ? sqrt(v) : v;
+  }
+  case CT_ROP_NORM:
+    switch (last) {
+    case RP_F_SQ_SUM: return sqrt(a1);
+    case RP_F_SCALED_SQ_SUM: return a1 > 0 && isfinite(a1) ? a1 * sqrt(a2) : a1;
+    case RP_F_SCALED_POW_SUM: return a1 > 0 && isfinite(a1) ? a1 * pow(a2, 1.0 / p) : a1;
+    case RP_F_POW_SUM: return pow(a1, 1.0 / p);
+    default: return a1;
+    }
+  default: return a1;
+  }
+}
+
+/* out[k] = finished value of (a1, a2, aux). */
+template <class A>
+__global__ void store_kernel(rgeom g, int op, int last, const A *a1, const double *a2, const double *aux,
+                             double p, char *out, int odt) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int oes = (int)ctc_elsize(odt);
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.K; k += stride) {
+    int64_t xo, oo;
+    kept_offsets(g, k, xo, oo);
+    char *p0 = out + oo * oes;
+    if constexpr (std::is_integral<A>::value) {
+      ctc_store<int64_t>(p0, odt, a1[k]);
+    } else {
+      double v = finish_f(op, last, a1[k], a2 ? a2[k] : 0.0, aux ? aux[k] : 0.0, g.R, p);
+      ctc_store<double>(p0, odt, v);
+    }
+  }
+}
+
+extern "C" ct_status ct__cuda_reduce(int op, const ctc_t *out, const ctc_t *x, const bool *mask, double p) {
+  int dev = out->device;
+  const char *name = ct__reduce_names[op];
+  rgeom g;
+  rgeom_init(&g, x, mask, out);
+  if (g.K == 0) return CT_OK;
+  plan pl = make_plan(op, x->dtype, p);
+  if (pl.npass == 0) return ct__fail_status(CT_ERR_INTERNAL, "%s: unknown reduction", name);
+  ct_status st = ctc_use_device(name, dev);
+  if (st != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  unsigned blocks = ctc_blocks(g.K, dev);
+  int last = pl.pass[pl.npass - 1];
+  ctc_scratch buf(dev);
+  /* a1[K] (8 bytes each), then a2[K] and aux[K] for two-pass ops */
+  char *mem = (char *)buf.get((size_t)g.K * 8 * (pl.npass == 2 ? 3 : 1));
+  if (!mem) return ct_last_error();
+  if (pass_is_int(pl.pass[0])) {
+    int64_t *a1 = (int64_t *)mem;
+    if ((st = run_pass<int64_t>(name, dev, g, pl.pass[0], nullptr, p, a1)) != CT_OK) return st;
+    store_kernel<int64_t><<<blocks, CTC_THREADS, 0, s>>>(g, op, last, a1, nullptr, nullptr, p, out->data,
+                                                         out->dtype);
+    CT_CUDA_LAUNCH_CHECK(name, dev, s);
+    return CT_OK;
+  }
+  double *a1 = (double *)mem, *a2 = nullptr, *aux = nullptr;
+  if ((st = run_pass<double>(name, dev, g, pl.pass[0], nullptr, p, a1)) != CT_OK) return st;
+  if (pl.npass == 2) {
+    a2 = a1 + g.K;
+    aux = a2 + g.K;
+    aux_kernel<<<blocks, CTC_THREADS, 0, s>>>(op, a1, g.K, g.R, aux);
+    CT_CUDA_LAUNCH_CHECK(name, dev, s);
+    if ((st = run_pass<double>(name, dev, g, pl.pass[1], aux, p, a2)) != CT_OK) return st;
+  }
+  store_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(g, op, last, a1, a2, aux, p, out->data, out->dtype);
+  CT_CUDA_LAUNCH_CHECK(name, dev, s);
+  return CT_OK;
+}
