@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds ctensor (Release) and runs the
-# example programs on the best available device (CT_DEVICE overrides).
+# The main job: installs what is missing (build tools, OpenBLAS, zlib, the
+# Fashion-MNIST package), builds ctensor (Release) and trains the default
+# model (a CNN on Fashion-MNIST) on the best available device — a GPU when
+# there is one, else the CPU — printing the test accuracy at the end.
+# Extra arguments go to `ctensor train` (e.g. --epochs 3, --device cpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
-scripts/install-deps.sh
+scripts/install-deps.sh --data
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs"
-for ex in elementwise_gpu linear_regression_numpy; do
-  echo "== examples/$ex"
-  build/examples/$ex "$@"
-done
+cmake --build build -j "$jobs" --target ctensor_cli
+exec build/tools/ctensor/ctensor train "$@"

@@ -1,0 +1,324 @@
+/* checkpoint.c: training checkpoints as one safetensors file.
+ *
+ * Contents: the model's state under its torch state_dict names
+ * ("conv1.weight", ...), the optimizer's state under "optim.<param>.<kind>"
+ * ("optim.0.momentum_buffer"), and the metadata as 0-d tensors "meta.*" (i64,
+ * or f64 for real numbers): ct_save_safetensors writes no "__metadata__" map,
+ * and tensors keep the file readable by any safetensors reader.
+ *
+ * Saving is atomic twice over: ct_save_safetensors writes "<path>.saving"
+ * through its own temporary file, fsync and rename; this file then renames
+ * "<path>.saving" over <path> and fsyncs the directory. The second rename is
+ * the program's own so that a test can pause just before it
+ * (CTENSOR_TEST_SLOW_SAVE=<seconds>) and kill -9 the process there: <path>
+ * must still hold the previous checkpoint. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define CKPT_FORMAT 1
+#define META_PREFIX "meta."
+#define OPTIM_PREFIX "optim."
+
+/* ---- Metadata fields --------------------------------------------------------- */
+
+typedef enum field_kind { F_I64, F_U64, F_F64 } field_kind;
+typedef struct field {
+  const char *name;
+  field_kind kind;
+  size_t offset;
+} field;
+
+#define I64(n, m) {"meta." n, F_I64, offsetof(cli_ckpt_meta, m)}
+#define U64(n, m) {"meta." n, F_U64, offsetof(cli_ckpt_meta, m)}
+#define F64(n, m) {"meta." n, F_F64, offsetof(cli_ckpt_meta, m)}
+static const field fields[] = {
+    I64("model", model),           I64("dataset", dataset),
+    I64("optimizer", optim),       I64("epoch", epoch),
+    I64("batch", batch),           U64("seed", seed),
+    U64("rng_seed", rng_seed),     U64("rng_offset", rng_offset),
+    I64("step_count", step_count), I64("batch_size", batch_size),
+    F64("lr", lr),                 F64("momentum", momentum),
+    F64("weight_decay", weight_decay), I64("limit_train", limit_train),
+    I64("limit_test", limit_test), F64("epoch_loss_sum", epoch_loss_sum),
+    I64("epoch_samples", epoch_samples), F64("epoch_seconds", epoch_seconds),
+    F64("epoch_wait_seconds", epoch_wait_seconds), F64("accuracy", accuracy),
+};
+#define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
+/* meta.format, the fields, meta.model_name and meta.dataset_name (u8 text). */
+#define NMETA (NFIELDS + 3)
+
+static ct_tensor *scalar_tensor(const void *value, ct_dtype dtype) {
+  static const int64_t no_shape[1] = {1};
+  return ct_from_data(value, no_shape, 0, &(ct_tensor_opts){.dtype = dtype});
+}
+
+static ct_tensor *text_tensor(const char *s) {
+  int64_t n = (int64_t)strlen(s);
+  return ct_from_data(s, &n, 1, &(ct_tensor_opts){.dtype = CT_U8});
+}
+
+/* ---- Saving -------------------------------------------------------------------- */
+
+static void fsync_dir_of(const char *path) {
+  char *dir = strdup(path);
+  if (!dir) return;
+  char *slash = strrchr(dir, '/');
+  const char *d = ".";
+  if (slash) {
+    *slash = '\0';
+    d = slash == dir ? "/" : dir;
+  }
+  int fd = open(d, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  free(dir);
+}
+
+ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
+                              const cli_ckpt_meta *meta) {
+  int n_model = ct_module_state(model, NULL, NULL, 0);
+  int n_opt = opt ? ct_optimizer_state(opt, NULL, NULL, 0) : 0;
+  if (n_model < 0 || n_opt < 0) return ct_last_error() ? ct_last_error() : CT_ERR_INTERNAL;
+  int total = n_model + n_opt + NMETA;
+  ct_tensor **tensors = calloc((size_t)total, sizeof *tensors);
+  const char **names = calloc((size_t)total, sizeof *names);
+  char **owned = calloc((size_t)(n_opt + 1), sizeof *owned); /* "optim." names */
+  ct_tensor **made = calloc(NMETA, sizeof *made);            /* meta tensors */
+  size_t tmp_len = strlen(path) + 16;
+  char *tmp = malloc(tmp_len);
+  ct_status st = CT_OK;
+  if (!tensors || !names || !owned || !made || !tmp) {
+    st = CT_ERR_OOM;
+    goto done;
+  }
+  ct_module_state(model, tensors, names, n_model);
+  if (n_opt) {
+    ct_optimizer_state(opt, tensors + n_model, names + n_model, n_opt);
+    for (int i = 0; i < n_opt; i++) {
+      const char *base = names[n_model + i];
+      size_t len = strlen(OPTIM_PREFIX) + strlen(base) + 1;
+      if (!(owned[i] = malloc(len))) {
+        st = CT_ERR_OOM;
+        goto done;
+      }
+      snprintf(owned[i], len, OPTIM_PREFIX "%s", base);
+      names[n_model + i] = owned[i];
+    }
+  }
+  int k = n_model + n_opt, nm = 0;
+  int64_t format = CKPT_FORMAT;
+  made[nm++] = scalar_tensor(&format, CT_I64);
+  names[k++] = "meta.format";
+  for (int i = 0; i < NFIELDS; i++) {
+    const void *p = (const char *)meta + fields[i].offset;
+    made[nm++] = scalar_tensor(p, fields[i].kind == F_F64 ? CT_F64 : CT_I64); /* u64 as its bits */
+    names[k++] = fields[i].name;
+  }
+  made[nm++] = text_tensor(cli_model_name((int)meta->model));
+  names[k++] = "meta.model_name";
+  made[nm++] = text_tensor(cli_dataset_name((int)meta->dataset));
+  names[k++] = "meta.dataset_name";
+  for (int i = 0; i < nm; i++) {
+    if (!made[i]) {
+      st = ct_last_error();
+      goto done;
+    }
+    tensors[n_model + n_opt + i] = made[i];
+  }
+
+  snprintf(tmp, tmp_len, "%s.saving", path);
+  st = ct_save_safetensors(tmp, tensors, names, total);
+  if (st != CT_OK) goto done;
+  const char *slow = getenv("CTENSOR_TEST_SLOW_SAVE");
+  if (slow && atoi(slow) > 0) {
+    fprintf(stderr, "ctensor: test hook: pausing %d s before replacing %s\n", atoi(slow), path);
+    sleep((unsigned)atoi(slow));
+  }
+  if (rename(tmp, path) != 0) {
+    /* Keep the library's error style: a message a person can act on. */
+    fprintf(stderr, "ctensor: renaming %s to %s: ", tmp, path);
+    perror(NULL);
+    remove(tmp);
+    st = CT_ERR_IO;
+    goto done;
+  }
+  fsync_dir_of(path);
+done:
+  for (int i = 0; i < NMETA && made; i++) ct_free(made[i]);
+  for (int i = 0; i < n_opt && owned; i++) free(owned[i]);
+  free(made);
+  free(owned);
+  free(tensors);
+  free(names);
+  free(tmp);
+  return st;
+}
+
+/* ---- Loading ------------------------------------------------------------------- */
+
+static int find(const cli_ckpt *ck, const char *name) {
+  for (int i = 0; i < ck->n; i++)
+    if (!strcmp(ck->names[i], name)) return i;
+  return -1;
+}
+
+void cli_checkpoint_free(cli_ckpt *ck) {
+  ct_safetensors_free(ck->tensors, ck->names, ck->n);
+  *ck = (cli_ckpt){0};
+}
+
+/* Reads one 1-element meta tensor of dtype `dtype` into 8 bytes at out. */
+static bool read_meta(const cli_ckpt *ck, const char *name, ct_dtype dtype, void *out, char *err,
+                      size_t errsz) {
+  int i = find(ck, name);
+  if (i < 0) {
+    snprintf(err, errsz, "the checkpoint lacks %s", name);
+    return false;
+  }
+  if (ct_dtype_of(ck->tensors[i]) != dtype || ct_numel(ck->tensors[i]) != 1) {
+    snprintf(err, errsz, "%s should be one %s value", name, ct_dtype_name(dtype));
+    return false;
+  }
+  if (ct_copy_to_host(ck->tensors[i], out, 8) != CT_OK) {
+    snprintf(err, errsz, "reading %s: %s", name, ct_last_error_message());
+    return false;
+  }
+  return true;
+}
+
+bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz) {
+  *ck = (cli_ckpt){0};
+  if (ct_load_safetensors(path, &ck->tensors, &ck->names, &ck->n) != CT_OK) {
+    snprintf(err, errsz, "%s", ct_last_error_message());
+    return false;
+  }
+  int64_t format;
+  if (find(ck, "meta.format") < 0) {
+    snprintf(err, errsz, "%s is a safetensors file but not a ctensor training checkpoint (no meta.format)",
+             path);
+    goto fail;
+  }
+  if (!read_meta(ck, "meta.format", CT_I64, &format, err, errsz)) goto fail;
+  if (format != CKPT_FORMAT) {
+    snprintf(err, errsz, "%s: checkpoint format %lld, this program reads format %d", path,
+             (long long)format, CKPT_FORMAT);
+    goto fail;
+  }
+  for (int i = 0; i < NFIELDS; i++) {
+    void *p = (char *)&ck->meta + fields[i].offset;
+    if (!read_meta(ck, fields[i].name, fields[i].kind == F_F64 ? CT_F64 : CT_I64, p, err, errsz))
+      goto fail;
+  }
+  const cli_ckpt_meta *m = &ck->meta;
+  const char *bad = !cli_model_name((int)m->model)       ? "meta.model"
+                    : !cli_dataset_name((int)m->dataset) ? "meta.dataset"
+                    : !cli_optim_name((int)m->optim)     ? "meta.optimizer"
+                    : m->epoch < 0                       ? "meta.epoch"
+                    : m->batch < 0                       ? "meta.batch"
+                    : m->step_count < 0                  ? "meta.step_count"
+                    : m->batch_size < 1                  ? "meta.batch_size"
+                    : m->batch_size > (1 << 20)          ? "meta.batch_size"
+                    : !(m->lr > 0 && m->lr <= 1e6)       ? "meta.lr"
+                    : !(m->momentum >= 0 && m->momentum < 1) ? "meta.momentum"
+                    : !(m->weight_decay >= 0 && m->weight_decay <= 1e6) ? "meta.weight_decay"
+                    : m->limit_train < 0                 ? "meta.limit_train"
+                    : m->limit_test < 0                  ? "meta.limit_test"
+                    : m->epoch_samples < 0               ? "meta.epoch_samples"
+                                                         : NULL;
+  if (bad) {
+    snprintf(err, errsz, "%s: %s has a value out of range", path, bad);
+    goto fail;
+  }
+  return true;
+fail:
+  cli_checkpoint_free(ck);
+  return false;
+}
+
+bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *err, size_t errsz) {
+  int n = ct_module_state(model, NULL, NULL, 0);
+  ct_tensor **dst = calloc((size_t)n + 1, sizeof *dst);
+  const char **names = calloc((size_t)n + 1, sizeof *names);
+  bool ok = false;
+  if (!dst || !names) {
+    snprintf(err, errsz, "out of memory");
+    goto done;
+  }
+  ct_module_state(model, dst, names, n);
+  /* Check everything first, then copy. */
+  for (int i = 0; i < n; i++) {
+    int j = find(ck, names[i]);
+    if (j < 0) {
+      snprintf(err, errsz, "the checkpoint has no %s (is it a checkpoint of model %s?)", names[i],
+               cli_model_name((int)ck->meta.model));
+      goto done;
+    }
+    const ct_tensor *src = ck->tensors[j];
+    char a[96], b[96];
+    if (ct_dtype_of(src) != ct_dtype_of(dst[i]) || ct_ndim(src) != ct_ndim(dst[i]) ||
+        memcmp(ct_shape(src), ct_shape(dst[i]), sizeof(int64_t) * (size_t)ct_ndim(src)) != 0) {
+      snprintf(err, errsz, "%s is %s %s in the checkpoint but the model needs %s %s", names[i],
+               ct_dtype_name(ct_dtype_of(src)), ct_shape_format(ct_shape(src), ct_ndim(src), a, sizeof a),
+               ct_dtype_name(ct_dtype_of(dst[i])),
+               ct_shape_format(ct_shape(dst[i]), ct_ndim(dst[i]), b, sizeof b));
+      goto done;
+    }
+  }
+  for (int j = 0; j < ck->n; j++) {
+    const char *name = ck->names[j];
+    if (!strncmp(name, META_PREFIX, strlen(META_PREFIX)) || !strncmp(name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)))
+      continue;
+    bool known = false;
+    for (int i = 0; i < n && !known; i++) known = !strcmp(names[i], name);
+    if (!known) {
+      snprintf(err, errsz, "the checkpoint holds %s, which model %s does not have", name,
+               cli_model_name((int)ck->meta.model));
+      goto done;
+    }
+  }
+  ct_no_grad_begin();
+  ok = true;
+  for (int i = 0; i < n && ok; i++)
+    if (!ct_copy_(dst[i], ck->tensors[find(ck, names[i])])) {
+      snprintf(err, errsz, "restoring %s: %s", names[i], ct_last_error_message());
+      ok = false;
+    }
+  ct_no_grad_end();
+done:
+  free(dst);
+  free(names);
+  return ok;
+}
+
+bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err, size_t errsz) {
+  ct_tensor **t = calloc((size_t)ck->n + 1, sizeof *t);
+  const char **names = calloc((size_t)ck->n + 1, sizeof *names);
+  bool ok = false;
+  if (!t || !names) {
+    snprintf(err, errsz, "out of memory");
+    goto done;
+  }
+  int k = 0;
+  size_t plen = strlen(OPTIM_PREFIX);
+  for (int j = 0; j < ck->n; j++)
+    if (!strncmp(ck->names[j], OPTIM_PREFIX, plen)) {
+      t[k] = ck->tensors[j];
+      names[k++] = ck->names[j] + plen;
+    }
+  if (ct_optimizer_load_state(opt, t, names, k, ck->meta.step_count) != CT_OK) {
+    snprintf(err, errsz, "restoring the optimizer state: %s", ct_last_error_message());
+    goto done;
+  }
+  ok = true;
+done:
+  free(t);
+  free(names);
+  return ok;
+}

@@ -1,0 +1,165 @@
+/* cli.h: the pieces of the `ctensor` command-line program shared between its
+ * files: options, models, datasets, checkpoints, progress output.
+ *
+ * Exit codes: 0 success, 1 runtime failure (missing dataset, unreadable or
+ * corrupt checkpoint, library error), 2 bad usage (unknown option, bad
+ * number), 130 interrupted by SIGINT (after saving a checkpoint). */
+#ifndef CTENSOR_CLI_H
+#define CTENSOR_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <ctensor.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
+
+/* ---- Enumerations stored (as codes) in checkpoints: never renumber. ---------- */
+
+typedef enum cli_model { MODEL_MLP = 1, MODEL_CNN = 2, MODEL_SIMPLECNN = 3 } cli_model;
+typedef enum cli_dataset { DATASET_FASHION_MNIST = 1, DATASET_MNIST = 2, DATASET_CIFAR10 = 3 } cli_dataset;
+typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
+
+const char *cli_model_name(int model);      /* NULL for an unknown code */
+const char *cli_dataset_name(int dataset);  /* NULL for an unknown code */
+const char *cli_optim_name(int optim);      /* NULL for an unknown code */
+bool cli_model_parse(const char *s, cli_model *out);
+bool cli_dataset_parse(const char *s, cli_dataset *out);
+bool cli_optim_parse(const char *s, cli_optim *out);
+
+/* ---- Options (options.c) ---------------------------------------------------- */
+
+/* Everything `train` and `eval` take. *_set records options given explicitly
+ * (a resumed run refuses ones that contradict its checkpoint). */
+typedef struct cli_opts {
+  cli_model model;
+  cli_dataset dataset;
+  cli_optim optim;
+  const char *data_dir;   /* NULL: the dataset's default */
+  const char *device;     /* "auto", "cpu", "cuda:N" */
+  bool disable_cuda;
+  int64_t epochs;
+  int64_t batch_size;
+  double lr;              /* < 0: the optimizer's default */
+  double momentum;        /* < 0: default */
+  double weight_decay;    /* < 0: default */
+  int workers;
+  uint64_t seed;
+  const char *checkpoint; /* NULL: none */
+  bool resume;
+  const char *metrics;    /* NULL: none */
+  int64_t limit_train;    /* 0: all */
+  int64_t limit_test;     /* 0: all */
+  bool quiet;
+  bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set,
+      weight_decay_set, seed_set, limit_train_set, limit_test_set;
+} cli_opts;
+
+/* Parses the options of `train` (is_eval false) or `eval`; argv[0] is the
+ * command name. Returns CLI_OK, or CLI_USAGE after printing the problem and
+ * the usage, or -1 after printing the help (exit 0). */
+int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o);
+void cli_usage(FILE *f);
+/* Strict number parsing: the whole string, in [lo, hi]; false otherwise. */
+bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+bool cli_parse_u64(const char *s, uint64_t *out);
+bool cli_parse_f64(const char *s, double lo, double hi, double *out);
+/* The device named by the options (auto, cpu, cuda:N; --disable-cuda). Prints
+ * the problem and returns CLI_USAGE or CLI_FAIL on failure. */
+int cli_resolve_device(const cli_opts *o, ct_device *out);
+/* Prints "ctensor: <what>: <library message>" to stderr. */
+void cli_error(const char *what);
+
+/* ---- Datasets (datasets.c) -------------------------------------------------- */
+
+const char *cli_default_data_dir(cli_dataset d);
+/* Opens the train or test split with the standard normalization, keeping only
+ * the first `limit` samples when limit > 0. NULL with the library's error. */
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed);
+/* Input geometry of a dataset's samples. */
+void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size);
+
+/* ---- Models (models.c) ------------------------------------------------------ */
+
+/* A new model for inputs (channels, size, size) with 10 classes, on the CPU,
+ * initialized from the default generator. NULL with the library's error. */
+ct_module *cli_model_new(cli_model m, int64_t channels, int64_t size);
+
+/* ---- Checkpoints (checkpoint.c) -------------------------------------------- */
+
+/* Everything a checkpoint holds besides tensors of the model and optimizer. */
+typedef struct cli_ckpt_meta {
+  int64_t model, dataset, optim;
+  int64_t epoch;          /* the epoch to run next (0-based) */
+  int64_t batch;          /* the next batch within that epoch */
+  uint64_t seed;          /* data order and initialization */
+  uint64_t rng_seed, rng_offset; /* the default generator's state */
+  int64_t step_count;     /* optimizer steps taken */
+  int64_t batch_size;
+  double lr, momentum, weight_decay;
+  int64_t limit_train, limit_test;
+  /* The partial epoch (so that a resumed epoch reports the same loss). */
+  double epoch_loss_sum;  /* sum over samples of the training loss */
+  int64_t epoch_samples;
+  double epoch_seconds, epoch_wait_seconds;
+  double accuracy;        /* last test accuracy, < 0 if none yet */
+} cli_ckpt_meta;
+
+/* Writes model state, "optim."-prefixed optimizer state (opt may be NULL) and
+ * "meta." tensors to path atomically: a temporary file in the same
+ * directory, fsync, rename, fsync of the directory. A failure leaves any
+ * previous file at path untouched. Returns CT_OK or prints nothing and
+ * returns the error (message in ct_last_error_message()). */
+ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
+                              const cli_ckpt_meta *meta);
+/* A loaded checkpoint file. */
+typedef struct cli_ckpt {
+  ct_tensor **tensors;
+  char **names;
+  int n;
+  cli_ckpt_meta meta;
+} cli_ckpt;
+/* Reads and validates the metadata of a checkpoint; on failure writes a
+ * message to err (size errsz) and returns false. */
+bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz);
+void cli_checkpoint_free(cli_ckpt *ck);
+/* Copies the model's tensors in (every state tensor must be present with its
+ * shape and dtype, and no other non-"meta."/"optim." tensor). */
+bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *err, size_t errsz);
+bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err, size_t errsz);
+
+/* ---- Progress (progress.c) --------------------------------------------------- */
+
+typedef struct cli_progress {
+  bool tty, quiet;
+  int64_t epoch, epochs, total, start_batch;
+  double t0, last_draw;
+  int64_t next_line; /* non-tty: the batch count of the next printed line */
+  int width;         /* last line length drawn (tty) */
+} cli_progress;
+
+double cli_now(void); /* monotonic seconds */
+void cli_progress_begin(cli_progress *p, bool quiet, int64_t epoch, int64_t epochs, int64_t total,
+                        int64_t start_batch);
+/* done: batches finished in this epoch; loss: running mean; images: samples
+ * processed since begin. */
+void cli_progress_update(cli_progress *p, int64_t done, double loss, int64_t images);
+/* Erases the bar (tty). */
+void cli_progress_end(cli_progress *p);
+
+/* ---- Commands ---------------------------------------------------------------- */
+
+int cmd_info(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+
+/* Evaluates model on the test loader (no grad, eval mode). */
+typedef struct cli_eval_result {
+  double loss;      /* mean over samples */
+  int64_t correct, total;
+  double seconds;
+} cli_eval_result;
+ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli_eval_result *out);
+
+#endif /* CTENSOR_CLI_H */

@@ -1,0 +1,73 @@
+/* datasets.c: the program's datasets: default locations, the standard
+ * normalization of each, and a "first N samples" view for quick runs. */
+#include <stdlib.h>
+
+#include "cli.h"
+
+const char *cli_default_data_dir(cli_dataset d) {
+  switch (d) {
+  case DATASET_FASHION_MNIST: return "/usr/share/datasets/fashion-mnist";
+  case DATASET_MNIST: return "/usr/share/datasets/mnist";
+  case DATASET_CIFAR10: return "/usr/share/datasets/cifar-10";
+  }
+  return ".";
+}
+
+void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size) {
+  bool cifar = d == DATASET_CIFAR10;
+  *channels = cifar ? 3 : 1;
+  *size = cifar ? 32 : 28;
+}
+
+/* The first n samples of an inner dataset (which this view owns). The
+ * program uses no random transforms, so the inner dataset's epoch does not
+ * matter. */
+typedef struct limit_ds {
+  ct_dataset *inner;
+  int64_t n;
+} limit_ds;
+
+static int64_t limit_length(void *self) { return ((limit_ds *)self)->n; }
+static ct_status limit_get(void *self, int64_t index, ct_sample *out) {
+  return ct_dataset_get(((limit_ds *)self)->inner, index, out);
+}
+static void limit_destroy(void *self) {
+  limit_ds *s = self;
+  ct_dataset_free(s->inner);
+  free(s);
+}
+static const ct_dataset_vtable limit_vtable = {limit_length, limit_get, limit_destroy};
+
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed) {
+  if (!dir) dir = cli_default_data_dir(d);
+  ct_transform_opts tf = {.normalize = true, .seed = seed};
+  ct_dataset *ds;
+  switch (d) {
+  case DATASET_FASHION_MNIST:
+    tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.2860;
+    tf.std[0] = tf.std[1] = tf.std[2] = 0.3530;
+    ds = ct_mnist_open(dir, train, &tf);
+    break;
+  case DATASET_MNIST:
+    tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.1307;
+    tf.std[0] = tf.std[1] = tf.std[2] = 0.3081;
+    ds = ct_mnist_open(dir, train, &tf);
+    break;
+  case DATASET_CIFAR10:
+    tf.mean[0] = 0.4914, tf.mean[1] = 0.4822, tf.mean[2] = 0.4465;
+    tf.std[0] = 0.2470, tf.std[1] = 0.2435, tf.std[2] = 0.2616;
+    ds = ct_cifar10_open(dir, train, &tf);
+    break;
+  default:
+    return NULL;
+  }
+  if (!ds || limit <= 0 || limit >= ct_dataset_length(ds)) return ds;
+  limit_ds *s = malloc(sizeof *s);
+  if (!s) {
+    ct_dataset_free(ds);
+    return NULL;
+  }
+  s->inner = ds;
+  s->n = limit;
+  return ct_dataset_new(&limit_vtable, s); /* frees s (and ds) on failure */
+}

@@ -1,0 +1,328 @@
+/* options.c: the command line of `ctensor train` and `ctensor eval`
+ * (getopt_long), strict number parsing, names of models/datasets/optimizers,
+ * and the choice of device. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* ---- Names ------------------------------------------------------------------- */
+
+typedef struct name_code {
+  const char *name;
+  int code;
+} name_code;
+
+static const name_code models[] = {{"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}};
+static const name_code datasets[] = {
+    {"fashion-mnist", DATASET_FASHION_MNIST}, {"mnist", DATASET_MNIST}, {"cifar10", DATASET_CIFAR10}};
+static const name_code optims[] = {{"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *code_name(const name_code *t, int n, int code) {
+  for (int i = 0; i < n; i++)
+    if (t[i].code == code) return t[i].name;
+  return NULL;
+}
+static bool name_code_parse(const name_code *t, int n, const char *s, int *out) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].name, s)) return *out = t[i].code, true;
+  return false;
+}
+
+const char *cli_model_name(int m) { return code_name(models, COUNT(models), m); }
+const char *cli_dataset_name(int d) { return code_name(datasets, COUNT(datasets), d); }
+const char *cli_optim_name(int o) { return code_name(optims, COUNT(optims), o); }
+bool cli_model_parse(const char *s, cli_model *out) {
+  int c;
+  if (!name_code_parse(models, COUNT(models), s, &c)) return false;
+  return *out = (cli_model)c, true;
+}
+bool cli_dataset_parse(const char *s, cli_dataset *out) {
+  int c;
+  if (!strcmp(s, "fashion_mnist") || !strcmp(s, "fashionmnist")) s = "fashion-mnist";
+  if (!strcmp(s, "cifar-10")) s = "cifar10";
+  if (!name_code_parse(datasets, COUNT(datasets), s, &c)) return false;
+  return *out = (cli_dataset)c, true;
+}
+bool cli_optim_parse(const char *s, cli_optim *out) {
+  int c;
+  if (!name_code_parse(optims, COUNT(optims), s, &c)) return false;
+  return *out = (cli_optim)c, true;
+}
+
+/* ---- Numbers ----------------------------------------------------------------- */
+
+bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool cli_parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || strchr(s, '-')) return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || end == s) return false;
+  *out = v;
+  return true;
+}
+
+bool cli_parse_f64(const char *s, double lo, double hi, double *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || end == s || !isfinite(v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+/* ---- Usage ------------------------------------------------------------------- */
+
+void cli_usage(FILE *f) {
+  fprintf(f,
+          "usage: ctensor <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  info                 devices, threads, BLAS, build and library versions\n"
+          "  train [options]      train a model (defaults: a CNN on Fashion-MNIST on the best device)\n"
+          "  eval --checkpoint P  test accuracy and loss of a checkpoint\n"
+          "\n"
+          "train options:\n"
+          "  --model mlp|cnn|simplecnn            model (default cnn)\n"
+          "  --dataset fashion-mnist|mnist|cifar10  dataset (default fashion-mnist)\n"
+          "  --data-dir DIR                       dataset files (default /usr/share/datasets/<dataset>)\n"
+          "  --device auto|cpu|cuda[:N]           device (default auto: CT_DEVICE, else cuda:0, else cpu)\n"
+          "  --disable-cuda                       run on the CPU\n"
+          "  --epochs N                           total epochs (default 10)\n"
+          "  --batch-size N                       (default 64)\n"
+          "  --optimizer sgd|adam|adamw           (default adam)\n"
+          "  --lr X                               learning rate (default 0.01 sgd, 0.001 adam/adamw)\n"
+          "  --momentum X                         sgd momentum (default 0.9)\n"
+          "  --weight-decay X                     (default 0; adamw 0.01)\n"
+          "  --workers N                          data loading threads (default 2)\n"
+          "  --seed N                             initialization and data order (default 1)\n"
+          "  --checkpoint PATH                    save model, optimizer and position after every epoch\n"
+          "                                       and on Ctrl-C (one safetensors file)\n"
+          "  --resume                             continue from --checkpoint\n"
+          "  --metrics PATH                       one JSON line per epoch (appended to on --resume)\n"
+          "  --limit-train N, --limit-test N      use only the first N samples\n"
+          "  --quiet                              print only the final accuracy\n"
+          "\n"
+          "eval options:\n"
+          "  --checkpoint PATH (required), --data-dir DIR, --device D, --disable-cuda,\n"
+          "  --batch-size N (default 500), --workers N, --limit-test N (default: as in training), --quiet\n"
+          "\n"
+          "exit status: 0 success, 1 failure, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM (checkpoint saved)\n");
+}
+
+/* ---- Parsing ----------------------------------------------------------------- */
+
+enum {
+  OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_DISABLE_CUDA, OPT_EPOCHS,
+  OPT_BATCH_SIZE, OPT_OPTIMIZER, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_WORKERS, OPT_SEED,
+  OPT_CHECKPOINT, OPT_RESUME, OPT_METRICS, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_QUIET
+};
+
+static const struct option train_long[] = {
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"disable-cuda", no_argument, NULL, OPT_DISABLE_CUDA},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+    {"lr", required_argument, NULL, OPT_LR},
+    {"momentum", required_argument, NULL, OPT_MOMENTUM},
+    {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+    {"resume", no_argument, NULL, OPT_RESUME},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"limit-train", required_argument, NULL, OPT_LIMIT_TRAIN},
+    {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+static const struct option eval_long[] = {
+    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"disable-cuda", no_argument, NULL, OPT_DISABLE_CUDA},
+    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+static int bad(const char *cmd, const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "ctensor %s: ", cmd);
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\n\n");
+  cli_usage(stderr);
+  return CLI_USAGE;
+}
+
+int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
+  const char *cmd = is_eval ? "eval" : "train";
+  *o = (cli_opts){.model = MODEL_CNN, .dataset = DATASET_FASHION_MNIST, .optim = OPTIM_ADAM,
+                  .device = "auto", .epochs = 10, .batch_size = 64, .lr = -1, .momentum = -1,
+                  .weight_decay = -1, .workers = 2, .seed = 1};
+  optind = 0; /* glibc: full reinitialization */
+  opterr = 0;
+  const struct option *longopts = is_eval ? eval_long : train_long;
+  for (;;) {
+    int idx = -1;
+    int c = getopt_long(argc, argv, ":h", longopts, &idx);
+    if (c == -1) break;
+    const char *arg = optarg;
+    const char *name = idx >= 0 ? longopts[idx].name : "";
+    int64_t i64;
+    switch (c) {
+    case 'h':
+      cli_usage(stdout);
+      return -1;
+    case ':':
+      return bad(cmd, "option '%s' needs a value%s", argv[optind - 1], "");
+    case '?':
+      if (optopt) {
+        char s[3] = {'-', (char)optopt, 0};
+        return bad(cmd, "unknown option '%s'%s", s, "");
+      }
+      return bad(cmd, "unknown option '%s'%s", argv[optind - 1], "");
+    case OPT_MODEL:
+      if (!cli_model_parse(arg, &o->model))
+        return bad(cmd, "--model: expected mlp, cnn or simplecnn, got '%s'%s", arg, "");
+      o->model_set = true;
+      break;
+    case OPT_DATASET:
+      if (!cli_dataset_parse(arg, &o->dataset))
+        return bad(cmd, "--dataset: expected fashion-mnist, mnist or cifar10, got '%s'%s", arg, "");
+      o->dataset_set = true;
+      break;
+    case OPT_DATA_DIR:
+      if (!*arg) return bad(cmd, "--data-dir: empty path%s%s", "", "");
+      o->data_dir = arg;
+      break;
+    case OPT_DEVICE:
+      o->device = arg;
+      break;
+    case OPT_DISABLE_CUDA:
+      o->disable_cuda = true;
+      break;
+    case OPT_EPOCHS:
+      if (!cli_parse_i64(arg, 1, 1000000, &o->epochs))
+        return bad(cmd, "--epochs: expected an integer from 1 to 1000000, got '%s'%s", arg, "");
+      break;
+    case OPT_BATCH_SIZE:
+      if (!cli_parse_i64(arg, 1, 1 << 20, &o->batch_size))
+        return bad(cmd, "--batch-size: expected an integer from 1 to 1048576, got '%s'%s", arg, "");
+      o->batch_size_set = true;
+      break;
+    case OPT_OPTIMIZER:
+      if (!cli_optim_parse(arg, &o->optim))
+        return bad(cmd, "--optimizer: expected sgd, adam or adamw, got '%s'%s", arg, "");
+      o->optim_set = true;
+      break;
+    case OPT_LR:
+      if (!cli_parse_f64(arg, 0, 1e6, &o->lr) || o->lr <= 0)
+        return bad(cmd, "--lr: expected a positive number, got '%s'%s", arg, "");
+      o->lr_set = true;
+      break;
+    case OPT_MOMENTUM:
+      if (!cli_parse_f64(arg, 0, 1, &o->momentum) || o->momentum >= 1)
+        return bad(cmd, "--momentum: expected a number in [0, 1), got '%s'%s", arg, "");
+      o->momentum_set = true;
+      break;
+    case OPT_WEIGHT_DECAY:
+      if (!cli_parse_f64(arg, 0, 1e6, &o->weight_decay))
+        return bad(cmd, "--weight-decay: expected a number >= 0, got '%s'%s", arg, "");
+      o->weight_decay_set = true;
+      break;
+    case OPT_WORKERS:
+      if (!cli_parse_i64(arg, 0, 256, &i64))
+        return bad(cmd, "--workers: expected an integer from 0 to 256, got '%s'%s", arg, "");
+      o->workers = (int)i64;
+      break;
+    case OPT_SEED:
+      if (!cli_parse_u64(arg, &o->seed))
+        return bad(cmd, "--seed: expected a non-negative integer, got '%s'%s", arg, "");
+      o->seed_set = true;
+      break;
+    case OPT_CHECKPOINT:
+      if (!*arg) return bad(cmd, "--checkpoint: empty path%s%s", "", "");
+      o->checkpoint = arg;
+      break;
+    case OPT_RESUME:
+      o->resume = true;
+      break;
+    case OPT_METRICS:
+      if (!*arg) return bad(cmd, "--metrics: empty path%s%s", "", "");
+      o->metrics = arg;
+      break;
+    case OPT_LIMIT_TRAIN:
+      if (!cli_parse_i64(arg, 1, INT64_MAX, &o->limit_train))
+        return bad(cmd, "--limit-train: expected a positive integer, got '%s'%s", arg, "");
+      o->limit_train_set = true;
+      break;
+    case OPT_LIMIT_TEST:
+      if (!cli_parse_i64(arg, 1, INT64_MAX, &o->limit_test))
+        return bad(cmd, "--limit-test: expected a positive integer, got '%s'%s", arg, "");
+      o->limit_test_set = true;
+      break;
+    case OPT_QUIET:
+      o->quiet = true;
+      break;
+    default:
+      return bad(cmd, "unexpected option '%s'%s", argv[optind - 1], "");
+    }
+    (void)name;
+  }
+  if (optind < argc) return bad(cmd, "unexpected argument '%s'%s", argv[optind], "");
+  if (o->resume && !o->checkpoint) return bad(cmd, "--resume needs --checkpoint PATH%s%s", "", "");
+  if (is_eval && !o->checkpoint) return bad(cmd, "--checkpoint PATH is required%s%s", "", "");
+  if (o->momentum_set && o->optim != OPTIM_SGD && !o->resume)
+    return bad(cmd, "--momentum applies to --optimizer sgd only%s%s", "", "");
+  return CLI_OK;
+}
+
+/* ---- Devices ----------------------------------------------------------------- */
+
+void cli_error(const char *what) {
+  const char *msg = ct_last_error_message();
+  fprintf(stderr, "ctensor: %s: %s\n", what, msg && *msg ? msg : "unknown error");
+}
+
+int cli_resolve_device(const cli_opts *o, ct_device *out) {
+  if (o->disable_cuda) {
+    if (strcmp(o->device, "auto") && strcmp(o->device, "cpu")) {
+      fprintf(stderr, "ctensor: --disable-cuda contradicts --device %s\n", o->device);
+      return CLI_USAGE;
+    }
+    *out = ct_cpu();
+    return CLI_OK;
+  }
+  if (!strcmp(o->device, "auto")) {
+    *out = ct_default_device();
+    return CLI_OK;
+  }
+  ct_status st = ct_device_parse(o->device, out);
+  if (st == CT_OK) return CLI_OK;
+  cli_error("--device");
+  if (st == CT_ERR_UNAVAILABLE) return CLI_FAIL;
+  fprintf(stderr, "expected auto, cpu, cuda or cuda:N\n");
+  return CLI_USAGE;
+}
