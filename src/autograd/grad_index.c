@@ -42,10 +42,14 @@ static ct_status index_select_backward(ct_node *n, const ct_tensor *g, ct_tensor
   return gi[0] ? CT_OK : ct_last_error();
 }
 
-ct_tensor *ct__ag_index_select(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index) {
-  if (!r || !ct__ag_needed(&x, 1)) return r;
-  const ct_tensor *ins[2] = {x, NULL};
-  ct_node *n = ct__node_new("IndexSelectBackward", index_select_backward, 2, ins);
+/* Records r = op(x, dim, index) with inputs ins[0..n_ins) (x first): the
+ * node saves the index as i64 (slot 0), the wrapped dim (ip[0]) and `flag`
+ * (ip[1]). */
+static ct_tensor *record_indexed(ct_tensor *r, const char *name, ct_backward_fn fn,
+                                 const ct_tensor *const *ins, int n_ins, int dim,
+                                 const ct_tensor *index, int64_t flag) {
+  if (!r || !ct__ag_needed(ins, n_ins)) return r;
+  ct_node *n = ct__node_new(name, fn, n_ins, ins);
   ct_tensor *i64 = n ? as_i64(index) : NULL;
   bool ok = i64 && ct__node_save(n, 0, i64);
   ct__release(i64);
@@ -53,8 +57,14 @@ ct_tensor *ct__ag_index_select(ct_tensor *r, const ct_tensor *x, int dim, const 
     ct__node_release(n);
     return ct__ag_attach(r, NULL);
   }
-  n->ip[0] = dim < 0 ? dim + x->ndim : dim;
+  n->ip[0] = dim < 0 ? dim + ins[0]->ndim : dim;
+  n->ip[1] = flag;
   return ct__ag_attach(r, n);
+}
+
+ct_tensor *ct__ag_index_select(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index) {
+  const ct_tensor *ins[2] = {x, NULL};
+  return record_indexed(r, "IndexSelectBackward", index_select_backward, ins, 2, dim, index, 0);
 }
 
 /* ---- gather / scatter / scatter_add ---- */
@@ -66,18 +76,8 @@ static ct_status gather_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi)
 }
 
 ct_tensor *ct__ag_gather(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index) {
-  if (!r || !ct__ag_needed(&x, 1)) return r;
   const ct_tensor *ins[2] = {x, NULL};
-  ct_node *n = ct__node_new("GatherBackward", gather_backward, 2, ins);
-  ct_tensor *i64 = n ? as_i64(index) : NULL;
-  bool ok = i64 && ct__node_save(n, 0, i64);
-  ct__release(i64);
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  n->ip[0] = dim < 0 ? dim + x->ndim : dim;
-  return ct__ag_attach(r, n);
+  return record_indexed(r, "GatherBackward", gather_backward, ins, 2, dim, index, 0);
 }
 
 /* inputs: x, index, src */
@@ -107,18 +107,8 @@ static ct_status scatter_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi
 ct_tensor *ct__ag_scatter(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index,
                           const ct_tensor *src, bool add) {
   const ct_tensor *ins[3] = {x, index, src};
-  if (!r || !ct__ag_needed(ins, 3)) return r;
-  ct_node *n = ct__node_new(add ? "ScatterAddBackward" : "ScatterBackward", scatter_backward, 3, ins);
-  ct_tensor *i64 = n ? as_i64(index) : NULL;
-  bool ok = i64 && ct__node_save(n, 0, i64);
-  ct__release(i64);
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  n->ip[0] = dim < 0 ? dim + x->ndim : dim;
-  n->ip[1] = add;
-  return ct__ag_attach(r, n);
+  return record_indexed(r, add ? "ScatterAddBackward" : "ScatterBackward", scatter_backward, ins, 3,
+                        dim, index, add);
 }
 
 /* ---- masked_select / masked_fill ---- */
