@@ -5,6 +5,8 @@
 # bench/results/<date>-<gpu>.md and copies logs under $OUT when set.
 # Never changes GPU settings (no nvidia-smi -pm/-pl/-ac/-lgc/-r/-c/-mig).
 #   scripts/gpu-check.sh [build-dir]        (default build-gpu)
+#   GPU_CHECK_BENCH_ONLY=1 scripts/gpu-check.sh   build, then the benchmarks only
+#   (no ctest, no compute-sanitizer): fits one 10-minute call on a lent GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-gpu}
@@ -37,6 +39,7 @@ else
 fi
 
 if [ $status -eq 0 ]; then
+ if [ "${GPU_CHECK_BENCH_ONLY:-0}" != 1 ]; then
   section "ctest"
   (cd "$build" && timeout 1500 ctest --output-on-failure -j8) > "$logs/ctest.log" 2>&1
   rc=$?
@@ -65,19 +68,66 @@ if [ $status -eq 0 ]; then
     done
   done
 
-  if [ -x "$build/bench/bench_gpu" ]; then
-    section "GPU benchmarks"
-    timeout 600 "$build/bench/bench_gpu" > "$logs/bench_gpu.log" 2>&1
-    echo "- bench_gpu: rc=$?" >> "$summary"
-    { echo; echo '```'; tail -n 60 "$logs/bench_gpu.log"; echo '```'; } >> "$summary"
+ else
+  echo "- ctest, compute-sanitizer: skipped (GPU_CHECK_BENCH_ONLY=1)" >> "$summary"
+ fi
+
+  # GPU benchmarks (docs/benchmarks.md, "GPU benchmarks"): bench_gpu (ctensor and raw
+  # CUDA runtime calls) and bench/peers_gpu.py (PyTorch, CuPy) in the same run, in
+  # $CT_GPU_BENCH_ROUNDS rounds (default 2) whose order alternates (ctensor first,
+  # then peers first); report.py keeps each implementation's best median and renders
+  # the targets into the summary; the raw JSON lines go next to it (.jsonl). About
+  # 2-3 minutes; each program is cut off after 120 s.
+  section "GPU benchmarks"
+  rm -f "$build/bench/bench_gpu" # never run a stale binary
+  if cmake --build "$build" -j16 --target bench_gpu > "$logs/bench_build.log" 2>&1 &&
+     [ -x "$build/bench/bench_gpu" ]; then
+    raw=${summary%.md}.jsonl
+    py=$(command -v python3 || echo /usr/bin/python3) # the GPU image's, with torch + cupy
+    rounds=${CT_GPU_BENCH_ROUNDS:-2}
+    budget=${CT_GPU_BENCH_BUDGET:-1.0}
+    echo "{\"meta\":\"run\",\"rounds\":$rounds,\"budget_s\":$budget}" > "$raw"
+    t0=$(date +%s)
+    for round in $(seq "$rounds"); do
+      order="ctensor peers"
+      [ $((round % 2)) -eq 0 ] && order="peers ctensor"
+      for who in $order; do
+        if [ "$who" = ctensor ]; then
+          timeout 120 "$build/bench/bench_gpu" --budget "$budget" >> "$raw" 2>> "$logs/bench_gpu.log"
+        else
+          timeout 120 "$py" bench/peers_gpu.py --budget "$budget" >> "$raw" 2>> "$logs/peers_gpu.log"
+        fi
+        rc=$?
+        echo "round $round, $who: rc=$rc ($(( $(date +%s) - t0 )) s)"
+        echo "- bench round $round, $who: rc=$rc" >> "$summary"
+        # 77: no usable GPU (bench_gpu says why); 124: cut off (partial lines kept)
+        [ $rc -ne 0 ] && status=1
+      done
+    done
+    if grep -q '"error": *"wrong result' "$raw"; then
+      echo "- bench: WRONG RESULTS (see the error rows below)" >> "$summary"
+      status=1
+    fi
+    echo
+    if "$py" bench/report.py "$raw" > "$logs/bench_report.md" 2> "$logs/bench_report.log"; then
+      { echo; sed -e 's/^# /## /' -e 's/^## \(Targets\|All measurements\)/### \1/' \
+          "$logs/bench_report.md"; } >> "$summary"
+      sed -n '/^## Targets/,/^## All/p' "$logs/bench_report.md"
+    else
+      cat "$logs/bench_report.log"
+      echo "- bench report: FAILED (see bench_report.log)" >> "$summary"
+      status=1
+    fi
   else
-    echo "- bench_gpu: absent, skipped" >> "$summary"
+    tail -n 20 "$logs/bench_build.log"
+    echo "- bench_gpu: does not build (see bench_build.log)" >> "$summary"
+    status=1
   fi
 fi
 
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/gpu-check"
-  cp "$logs"/*.log "$summary" "$OUT/gpu-check/" 2>/dev/null
+  cp "$logs"/*.log "$logs"/*.md "$summary" "${summary%.md}.jsonl" "$OUT/gpu-check/" 2>/dev/null
 fi
 section "summary ($summary)"
 cat "$summary"
