@@ -6,6 +6,9 @@
 Writes (1) the targets of the "ctensor core" issue, each with the ratio it is
 stated in (computed from median times measured in the same run) and met/not
 met, and (2) every measurement (median, min, derived metric, page faults).
+Given the lines of bench_gpu and peers_gpu.py (workloads named gpu_*), it
+writes the GPU report instead: the targets of the CUDA issue against the
+device-to-device copy bandwidth, raw CUDA runtime calls, PyTorch and CuPy.
 Standard library only.
 """
 import datetime
@@ -25,6 +28,8 @@ IMPL_NAMES = {
     "c_loop_malloc": "C loop, malloc per call",
     "c_simd": "C AVX-512 loop",
     "c_avx512": "C AVX-512 FMA loop",
+    "cupy": "CuPy",
+    "cuda_memcpy": "cudaMemcpyAsync (raw)",
 }
 
 WORKLOADS = {
@@ -36,7 +41,9 @@ WORKLOADS = {
     "fma_peak_f32": "f32 FMA throughput (roofline)",
     "train_linreg_1000": "linear regression, autograd + SGD, 1000 epochs",
     "train_mlp_step": "MLP 784-128-10 training step, batch 64",
-    "train_cnn_step": "CIFAR-shaped CNN training step, batch 32",
+    "train_cnn_step": "CIFAR CNN (tutorial Net) training step, batch 64",
+    "train_fashion_cnn_step": "Fashion-MNIST CNN training step, batch 64",
+    "train_fashion_cnn_epoch": "Fashion-MNIST CNN, one epoch (938 steps of 64)",
 }
 TRAINING = [w for w in WORKLOADS if w.startswith("train_")]
 
@@ -44,6 +51,15 @@ TRAINING = [w for w in WORKLOADS if w.startswith("train_")]
 def speedup(peers):
     """Target as 'ctensor is x times faster than the fastest of `peers`'."""
     return lambda r, b: min(r[b][p]["median_s"] for p in peers) / r[b]["ctensor"]["median_s"]
+
+
+def faster_than_numpy_linreg(r, b):
+    """The manual NumPy loop of bench_core (linreg_1000) against autograd + SGD."""
+    times = [r["linreg_1000"][p]["median_s"] for p in ("numpy", "numpy_f64")
+             if "median_s" in r["linreg_1000"].get(p, {})]
+    if not times:
+        raise KeyError("numpy")
+    return min(times) / r[b]["ctensor"]["median_s"]
 
 
 def at_most_ns(r, b):
@@ -69,6 +85,19 @@ TARGETS = [
      speedup(["torch"]), 5.0, True, ["numpy", "torch"]),
     ("linreg_1000", "faster than NumPy", "NumPy time / ctensor time (fastest NumPy)",
      speedup(["numpy", "numpy_f64"]), 1.0, True, ["numpy", "numpy_f64", "torch"]),
+    # Training (issue "Autograd, modules, losses and optimizers")
+    ("train_linreg_1000", ">= 10x faster than PyTorch", "PyTorch time / ctensor time",
+     speedup(["torch"]), 10.0, True, ["torch"]),
+    ("train_linreg_1000", "faster than NumPy's manual loop (linreg_1000)",
+     "NumPy linreg_1000 time / ctensor time", faster_than_numpy_linreg, 1.0, True, []),
+    ("train_mlp_step", ">= 2.5x faster than PyTorch", "PyTorch time / ctensor time",
+     speedup(["torch"]), 2.5, True, ["torch"]),
+    ("train_cnn_step", ">= 2x faster than PyTorch", "PyTorch time / ctensor time",
+     speedup(["torch"]), 2.0, True, ["torch"]),
+    ("train_fashion_cnn_step", ">= 2x faster than PyTorch", "PyTorch time / ctensor time",
+     speedup(["torch"]), 2.0, True, ["torch"]),
+    ("train_fashion_cnn_epoch", ">= 2x faster than PyTorch", "PyTorch time / ctensor time",
+     speedup(["torch"]), 2.0, True, ["torch"]),
 ]
 
 
@@ -118,7 +147,7 @@ def fmt_time(s):
 
 
 def fmt_metric(rec):
-    for key, unit in (("gbps", "GB/s"), ("gflops", "GFLOP/s")):
+    for key, unit in (("gbps", "GB/s"), ("gflops", "GFLOP/s"), ("tflops", "TFLOP/s")):
         if key in rec:
             return f"{rec[key]:.1f} {unit}"
     return ""
@@ -161,7 +190,7 @@ def noisy(r, impls, limit=1.25):
 
 
 def training_rows(results):
-    """Training workloads (no targets yet): ctensor against PyTorch."""
+    """Training workloads: ctensor against PyTorch (their targets are in TARGETS)."""
     rows = []
     for bench in TRAINING:
         r = results.get(bench)
@@ -202,7 +231,7 @@ def training_section(results):
     rows = training_rows(results)
     if not rows:
         return []
-    return ["## Training (autograd, modules; no targets yet)", "",
+    return ["## Training (autograd, modules; targets in the table above)", "",
             "| workload | ctensor | PyTorch | PyTorch time / ctensor time |",
             "| --- | --- | --- | --- |", *rows, ""]
 
@@ -228,10 +257,178 @@ def machine():
     return model, cores, mhz
 
 
+# ---- GPU report (bench_gpu, peers_gpu.py) ---------------------------------------------
+
+GPU_WORKLOADS = {
+    "gpu_copy_2p28_f32": "device-to-device copy, 2^28 f32 (1 GiB; read + write counted)",
+    "gpu_add_2p28_f32": "c = a + b, 2^28 f32, fresh result",
+    "gpu_add_out_2p28_f32": "a + b into a preallocated out, 2^28 f32",
+    "gpu_mul_2p28_f32": "c = a * b, 2^28 f32, fresh result",
+    "gpu_mul_out_2p28_f32": "a * b into a preallocated out, 2^28 f32",
+    "gpu_sum_2p28_f32": "sum of 2^28 f32",
+    "gpu_matmul_8192_f16": "matmul 8192x8192 f16",
+    "gpu_matmul_8192_bf16": "matmul 8192x8192 bf16",
+    "gpu_matmul_8192_f32": "matmul 8192x8192 f32 (TF32 off)",
+    "gpu_launch_1elem_f32": "1-element add, loop of 1000 + one sync (host time per op)",
+    "gpu_enqueue_1elem_f32": "1-element add, enqueue only (host time per op)",
+    "gpu_h2d_256MiB_pinned": "host-to-device copy, 256 MiB from pinned memory",
+}
+GPU_COPY = "gpu_copy_2p28_f32"
+GPU_NOISE = 1.15  # rounds disagreeing by more than this mark a row noisy
+
+
+def copy_ref(results):
+    """The reference bandwidth: the fastest device-to-device copy measured in the run,
+    by any implementation (raw cudaMemcpyAsync, ctensor, PyTorch, CuPy)."""
+    rates = [rec["gbps"] for rec in results.get(GPU_COPY, {}).values() if "gbps" in rec]
+    if not rates:
+        raise KeyError(GPU_COPY)
+    return max(rates)
+
+
+def of_copy(r, b):
+    """ctensor's bandwidth as a fraction of the reference copy bandwidth."""
+    return r[b]["ctensor"]["gbps"] / copy_ref(r)
+
+
+def of_raw(r, b):
+    return r[b]["cuda_memcpy"]["median_s"] / r[b]["ctensor"]["median_s"]
+
+
+# (workload, target text, ratio text, ratio function, threshold, higher is better,
+#  the baseline implementations shown in the row)
+GPU_TARGETS = [
+    (GPU_COPY, "reference bandwidth (no target)", "raw cudaMemcpyAsync time / ctensor time",
+     of_raw, None, True, ["cuda_memcpy", "torch", "cupy"]),
+]
+for _w in ["gpu_add_2p28_f32", "gpu_add_out_2p28_f32", "gpu_mul_2p28_f32",
+           "gpu_mul_out_2p28_f32"]:
+    GPU_TARGETS += [
+        (_w, ">= 90% of the copy bandwidth", "ctensor GB/s / copy GB/s", of_copy, 0.90, True,
+         ["torch", "cupy"]),
+        (_w, "not slower than PyTorch", "PyTorch time / ctensor time", speedup(["torch"]), 1.0,
+         True, ["torch"]),
+    ]
+GPU_TARGETS += [
+    ("gpu_sum_2p28_f32", ">= 85% of the copy bandwidth", "ctensor GB/s / copy GB/s", of_copy,
+     0.85, True, ["torch", "cupy"]),
+]
+for _w in ["gpu_matmul_8192_f16", "gpu_matmul_8192_bf16", "gpu_matmul_8192_f32"]:
+    GPU_TARGETS.append((_w, ">= 0.95x PyTorch", "PyTorch time / ctensor time",
+                        speedup(["torch"]), 0.95, True, ["torch", "cupy"]))
+GPU_TARGETS += [
+    ("gpu_launch_1elem_f32", "<= 1/3 of PyTorch's per-op cost", "PyTorch time / ctensor time",
+     speedup(["torch"]), 3.0, True, ["torch", "cupy"]),
+    ("gpu_enqueue_1elem_f32", "<= 1/3 of PyTorch's per-op cost", "PyTorch time / ctensor time",
+     speedup(["torch"]), 3.0, True, ["torch", "cupy"]),
+    ("gpu_h2d_256MiB_pinned", ">= 90% of raw cudaMemcpyAsync", "raw time / ctensor time",
+     of_raw, 0.90, True, ["cuda_memcpy", "torch", "cupy"]),
+]
+
+
+def is_gpu(results, meta):
+    return any(b.startswith("gpu_") for b in results) or any(
+        m.get("meta") in ("bench_gpu", "peers_gpu", "gpu") for m in meta)
+
+
+def gpu_target_rows(results):
+    rows = []
+    for bench, target, ratio_text, fn, threshold, higher, shown in GPU_TARGETS:
+        r = results.get(bench, {})
+        peers = "; ".join(f"{IMPL_NAMES.get(p, p)} {cell(r.get(p))}" for p in shown
+                          if p in r) or "–"
+        try:
+            value = fn(results, bench)
+            ratio = f"{value:.2f}"
+            if threshold is None:
+                status = "reference"
+            else:
+                met = value >= threshold if higher else value <= threshold
+                status = "**met**" if met else f"not met ({shortfall(value, threshold, higher)})"
+            if noisy(r, ["ctensor", *shown], GPU_NOISE):
+                status += "; noisy: rounds disagree, repeat"
+        except (KeyError, ZeroDivisionError, TypeError):
+            ratio, status = "n/a", "not measured"
+        rows.append(f"| {GPU_WORKLOADS[bench]} | {cell(r.get('ctensor'))} | {peers} "
+                    f"| {ratio_text}: {ratio} | {target} | {status} |")
+    return rows
+
+
+def gpu_detail_rows(results):
+    rows = []
+    for bench in GPU_WORKLOADS:
+        for impl, rec in results.get(bench, {}).items():
+            name = IMPL_NAMES.get(impl, impl)
+            if "error" in rec:
+                rows.append(f"| {bench} | {name} | error | | | {rec['error'][:200]} | | |")
+                continue
+            spread = max(rec["medians"]) / min(rec["medians"])
+            rows.append(f"| {bench} | {name} | {fmt_time(rec['median_s'])} "
+                        f"| {fmt_time(rec['min_s'])} | {fmt_metric(rec)} "
+                        f"| {rec.get('samples', '?')} x {rec.get('inner', '?')} "
+                        f"| {len(rec['medians'])} | {spread:.2f} |")
+    return rows
+
+
+def gpu_report(results, meta):
+    gpu = next((m for m in meta if m.get("meta") == "gpu"), {})
+    peers = next((m for m in meta if m.get("meta") == "peers_gpu"), {})
+    core = next((m for m in meta if m.get("meta") == "bench_gpu"), {})
+    run = next((m for m in meta if m.get("meta") == "run"), {})
+    try:
+        ref = f"{copy_ref(results):.0f} GB/s"
+    except KeyError:
+        ref = "not measured"
+    drv, rt = gpu.get("driver"), gpu.get("runtime")
+    ver = (lambda v: f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) else "?")
+    out = [
+        f"# ctensor GPU benchmarks, {datetime.date.today().isoformat()}",
+        "",
+        f"- GPU: {gpu.get('name', peers.get('gpu', '?'))}, compute capability "
+        f"{gpu.get('cc', '?')}, {gpu.get('sms', '?')} SMs, {gpu.get('mem_gib', '?')} GiB "
+        f"({gpu.get('free_gib', '?')} GiB free at start), L2 {gpu.get('l2_mib', '?')} MiB; "
+        f"driver API {ver(drv)}, runtime {ver(rt)}; host {platform.node()}",
+        f"- ctensor {core.get('version', '?')} ({core.get('build', '?')}); TF32 off",
+        f"- Peers: PyTorch {peers.get('torch', 'absent')} (CUDA {peers.get('torch_cuda', '?')}, "
+        f"allow_tf32={peers.get('torch_allow_tf32', '?')}, fp16/bf16 reduced-precision "
+        f"reductions {peers.get('torch_fp16_reduced_precision_reduction', '?')}/"
+        f"{peers.get('torch_bf16_reduced_precision_reduction', '?')}), "
+        f"CuPy {peers.get('cupy', 'absent')} (CUPY_TF32={peers.get('cupy_tf32', '?')}), "
+        f"Python {peers.get('python', '?')}",
+        f"- Reference bandwidth (fastest device-to-device copy in this run, read + write "
+        f"counted): {ref}",
+        f"- Rounds: {run.get('rounds', 1)} (each implementation's best median is kept; the "
+        f"order of ctensor and its peers alternates between rounds)",
+        "- Device times: CUDA events around back-to-back calls, median over trials; host "
+        "per-op costs: monotonic clock (see docs/benchmarks.md, \"GPU benchmarks\").",
+        "",
+        "## Targets",
+        "",
+        "| workload | ctensor | peers / baselines | ratio | target | status |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *gpu_target_rows(results),
+        "",
+        "## All measurements",
+        "",
+        "Median and min per call, of the best round; trials x calls per trial; spread: worst "
+        "round's median / best round's.",
+        "",
+        "| workload | implementation | median | min | throughput | trials x calls "
+        "| rounds | spread |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        *gpu_detail_rows(results),
+        "",
+    ]
+    return "\n".join(out)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: report.py RESULTS.jsonl [MORE.jsonl ...] > report.md")
     results, meta = load(sys.argv[1:])
+    if is_gpu(results, meta):
+        print(gpu_report(results, meta))
+        return
     model, cores, mhz = machine()
     threads = next((m["threads"] for m in meta if "threads" in m), None)
     peers = next((m for m in meta if m.get("meta") == "peers"), {})
