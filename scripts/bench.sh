@@ -80,7 +80,7 @@ workloads="add_10M_f32:bench_core:peers_core sum_10M_f32:bench_core:peers_core
   matmul_1024_f32:bench_core:peers_core add_1elem_f32:bench_core:peers_core
   linreg_1000:bench_core:peers_core fma_peak_f32:bench_core:-
   train_linreg_1000:bench_train:peers_train train_mlp_step:bench_train:peers_train
-  train_cnn_step:bench_train:peers_train"
+  train_cnn_step:bench_train:peers_train train_fashion_cnn_step:bench_train:peers_train"
 echo "bench: $threads threads, $rounds rounds, ctensor then NumPy/PyTorch (a few minutes)" >&2
 for round in $(seq "$rounds"); do
   for entry in $workloads; do
