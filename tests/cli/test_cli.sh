@@ -155,6 +155,9 @@ errors)
   run lrnan 2 "$CT" train --lr nan && pass "--lr nan refused"
   run bs 2 "$CT" train --batch-size 99999999999999999999 && pass "huge --batch-size refused"
   run model 2 "$CT" train --model resnet && expect_text "--model resnet" model.err 'model: expected'
+  run sched 2 "$CT" train --lr-schedule linear && expect_text "--lr-schedule linear" sched.err 'lr-schedule: expected'
+  run stepsize 2 "$CT" train --lr-step-size 2 && expect_text "--lr-step-size without step" stepsize.err 'apply to --lr-schedule step'
+  run aug 2 "$CT" train --augment hflip,rotate && expect_text "--augment hflip,rotate" aug.err 'augment: expected'
   run missingval 2 "$CT" train --epochs && expect_text "option without value" missingval.err 'needs a value'
   run extra 2 "$CT" train stray && expect_text "stray argument" extra.err 'unexpected argument'
   run device 2 "$CT" train --device tpu:0 --data-dir data && pass "--device tpu:0 refused"
@@ -183,6 +186,11 @@ errors)
   "$ST" set-i64 good.safetensors badcode.safetensors meta.model 77 || fail "st_tool set-i64"
   run badcode 1 "$CT" eval --checkpoint badcode.safetensors --data-dir data &&
     expect_text "unknown model code" badcode.err 'meta.model has a value out of range'
+  run schedconflict 2 "$CT" train --resume --epochs 2 --lr-schedule step --checkpoint good.safetensors --data-dir data &&
+    expect_text "resume refuses a contradicting --lr-schedule" schedconflict.err 'lr-schedule step contradicts'
+  "$ST" set-i64 good.safetensors badsched.safetensors meta.lr_schedule 9 || fail "st_tool set-i64"
+  run badsched 1 "$CT" eval --checkpoint badsched.safetensors --data-dir data &&
+    expect_text "unknown schedule code" badsched.err 'meta.lr_schedule has a value out of range'
   "$ST" set-i64 good.safetensors badpos.safetensors meta.batch 1000 || fail "st_tool set-i64"
   run badpos 1 "$CT" train --resume --epochs 2 --checkpoint badpos.safetensors --data-dir data --quiet &&
     expect_text "position past the epoch" badpos.err 'past the epoch'

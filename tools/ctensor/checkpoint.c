@@ -31,11 +31,12 @@ typedef struct field {
   const char *name;
   field_kind kind;
   size_t offset;
+  bool optional; /* absent in checkpoints of earlier versions: see cli_ckpt_meta */
 } field;
 
-#define I64(n, m) {"meta." n, F_I64, offsetof(cli_ckpt_meta, m)}
-#define U64(n, m) {"meta." n, F_U64, offsetof(cli_ckpt_meta, m)}
-#define F64(n, m) {"meta." n, F_F64, offsetof(cli_ckpt_meta, m)}
+#define I64(n, m) {"meta." n, F_I64, offsetof(cli_ckpt_meta, m), false}
+#define U64(n, m) {"meta." n, F_U64, offsetof(cli_ckpt_meta, m), false}
+#define F64(n, m) {"meta." n, F_F64, offsetof(cli_ckpt_meta, m), false}
 static const field fields[] = {
     I64("model", model),           I64("dataset", dataset),
     I64("optimizer", optim),       I64("epoch", epoch),
@@ -47,6 +48,11 @@ static const field fields[] = {
     I64("limit_test", limit_test), F64("epoch_loss_sum", epoch_loss_sum),
     I64("epoch_samples", epoch_samples), F64("epoch_seconds", epoch_seconds),
     F64("epoch_wait_seconds", epoch_wait_seconds), F64("accuracy", accuracy),
+    {"meta.lr_schedule", F_I64, offsetof(cli_ckpt_meta, schedule), true},
+    {"meta.lr_step_size", F_I64, offsetof(cli_ckpt_meta, step_size), true},
+    {"meta.lr_gamma", F_F64, offsetof(cli_ckpt_meta, gamma), true},
+    {"meta.augment", F_I64, offsetof(cli_ckpt_meta, augment), true},
+    {"meta.label_smoothing", F_F64, offsetof(cli_ckpt_meta, label_smoothing), true},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 /* meta.format, the fields, meta.model_name and meta.dataset_name (u8 text). */
@@ -211,8 +217,15 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
              (long long)format, CKPT_FORMAT);
     goto fail;
   }
+  /* The optional fields' values when absent: how earlier versions trained. */
+  ck->meta.schedule = SCHED_NONE;
+  ck->meta.step_size = 0;
+  ck->meta.gamma = 0.1;
+  ck->meta.augment = 0;
+  ck->meta.label_smoothing = 0;
   for (int i = 0; i < NFIELDS; i++) {
     void *p = (char *)&ck->meta + fields[i].offset;
+    if (fields[i].optional && find(ck, fields[i].name) < 0) continue;
     if (!read_meta(ck, fields[i].name, fields[i].kind == F_F64 ? CT_F64 : CT_I64, p, err, errsz))
       goto fail;
   }
@@ -231,6 +244,11 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
                     : m->limit_train < 0                 ? "meta.limit_train"
                     : m->limit_test < 0                  ? "meta.limit_test"
                     : m->epoch_samples < 0               ? "meta.epoch_samples"
+                    : !cli_schedule_name((int)m->schedule) ? "meta.lr_schedule"
+                    : m->step_size < 0                   ? "meta.lr_step_size"
+                    : !(m->gamma > 0 && m->gamma <= 1e6) ? "meta.lr_gamma"
+                    : !cli_augment_name((int)m->augment) ? "meta.augment"
+                    : !(m->label_smoothing >= 0 && m->label_smoothing <= 1) ? "meta.label_smoothing"
                                                          : NULL;
   if (bad) {
     snprintf(err, errsz, "%s: %s has a value out of range", path, bad);

@@ -20,13 +20,22 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
 typedef enum cli_model { MODEL_MLP = 1, MODEL_CNN = 2, MODEL_SIMPLECNN = 3 } cli_model;
 typedef enum cli_dataset { DATASET_FASHION_MNIST = 1, DATASET_MNIST = 2, DATASET_CIFAR10 = 3 } cli_dataset;
 typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
+typedef enum cli_schedule { SCHED_NONE = 1, SCHED_STEP = 2, SCHED_COSINE = 3 } cli_schedule;
+/* --augment: a set of flags (stored as their sum). */
+enum { AUG_HFLIP = 1, AUG_CROP = 2 };
 
 const char *cli_model_name(int model);      /* NULL for an unknown code */
 const char *cli_dataset_name(int dataset);  /* NULL for an unknown code */
 const char *cli_optim_name(int optim);      /* NULL for an unknown code */
+const char *cli_schedule_name(int schedule); /* NULL for an unknown code */
+/* "none", "hflip", "crop", "crop,hflip"; NULL for a set with unknown bits. */
+const char *cli_augment_name(int augment);
 bool cli_model_parse(const char *s, cli_model *out);
 bool cli_dataset_parse(const char *s, cli_dataset *out);
 bool cli_optim_parse(const char *s, cli_optim *out);
+bool cli_schedule_parse(const char *s, cli_schedule *out);
+/* "none" or a comma-separated list of hflip, crop. */
+bool cli_augment_parse(const char *s, int *out);
 
 /* ---- Options (options.c) ---------------------------------------------------- */
 
@@ -44,6 +53,11 @@ typedef struct cli_opts {
   double lr;              /* < 0: the optimizer's default */
   double momentum;        /* < 0: default */
   double weight_decay;    /* < 0: default */
+  cli_schedule schedule;  /* --lr-schedule (default cosine) */
+  int64_t step_size;      /* --lr-step-size; 0: ceil(epochs / 3) */
+  double gamma;           /* --lr-gamma (default 0.1) */
+  int augment;            /* AUG_* flags; < 0: the model's default */
+  double label_smoothing; /* --label-smoothing; < 0: the model's default */
   int workers;
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
@@ -53,7 +67,8 @@ typedef struct cli_opts {
   int64_t limit_test;     /* 0: all */
   bool quiet;
   bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set,
-      weight_decay_set, seed_set, limit_train_set, limit_test_set;
+      weight_decay_set, seed_set, limit_train_set, limit_test_set, schedule_set, step_size_set,
+      gamma_set, augment_set, label_smoothing_set;
 } cli_opts;
 
 /* Parses the options of `train` (is_eval false) or `eval`; argv[0] is the
@@ -74,9 +89,14 @@ void cli_error(const char *what);
 /* ---- Datasets (datasets.c) -------------------------------------------------- */
 
 const char *cli_default_data_dir(cli_dataset d);
-/* Opens the train or test split with the standard normalization, keeping only
- * the first `limit` samples when limit > 0. NULL with the library's error. */
-ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed);
+/* Opens the train or test split with the standard normalization and the
+ * random transforms `augment` (AUG_* flags, seeded by seed), keeping only the
+ * first `limit` samples when limit > 0. *base (if base is not NULL) receives
+ * the underlying image dataset, whose epoch (ct_dataset_set_epoch) drives
+ * the transforms: the returned dataset itself when there is no limit. NULL
+ * with the library's error. */
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed,
+                             int augment, ct_dataset **base);
 /* Input geometry of a dataset's samples. */
 void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size);
 
@@ -99,6 +119,11 @@ typedef struct cli_ckpt_meta {
   int64_t batch_size;
   double lr, momentum, weight_decay;
   int64_t limit_train, limit_test;
+  /* Optional fields (absent from checkpoints of earlier versions, which read
+   * as schedule none, step size 0, gamma 0.1, augment 0, label smoothing 0:
+   * how those runs trained). */
+  int64_t schedule, step_size, augment;
+  double gamma, label_smoothing;
   /* The partial epoch (so that a resumed epoch reports the same loss). */
   double epoch_loss_sum;  /* sum over samples of the training loss */
   int64_t epoch_samples;

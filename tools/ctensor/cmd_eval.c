@@ -73,7 +73,7 @@ int cmd_eval(int argc, char **argv) {
             cli_model_name((int)m->model), err);
     goto done;
   }
-  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed))) {
+  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {
     cli_error("loading the dataset");
     goto done;
   }

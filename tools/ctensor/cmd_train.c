@@ -15,12 +15,16 @@
 
 #include "cli.h"
 
-/* Defaults (Adam, lr 1e-3, batch 64) are meant to reach >= 91% test accuracy
- * on Fashion-MNIST within 10 epochs with the default CNN; SGD with lr 0.01
- * and momentum 0.9 reaches 84% after the first epoch. */
+/* Defaults: Adam, lr 1e-3 (2e-3 for the mlp), batch 64, cosine annealing of
+ * the lr per epoch over --epochs, random horizontal flips for the cnn. In 10
+ * epochs on Fashion-MNIST they take the cnn to 91.9-92.1% test accuracy
+ * (target 91%) and the mlp to 89.0-89.2% (target 89%, close to what
+ * 784-128-10 reaches); tools/ctensor/README.md has the measured curves. SGD
+ * with lr 0.01 and momentum 0.9 reaches 84% after the first epoch. */
 #define DEFAULT_SGD_LR 0.01
 #define DEFAULT_SGD_MOMENTUM 0.9
 #define DEFAULT_ADAM_LR 1e-3
+#define DEFAULT_ADAM_LR_MLP 2e-3 /* the mlp: 89.23% after 10 epochs, 88.90% with 1e-3 */
 #define DEFAULT_ADAMW_WEIGHT_DECAY 0.01
 #define EVAL_BATCH 500
 
@@ -62,7 +66,14 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
              conflict_f64(o->momentum_set, o->momentum, m->momentum, "--momentum") |
              conflict_f64(o->weight_decay_set, o->weight_decay, m->weight_decay, "--weight-decay") |
              conflict_i64(o->limit_train_set, o->limit_train, m->limit_train, "--limit-train") |
-             conflict_i64(o->limit_test_set, o->limit_test, m->limit_test, "--limit-test");
+             conflict_i64(o->limit_test_set, o->limit_test, m->limit_test, "--limit-test") |
+             conflict_name(o->schedule_set, o->schedule, (int)m->schedule, "--lr-schedule",
+                           cli_schedule_name) |
+             conflict_i64(o->step_size_set, o->step_size, m->step_size, "--lr-step-size") |
+             conflict_f64(o->gamma_set, o->gamma, m->gamma, "--lr-gamma") |
+             conflict_name(o->augment_set, o->augment, (int)m->augment, "--augment", cli_augment_name) |
+             conflict_f64(o->label_smoothing_set, o->label_smoothing, m->label_smoothing,
+                          "--label-smoothing");
   if (bad) return CLI_USAGE;
   o->model = (cli_model)m->model;
   o->dataset = (cli_dataset)m->dataset;
@@ -74,13 +85,45 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
   o->weight_decay = m->weight_decay;
   o->limit_train = m->limit_train;
   o->limit_test = m->limit_test;
+  o->schedule = (cli_schedule)m->schedule;
+  o->step_size = m->step_size;
+  o->gamma = m->gamma;
+  o->augment = (int)m->augment;
+  o->label_smoothing = m->label_smoothing;
   return CLI_OK;
 }
 
+/* --lr-step-size, or a third of --epochs (rounded up). */
+static int64_t schedule_step_size(const cli_opts *o) {
+  return o->step_size > 0 ? o->step_size : (o->epochs + 2) / 3;
+}
+
 static void fill_defaults(cli_opts *o) {
-  if (o->lr < 0) o->lr = o->optim == OPTIM_SGD ? DEFAULT_SGD_LR : DEFAULT_ADAM_LR;
+  if (o->lr < 0)
+    o->lr = o->optim == OPTIM_SGD   ? DEFAULT_SGD_LR
+            : o->model == MODEL_MLP ? DEFAULT_ADAM_LR_MLP
+                                    : DEFAULT_ADAM_LR;
   if (o->momentum < 0) o->momentum = o->optim == OPTIM_SGD ? DEFAULT_SGD_MOMENTUM : 0;
   if (o->weight_decay < 0) o->weight_decay = o->optim == OPTIM_ADAMW ? DEFAULT_ADAMW_WEIGHT_DECAY : 0;
+  /* Flips help the cnn (Fashion-MNIST's classes are left-right symmetric:
+   * shirts, shoes, bags); the mlp underfits rather than overfits in 10
+   * epochs, so it trains on the images as they are. */
+  if (o->augment < 0) o->augment = o->model == MODEL_CNN ? AUG_HFLIP : 0;
+  if (o->label_smoothing < 0) o->label_smoothing = 0;
+}
+
+/* The lr schedule (NULL for none). Its lr at an epoch is the closed form of
+ * that epoch alone (ct_lr_scheduler_set_epoch at the start of each epoch), so
+ * a resumed run, which knows only the epoch, follows the same lrs. The span
+ * is this run's --epochs: resuming with more epochs stretches what remains. */
+static ct_lr_scheduler *make_schedule(const cli_opts *o, ct_optimizer *opt, bool *ok) {
+  *ok = true;
+  ct_lr_scheduler *s = NULL;
+  if (o->schedule == SCHED_COSINE) s = ct_cosine_lr_new(opt, o->epochs, 0.0);
+  else if (o->schedule == SCHED_STEP) s = ct_step_lr_new(opt, schedule_step_size(o), o->gamma);
+  else return NULL;
+  *ok = s != NULL;
+  return s;
 }
 
 static ct_optimizer *make_optimizer(const cli_opts *o, ct_module *model) {
@@ -149,9 +192,11 @@ done:
 /* Everything the loop owns, freed in one place. */
 typedef struct run {
   ct_dataset *train_ds, *test_ds;
+  ct_dataset *train_base; /* the image dataset under train_ds (borrowed): its epoch drives --augment */
   ct_dataloader *train_dl, *test_dl;
   ct_module *model;
   ct_optimizer *opt;
+  ct_lr_scheduler *sched;
   FILE *metrics;
   cli_ckpt ck;
 } run;
@@ -161,6 +206,7 @@ static void run_free(run *r) {
   ct_dataloader_free(r->test_dl);
   ct_dataset_free(r->train_ds);
   ct_dataset_free(r->test_ds);
+  ct_lr_scheduler_free(r->sched); /* before the optimizer it borrows */
   ct_optimizer_free(r->opt);
   ct_module_free(r->model);
   if (r->metrics) fclose(r->metrics);
@@ -215,8 +261,10 @@ int cmd_train(int argc, char **argv) {
    * get it. */
   int64_t channels, size;
   cli_dataset_geometry(o.dataset, &channels, &size);
-  r.train_ds = cli_open_dataset(o.dataset, o.data_dir, true, o.limit_train, o.seed);
-  r.test_ds = r.train_ds ? cli_open_dataset(o.dataset, o.data_dir, false, o.limit_test, o.seed) : NULL;
+  r.train_ds =
+      cli_open_dataset(o.dataset, o.data_dir, true, o.limit_train, o.seed, o.augment, &r.train_base);
+  r.test_ds =
+      r.train_ds ? cli_open_dataset(o.dataset, o.data_dir, false, o.limit_test, o.seed, 0, NULL) : NULL;
   if (!r.train_ds || !r.test_ds) {
     cli_error("loading the dataset");
     run_free(&r);
@@ -240,7 +288,9 @@ int cmd_train(int argc, char **argv) {
   /* Model and optimizer, initialized from the seed, then the checkpoint. */
   ct_manual_seed(o.seed);
   r.model = cli_model_new(o.model, channels, size);
-  if (!r.model || ct_module_to(r.model, dev) != CT_OK || !(r.opt = make_optimizer(&o, r.model))) {
+  bool sched_ok = false;
+  if (!r.model || ct_module_to(r.model, dev) != CT_OK || !(r.opt = make_optimizer(&o, r.model)) ||
+      (r.sched = make_schedule(&o, r.opt, &sched_ok), !sched_ok)) {
     cli_error("building the model");
     run_free(&r);
     return CLI_FAIL;
@@ -283,6 +333,11 @@ int cmd_train(int argc, char **argv) {
            (long long)ct_dataset_length(r.test_ds), ct_device_name(dev), cli_optim_name(o.optim), o.lr);
     if (o.optim == OPTIM_SGD) printf(" momentum %g", o.momentum);
     if (o.weight_decay > 0) printf(" weight decay %g", o.weight_decay);
+    if (o.schedule == SCHED_COSINE) printf(" cosine over %lld epoch(s)", (long long)o.epochs);
+    if (o.schedule == SCHED_STEP)
+      printf(" x%g every %lld epoch(s)", o.gamma, (long long)schedule_step_size(&o));
+    if (o.augment) printf(", augment %s", cli_augment_name(o.augment));
+    if (o.label_smoothing > 0) printf(", label smoothing %g", o.label_smoothing);
     printf(", batch %lld, %lld epoch(s), seed %llu\n", (long long)o.batch_size, (long long)o.epochs,
            (unsigned long long)o.seed);
     if (o.resume)
@@ -294,6 +349,7 @@ int cmd_train(int argc, char **argv) {
   cli_eval_result ev = {.loss = NAN};
   double last_accuracy = o.resume ? resumed.accuracy : -1;
   int64_t batches_run = 0; /* in this process */
+  const ct_loss_opts loss_opts = {.label_smoothing = o.label_smoothing};
   for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
     bool partial = epoch == start_epoch && start_batch > 0;
     int64_t skip = partial ? start_batch : 0;
@@ -308,6 +364,8 @@ int cmd_train(int argc, char **argv) {
       return CLI_FAIL;
     }
     ct_dataset_set_epoch(r.train_ds, epoch);
+    if (r.train_base) ct_dataset_set_epoch(r.train_base, epoch);
+    ct_lr_scheduler_set_epoch(r.sched, epoch); /* no-op for none */
     if (ct_dataloader_start_epoch(r.train_dl, epoch, skip) != CT_OK) {
       cli_error("starting the epoch");
       run_free(&r);
@@ -333,7 +391,7 @@ int cmd_train(int argc, char **argv) {
       ct_scope_begin();
       ct_tensor *x = ct_to(b.inputs, dev, &(ct_to_opts){.non_blocking = true});
       ct_tensor *y = ct_to(b.targets, dev, &(ct_to_opts){.non_blocking = true});
-      ct_tensor *loss = ct_cross_entropy(ct_module_forward(r.model, x), y, NULL);
+      ct_tensor *loss = ct_cross_entropy(ct_module_forward(r.model, x), y, &loss_opts);
       ct_optimizer_zero_grad(r.opt);
       bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK && ct_optimizer_step(r.opt) == CT_OK &&
                 ct_item(loss, &l) == CT_OK;
@@ -368,6 +426,8 @@ int cmd_train(int argc, char **argv) {
                           .step_count = ct_optimizer_step_count(r.opt), .batch_size = o.batch_size,
                           .lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay,
                           .limit_train = o.limit_train, .limit_test = o.limit_test,
+                          .schedule = o.schedule, .step_size = o.step_size, .gamma = o.gamma,
+                          .augment = o.augment, .label_smoothing = o.label_smoothing,
                           .accuracy = last_accuracy};
     ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
 

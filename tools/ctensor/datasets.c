@@ -19,9 +19,9 @@ void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size) {
   *size = cifar ? 32 : 28;
 }
 
-/* The first n samples of an inner dataset (which this view owns). The
- * program uses no random transforms, so the inner dataset's epoch does not
- * matter. */
+/* The first n samples of an inner dataset (which this view owns). The inner
+ * dataset's random transforms read the inner dataset's epoch: the caller sets
+ * it through the *base that cli_open_dataset returns. */
 typedef struct limit_ds {
   ct_dataset *inner;
   int64_t n;
@@ -38,9 +38,19 @@ static void limit_destroy(void *self) {
 }
 static const ct_dataset_vtable limit_vtable = {limit_length, limit_get, limit_destroy};
 
-ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed) {
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed,
+                             int augment, ct_dataset **base) {
   if (!dir) dir = cli_default_data_dir(d);
   ct_transform_opts tf = {.normalize = true, .seed = seed};
+  /* As torchvision's RandomCrop(size, padding=size / 8) + RandomHorizontalFlip. */
+  tf.random_hflip = (augment & AUG_HFLIP) != 0;
+  if (augment & AUG_CROP) {
+    int64_t c, size;
+    cli_dataset_geometry(d, &c, &size);
+    tf.random_crop = size;
+    tf.crop_padding = size / 8 > 0 ? size / 8 : 1;
+  }
+  if (base) *base = NULL;
   ct_dataset *ds;
   switch (d) {
   case DATASET_FASHION_MNIST:
@@ -61,6 +71,7 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
   default:
     return NULL;
   }
+  if (base) *base = ds;
   if (!ds || limit <= 0 || limit >= ct_dataset_length(ds)) return ds;
   limit_ds *s = malloc(sizeof *s);
   if (!s) {
@@ -69,5 +80,7 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
   }
   s->inner = ds;
   s->n = limit;
-  return ct_dataset_new(&limit_vtable, s); /* frees s (and ds) on failure */
+  ct_dataset *view = ct_dataset_new(&limit_vtable, s); /* frees s (and ds) on failure */
+  if (!view && base) *base = NULL;
+  return view;
 }

@@ -20,6 +20,9 @@ static const name_code models[] = {{"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"sim
 static const name_code datasets[] = {
     {"fashion-mnist", DATASET_FASHION_MNIST}, {"mnist", DATASET_MNIST}, {"cifar10", DATASET_CIFAR10}};
 static const name_code optims[] = {{"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
+static const name_code schedules[] = {{"none", SCHED_NONE}, {"step", SCHED_STEP}, {"cosine", SCHED_COSINE}};
+static const name_code augments[] = {
+    {"none", 0}, {"hflip", AUG_HFLIP}, {"crop", AUG_CROP}, {"crop,hflip", AUG_CROP | AUG_HFLIP}};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *code_name(const name_code *t, int n, int code) {
@@ -36,6 +39,8 @@ static bool name_code_parse(const name_code *t, int n, const char *s, int *out) 
 const char *cli_model_name(int m) { return code_name(models, COUNT(models), m); }
 const char *cli_dataset_name(int d) { return code_name(datasets, COUNT(datasets), d); }
 const char *cli_optim_name(int o) { return code_name(optims, COUNT(optims), o); }
+const char *cli_schedule_name(int s) { return code_name(schedules, COUNT(schedules), s); }
+const char *cli_augment_name(int a) { return code_name(augments, COUNT(augments), a); }
 bool cli_model_parse(const char *s, cli_model *out) {
   int c;
   if (!name_code_parse(models, COUNT(models), s, &c)) return false;
@@ -52,6 +57,26 @@ bool cli_optim_parse(const char *s, cli_optim *out) {
   int c;
   if (!name_code_parse(optims, COUNT(optims), s, &c)) return false;
   return *out = (cli_optim)c, true;
+}
+
+bool cli_schedule_parse(const char *s, cli_schedule *out) {
+  int c;
+  if (!name_code_parse(schedules, COUNT(schedules), s, &c)) return false;
+  return *out = (cli_schedule)c, true;
+}
+bool cli_augment_parse(const char *s, int *out) {
+  if (!strcmp(s, "none")) return *out = 0, true;
+  int flags = 0;
+  const char *p = s;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    if (len == 5 && !strncmp(p, "hflip", 5)) flags |= AUG_HFLIP;
+    else if (len == 4 && !strncmp(p, "crop", 4)) flags |= AUG_CROP;
+    else return false;
+    if (!p[len]) break;
+    p += len + 1;
+  }
+  return *out = flags, true;
 }
 
 /* ---- Numbers ----------------------------------------------------------------- */
@@ -106,9 +131,17 @@ void cli_usage(FILE *f) {
           "  --epochs N                           total epochs (default 10)\n"
           "  --batch-size N                       (default 64)\n"
           "  --optimizer sgd|adam|adamw           (default adam)\n"
-          "  --lr X                               learning rate (default 0.01 sgd, 0.001 adam/adamw)\n"
+          "  --lr X                               initial learning rate (default 0.01 sgd; adam/adamw 0.001,\n"
+          "                                       0.002 for mlp)\n"
+          "  --lr-schedule none|step|cosine       lr per epoch (default cosine: from --lr down to 0 over\n"
+          "                                       --epochs, as torch's CosineAnnealingLR(T_max=epochs))\n"
+          "  --lr-step-size N, --lr-gamma X       step: lr times X every N epochs (default ceil(epochs/3), 0.1)\n"
           "  --momentum X                         sgd momentum (default 0.9)\n"
           "  --weight-decay X                     (default 0; adamw 0.01)\n"
+          "  --label-smoothing X                  of the training loss, in [0, 1] (default 0)\n"
+          "  --augment none|hflip|crop|crop,hflip random training transforms: horizontal flip, random\n"
+          "                                       crop after zero padding by size/8 (default: hflip for\n"
+          "                                       cnn, none for mlp and simplecnn)\n"
           "  --workers N                          data loading threads (default 2)\n"
           "  --seed N                             initialization and data order (default 1)\n"
           "  --checkpoint PATH                    save model, optimizer and position after every epoch\n"
@@ -130,7 +163,8 @@ void cli_usage(FILE *f) {
 enum {
   OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_DISABLE_CUDA, OPT_EPOCHS,
   OPT_BATCH_SIZE, OPT_OPTIMIZER, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_WORKERS, OPT_SEED,
-  OPT_CHECKPOINT, OPT_RESUME, OPT_METRICS, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_QUIET
+  OPT_CHECKPOINT, OPT_RESUME, OPT_METRICS, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_QUIET,
+  OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_AUGMENT, OPT_LABEL_SMOOTHING
 };
 
 static const struct option train_long[] = {
@@ -143,6 +177,11 @@ static const struct option train_long[] = {
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
     {"lr", required_argument, NULL, OPT_LR},
+    {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
+    {"lr-step-size", required_argument, NULL, OPT_LR_STEP_SIZE},
+    {"lr-gamma", required_argument, NULL, OPT_LR_GAMMA},
+    {"augment", required_argument, NULL, OPT_AUGMENT},
+    {"label-smoothing", required_argument, NULL, OPT_LABEL_SMOOTHING},
     {"momentum", required_argument, NULL, OPT_MOMENTUM},
     {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
     {"workers", required_argument, NULL, OPT_WORKERS},
@@ -180,7 +219,9 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
   const char *cmd = is_eval ? "eval" : "train";
   *o = (cli_opts){.model = MODEL_CNN, .dataset = DATASET_FASHION_MNIST, .optim = OPTIM_ADAM,
                   .device = "auto", .epochs = 10, .batch_size = 64, .lr = -1, .momentum = -1,
-                  .weight_decay = -1, .workers = 2, .seed = 1};
+                  .weight_decay = -1, .schedule = SCHED_COSINE, .gamma = 0.1, .augment = -1,
+                  .label_smoothing = -1,
+                  .workers = 2, .seed = 1};
   optind = 0; /* glibc: full reinitialization */
   opterr = 0;
   const struct option *longopts = is_eval ? eval_long : train_long;
@@ -242,6 +283,32 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
         return bad(cmd, "--lr: expected a positive number, got '%s'%s", arg, "");
       o->lr_set = true;
       break;
+    case OPT_LR_SCHEDULE:
+      if (!cli_schedule_parse(arg, &o->schedule))
+        return bad(cmd, "--lr-schedule: expected none, step or cosine, got '%s'%s", arg, "");
+      o->schedule_set = true;
+      break;
+    case OPT_LR_STEP_SIZE:
+      if (!cli_parse_i64(arg, 1, 1000000, &o->step_size))
+        return bad(cmd, "--lr-step-size: expected an integer from 1 to 1000000, got '%s'%s", arg, "");
+      o->step_size_set = true;
+      break;
+    case OPT_LR_GAMMA:
+      if (!cli_parse_f64(arg, 0, 1e6, &o->gamma) || o->gamma <= 0)
+        return bad(cmd, "--lr-gamma: expected a positive number, got '%s'%s", arg, "");
+      o->gamma_set = true;
+      break;
+    case OPT_AUGMENT:
+      if (!cli_augment_parse(arg, &o->augment))
+        return bad(cmd, "--augment: expected none or a comma-separated list of hflip, crop, got '%s'%s", arg,
+                   "");
+      o->augment_set = true;
+      break;
+    case OPT_LABEL_SMOOTHING:
+      if (!cli_parse_f64(arg, 0, 1, &o->label_smoothing))
+        return bad(cmd, "--label-smoothing: expected a number in [0, 1], got '%s'%s", arg, "");
+      o->label_smoothing_set = true;
+      break;
     case OPT_MOMENTUM:
       if (!cli_parse_f64(arg, 0, 1, &o->momentum) || o->momentum >= 1)
         return bad(cmd, "--momentum: expected a number in [0, 1), got '%s'%s", arg, "");
@@ -296,6 +363,8 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
   if (is_eval && !o->checkpoint) return bad(cmd, "--checkpoint PATH is required%s%s", "", "");
   if (o->momentum_set && o->optim != OPTIM_SGD && !o->resume)
     return bad(cmd, "--momentum applies to --optimizer sgd only%s%s", "", "");
+  if ((o->step_size_set || o->gamma_set) && o->schedule != SCHED_STEP && !o->resume)
+    return bad(cmd, "--lr-step-size and --lr-gamma apply to --lr-schedule step only%s%s", "", "");
   return CLI_OK;
 }
 
