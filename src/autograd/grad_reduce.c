@@ -13,17 +13,21 @@
 #include "ops/index.h"
 #include "ops/reduce.h"
 
+/* t (same numel) as a contiguous tensor of `shape`: a view when t is
+ * contiguous, else a copy viewed. */
+static ct_tensor *contiguous_as(const ct_tensor *t, const int64_t *shape, int ndim) {
+  ct_tensor *c = ct__contiguous(t);
+  if (!c) return NULL;
+  int64_t st[CT_MAX_DIMS];
+  ct__contiguous_strides(shape, ndim, st);
+  ct_tensor *r = ct__view_of(c, c->dtype, shape, st, ndim, c->offset);
+  ct__release(c);
+  return r;
+}
+
 ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim) {
   int lead = g->ndim - ndim;
-  if (lead < 0) { /* same numel, fewer dims: a reshape */
-    ct_tensor *c = ct__contiguous(g);
-    if (!c) return NULL;
-    int64_t st[CT_MAX_DIMS];
-    ct__contiguous_strides(shape, ndim, st);
-    ct_tensor *r = ct__view_of(c, c->dtype, shape, st, ndim, c->offset);
-    ct__release(c);
-    return r;
-  }
+  if (lead < 0) return contiguous_as(g, shape, ndim); /* same numel, fewer dims */
   ct_reduce_opts r = {.keepdim = true};
   for (int d = 0; d < g->ndim; d++)
     if (d < lead || (shape[d - lead] == 1 && g->shape[d] != 1)) r.dims[r.ndims++] = d;
@@ -31,14 +35,8 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim) 
   if (r.ndims == 0) s = ct__retain(g);
   else s = ct__reduce(CT_ROP_SUM, NULL, g, &r, 0);
   if (!s) return NULL;
-  /* drop the leading dims: s is contiguous with size-1 leading dims */
-  ct_tensor *c = ct__contiguous(s);
+  ct_tensor *out = contiguous_as(s, shape, ndim); /* drops the size-1 leading dims */
   ct__release(s);
-  if (!c) return NULL;
-  int64_t st[CT_MAX_DIMS];
-  ct__contiguous_strides(shape, ndim, st);
-  ct_tensor *out = ct__view_of(c, c->dtype, shape, st, ndim, c->offset);
-  ct__release(c);
   return out;
 }
 

@@ -1,17 +1,6 @@
 /* Single values of any dtype read and written through double (item, fills,
  * printing, references). Not for hot loops. */
-#include "core/half.h"
-#include "core/internal.h"
-
-static inline float half_load(const void *p, ct_dtype d) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return d == CT_F16 ? ct_f16_to_f32(h) : ct_bf16_to_f32(h);
-}
-static inline void half_store(void *p, ct_dtype d, float v) {
-  uint16_t h = d == CT_F16 ? ct_f32_to_f16(v) : ct_f32_to_bf16(v);
-  memcpy(p, &h, 2);
-}
+#include "core/half_dtype.h"
 
 double ct__load_as_double(const void *p, ct_dtype dtype) {
   switch (dtype) {
@@ -20,7 +9,7 @@ double ct__load_as_double(const void *p, ct_dtype dtype) {
     X(CT_F32, float) X(CT_F64, double) X(CT_I8, int8_t) X(CT_U8, uint8_t) X(CT_I16, int16_t) X(CT_I32, int32_t) X(CT_I64, int64_t) X(CT_BOOL, bool)
 #undef X
   case CT_F16:
-  case CT_BF16: return (double)half_load(p, dtype);
+  case CT_BF16: return (double)ct__half_load(p, dtype);
   default: return 0;
   }
 }
@@ -44,7 +33,7 @@ void ct__store_from_double(void *p, ct_dtype dtype, double v) {
     X(CT_I8, int8_t) X(CT_U8, uint8_t) X(CT_I16, int16_t) X(CT_I32, int32_t) X(CT_I64, int64_t)
 #undef X
   case CT_F16:
-  case CT_BF16: half_store(p, dtype, (float)v); break;
+  case CT_BF16: ct__half_store(p, dtype, (float)v); break;
   default: break;
   }
 }

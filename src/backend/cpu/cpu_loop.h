@@ -10,7 +10,7 @@
 #ifndef CT_CPU_LOOP_H
 #define CT_CPU_LOOP_H
 
-#include "core/half.h"
+#include "core/half_dtype.h"
 #include "core/internal.h"
 
 #define CT_LOOP_MAX_ARGS 4
@@ -74,14 +74,6 @@ typedef struct ct_half_ctx {
 void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *ctx);
 
 static inline bool ct__is_half(ct_dtype d) { return d == CT_F16 || d == CT_BF16; }
-static inline float ct__half_load(const void *p, ct_dtype d) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return d == CT_F16 ? ct_f16_to_f32(h) : ct_bf16_to_f32(h);
-}
-static inline void ct__half_store(void *p, ct_dtype d, float v) {
-  uint16_t h = d == CT_F16 ? ct_f32_to_f16(v) : ct_f32_to_bf16(v);
-  memcpy(p, &h, 2);
-}
+/* ct__half_load / ct__half_store (one f16 or bf16 element): core/half_dtype.h. */
 
 #endif /* CT_CPU_LOOP_H */
