@@ -225,3 +225,218 @@ CT_TEST(launch_blocking) {
   CHECK_STATUS_OK(ct_item(ct_sum(ct_mul(x, x), NULL), &v));
   CHECK(v == 4096 * 2.25);
 }
+
+/* ---- Neural-network layers: the GPU against the CPU ------------------------------------------ *
+ * Each case runs one layer on CPU leaves and on GPU copies of them, back-
+ * propagates the same random grad_out, and compares the outputs and every
+ * input's gradient. */
+
+#define NN_MAX_IN 3
+typedef ct_tensor *(*nn_layer_fn)(ct_tensor *const *in, const void *ctx);
+
+typedef struct nn_case {
+  const char *name;
+  nn_layer_fn f;
+  const void *ctx;
+  int nin;
+  const int64_t *shape[NN_MAX_IN];
+  int ndim[NN_MAX_IN];
+} nn_case;
+
+static double nn_tol(ct_dtype dt) {
+  switch (dt) {
+  case CT_F64: return 1e-9;
+  case CT_F32: return 2e-4;
+  case CT_F16: return 1e-2;
+  default: return 4e-2;
+  }
+}
+
+static void nn_compare(const char *what, const ct_tensor *cpu, const ct_tensor *gpu, ct_dtype dt) {
+  CHECK_MSG(cpu && gpu, "%s (%s): missing result (%s)", what, ct_dtype_name(dt), ct_last_error_message());
+  if (!cpu || !gpu) return;
+  ct_test_check_shape(__FILE__, __LINE__, what, gpu, ct_shape(cpu), ct_ndim(cpu));
+  double *e = ct_test_values(cpu);
+  double tol = nn_tol(dt);
+  ct_test_check_close(__FILE__, __LINE__, what, gpu, e, tol, tol);
+  free(e);
+}
+
+static void nn_run(const nn_case *c, ct_dtype dt) {
+  ct_tensor *cin[NN_MAX_IN] = {0}, *gin[NN_MAX_IN] = {0};
+  for (int k = 0; k < c->nin; k++) {
+    if (!c->shape[k]) continue; /* an absent optional input */
+    int64_t n = 1;
+    for (int d = 0; d < c->ndim[k]; d++) n *= c->shape[k][d];
+    double *v = ct_test_random(n, -1, 1, 17u + (unsigned)k);
+    cin[k] = ct_requires_grad_(ct_test_make(v, c->shape[k], c->ndim[k], dt, CT_LAYOUT_CONTIG), true);
+    free(v);
+    gin[k] = ct_requires_grad_(ct_to(ct_detach(cin[k]), ct_cuda(0), NULL), true);
+    CHECK_OK(cin[k] && gin[k]);
+    if (!cin[k] || !gin[k]) return;
+  }
+  ct_tensor *yc = c->f(cin, c->ctx), *yg = c->f(gin, c->ctx);
+  char what[128];
+  snprintf(what, sizeof what, "%s %s forward", c->name, ct_dtype_name(dt));
+  nn_compare(what, yc, yg, dt);
+  if (!yc || !yg) return;
+  int64_t n = ct_numel(yc);
+  double *gv = ct_test_random(n, -1, 1, 99u);
+  ct_tensor *gyc = ct_test_make(gv, ct_shape(yc), ct_ndim(yc), dt, CT_LAYOUT_CONTIG);
+  free(gv);
+  ct_tensor *gyg = ct_to(gyc, ct_cuda(0), NULL);
+  CHECK_STATUS_OK(ct_backward(yc, gyc, NULL));
+  CHECK_STATUS_OK(ct_backward(yg, gyg, NULL));
+  for (int k = 0; k < c->nin; k++) {
+    if (!cin[k]) continue;
+    snprintf(what, sizeof what, "%s %s grad of input %d", c->name, ct_dtype_name(dt), k);
+    nn_compare(what, ct_grad(cin[k]), ct_grad(gin[k]), dt);
+  }
+}
+
+static const ct_dtype nn_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16};
+
+static ct_tensor *conv_fn(ct_tensor *const *in, const void *ctx) {
+  return ct_conv2d(in[0], in[1], in[2], (const ct_conv2d_opts *)ctx);
+}
+
+CT_TEST(conv2d_matches_cpu) {
+  NEED_GPU();
+  static const int64_t x1[] = {2, 3, 9, 8}, w1[] = {4, 3, 3, 3}, b1[] = {4};
+  static const int64_t x2[] = {3, 4, 7, 9}, w2[] = {6, 2, 3, 2}, b2[] = {6};
+  static const int64_t x3[] = {2, 8, 6, 6}, w3[] = {8, 1, 3, 3};
+  const ct_conv2d_opts plain = {{1, 1}, {1, 1}, {1, 1}, 1};
+  const ct_conv2d_opts odd = {{2, 1}, {1, 2}, {1, 2}, 2}; /* stride, padding, dilation, groups */
+  const ct_conv2d_opts depthwise = {{1, 1}, {0, 0}, {1, 1}, 8};
+  const nn_case cases[] = {
+      {"conv2d 3x3", conv_fn, &plain, 3, {x1, w1, b1}, {4, 4, 1}},
+      {"conv2d strided/dilated/grouped", conv_fn, &odd, 3, {x2, w2, b2}, {4, 4, 1}},
+      {"conv2d depthwise, no bias", conv_fn, &depthwise, 3, {x3, w3, NULL}, {4, 4, 0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = 0; d < 4; d++) nn_run(&cases[i], nn_dtypes[d]);
+}
+
+static ct_tensor *maxpool_fn(ct_tensor *const *in, const void *ctx) {
+  return ct_max_pool2d(in[0], (const ct_pool2d_opts *)ctx);
+}
+static ct_tensor *avgpool_fn(ct_tensor *const *in, const void *ctx) {
+  return ct_avg_pool2d(in[0], (const ct_pool2d_opts *)ctx);
+}
+
+CT_TEST(pool2d_matches_cpu) {
+  NEED_GPU();
+  static const int64_t x[] = {2, 3, 11, 10};
+  const ct_pool2d_opts p2 = {.kernel = {2, 2}};
+  const ct_pool2d_opts p3 = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true};
+  const ct_pool2d_opts p3x = {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1},
+                              .count_include_pad_false = true};
+  const nn_case cases[] = {
+      {"max_pool2d 2x2", maxpool_fn, &p2, 1, {x}, {4}},
+      {"max_pool2d 3x3 s2 p1 ceil (overlapping)", maxpool_fn, &p3, 1, {x}, {4}},
+      {"avg_pool2d 2x2", avgpool_fn, &p2, 1, {x}, {4}},
+      {"avg_pool2d 3x3 s2 p1 ceil", avgpool_fn, &p3, 1, {x}, {4}},
+      {"avg_pool2d 3x2 exclude pad", avgpool_fn, &p3x, 1, {x}, {4}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = 0; d < 4; d++) nn_run(&cases[i], nn_dtypes[d]);
+}
+
+static ct_tensor *layer_norm_fn(ct_tensor *const *in, const void *ctx) {
+  return ct_layer_norm(in[0], *(const int *)ctx, in[1], in[2], 1e-5);
+}
+
+CT_TEST(layer_norm_matches_cpu) {
+  NEED_GPU();
+  static const int64_t x[] = {4, 5, 37}, w[] = {37}, x2[] = {3, 300}, w2[] = {300};
+  static const int64_t x3[] = {2, 3, 4, 5}, w3[] = {4, 5};
+  const int one = 1, two = 2;
+  const nn_case cases[] = {
+      {"layer_norm", layer_norm_fn, &one, 3, {x, w, w}, {3, 1, 1}},
+      {"layer_norm wide", layer_norm_fn, &one, 3, {x2, w2, w2}, {2, 1, 1}},
+      {"layer_norm 2 dims", layer_norm_fn, &two, 3, {x3, w3, w3}, {4, 2, 2}},
+      {"layer_norm no affine", layer_norm_fn, &one, 3, {x, NULL, NULL}, {3, 0, 0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = 0; d < 4; d++) nn_run(&cases[i], nn_dtypes[d]);
+}
+
+typedef struct bn_ctx {
+  bool training;
+  ct_tensor *rm, *rv; /* running stats (of the device of the call), or NULL */
+} bn_ctx;
+
+static ct_tensor *batch_norm_fn(ct_tensor *const *in, const void *ctx) {
+  const bn_ctx *c = ctx;
+  return ct_batch_norm(in[0], c->rm, c->rv, in[1], in[2], c->training, 0.1, 1e-5);
+}
+
+CT_TEST(batch_norm_matches_cpu) {
+  NEED_GPU();
+  static const int64_t x[] = {4, 3, 5, 6}, w[] = {3}, x2[] = {16, 5}, w2[] = {5};
+  for (int d = 0; d < 4; d++) {
+    ct_dtype dt = nn_dtypes[d];
+    /* statistics are f32 for half x */
+    ct_dtype sdt = dt == CT_F16 || dt == CT_BF16 ? CT_F32 : dt;
+    for (int training = 0; training < 2; training++) {
+      double rmv[3] = {0.1, -0.2, 0.3}, rvv[3] = {1.5, 0.5, 2.0};
+      ct_tensor *rmc = ct_test_make(rmv, w, 1, sdt, CT_LAYOUT_CONTIG);
+      ct_tensor *rvc = ct_test_make(rvv, w, 1, sdt, CT_LAYOUT_CONTIG);
+      ct_tensor *rmg = ct_to(rmc, ct_cuda(0), NULL), *rvg = ct_to(rvc, ct_cuda(0), NULL);
+      CHECK_OK(rmc && rvc && rmg && rvg);
+      /* the case runs the CPU first, then the GPU: swap the stats in between
+       * through two contexts */
+      bn_ctx cc = {training != 0, rmc, rvc}, gc = {training != 0, rmg, rvg};
+      ct_tensor *cin[3], *gin[3];
+      double *v = ct_test_random(4 * 3 * 5 * 6, -2, 3, 5);
+      double *wv = ct_test_random(3, 0.5, 1.5, 6), *bv = ct_test_random(3, -1, 1, 7);
+      cin[0] = ct_requires_grad_(ct_test_make(v, x, 4, dt, CT_LAYOUT_CONTIG), true);
+      cin[1] = ct_requires_grad_(ct_test_make(wv, w, 1, dt, CT_LAYOUT_CONTIG), true);
+      cin[2] = ct_requires_grad_(ct_test_make(bv, w, 1, dt, CT_LAYOUT_CONTIG), true);
+      free(v), free(wv), free(bv);
+      for (int k = 0; k < 3; k++) gin[k] = ct_requires_grad_(ct_to(ct_detach(cin[k]), ct_cuda(0), NULL), true);
+      ct_tensor *yc = batch_norm_fn(cin, &cc), *yg = batch_norm_fn(gin, &gc);
+      char what[128];
+      snprintf(what, sizeof what, "batch_norm %s %s", ct_dtype_name(dt), training ? "train" : "eval");
+      nn_compare(what, yc, yg, dt);
+      nn_compare("batch_norm running_mean", rmc, rmg, sdt);
+      nn_compare("batch_norm running_var", rvc, rvg, sdt);
+      if (!yc || !yg) continue;
+      double *gv = ct_test_random(ct_numel(yc), -1, 1, 8);
+      ct_tensor *gyc = ct_test_make(gv, ct_shape(yc), ct_ndim(yc), dt, CT_LAYOUT_CONTIG);
+      free(gv);
+      CHECK_STATUS_OK(ct_backward(yc, gyc, NULL));
+      CHECK_STATUS_OK(ct_backward(yg, ct_to(gyc, ct_cuda(0), NULL), NULL));
+      for (int k = 0; k < 3; k++) {
+        snprintf(what, sizeof what, "batch_norm %s %s grad of input %d", ct_dtype_name(dt),
+                 training ? "train" : "eval", k);
+        nn_compare(what, ct_grad(cin[k]), ct_grad(gin[k]), dt);
+      }
+    }
+    /* (N, C) input, no running stats, no affine */
+    bn_ctx none = {true, NULL, NULL};
+    const nn_case c2 = {"batch_norm (N, C)", batch_norm_fn, &none, 3, {x2, NULL, NULL}, {2, 0, 0}};
+    nn_run(&c2, dt);
+    (void)w2;
+  }
+}
+
+/* A small CNN step on the GPU: conv -> batch norm -> relu -> max pool ->
+ * layer norm, all slots in one graph, against the CPU. */
+static ct_tensor *cnn_fn(ct_tensor *const *in, const void *ctx) {
+  (void)ctx;
+  const ct_conv2d_opts co = {{1, 1}, {1, 1}, {1, 1}, 1};
+  ct_tensor *h = ct_conv2d(in[0], in[1], in[2], &co);
+  h = ct_batch_norm(h, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+  h = ct_relu(h);
+  h = ct_max_pool2d(h, &(ct_pool2d_opts){.kernel = {2, 2}});
+  return ct_layer_norm(h, 2, NULL, NULL, 1e-5);
+}
+
+CT_TEST(small_cnn_matches_cpu) {
+  NEED_GPU();
+  static const int64_t x[] = {4, 3, 12, 12}, w[] = {8, 3, 3, 3}, b[] = {8};
+  const nn_case c = {"small cnn", cnn_fn, NULL, 3, {x, w, b}, {4, 4, 1}};
+  nn_run(&c, CT_F32);
+  nn_run(&c, CT_F64);
+}

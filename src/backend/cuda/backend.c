@@ -147,6 +147,91 @@ static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bo
   return ct__cuda_triangle(&o, &a, k, upper);
 }
 
+/* ---- Neural-network layers: conv.cu (cuDNN), pool.cu, norm.cu ------------------------------ */
+
+/* Descriptor of an optional tensor: *d filled and d returned, or NULL. */
+static const ctc_t *opt(const ct_tensor *t, ctc_t *d) {
+  if (!t) return NULL;
+  *d = desc(t);
+  return d;
+}
+static ctc_conv2d conv_geom(const ct_conv2d_params *p) {
+  ctc_conv2d c = {.groups = p->groups};
+  for (int k = 0; k < 2; k++) {
+    c.stride[k] = p->stride[k];
+    c.padding[k] = p->padding[k];
+    c.dilation[k] = p->dilation[k];
+  }
+  return c;
+}
+static ctc_pool2d pool_geom(const ct_pool2d_params *p) {
+  ctc_pool2d c = {.count_include_pad = p->count_include_pad};
+  for (int k = 0; k < 2; k++) {
+    c.kernel[k] = p->kernel[k];
+    c.stride[k] = p->stride[k];
+    c.padding[k] = p->padding[k];
+  }
+  return c;
+}
+
+static ct_status cuda_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                             const ct_conv2d_params *p) {
+  ctc_t o = desc(out), a = desc(x), f = desc(w), b;
+  ctc_conv2d c = conv_geom(p);
+  return ct__cuda_conv2d(&o, &a, &f, opt(bias, &b), &c);
+}
+static ct_status cuda_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                      const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
+                                      const ct_conv2d_params *p) {
+  ctc_t gx, gw, gb, g = desc(grad_out), a = desc(x), f = desc(w);
+  ctc_conv2d c = conv_geom(p);
+  return ct__cuda_conv2d_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a, &f, &c);
+}
+static ct_status cuda_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x,
+                             const ct_pool2d_params *p) {
+  ctc_t o = desc(out), i, a = desc(x);
+  ctc_pool2d c = pool_geom(p);
+  return ct__cuda_pool2d(is_max, &o, opt(indices, &i), &a, &c);
+}
+static ct_status cuda_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                      const ct_tensor *indices, const ct_pool2d_params *p) {
+  ctc_t gx = desc(grad_x), g = desc(grad_out), i;
+  ctc_pool2d c = pool_geom(p);
+  return ct__cuda_pool2d_backward(is_max, &gx, &g, opt(indices, &i), &c);
+}
+static ct_status cuda_batch_norm(ct_tensor *out, ct_tensor *save_mean, ct_tensor *save_invstd,
+                                 const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                                 ct_tensor *running_mean, ct_tensor *running_var, bool training,
+                                 double momentum, double eps) {
+  ctc_t o = desc(out), sm, si, a = desc(x), w, b, rm, rv;
+  return ct__cuda_batch_norm(&o, opt(save_mean, &sm), opt(save_invstd, &si), &a, opt(weight, &w),
+                             opt(bias, &b), opt(running_mean, &rm), opt(running_var, &rv), training,
+                             momentum, eps);
+}
+static ct_status cuda_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                          const ct_tensor *grad_out, const ct_tensor *x,
+                                          const ct_tensor *weight, const ct_tensor *save_mean,
+                                          const ct_tensor *save_invstd, bool training) {
+  ctc_t gx, gw, gb, g = desc(grad_out), a = desc(x), w, sm, si;
+  return ct__cuda_batch_norm_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a,
+                                      opt(weight, &w), opt(save_mean, &sm), opt(save_invstd, &si),
+                                      training);
+}
+static ct_status cuda_layer_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                                 const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps) {
+  ctc_t o = desc(out), m, r, a = desc(x), w, b;
+  return ct__cuda_layer_norm(&o, opt(mean, &m), opt(rstd, &r), &a, opt(weight, &w), opt(bias, &b), cols,
+                             eps);
+}
+static ct_status cuda_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                          const ct_tensor *grad_out, const ct_tensor *x,
+                                          const ct_tensor *weight, const ct_tensor *mean,
+                                          const ct_tensor *rstd, int64_t cols) {
+  ctc_t gx, gw, gb, g = desc(grad_out), a = desc(x), w, m, r;
+  return ct__cuda_layer_norm_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a,
+                                      opt(weight, &w), opt(mean, &m), opt(rstd, &r), cols);
+}
+
 /* ---- Optimizers, random -------------------------------------------------------------------- */
 
 static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
@@ -228,16 +313,15 @@ const ct_backend ct__cuda_backend = {
     /* autograd helpers: unary_backward.cu, softmax_backward.cu */
     .unary_backward = cuda_unary_backward,
     .softmax_backward = cuda_softmax_backward,
-    /* optional, not yet implemented on CUDA: the op layer reports
-     * CT_ERR_UNAVAILABLE "<op>: not implemented on cuda:N" */
-    .conv2d = NULL,
-    .conv2d_backward = NULL,
-    .pool2d = NULL,
-    .pool2d_backward = NULL,
-    .batch_norm = NULL,
-    .batch_norm_backward = NULL,
-    .layer_norm = NULL,
-    .layer_norm_backward = NULL,
+    /* neural-network layers: conv.cu (cuDNN), pool.cu, norm.cu */
+    .conv2d = cuda_conv2d,
+    .conv2d_backward = cuda_conv2d_backward,
+    .pool2d = cuda_pool2d,
+    .pool2d_backward = cuda_pool2d_backward,
+    .batch_norm = cuda_batch_norm,
+    .batch_norm_backward = cuda_batch_norm_backward,
+    .layer_norm = cuda_layer_norm,
+    .layer_norm_backward = cuda_layer_norm_backward,
     /* one multi-tensor launch over all parameters: optim.cu */
     .optimizer_step = cuda_optimizer_step,
     /* Philox, bit-identical to the CPU: random.cu */
@@ -257,4 +341,7 @@ const ct_backend ct__cuda_backend = {
 };
 
 /* Public switch (include/ctensor/device.h). */
-void ct_cuda_set_allow_tf32(bool allow) { ct__cuda_set_allow_tf32(allow); }
+void ct_cuda_set_allow_tf32(bool allow) {
+  ct__cuda_set_allow_tf32(allow);      /* cuBLAS (matmul.cu) */
+  ct__cuda_conv_set_allow_tf32(allow); /* cuDNN (conv.cu) */
+}

@@ -54,6 +54,17 @@ typedef struct ctc_optim {
   int64_t step;
 } ctc_optim;
 
+/* Convolution geometry (mirror of ct_conv2d_params). */
+typedef struct ctc_conv2d {
+  int64_t stride[2], padding[2], dilation[2], groups;
+} ctc_conv2d;
+
+/* Pooling geometry (mirror of ct_pool2d_params). */
+typedef struct ctc_pool2d {
+  int64_t kernel[2], stride[2], padding[2];
+  bool count_include_pad;
+} ctc_pool2d;
+
 /* device.cu */
 bool ct__cuda_compiled(void);
 int ct__cuda_device_count(void);
@@ -119,6 +130,30 @@ ct_status ct__cuda_random(const ctc_t *out, const ctc_random *p);
 ct_status ct__cuda_optimizer_step(const ctc_optim *p, const ctc_t *params, const ctc_t *grads,
                                   const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
                                   const bool *has, int n);
+
+/* conv.cu (cuDNN), pool.cu, norm.cu: the neural-network slots (backend.h);
+ * NULL descriptors stand for NULL tensors. */
+ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc_t *w, const ctc_t *bias,
+                          const ctc_conv2d *p);
+ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
+                                   const ctc_t *x, const ctc_t *w, const ctc_conv2d *p);
+void ct__cuda_conv_set_allow_tf32(bool allow);
+ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x,
+                          const ctc_pool2d *p);
+ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g, const ctc_t *indices,
+                                   const ctc_pool2d *p);
+ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean, const ctc_t *save_invstd,
+                              const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
+                              const ctc_t *running_mean, const ctc_t *running_var, bool training,
+                              double momentum, double eps);
+ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
+                                       const ctc_t *x, const ctc_t *weight, const ctc_t *save_mean,
+                                       const ctc_t *save_invstd, bool training);
+ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
+                              const ctc_t *weight, const ctc_t *bias, int64_t cols, double eps);
+ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
+                                       const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
+                                       const ctc_t *rstd, int64_t cols);
 
 #ifdef __cplusplus
 }
