@@ -202,6 +202,50 @@ const char *ct_test_python_with_torch(void) {
   return python;
 }
 
+#define MAX_TORCH_DIRS 8
+static char torch_dirs[MAX_TORCH_DIRS][64];
+static int num_torch_dirs;
+
+static void remove_torch_dirs(void) {
+  for (int i = 0; i < num_torch_dirs; i++) {
+    char cmd[640];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", torch_dirs[i]);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", torch_dirs[i]);
+  }
+}
+
+const char *ct_test_torch_outputs(const char *tag, const char *script) {
+  const char *py = ct_test_python_with_torch();
+  if (!py || num_torch_dirs == MAX_TORCH_DIRS) return NULL;
+  char *dir = torch_dirs[num_torch_dirs];
+  snprintf(dir, sizeof torch_dirs[0], "/tmp/ct_%s_XXXXXX", tag);
+  if (!mkdtemp(dir)) return NULL;
+  if (num_torch_dirs++ == 0) atexit(remove_torch_dirs);
+  char path[128], cmd[1024];
+  snprintf(path, sizeof path, "%s/gen.py", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return NULL;
+  fputs(script, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s %s %s", py, path, dir);
+  if (system(cmd) != 0) {
+    ct_test_fail(__FILE__, __LINE__, "the torch script failed: %s", cmd);
+    return NULL;
+  }
+  return dir;
+}
+
+ct_tensor *ct_test_load_output(const char *dir, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+  ct_tensor *t = ct_load_npy(path);
+  if (!t) {
+    ct_test_fail(__FILE__, __LINE__, "can't load %s: %s", path, ct_last_error_message());
+    return NULL;
+  }
+  return ct_to(t, ct_test_device(), NULL);
+}
+
 int main(int argc, char **argv) {
   const char *dev = "cpu";
   const char *only = NULL;

@@ -128,6 +128,16 @@ void ct_test_check_shape(const char *file, int line, const char *what, const ct_
 /* Path to Debian's python3 with numpy/torch (CT_PYTHON, else /usr/bin/python3),
  * or NULL if it lacks torch. */
 const char *ct_test_python_with_torch(void);
+/* Runs a Python script (source text) once per process with Debian's python
+ * and torch, in a fresh temporary folder passed to it as argv[1] and removed
+ * at exit. Returns the folder, or NULL when torch is missing (the caller
+ * skips) or the script failed (reported as a failure). `tag` names the
+ * folder (/tmp/ct_<tag>_XXXXXX). */
+const char *ct_test_torch_outputs(const char *tag, const char *script);
+/* <dir>/<name>.npy loaded and moved to the device under test (NULL and a
+ * reported failure if it can't be read). */
+ct_tensor *ct_test_load_output(const char *dir, const char *name);
+
 /* Marks the running test as skipped with a reason (the process exits 77 if
  * every test skipped). */
 void ct_test_skip(const char *reason);

@@ -250,41 +250,16 @@ static const char *TORCH_SCRIPT =
     "x.grad = None; l = F.binary_cross_entropy_with_logits(x, y, pos_weight=pw); l.backward(); save('bce', l); save('bce_g', x.grad)\n"
     "x.grad = None; l = F.mse_loss(x, y); l.backward(); save('mse', l); save('mse_g', x.grad)\n";
 
-static char torch_dir[256];
-
+/* The torch outputs' folder (once per process), or NULL without torch. */
+static const char *torch_dir;
 static bool torch_data(void) {
-  static int state;
-  if (state) return state == 1;
-  state = 2;
-  const char *py = ct_test_python_with_torch();
-  if (!py) return false;
-  snprintf(torch_dir, sizeof torch_dir, "/tmp/ct_loss_XXXXXX");
-  if (!mkdtemp(torch_dir)) return false;
-  char path[512], cmd[1024];
-  snprintf(path, sizeof path, "%s/gen.py", torch_dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return false;
-  fputs(TORCH_SCRIPT, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "%s %s %s", py, path, torch_dir);
-  if (system(cmd) != 0) {
-    ct_test_fail(__FILE__, __LINE__, "the torch script failed: %s", cmd);
-    return false;
-  }
-  state = 1;
-  return true;
+  static bool tried;
+  if (!tried) torch_dir = ct_test_torch_outputs("loss", TORCH_SCRIPT), tried = true;
+  return torch_dir != NULL;
 }
 
-static ct_tensor *tload(const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.npy", torch_dir, name);
-  ct_tensor *t = ct_load_npy(path);
-  if (!t) {
-    ct_test_fail(__FILE__, __LINE__, "can't load %s: %s", path, ct_last_error_message());
-    return NULL;
-  }
-  return ct_to(t, ct_test_device(), NULL);
-}
+/* A torch array moved to the device under test. */
+static ct_tensor *tload(const char *name) { return ct_test_load_output(torch_dir, name); }
 
 static void check_like(const char *what, const ct_tensor *got, const char *name) {
   ct_tensor *ref = tload(name);
@@ -348,7 +323,4 @@ CT_TEST(losses_match_pytorch) {
   check_like("mse_loss", m, "mse");
   CHECK_STATUS_OK(ct_backward(m, NULL, NULL));
   check_like("mse_loss grad", ct_grad(x), "mse_g");
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", torch_dir);
-  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", torch_dir);
 }

@@ -487,43 +487,16 @@ static const char *TORCH_SCRIPT =
     "gl = torch.randn_like(l); (l * gl).sum().backward()\n"
     "for n, t in [('w', lw), ('b', lb), ('y', l), ('g', gl), ('gx', x.grad), ('gw', lw.grad), ('gb', lb.grad)]: save('ln_' + n, t)\n";
 
-static char torch_dir[256];
-
-/* Runs the script once; false (and the test skipped) without torch. */
+/* The torch outputs' folder (once per process), or NULL without torch. */
+static const char *torch_dir;
 static bool torch_data(void) {
-  static int state; /* 0 unknown, 1 ready, 2 unavailable */
-  if (state) return state == 1;
-  state = 2;
-  const char *py = ct_test_python_with_torch();
-  if (!py) return false;
-  snprintf(torch_dir, sizeof torch_dir, "/tmp/ct_nnf_XXXXXX");
-  if (!mkdtemp(torch_dir)) return false;
-  char path[512], cmd[1024];
-  snprintf(path, sizeof path, "%s/gen.py", torch_dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return false;
-  fputs(TORCH_SCRIPT, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "%s %s %s", py, path, torch_dir);
-  if (system(cmd) != 0) {
-    ct_test_fail(__FILE__, __LINE__, "the torch script failed: %s", cmd);
-    return false;
-  }
-  state = 1;
-  return true;
+  static bool tried;
+  if (!tried) torch_dir = ct_test_torch_outputs("nnf", TORCH_SCRIPT), tried = true;
+  return torch_dir != NULL;
 }
 
-/* A torch array moved to the device under test (f64). */
-static ct_tensor *tload(const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.npy", torch_dir, name);
-  ct_tensor *t = ct_load_npy(path);
-  if (!t) {
-    ct_test_fail(__FILE__, __LINE__, "can't load %s: %s", path, ct_last_error_message());
-    return NULL;
-  }
-  return ct_to(t, ct_test_device(), NULL);
-}
+/* A torch array moved to the device under test. */
+static ct_tensor *tload(const char *name) { return ct_test_load_output(torch_dir, name); }
 
 static void check_like(const char *what, const ct_tensor *got, const char *name, double tol) {
   ct_tensor *ref = tload(name);
@@ -586,7 +559,4 @@ CT_TEST(layers_match_pytorch) {
   check_like("layer_norm grad x", ct_grad(x), "ln_gx", 1e-9);
   check_like("layer_norm grad w", ct_grad(lw), "ln_gw", 1e-9);
   check_like("layer_norm grad b", ct_grad(lb), "ln_gb", 1e-9);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", torch_dir);
-  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", torch_dir);
 }
