@@ -20,13 +20,29 @@
  * Method and output: bench_util.h. An API that fails (not implemented yet)
  * gives an {"error":...} line instead of a timing.
  *
- * Usage: bench_train [--threads N] [--budget SECONDS] [--only NAME]
+ * --device cpu|cuda|cuda:N (default cpu) puts the models and the data on that
+ * device; on CUDA each timed call ends with ct_synchronize, so its time includes
+ * the GPU work (peers_train.py --device cuda: PyTorch eager on the same GPU), and
+ * a {"meta":"device",...} line follows the first meta line. The bench names are
+ * the CPU ones: keep CPU and GPU runs in separate files. A device this machine
+ * or build lacks: the library's message on stderr, exit 77 (2: a malformed name).
+ *
+ * Usage: bench_train [--threads N] [--budget SECONDS] [--only NAME] [--device DEV]
  */
 #include <stdio.h>
+#include <string.h>
 
 #include <ctensor.h>
 
 #include "bench_util.h"
+
+/* The device of the models and data (--device); the CPU by default. */
+static ct_device dev;
+
+/* Ends a timed call: waits for the queued GPU work (a no-op on the CPU). */
+static bool sync_dev(void) {
+  return dev.type != CT_DEVICE_CUDA || ct_synchronize(dev) == CT_OK;
+}
 
 /* ---- Linear regression with autograd ---------------------------------------------- */
 
@@ -46,14 +62,17 @@ static void run_linreg(void *p) {
       l->failed = 1;
     ct_scope_end();
   }
+  if (!sync_dev()) l->failed = 1;
 }
 
 static void bench_linreg(void) {
   const char *name = "train_linreg_1000";
   ct_manual_seed(0);
-  linreg_ctx l = {ct_rand(CT_SHAPE(100, 10), NULL), ct_rand(CT_SHAPE(100, 1), NULL),
-                  ct_rand(CT_SHAPE(10, 1), NULL), NULL, 0};
-  if (ct_requires_grad_(l.W, true)) l.opt = ct_sgd_new(&l.W, 1, &(ct_sgd_opts){.lr = 0.01});
+  const ct_tensor_opts o = {.device = dev};
+  linreg_ctx l = {ct_rand(CT_SHAPE(100, 10), &o), ct_rand(CT_SHAPE(100, 1), &o),
+                  ct_rand(CT_SHAPE(10, 1), &o), NULL, 0};
+  if (l.X && l.y && l.W && ct_requires_grad_(l.W, true))
+    l.opt = ct_sgd_new(&l.W, 1, &(ct_sgd_opts){.lr = 0.01});
   if (l.opt) run_linreg(&l);
   if (!l.opt || l.failed)
     emit_error(name, "ctensor", ct_last_error_message());
@@ -82,6 +101,7 @@ static void run_step(void *p) {
   if (ct_backward(loss, NULL, NULL) != CT_OK || ct_optimizer_step(s->opt) != CT_OK)
     s->failed = 1;
   ct_scope_end();
+  if (!sync_dev()) s->failed = 1;
 }
 
 /* Times training steps of `net` on a random batch x of `shape` (takes net). */
@@ -89,8 +109,10 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
   enum { MAX_PARAMS = 32 };
   ct_tensor *params[MAX_PARAMS];
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
-  step_ctx s = {net, NULL, ct_randn(shape, ndim, NULL),
-                ct_randint(0, 10, CT_SHAPE(shape[0]), &(ct_tensor_opts){.dtype = CT_I64}), 0};
+  step_ctx s = {net, NULL, ct_randn(shape, ndim, &(ct_tensor_opts){.device = dev}),
+                ct_randint(0, 10, CT_SHAPE(shape[0]),
+                           &(ct_tensor_opts){.dtype = CT_I64, .device = dev}),
+                0};
   if (n > 0 && n <= MAX_PARAMS)
     s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
   if (s.opt && s.x && s.labels) run_step(&s);
@@ -105,44 +127,47 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
 }
 
 static ct_module *mlp_new(void) {
+  const ct_module_opts mo = {.device = dev};
   ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_linear_new(784, 128, true, NULL));
+  ct_sequential_add(net, ct_linear_new(784, 128, true, &mo));
   ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, NULL));
+  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
   return net;
 }
 
 static ct_module *cnn_new(void) {
   const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
+  const ct_module_opts mo = {.device = dev};
   ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(3, 6, 5, NULL, true, NULL));  /* (B,6,28,28) */
+  ct_sequential_add(net, ct_conv2d_new(3, 6, 5, NULL, true, &mo));   /* (B,6,28,28) */
   ct_sequential_add(net, ct_relu_new());
   ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,6,14,14) */
-  ct_sequential_add(net, ct_conv2d_new(6, 16, 5, NULL, true, NULL)); /* (B,16,10,10) */
+  ct_sequential_add(net, ct_conv2d_new(6, 16, 5, NULL, true, &mo));  /* (B,16,10,10) */
   ct_sequential_add(net, ct_relu_new());
   ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,16,5,5) */
   ct_sequential_add(net, ct_flatten_new(1, -1));                     /* (B,400) */
-  ct_sequential_add(net, ct_linear_new(16 * 5 * 5, 120, true, NULL));
+  ct_sequential_add(net, ct_linear_new(16 * 5 * 5, 120, true, &mo));
   ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(120, 84, true, NULL));
+  ct_sequential_add(net, ct_linear_new(120, 84, true, &mo));
   ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(84, 10, true, NULL));
+  ct_sequential_add(net, ct_linear_new(84, 10, true, &mo));
   return net;
 }
 
 static ct_module *fashion_cnn_new(void) {
   const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
+  const ct_module_opts mo = {.device = dev};
   ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(1, 32, 3, NULL, true, NULL));  /* (B,32,26,26) */
+  ct_sequential_add(net, ct_conv2d_new(1, 32, 3, NULL, true, &mo));   /* (B,32,26,26) */
   ct_sequential_add(net, ct_relu_new());
   ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,32,13,13) */
-  ct_sequential_add(net, ct_conv2d_new(32, 64, 3, NULL, true, NULL)); /* (B,64,11,11) */
+  ct_sequential_add(net, ct_conv2d_new(32, 64, 3, NULL, true, &mo));  /* (B,64,11,11) */
   ct_sequential_add(net, ct_relu_new());
   ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,64,5,5) */
   ct_sequential_add(net, ct_flatten_new(1, -1));                      /* (B,1600) */
-  ct_sequential_add(net, ct_linear_new(64 * 5 * 5, 128, true, NULL));
+  ct_sequential_add(net, ct_linear_new(64 * 5 * 5, 128, true, &mo));
   ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, NULL));
+  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
   return net;
 }
 
@@ -167,6 +192,7 @@ static void run_epoch(void *p) {
       e->s.failed = 1;
     ct_scope_end();
   }
+  if (!sync_dev()) e->s.failed = 1;
 }
 
 static void bench_epoch(void) {
@@ -175,8 +201,10 @@ static void bench_epoch(void) {
   ct_tensor *params[MAX_PARAMS];
   ct_module *net = fashion_cnn_new();
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
-  epoch_ctx e = {{net, NULL, NULL, NULL, 0}, ct_randn(CT_SHAPE(EPOCH_N, 1, 28, 28), NULL),
-                 ct_randint(0, 10, CT_SHAPE(EPOCH_N), &(ct_tensor_opts){.dtype = CT_I64})};
+  epoch_ctx e = {{net, NULL, NULL, NULL, 0},
+                 ct_randn(CT_SHAPE(EPOCH_N, 1, 28, 28), &(ct_tensor_opts){.device = dev}),
+                 ct_randint(0, 10, CT_SHAPE(EPOCH_N),
+                            &(ct_tensor_opts){.dtype = CT_I64, .device = dev})};
   if (n > 0 && n <= MAX_PARAMS)
     e.s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
   bool ready = e.s.opt && e.data && e.targets;
@@ -191,9 +219,35 @@ static void bench_epoch(void) {
   ct_free(e.targets);
 }
 
+/* Takes --device NAME (or --device=NAME) out of argv (the rest goes to
+ * bench_init) and sets dev. Returns 0, 2 (malformed) or 77 (not available). */
+static int parse_device(int *argc, char **argv) {
+  const char *name = NULL;
+  int out = 1;
+  for (int i = 1; i < *argc; i++) {
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < *argc)
+      name = argv[++i];
+    else if (strncmp(argv[i], "--device=", 9) == 0)
+      name = argv[i] + 9;
+    else
+      argv[out++] = argv[i];
+  }
+  *argc = out;
+  argv[out] = NULL;
+  if (!name) return 0;
+  ct_status st = ct_device_parse(name, &dev);
+  if (st == CT_OK) return 0;
+  fprintf(stderr, "bench_train: --device %s: %s\n", name, ct_last_error_message());
+  return st == CT_ERR_UNAVAILABLE ? 77 : 2;
+}
+
 int main(int argc, char **argv) {
   const char *only;
+  int rc = parse_device(&argc, argv);
+  if (rc) return rc;
   if (bench_init(argc, argv, "bench_train", &only) != 0) return 2;
+  if (dev.type == CT_DEVICE_CUDA)
+    printf("{\"meta\":\"device\",\"device\":\"%s\"}\n", ct_device_name(dev));
   ct_manual_seed(0);
   if (bench_want(only, "train_linreg_1000")) bench_linreg();
   if (bench_want(only, "train_mlp_step"))

@@ -4,24 +4,67 @@
 Same models, batches, losses and optimizers, same method (peers_util.py) and
 same JSON lines as bench_train.c. torch.set_num_threads(N).
 
+--device cpu|cuda|cuda:N (default cpu), as bench_train --device: the models and
+data go to that device and each timed call ends with torch.cuda.synchronize(),
+so its time includes the GPU work (PyTorch eager); a {"meta":"device",...} line
+follows the first meta line. Without CUDA: a message on stderr, exit 0, no rows.
+
 Run with Debian's interpreter: /usr/bin/python3 bench/peers_train.py --threads N
 """
 import json
+import sys
 
-from peers_util import emit, init, scaled, want
+
+def take_device(argv):
+    """Takes --device NAME (or --device=NAME) out of argv (peers_util parses the rest)."""
+    name, rest, i = "cpu", [argv[0]], 1
+    while i < len(argv):
+        if argv[i] == "--device" and i + 1 < len(argv):
+            name, i = argv[i + 1], i + 2
+            continue
+        if argv[i].startswith("--device="):
+            name = argv[i][len("--device="):]
+        else:
+            rest.append(argv[i])
+        i += 1
+    argv[:] = rest
+    return name
+
+
+DEVICE_NAME = take_device(sys.argv)
+
+from peers_util import emit, init, scaled, want  # noqa: E402
 
 ARGS = init(__doc__.splitlines()[0])
 import torch  # noqa: E402  (after init: it sets the thread variables)
 from torch import nn  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
+try:
+    DEV = torch.device(DEVICE_NAME)
+except (RuntimeError, ValueError) as e:
+    sys.exit(f"peers_train: --device {DEVICE_NAME}: {e}")
+CUDA = DEV.type == "cuda"
+if CUDA and not torch.cuda.is_available():
+    print(f"peers_train: --device {DEVICE_NAME}: no CUDA device visible to PyTorch "
+          f"{torch.__version__}: skipping the PyTorch rows", file=sys.stderr, flush=True)
+    sys.exit(0)
+if CUDA and DEV.index is not None and DEV.index >= torch.cuda.device_count():
+    sys.exit(f"peers_train: --device {DEVICE_NAME}: only {torch.cuda.device_count()} "
+             "CUDA device(s) visible")
+
+
+def sync():
+    """Ends a timed call: waits for the queued GPU work (nothing on the CPU)."""
+    if CUDA:
+        torch.cuda.synchronize(DEV)
 
 
 def bench_linreg():
     """1000 epochs of mse_loss, backward, SGD(lr=0.01) on X (100, 10), W (10, 1)."""
     torch.manual_seed(0)
-    X, y = torch.rand(100, 10), torch.rand(100, 1)
-    W = torch.rand(10, 1, requires_grad=True)
+    X, y = torch.rand(100, 10, device=DEV), torch.rand(100, 1, device=DEV)
+    W = torch.rand(10, 1, device=DEV, requires_grad=True)
     opt = torch.optim.SGD([W], lr=0.01)
 
     def run():
@@ -30,14 +73,16 @@ def bench_linreg():
             loss = nn.functional.mse_loss(X @ W, y)
             loss.backward()
             opt.step()
+        sync()
 
     emit("train_linreg_1000", "torch", run, "ms_per_1000", scaled(1e3))
 
 
 def bench_step(name, net, shape):
     """One step: zero_grad, forward, cross_entropy, backward, SGD(0.01, momentum 0.9)."""
-    x = torch.randn(*shape)
-    labels = torch.randint(0, 10, (shape[0],))
+    net = net.to(DEV)
+    x = torch.randn(*shape, device=DEV)
+    labels = torch.randint(0, 10, (shape[0],), device=DEV)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
     def run():
@@ -45,6 +90,7 @@ def bench_step(name, net, shape):
         loss = nn.functional.cross_entropy(net(x), labels)
         loss.backward()
         opt.step()
+        sync()
 
     emit(name, "torch", run, "ms_per_step", scaled(1e3))
 
@@ -74,8 +120,9 @@ EPOCH_N, EPOCH_B = 60000, 64
 
 def bench_epoch():
     """938 steps over batches sliced from a random (60000, 1, 28, 28) data set."""
-    net = fashion_cnn()
-    data, targets = torch.randn(EPOCH_N, 1, 28, 28), torch.randint(0, 10, (EPOCH_N,))
+    net = fashion_cnn().to(DEV)
+    data = torch.randn(EPOCH_N, 1, 28, 28, device=DEV)
+    targets = torch.randint(0, 10, (EPOCH_N,), device=DEV)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
     def run():
@@ -84,6 +131,7 @@ def bench_epoch():
             loss = nn.functional.cross_entropy(net(data[i:i + EPOCH_B]), targets[i:i + EPOCH_B])
             loss.backward()
             opt.step()
+        sync()
 
     emit("train_fashion_cnn_epoch", "torch", run, "s_per_epoch", scaled(1.0))
 
@@ -92,6 +140,9 @@ def main():
     print(json.dumps({"meta": "peers_train", "threads": ARGS.threads,
                       "torch": torch.__version__, "torch_threads": torch.get_num_threads()}),
           flush=True)
+    if CUDA:
+        print(json.dumps({"meta": "device", "device": str(DEV),
+                          "name": torch.cuda.get_device_name(DEV)}), flush=True)
     torch.manual_seed(0)
     if want("train_linreg_1000"):
         bench_linreg()
