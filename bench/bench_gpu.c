@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -72,30 +71,6 @@ static bool cuda_ok(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return true;
   fail(what, cudaGetErrorString(e));
   return false;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static long minor_faults(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void finish_timing(timing *r, double *times, int n) {
-  qsort(times, (size_t)n, sizeof times[0], cmp_double);
-  r->samples = n;
-  r->median_s = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  r->min_s = times[0];
 }
 
 /* Reports the outcome of one (workload, implementation): the timing line, or an error
@@ -182,18 +157,18 @@ static bool time_device(bench_fn fn, void *ctx, bool raw, timing *out) {
     if (fail_msg[0] || !sync_device(raw)) goto done;
   }
   long calls = 0;
-  double t0 = now_s();
-  while (calls < 3 || now_s() - t0 < 0.1 * bench_budget_s) {
+  double t0 = bench_now_s();
+  while (calls < 3 || bench_now_s() - t0 < 0.1 * bench_budget_s) {
     fn(ctx);
     calls++;
     if (fail_msg[0] || !sync_device(raw)) goto done;
   }
-  double per_call = (now_s() - t0) / (double)calls;
+  double per_call = (bench_now_s() - t0) / (double)calls;
   r.inner = per_call >= TRIAL_S ? 1 : (long)ceil(TRIAL_S / per_call);
   int n = (int)(bench_budget_s / (per_call * (double)r.inner));
   n = n < MIN_TRIALS ? MIN_TRIALS : n > MAX_TRIALS ? MAX_TRIALS : n;
   double times[MAX_TRIALS];
-  long flt0 = minor_faults();
+  long flt0 = bench_minor_faults();
   for (int s = 0; s < n; s++) {
     float ms = 0;
     if (!gt_record(&tm, 0)) goto done;
@@ -201,8 +176,8 @@ static bool time_device(bench_fn fn, void *ctx, bool raw, timing *out) {
     if (fail_msg[0] || !gt_record(&tm, 1) || !gt_elapsed_ms(&tm, &ms)) goto done;
     times[s] = 1e-3 * (double)ms / (double)r.inner;
   }
-  r.minflt = (double)(minor_faults() - flt0) / ((double)n * (double)r.inner);
-  finish_timing(&r, times, n);
+  r.minflt = (double)(bench_minor_faults() - flt0) / ((double)n * (double)r.inner);
+  bench_summarize(&r, times, n);
   ok = sync_device(raw) && !fail_msg[0];
 done:
   gt_free(&tm);
@@ -217,28 +192,28 @@ static bool time_host_ops(bench_fn fn, void *ctx, long batch, bool sync_in_sampl
   timing r = {0};
   r.inner = batch;
   long calls = 0;
-  double t0 = now_s();
-  while (calls < 3 || now_s() - t0 < 0.1 * bench_budget_s) {
+  double t0 = bench_now_s();
+  while (calls < 3 || bench_now_s() - t0 < 0.1 * bench_budget_s) {
     fn(ctx);
     calls++;
     if (fail_msg[0] || !sync_device(false)) return false;
   }
-  double per_sample = (now_s() - t0) / (double)calls;
+  double per_sample = (bench_now_s() - t0) / (double)calls;
   int n = (int)(bench_budget_s / per_sample);
   n = n < MIN_TRIALS ? MIN_TRIALS : n > 200 ? 200 : n;
   double times[200];
-  long flt0 = minor_faults();
+  long flt0 = bench_minor_faults();
   for (int s = 0; s < n; s++) {
     if (!sync_in_sample && !sync_device(false)) return false;
-    double s0 = now_s();
+    double s0 = bench_now_s();
     fn(ctx);
     if (sync_in_sample && !sync_device(false)) return false;
-    times[s] = (now_s() - s0) / (double)batch;
+    times[s] = (bench_now_s() - s0) / (double)batch;
     if (fail_msg[0]) return false;
   }
   if (!sync_device(false)) return false;
-  r.minflt = (double)(minor_faults() - flt0) / ((double)n * (double)batch);
-  finish_timing(&r, times, n);
+  r.minflt = (double)(bench_minor_faults() - flt0) / ((double)n * (double)batch);
+  bench_summarize(&r, times, n);
   *out = r;
   return true;
 }

@@ -16,13 +16,13 @@
 int bench_threads = 1;
 double bench_budget_s = 1.5;
 
-static double now_s(void) {
+double bench_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static long minor_faults(void) {
+long bench_minor_faults(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_minflt;
@@ -36,11 +36,11 @@ static int cmp_double(const void *a, const void *b) {
 /* Warm-up of >= 3 calls and >= 10% of the budget; returns the mean per call. */
 static double warm_up(bench_fn fn, void *ctx) {
   long calls = 0;
-  double t0 = now_s(), t = t0;
+  double t0 = bench_now_s(), t = t0;
   while (calls < 3 || t - t0 < 0.1 * bench_budget_s) {
     fn(ctx);
     calls++;
-    t = now_s();
+    t = bench_now_s();
   }
   return (t - t0) / (double)calls;
 }
@@ -54,18 +54,22 @@ timing time_it(bench_fn fn, void *ctx) {
   if (r.samples < MIN_SAMPLES) r.samples = MIN_SAMPLES;
   if (r.samples > MAX_SAMPLES) r.samples = MAX_SAMPLES;
   double times[MAX_SAMPLES];
-  long flt0 = minor_faults();
+  long flt0 = bench_minor_faults();
   for (int s = 0; s < r.samples; s++) {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < r.inner; i++) fn(ctx);
-    times[s] = (now_s() - t0) / (double)r.inner;
+    times[s] = (bench_now_s() - t0) / (double)r.inner;
   }
-  r.minflt = (double)(minor_faults() - flt0) / ((double)r.samples * (double)r.inner);
-  qsort(times, (size_t)r.samples, sizeof times[0], cmp_double);
-  r.median_s = r.samples % 2 ? times[r.samples / 2]
-                             : 0.5 * (times[r.samples / 2 - 1] + times[r.samples / 2]);
-  r.min_s = times[0];
+  r.minflt = (double)(bench_minor_faults() - flt0) / ((double)r.samples * (double)r.inner);
+  bench_summarize(&r, times, r.samples);
   return r;
+}
+
+void bench_summarize(timing *r, double *times, int n) {
+  qsort(times, (size_t)n, sizeof times[0], cmp_double);
+  r->samples = n;
+  r->median_s = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  r->min_s = times[0];
 }
 
 void emit(const char *bench, const char *impl, timing t, const char *metric, metric_kind kind,

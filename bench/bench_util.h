@@ -32,6 +32,12 @@ int bench_init(int argc, char **argv, const char *prog, const char **only);
 int bench_want(const char *only, const char *name);
 
 timing time_it(bench_fn fn, void *ctx);
+/* Pieces of that method, for programs that time differently (CUDA events):
+ * a monotonic clock in seconds, minor page faults so far, and the median/min
+ * of n per-call times (sorted in place) into r. */
+double bench_now_s(void);
+long bench_minor_faults(void);
+void bench_summarize(timing *r, double *times, int n);
 
 /* A metric derived from the median time t: work / t (GB/s, GFLOP/s) or t * k
  * (ns per op, ms per run). */

@@ -87,6 +87,18 @@ extern int ct_test_current_failures;
     ct_clear_error();                                                               \
   } while (0)
 
+/* Runs a check and, if it failed, prints extra context (printf arguments). */
+#define WITH_CONTEXT(check, ...)                                          \
+  do {                                                                    \
+    int f0_ = ct_test_current_failures;                                   \
+    check;                                                                \
+    if (ct_test_current_failures != f0_) {                                \
+      printf("    context: ");                                            \
+      printf(__VA_ARGS__);                                                \
+      printf("\n");                                                       \
+    }                                                                     \
+  } while (0)
+
 /* Tolerances per dtype for comparisons with a float64 reference. */
 double ct_test_rtol(ct_dtype dtype);
 double ct_test_atol(ct_dtype dtype);

@@ -7,18 +7,6 @@
 
 CT_TEST_DEVICE_GENERIC
 
-/* Reports extra context after a check that failed. */
-#define WITH_CONTEXT(check, ...)                                          \
-  do {                                                                    \
-    int f0_ = ct_test_current_failures;                                   \
-    check;                                                                \
-    if (ct_test_current_failures != f0_) {                                \
-      printf("    context: ");                                            \
-      printf(__VA_ARGS__);                                                \
-      printf("\n");                                                       \
-    }                                                                     \
-  } while (0)
-
 typedef enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_LSE, R_ALL, R_ANY, R_VAR, R_STD, R_NORM, R_COUNT } rop;
 static const char *const rop_names[R_COUNT] = {"sum", "mean", "prod", "max", "min", "logsumexp",
                                                 "all", "any", "var", "std", "norm"};

@@ -6,17 +6,6 @@
 
 CT_TEST_DEVICE_GENERIC
 
-#define WITH_CONTEXT(check, ...)                 \
-  do {                                           \
-    int f0_ = ct_test_current_failures;          \
-    check;                                       \
-    if (ct_test_current_failures != f0_) {       \
-      printf("    context: ");                   \
-      printf(__VA_ARGS__);                       \
-      printf("\n");                              \
-    }                                            \
-  } while (0)
-
 /* Reference softmax of vals (row-major, shape) along dim, in long double. */
 static double *ref_softmax(const double *vals, const int64_t *shape, int nd, int dim, bool log_) {
   int64_t n = shape[dim], inner = 1, total = 1;
