@@ -9,7 +9,8 @@
  * Algorithms: cudnnGet*Algorithm_v7 (heuristics, no benchmarking); among the
  * candidates it reports as supported, deterministic ones first, then the
  * others, in the heuristics' order; a candidate whose workspace query or run
- * says NOT_SUPPORTED is skipped. Workspace from the caching allocator.
+ * says NOT_SUPPORTED (any sub-code), or whose workspace doesn't fit in device
+ * memory, is skipped. Workspace from the caching allocator.
  * Math: f32 uses CUDNN_FMA_MATH (exact f32, no TF32) unless
  * ct_cuda_set_allow_tf32(true); f16/bf16 take the candidate's math type
  * (tensor cores) with f32 compute; f64 computes in double.
@@ -29,10 +30,21 @@ static bool conv_allow_tf32 = false;
 
 extern "C" void ct__cuda_conv_set_allow_tf32(bool allow) { conv_allow_tf32 = allow; }
 
+/* cuDNN 9 returns sub-codes of a category (3002 NOT_SUPPORTED_SHAPE, ...):
+ * compare categories, not codes. */
+static bool dnn_not_supported(cudnnStatus_t s) {
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED ||
+         s == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER; /* an algorithm that wants aligned data */
+}
+
 static ct_status dnn_fail(const char *op, const char *call, cudnnStatus_t s, int dev) {
-  return ct__fail_status(s == CUDNN_STATUS_ALLOC_FAILED ? CT_ERR_OOM : CT_ERR_CUDA,
-                         "%s: %s failed on cuda:%d: %s (%d)", op, call, dev, cudnnGetErrorString(s),
-                         (int)s);
+  bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+             s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+  char detail[256];
+  detail[0] = 0;
+  cudnnGetLastErrorString(detail, sizeof detail);
+  return ct__fail_status(oom ? CT_ERR_OOM : CT_ERR_CUDA, "%s: %s failed on cuda:%d: %s (%d)%s%s", op, call, dev,
+                         cudnnGetErrorString(s), (int)s, detail[0] ? ": " : "", detail);
 }
 
 #define DNN_CHECK(op, dev, call)                                                       \
@@ -161,6 +173,8 @@ static ct_status run_conv(const char *op, int dev, cudnnHandle_t h, int kind, dn
   const void *zero = dt == CT_F64 ? (const void *)&zero_d : (const void *)&zero_f;
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
   const char *call = "cudnnGetConvolution*Algorithm_v7 (no supported algorithm)";
+  bool ws_oom = false; /* a candidate's workspace didn't fit: try the next */
+  ct_status prior = ct_last_error();
   for (int i = 0; i < nc; i++) {
     DNN_CHECK(op, dev, cudnnSetConvolutionMathType(d.conv, math_for(dt, c[i].math)));
     size_t wsz = 0;
@@ -176,11 +190,15 @@ static ct_status run_conv(const char *op, int dev, cudnnHandle_t h, int kind, dn
     if (s != CUDNN_STATUS_SUCCESS) {
       last = s;
       call = "cudnnGetConvolution*WorkspaceSize";
-      if (s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_BAD_PARAM) continue;
+      if (dnn_not_supported(s) || CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_BAD_PARAM) continue;
       return dnn_fail(op, call, s, dev);
     }
     void *ws = nullptr;
-    if (wsz > 0 && !(ws = ct__cuda_alloc(dev, wsz, false))) return ct_last_error();
+    if (wsz > 0 && !(ws = ct__cuda_alloc(dev, wsz, false))) {
+      if (ct_last_error() != CT_ERR_OOM) return ct_last_error();
+      ws_oom = true;
+      continue;
+    }
     if (kind == K_FWD) {
       call = "cudnnConvolutionForward";
       s = cudnnConvolutionForward(h, one, d.x, xp, d.w, wp, d.conv, (cudnnConvolutionFwdAlgo_t)c[i].algo, ws, wsz,
@@ -196,10 +214,14 @@ static ct_status run_conv(const char *op, int dev, cudnnHandle_t h, int kind, dn
     }
     /* stream-ordered: freeing right after the enqueued call is safe (allocator.cu) */
     if (ws) ct__cuda_free(dev, ws, wsz, false);
-    if (s == CUDNN_STATUS_SUCCESS) return CT_OK;
+    if (s == CUDNN_STATUS_SUCCESS) {
+      if (ws_oom && prior == CT_OK) ct_clear_error(); /* the OOM of a skipped candidate */
+      return CT_OK;
+    }
     last = s;
-    if (s != CUDNN_STATUS_NOT_SUPPORTED) return dnn_fail(op, call, s, dev);
+    if (!dnn_not_supported(s)) return dnn_fail(op, call, s, dev);
   }
+  if (ws_oom) return CT_ERR_OOM; /* recorded by the allocator */
   return dnn_fail(op, call, last, dev);
 }
 

@@ -62,7 +62,8 @@ static ct_status check_range(const char *op, const ctc_t *index, int dim, int64_
     e /= index->shape[d];
   }
   int64_t v = 0;
-  CT_CUDA_CHECK(op, dev, cudaMemcpy(&v, index->data + off * 8, 8, cudaMemcpyDeviceToHost));
+  CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&v, index->data + off * 8, 8, cudaMemcpyDeviceToHost, s));
+  CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
   return ct__fail_status(CT_ERR_ARG, "%s: index %lld is out of bounds for dim %d with size %lld", op,
                          (long long)v, dim, (long long)size);
 }

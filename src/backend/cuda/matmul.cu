@@ -13,7 +13,11 @@
  * arithmetic (one thread per output element), as the CPU's loop.
  *
  * cuBLAS handles: one per device, created lazily; a mutex serializes
- * cublasSetStream + the call, since threads share the handle. */
+ * cublasSetStream + the call, since threads share the handle. Each call gets
+ * its workspace from the stream-ordered caching allocator (cublasSetWorkspace
+ * after cublasSetStream, which resets it): calls on different streams never
+ * share one, as they could with the handle's default pool. Split-K reductions
+ * stay in f32 for f16/bf16 (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION). */
 #include <cublas_v2.h>
 #include <pthread.h>
 
@@ -24,6 +28,7 @@ extern "C" void ct__cuda_set_allow_tf32(bool allow) { allow_tf32 = allow; }
 
 #define CTC_MAX_DEV 64
 static cublasHandle_t handles[CTC_MAX_DEV];
+static size_t ws_bytes[CTC_MAX_DEV]; /* workspace per call, set with the handle */
 static pthread_mutex_t handle_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static ct_status cublas_fail(const char *call, cublasStatus_t s, int dev) {
@@ -40,14 +45,39 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool
   if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cmin)) {
     *col_major = false;
     *ld = rows > 1 ? rs : cmin;
-    return true;
+    return *ld <= INT32_MAX; /* cuBLAS takes an int ld: else packed */
   }
   if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rmin)) {
     *col_major = true;
     *ld = cols > 1 ? cs : rmin;
-    return true;
+    return *ld <= INT32_MAX;
   }
   return false;
+}
+
+/* The device's handle (created on first use), with the
+ * workspace size its calls get. The caller holds handle_mu. */
+static cublasStatus_t get_handle(int dev, const char **call) {
+  if (handles[dev]) return CUBLAS_STATUS_SUCCESS;
+  *call = "cublasCreate";
+  cublasHandle_t h;
+  cublasStatus_t cs = cublasCreate(&h);
+  if (cs != CUBLAS_STATUS_SUCCESS) return cs;
+  *call = "cublasSetMathMode";
+  cs = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  if (cs != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(h);
+    return cs;
+  }
+  /* cuBLAS's own default pool sizes: 32 MiB on Hopper and later, else 4 MiB */
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    major = 9;
+  }
+  ws_bytes[dev] = (size_t)(major >= 9 ? 32 : 4) << 20;
+  handles[dev] = h;
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 /* ---- Integers ------------------------------------------------------------------- */
@@ -99,6 +129,8 @@ extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc
       CT_CUDA_CHECK("matmul", dev, cudaMemsetAsync(out->data, 0, (size_t)out->numel * ctc_elsize(dt), s));
     return CT_OK;
   }
+  if (dev < 0 || dev >= CTC_MAX_DEV)
+    return ct__fail_status(CT_ERR_CUDA, "matmul: cuda:%d beyond the %d devices supported", dev, CTC_MAX_DEV);
   if (n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || B > INT32_MAX)
     return ct__fail_status(CT_ERR_ARG, "matmul: dims (%lld, %lld, %lld) exceed cuBLAS's int range",
                            (long long)n, (long long)k, (long long)m);
@@ -128,13 +160,22 @@ extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc
   float alpha_f = 1.0f, beta_f = beta_one ? 1.0f : 0.0f;
   const void *alpha = dt == CT_F64 ? (const void *)&alpha_d : (const void *)&alpha_f;
   const void *beta = dt == CT_F64 ? (const void *)&beta_d : (const void *)&beta_f;
+  ctc_scratch ws(dev); /* freed (stream-ordered) after the unlock */
   pthread_mutex_lock(&handle_mu);
-  cublasStatus_t cs = CUBLAS_STATUS_SUCCESS;
   const char *call = "cublasCreate";
-  if (!handles[dev]) cs = cublasCreate(&handles[dev]);
+  cublasStatus_t cs = get_handle(dev, &call);
+  void *wsp = nullptr;
+  if (cs == CUBLAS_STATUS_SUCCESS && !(wsp = ws.get(ws_bytes[dev]))) {
+    pthread_mutex_unlock(&handle_mu);
+    return ct_last_error();
+  }
   if (cs == CUBLAS_STATUS_SUCCESS) {
     call = "cublasSetStream";
     cs = cublasSetStream(handles[dev], s);
+  }
+  if (cs == CUBLAS_STATUS_SUCCESS) {
+    call = "cublasSetWorkspace";
+    cs = cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
   }
   if (cs == CUBLAS_STATUS_SUCCESS) {
     call = "cublasGemmStridedBatchedEx";

@@ -5,8 +5,10 @@
  * pointers of param, grad and state buffers, numel) and a list of chunks
  * (tensor, first element) of CTC_OPT_CHUNK elements; block b updates chunk b.
  * Formulas follow torch.optim's single-tensor implementations op by op in the
- * parameter's dtype, as backend/cpu/optim.c. Parameters, gradients and state
- * are contiguous and all of one dtype (f32 or f64). */
+ * parameter's dtype, as backend/cpu/optim.c. Each parameter's gradient and
+ * state are contiguous and of its dtype (f32 or f64); parameters of both
+ * dtypes may come in one call (the op layer groups by device and step only):
+ * the f32 chunks come first in the list, then the f64 ones, one launch each. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -100,16 +102,21 @@ extern "C" ct_status ct__cuda_optimizer_step(const ctc_optim *o, const ctc_t *pa
   int dev = params[0].device;
   ct_status st = ctc_use_device(op, dev);
   if (st != CT_OK) return st;
-  int64_t nchunks = 0;
-  for (int i = 0; i < n; i++) nchunks += (params[i].numel + CTC_OPT_CHUNK - 1) / CTC_OPT_CHUNK;
+  int64_t nchunks = 0, n32 = 0; /* n32: chunks of f32 parameters */
+  for (int i = 0; i < n; i++) {
+    int64_t k = (params[i].numel + CTC_OPT_CHUNK - 1) / CTC_OPT_CHUNK;
+    nchunks += k;
+    if (params[i].dtype != CT_F64) n32 += k;
+  }
   if (nchunks == 0) return CT_OK;
   size_t tbytes = sizeof(opt_tensor) * (size_t)n, bytes = tbytes + sizeof(opt_chunk) * (size_t)nchunks;
   char *host = (char *)malloc(bytes);
   if (!host) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
   opt_tensor *ts = (opt_tensor *)host;
   opt_chunk *chunks = (opt_chunk *)(host + tbytes);
-  int64_t c = 0;
+  int64_t c32 = 0, c64 = n32; /* next chunk slot of each dtype */
   for (int i = 0; i < n; i++) {
+    int64_t &c = params[i].dtype == CT_F64 ? c64 : c32;
     ts[i].p = params[i].data;
     ts[i].g = grads[i].data;
     ts[i].s0 = has[3 * i] ? s0[i].data : nullptr;
@@ -131,13 +138,17 @@ extern "C" ct_status ct__cuda_optimizer_step(const ctc_optim *o, const ctc_t *pa
   cudaError_t e = cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, s);
   free(host);
   if (e != cudaSuccess) return ctc_cuda_fail(op, "cudaMemcpyAsync", e, dev, __FILE__, __LINE__);
-  unsigned blocks = (unsigned)(nchunks < (int64_t)ctc_sm_count(dev) * 8 ? nchunks : (int64_t)ctc_sm_count(dev) * 8);
+  int64_t cap = (int64_t)ctc_sm_count(dev) * 8, n64 = nchunks - n32;
   const opt_tensor *dts = (const opt_tensor *)d;
   const opt_chunk *dch = (const opt_chunk *)(d + tbytes);
-  if (params[0].dtype == CT_F64)
-    optim_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(make_consts<double>(o), dts, dch, nchunks);
-  else
-    optim_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(make_consts<float>(o), dts, dch, nchunks);
-  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  if (n32 > 0) {
+    optim_kernel<float><<<(unsigned)(n32 < cap ? n32 : cap), CTC_THREADS, 0, s>>>(make_consts<float>(o), dts, dch, n32);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  if (n64 > 0) {
+    optim_kernel<double><<<(unsigned)(n64 < cap ? n64 : cap), CTC_THREADS, 0, s>>>(make_consts<double>(o), dts,
+                                                                                   dch + n32, n64);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
   return CT_OK;
 }
