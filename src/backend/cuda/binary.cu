@@ -1,18 +1,21 @@
 /* CUDA binary elementwise kernels: out = a op b, out = a op s (scalar),
  * out = a + alpha * b (axpy) and out = cond ? a : b (where).
  *
- * One kernel per compute type (float for f32/f16/bf16, double for f64, int64
- * for integers and bool) with the op a grid-uniform switch; loads and stores
- * convert (common.cuh), so integer results wrap to their width on store and
- * match the CPU's narrow-type arithmetic (add/sub/mul/pow are exact modulo
- * 2^64, division results are in range; INT_MIN / -1 wraps to INT_MIN). Bool
+ * The ops are value functors in a compute type (float for f32/f16/bf16,
+ * double for f64, int64 for integers and bool), the op a grid-uniform switch
+ * except add, sub, mul and div, fixed at compile time for the vector path;
+ * loads and stores convert (common.cuh), so integer results wrap to their
+ * width on store and match the CPU's narrow-type arithmetic (add/sub/mul/pow
+ * are exact modulo 2^64, division results are in range; INT_MIN / -1 wraps
+ * to INT_MIN). Bool
  * add/mul/max/min are or/and on 0/1 values, as the CPU.
  *
  * Invalid integer operands (division, remainder, fmod by zero; negative
  * powers) leave 0 in the element and set a device flag; for those ops on
  * integer dtypes the launcher reads the flag back (one stream synchronize)
  * and fails with CT_ERR_ARG, as the CPU. Other ops never synchronize.
- * Decomposition: ctc_ew_kernel (common.cuh). */
+ * Decomposition: contiguous operands of one dtype take the 16-byte vector
+ * kernel (ctc_vec_kernel), any others ctc_ew_kernel (common.cuh). */
 #include "backend/cuda/common.cuh"
 
 template <class T> __device__ __forceinline__ T floordiv_f(T a, T b) {
@@ -31,6 +34,22 @@ template <class T> __device__ __forceinline__ T pyrem_f(T a, T b) {
   return mod;
 }
 
+/* The COMPARE-rule ops (result 0 or 1, stored as bool), for every class. */
+template <class T> __device__ __forceinline__ T bin_compare(int op, T x, T y) {
+  switch (op) {
+  case CT_BOP_EQ: return x == y;
+  case CT_BOP_NE: return x != y;
+  case CT_BOP_LT: return x < y;
+  case CT_BOP_LE: return x <= y;
+  case CT_BOP_GT: return x > y;
+  case CT_BOP_GE: return x >= y;
+  case CT_BOP_LOGICAL_AND: return x != T(0) && y != T(0);
+  case CT_BOP_LOGICAL_OR: return x != T(0) || y != T(0);
+  case CT_BOP_LOGICAL_XOR: return (x != T(0)) != (y != T(0));
+  default: return T(0);
+  }
+}
+
 template <class T> __device__ __forceinline__ T bin_float(int op, T x, T y) {
   switch (op) {
   case CT_BOP_ADD: return x + y;
@@ -44,15 +63,9 @@ template <class T> __device__ __forceinline__ T bin_float(int op, T x, T y) {
   case CT_BOP_FMOD: return fmod(x, y);
   case CT_BOP_REMAINDER: return pyrem_f(x, y);
   case CT_BOP_ATAN2: return atan2(x, y);
-  case CT_BOP_EQ: return x == y;
-  case CT_BOP_NE: return x != y;
-  case CT_BOP_LT: return x < y;
-  case CT_BOP_LE: return x <= y;
-  case CT_BOP_GT: return x > y;
-  case CT_BOP_GE: return x >= y;
-  case CT_BOP_LOGICAL_AND: return x != T(0) && y != T(0);
-  case CT_BOP_LOGICAL_OR: return x != T(0) || y != T(0);
-  case CT_BOP_LOGICAL_XOR: return (x != T(0)) != (y != T(0));
+  case CT_BOP_EQ: case CT_BOP_NE: case CT_BOP_LT: case CT_BOP_LE: case CT_BOP_GT: case CT_BOP_GE:
+  case CT_BOP_LOGICAL_AND: case CT_BOP_LOGICAL_OR: case CT_BOP_LOGICAL_XOR:
+    return bin_compare(op, x, y);
   default: return x;
   }
 }
@@ -90,44 +103,56 @@ __device__ __forceinline__ int64_t bin_int(int op, int64_t x, int64_t y, bool &b
     int64_t m = x % y;
     return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
   }
-  case CT_BOP_EQ: return x == y;
-  case CT_BOP_NE: return x != y;
-  case CT_BOP_LT: return x < y;
-  case CT_BOP_LE: return x <= y;
-  case CT_BOP_GT: return x > y;
-  case CT_BOP_GE: return x >= y;
-  case CT_BOP_LOGICAL_AND: return x != 0 && y != 0;
-  case CT_BOP_LOGICAL_OR: return x != 0 || y != 0;
-  case CT_BOP_LOGICAL_XOR: return (x != 0) != (y != 0);
+  case CT_BOP_EQ: case CT_BOP_NE: case CT_BOP_LT: case CT_BOP_LE: case CT_BOP_GT: case CT_BOP_GE:
+  case CT_BOP_LOGICAL_AND: case CT_BOP_LOGICAL_OR: case CT_BOP_LOGICAL_XOR:
+    return bin_compare(op, x, y);
   default: return x;
   }
 }
 
-/* Operands: 0 out, 1 a, 2 b; with `scalar`, b (or a when reversed) is sval. */
-template <class C> struct binary_fn {
+/* ---- Value functors (common.cuh) ----------------------------------------------------- */
+
+/* op in compute class C; integer operands that are invalid for op set *bad_flag. */
+template <class C> __device__ __forceinline__ C bin_value(int op, C x, C y, int *bad_flag) {
+  if constexpr (std::is_integral<C>::value) {
+    bool bad = false;
+    C r = bin_int(op, x, y, bad);
+    if (bad) *bad_flag = 1;
+    return r;
+  } else {
+    return bin_float<C>(op, x, y);
+  }
+}
+
+/* The hottest ops with the op a compile-time constant: their kernels carry no
+ * switch and none of the registers of pow, atan2 or fmod. */
+template <int OP> struct bin_fixed {
+  template <class C> __device__ C operator()(C x, C y) const {
+    return bin_value<C>(OP, x, y, nullptr);
+  }
+};
+
+/* Any op, chosen at run time (uniform across the grid). */
+template <class C> struct bin_dyn {
   int op;
-  bool scalar, reversed;
-  C sval;
-  int *bad_flag;
-  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
-    C x, y;
-    if (scalar) {
-      C v = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
-      x = reversed ? sval : v;
-      y = reversed ? v : sval;
-    } else {
-      x = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
-      y = ctc_load<C>(ctc_ew_ptr(g, 2, off[2]), g.dt[2]);
-    }
-    C r;
-    if constexpr (std::is_integral<C>::value) {
-      bool bad = false;
-      r = bin_int(op, x, y, bad);
-      if (bad) *bad_flag = 1;
-    } else {
-      r = bin_float<C>(op, x, y);
-    }
-    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], r);
+  int *bad_flag; /* checked integer ops only */
+  __device__ C operator()(C x, C y) const { return bin_value<C>(op, x, y, bad_flag); }
+};
+
+/* The COMPARE-rule ops alone, for their bool-output vector kernels. */
+template <class C> struct bin_cmp {
+  int op;
+  __device__ C operator()(C x, C y) const { return bin_compare<C>(op, x, y); }
+};
+
+/* f with one operand a host scalar: f(x, s), or f(s, x) when reversed. */
+template <class C, class F> struct bin_scalar {
+  F f;
+  C s;
+  bool reversed;
+  __device__ C operator()(C v) const {
+    C x = reversed ? s : v, y = reversed ? v : s;
+    return f(x, y);
   }
 };
 
@@ -143,21 +168,49 @@ static bool have_kernel(int op, int dt) {
   return op != CT_BOP_DIV && op != CT_BOP_ATAN2;
 }
 
-template <int N, class C>
-static ct_status run_binary(const char *name, int op, int dev, const ctc_ew &g, binary_fn<C> f) {
+/* The vector path (common.cuh) for op, its functor passed through wrap
+ * (identity for two tensors, K = 2; bin_scalar for a tensor and a scalar,
+ * K = 1): false when g doesn't qualify. Integer ops other than add, sub, mul
+ * and comparisons (division with its error flag, pow...) stay generic. */
+template <class C, int K, class W>
+static bool vec_binary(const char *name, int op, int dev, const ctc_ew &g, W wrap, ct_status *st) {
+  if (ct__binary_info[op].rule == CT_BRULE_COMPARE)
+    return ctc_vec_run<C, K, true>(name, dev, g, wrap(bin_cmp<C>{op}), st);
+  auto run = [&](auto f) { return ctc_vec_run<C, K, false>(name, dev, g, wrap(f), st); };
+  switch (op) {
+  case CT_BOP_ADD: return run(bin_fixed<CT_BOP_ADD>());
+  case CT_BOP_SUB: return run(bin_fixed<CT_BOP_SUB>());
+  case CT_BOP_MUL: return run(bin_fixed<CT_BOP_MUL>());
+  default: break;
+  }
+  if constexpr (std::is_integral<C>::value) {
+    return false;
+  } else {
+    if (op == CT_BOP_DIV) return run(bin_fixed<CT_BOP_DIV>());
+    return ctc_vec_run<C, K, false, 1>(name, dev, g, wrap(bin_dyn<C>{op, nullptr}), st);
+  }
+}
+
+/* Runs op over g (K inputs, see vec_binary) and, for the checked integer ops,
+ * reads the invalid-operand flag back. */
+template <class C, int K, class W>
+static ct_status run_binary(const char *name, int op, int dev, const ctc_ew &g, W wrap) {
   bool check = std::is_integral<C>::value && checked_op(op);
   ctc_scratch flag(dev);
-  if (check) {
-    if (!(f.bad_flag = (int *)flag.get(sizeof(int)))) return ct_last_error();
-    CT_CUDA_CHECK(name, dev, cudaMemsetAsync(f.bad_flag, 0, sizeof(int), ctc_stream(dev)));
-  }
-  ct_status st = ctc_ew_launch<N>(name, dev, g, f);
-  if (st != CT_OK || !check) return st;
-  int bad = 0;
+  int *bad = nullptr;
   cudaStream_t s = ctc_stream(dev);
-  CT_CUDA_CHECK(name, dev, cudaMemcpyAsync(&bad, f.bad_flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+  if (check) {
+    if (!(bad = (int *)flag.get(sizeof(int)))) return ct_last_error();
+    CT_CUDA_CHECK(name, dev, cudaMemsetAsync(bad, 0, sizeof(int), s));
+  }
+  ct_status st;
+  if (!vec_binary<C, K>(name, op, dev, g, wrap, &st))
+    st = ctc_ew_map_launch<C, K>(name, dev, g, wrap(bin_dyn<C>{op, bad}));
+  if (st != CT_OK || !check) return st;
+  int bad_host = 0;
+  CT_CUDA_CHECK(name, dev, cudaMemcpyAsync(&bad_host, bad, sizeof(int), cudaMemcpyDeviceToHost, s));
   CT_CUDA_CHECK(name, dev, cudaStreamSynchronize(s));
-  if (!bad) return CT_OK;
+  if (!bad_host) return CT_OK;
   if (op == CT_BOP_POW)
     return ct__fail_status(CT_ERR_ARG, "pow: integers to negative integer powers are not allowed");
   return ct__fail_status(CT_ERR_ARG, "%s: integer division by zero", name);
@@ -174,9 +227,10 @@ extern "C" ct_status ct__cuda_binary(int op, const ctc_t *out, const ctc_t *a, c
   const ctc_t *ts[3] = {out, a, b};
   ctc_ew g;
   ctc_ew_init(&g, 3, ts);
-  if (dt == CT_F64) return run_binary<3, double>(name, op, dev, g, {op, false, false, 0, nullptr});
-  if (ctc_is_float(dt)) return run_binary<3, float>(name, op, dev, g, {op, false, false, 0, nullptr});
-  return run_binary<3, int64_t>(name, op, dev, g, {op, false, false, 0, nullptr});
+  auto same = [](auto f) { return f; };
+  if (dt == CT_F64) return run_binary<double, 2>(name, op, dev, g, same);
+  if (ctc_is_float(dt)) return run_binary<float, 2>(name, op, dev, g, same);
+  return run_binary<int64_t, 2>(name, op, dev, g, same);
 }
 
 static int64_t sat_i64(double v) {
@@ -199,6 +253,14 @@ static int64_t int_scalar(int dt, double s) {
   }
 }
 
+/* A tensor and a host scalar sv of compute class C. */
+template <class C>
+static ct_status run_binary_scalar(const char *name, int op, int dev, const ctc_ew &g, C sv,
+                                   bool reversed) {
+  auto with_scalar = [=](auto f) { return bin_scalar<C, decltype(f)>{f, sv, reversed}; };
+  return run_binary<C, 1>(name, op, dev, g, with_scalar);
+}
+
 extern "C" ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_t *a, double s,
                                            bool reversed) {
   int dev = out->device, dt = a->dtype;
@@ -212,9 +274,9 @@ extern "C" ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_
   ctc_ew g;
   ctc_ew_init(&g, 2, ts);
   /* f16/bf16: the scalar stays an f32 operand, not rounded to half (as the CPU) */
-  if (dt == CT_F64) return run_binary<2, double>(name, op, dev, g, {op, true, reversed, s, nullptr});
-  if (ctc_is_float(dt)) return run_binary<2, float>(name, op, dev, g, {op, true, reversed, (float)s, nullptr});
-  return run_binary<2, int64_t>(name, op, dev, g, {op, true, reversed, int_scalar(dt, s), nullptr});
+  if (dt == CT_F64) return run_binary_scalar<double>(name, op, dev, g, s, reversed);
+  if (ctc_is_float(dt)) return run_binary_scalar<float>(name, op, dev, g, (float)s, reversed);
+  return run_binary_scalar<int64_t>(name, op, dev, g, int_scalar(dt, s), reversed);
 }
 
 /* ---- axpy: out = a + alpha * b ---------------------------------------------------------- */
@@ -222,15 +284,11 @@ extern "C" ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_
 template <class C> struct axpy_fn {
   C alpha;
   bool is_bool;
-  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
-    C x = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
-    C y = ctc_load<C>(ctc_ew_ptr(g, 2, off[2]), g.dt[2]);
-    C r;
+  __device__ C operator()(C x, C y) const {
     if constexpr (std::is_integral<C>::value)
-      r = is_bool ? (x | (alpha & y)) : (C)((uint64_t)x + (uint64_t)alpha * (uint64_t)y);
+      return is_bool ? (x | (alpha & y)) : (C)((uint64_t)x + (uint64_t)alpha * (uint64_t)y);
     else
-      r = x + alpha * y;
-    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], r);
+      return x + alpha * y;
   }
 };
 
@@ -242,9 +300,11 @@ extern "C" ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t
   const ctc_t *ts[3] = {out, a, b};
   ctc_ew g;
   ctc_ew_init(&g, 3, ts);
-  if (dt == CT_F64) return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<double>{alpha, false});
-  if (ctc_is_float(dt)) return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<float>{(float)alpha, false});
-  return ctc_ew_launch<3>("axpy", dev, g, axpy_fn<int64_t>{int_scalar(dt, alpha), dt == CT_BOOL});
+  if (dt == CT_F64) return ctc_map<double, 2, false>("axpy", dev, g, axpy_fn<double>{alpha, false});
+  if (ctc_is_float(dt))
+    return ctc_map<float, 2, false>("axpy", dev, g, axpy_fn<float>{(float)alpha, false});
+  axpy_fn<int64_t> f{int_scalar(dt, alpha), dt == CT_BOOL};
+  return ctc_map<int64_t, 2, false>("axpy", dev, g, f);
 }
 
 /* ---- where: elements move by size ---------------------------------------------------------- */
@@ -252,8 +312,9 @@ extern "C" ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t
 struct where_fn {
   __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
     bool c = *(const uint8_t *)ctc_ew_ptr(g, 1, off[1]) != 0;
-    int src = c ? 2 : 3;
-    ctc_move(ctc_ew_ptr(g, 0, off[0]), ctc_ew_ptr(g, src, off[src]), g.es[0]);
+    /* selects pointers, not off[c ? 2 : 3]: a run-time index would put off in local memory */
+    const char *src = c ? ctc_ew_ptr(g, 2, off[2]) : ctc_ew_ptr(g, 3, off[3]);
+    ctc_move(ctc_ew_ptr(g, 0, off[0]), src, g.es[0]);
   }
 };
 

@@ -1,7 +1,8 @@
 /* Shared helpers of the CUDA backend's .cu files: error checking (every CUDA
  * call goes through CT_CUDA_CHECK, naming the op, the call, the device, file
  * and line), the device/stream of the calling thread, dtype loads and stores,
- * and the elementwise geometry (offset calculator over coalesced dims). */
+ * the elementwise geometry (offset calculator over coalesced dims) with its
+ * generic kernel, and the 16-byte vector kernel for contiguous operands. */
 #ifndef CT_CUDA_COMMON_CUH
 #define CT_CUDA_COMMON_CUH
 
@@ -127,39 +128,84 @@ __device__ __forceinline__ ctc_val ctc_load_val(const char *p, int dt) {
   return v;
 }
 
-/* Loads as a compute type C (float, double or int64_t). Callers use the
- * compute type of the operand's class (float for f32/f16/bf16, double for
- * f64, int64 for integers and bool), so no cross-class conversion happens. */
-template <class C> __device__ __forceinline__ C ctc_load(const char *p, int dt) {
+/* ---- Static dtypes and the element conversions ------------------------------- *
+ * The one definition of how an element converts to and from a compute type C
+ * (float for f32/f16/bf16, double for f64, int64 for integers and bool),
+ * shared by the generic kernel (ctc_load/ctc_store, the dtype known at run
+ * time) and the vector kernels (the dtype a template parameter). */
+
+/* bool's storage: one byte, any nonzero byte reads as true. */
+struct ctc_bool8 {
+  uint8_t v;
+};
+template <class T> struct ctc_type {
+  using type = T;
+};
+
+/* Calls fn(ctc_type<T>()) with T the storage type of dtype dt. */
+template <class Fn> __device__ __forceinline__ auto ctc_visit_dtype(int dt, Fn &&fn) {
   switch (dt) {
-  case CT_F32: return (C) * (const float *)p;
-  case CT_F64: return (C) * (const double *)p;
-  case CT_F16: return (C)__half2float(*(const __half *)p);
-  case CT_BF16: return (C)__bfloat162float(*(const __nv_bfloat16 *)p);
-  case CT_I8: return (C) * (const int8_t *)p;
-  case CT_U8: return (C) * (const uint8_t *)p;
-  case CT_I16: return (C) * (const int16_t *)p;
-  case CT_I32: return (C) * (const int32_t *)p;
-  case CT_I64: return (C) * (const int64_t *)p;
-  default: return (C)(*(const uint8_t *)p != 0);
+  case CT_F32: return fn(ctc_type<float>());
+  case CT_F64: return fn(ctc_type<double>());
+  case CT_F16: return fn(ctc_type<__half>());
+  case CT_BF16: return fn(ctc_type<__nv_bfloat16>());
+  case CT_I8: return fn(ctc_type<int8_t>());
+  case CT_U8: return fn(ctc_type<uint8_t>());
+  case CT_I16: return fn(ctc_type<int16_t>());
+  case CT_I32: return fn(ctc_type<int32_t>());
+  case CT_I64: return fn(ctc_type<int64_t>());
+  default: return fn(ctc_type<ctc_bool8>());
   }
 }
 
-/* Stores a compute value: floats convert (halves round to nearest even),
- * integers truncate to their width (wrap-around), bool takes "nonzero". */
+/* The dtype of a storage type (host and device). */
+template <class T> constexpr int ctc_dtype_of() {
+  if constexpr (std::is_same<T, float>::value) return CT_F32;
+  else if constexpr (std::is_same<T, double>::value) return CT_F64;
+  else if constexpr (std::is_same<T, __half>::value) return CT_F16;
+  else if constexpr (std::is_same<T, __nv_bfloat16>::value) return CT_BF16;
+  else if constexpr (std::is_same<T, int8_t>::value) return CT_I8;
+  else if constexpr (std::is_same<T, uint8_t>::value) return CT_U8;
+  else if constexpr (std::is_same<T, int16_t>::value) return CT_I16;
+  else if constexpr (std::is_same<T, int32_t>::value) return CT_I32;
+  else if constexpr (std::is_same<T, int64_t>::value) return CT_I64;
+  else return CT_BOOL;
+}
+
+/* A stored element as compute type C. Callers use the compute type of the
+ * operand's class, so no cross-class conversion happens. */
+template <class C, class T> __device__ __forceinline__ C ctc_in(T v) {
+  if constexpr (std::is_same<T, __half>::value) return (C)__half2float(v);
+  else if constexpr (std::is_same<T, __nv_bfloat16>::value) return (C)__bfloat162float(v);
+  else if constexpr (std::is_same<T, ctc_bool8>::value) return (C)(v.v != 0);
+  else return (C)v;
+}
+
+/* A compute value as stored type T: floats convert (halves round to nearest
+ * even), integers truncate to their width (wrap-around), bool takes "nonzero". */
+template <class T, class C> __device__ __forceinline__ T ctc_out(C v) {
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) return (T)v;
+  else if constexpr (std::is_same<T, __half>::value) return __float2half_rn((float)v);
+  else if constexpr (std::is_same<T, __nv_bfloat16>::value) return __float2bfloat16_rn((float)v);
+  else if constexpr (std::is_same<T, ctc_bool8>::value) return ctc_bool8{(uint8_t)(v != (C)0)};
+  else if constexpr (std::is_same<T, int64_t>::value) return (int64_t)v;
+  else return (T)(uint64_t)(int64_t)v;
+}
+
+/* Loads the element at p of run-time dtype dt as compute type C. */
+template <class C> __device__ __forceinline__ C ctc_load(const char *p, int dt) {
+  return ctc_visit_dtype(dt, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return ctc_in<C>(*(const T *)p);
+  });
+}
+
+/* Stores compute value v at p as run-time dtype dt (see ctc_out). */
 template <class C> __device__ __forceinline__ void ctc_store(char *p, int dt, C v) {
-  switch (dt) {
-  case CT_F32: *(float *)p = (float)v; break;
-  case CT_F64: *(double *)p = (double)v; break;
-  case CT_F16: *(__half *)p = __float2half_rn((float)v); break;
-  case CT_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
-  case CT_I8: *(int8_t *)p = (int8_t)(uint64_t)(int64_t)v; break;
-  case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)(int64_t)v; break;
-  case CT_I16: *(int16_t *)p = (int16_t)(uint64_t)(int64_t)v; break;
-  case CT_I32: *(int32_t *)p = (int32_t)(uint64_t)(int64_t)v; break;
-  case CT_I64: *(int64_t *)p = (int64_t)v; break;
-  default: *(uint8_t *)p = v != (C)0; break;
-  }
+  ctc_visit_dtype(dt, [&](auto t) {
+    using T = typename decltype(t)::type;
+    *(T *)p = ctc_out<T>(v);
+  });
 }
 
 /* Moves one element of es bytes. */
@@ -245,6 +291,231 @@ static ct_status ctc_ew_launch(const char *op, int dev, const ctc_ew &g, F f) {
   ctc_ew_kernel<N, F><<<ctc_blocks(g.numel, dev, 4), CTC_THREADS, 0, s>>>(g, f);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
+}
+
+/* ---- Value functors ---------------------------------------------------------------- *
+ * Most elementwise ops are a value functor: `C operator()(C x1, ..., C xK) const`
+ * in a compute type C, with no memory access, so that one functor serves both
+ * kernels below: the generic strided kernel (ctc_ew_map adapts it to
+ * ctc_ew_kernel, loading and storing through run-time dtypes) and the vector
+ * kernel for contiguous operands (ctc_vec_kernel, dtypes known at compile
+ * time). Operand 0 is the output, 1..K the inputs. */
+
+template <class F, class C> __device__ __forceinline__ C ctc_call(const F &f, const C (&v)[1]) {
+  return f(v[0]);
+}
+template <class F, class C> __device__ __forceinline__ C ctc_call(const F &f, const C (&v)[2]) {
+  return f(v[0], v[1]);
+}
+template <class F, class C> __device__ __forceinline__ C ctc_call(const F &f, const C (&v)[3]) {
+  return f(v[0], v[1], v[2]);
+}
+
+/* The generic kernel's form of value functor f. */
+template <class C, int K, class F> struct ctc_ew_map {
+  F f;
+  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
+    C v[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) v[k] = ctc_load<C>(ctc_ew_ptr(g, k + 1, off[k + 1]), g.dt[k + 1]);
+    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], ctc_call(f, v));
+  }
+};
+
+/* f over any geometry with the generic kernel. */
+template <class C, int K, class F>
+static ct_status ctc_ew_map_launch(const char *op, int dev, const ctc_ew &g, F f) {
+  return ctc_ew_launch<K + 1>(op, dev, g, ctc_ew_map<C, K, F>{f});
+}
+
+/* ---- Contiguous fast path: 16-byte vectors ----------------------------------------- *
+ * When the geometry is `contig`, every input has one dtype S and every
+ * non-scalar pointer is aligned to its vector, a thread moves V = 16 /
+ * sizeof(S) consecutive elements of each input with one 16-byte load
+ * (LDG.E.128; PyTorch's aligned_vector idiom) and V * sizeof(O) bytes of
+ * output with one store (several when the output is wider than 16 bytes).
+ * The generic kernel issues one access of the element's size per element and
+ * operand behind a run-time dtype switch; here the loop body is the loads,
+ * the op and the stores only, with 4 (f32) to 16 (u8) times fewer memory
+ * instructions, which a bandwidth-bound op needs to reach DRAM speed.
+ *
+ * Decomposition: vector j covers elements [j*V, j*V + V); grid-stride over
+ * the n / V vectors (grid: ctc_blocks), U vectors per thread per step (all
+ * loads issued before any use, for memory-level parallelism; consecutive
+ * threads take consecutive vectors, so a warp's load is 512 contiguous bytes);
+ * the n % V tail elements by the first threads of the grid, one each. A
+ * broadcast-scalar input is loaded once per thread and not read again. */
+#define CTC_VEC_BYTES 16
+#define CTC_VEC_UNROLL 2
+
+/* V elements of T, moved as one unsigned word of the same size. */
+template <class T, int V> struct ctc_pack {
+  T v[V];
+};
+template <int B> struct ctc_raw { /* wider than 16 bytes: several 16-byte words */
+  struct type {
+    uint4 w[B / 16];
+  };
+};
+template <> struct ctc_raw<1> { using type = uint8_t; };
+template <> struct ctc_raw<2> { using type = uint16_t; };
+template <> struct ctc_raw<4> { using type = uint32_t; };
+template <> struct ctc_raw<8> { using type = uint2; };
+template <> struct ctc_raw<16> { using type = uint4; };
+
+/* Pack i of base (base aligned to min(16, sizeof(P))). The copy through the
+ * raw word makes the access one instruction whatever T is (a struct of eight
+ * __half may otherwise be moved piecewise); the copy itself is register moves. */
+template <class P> __device__ __forceinline__ P ctc_vec_ld(const char *base, int64_t i) {
+  using R = typename ctc_raw<sizeof(P)>::type;
+  R r = reinterpret_cast<const R *>(base)[i];
+  P p;
+  memcpy(&p, &r, sizeof p);
+  return p;
+}
+template <class P> __device__ __forceinline__ void ctc_vec_st(char *base, int64_t i, const P &p) {
+  using R = typename ctc_raw<sizeof(P)>::type;
+  R r;
+  memcpy(&r, &p, sizeof r);
+  reinterpret_cast<R *>(base)[i] = r;
+}
+
+/* The vector kernel's operands: out[0, n) of O and K inputs of S, each
+ * contiguous, or (scalar[k]) one value standing for every element. */
+template <int K> struct ctc_vec_args {
+  char *out;
+  const char *in[K];
+  bool scalar[K];
+  int64_t n;
+};
+
+/* One pack of outputs from one pack of each input (sv: the scalar inputs). */
+template <class O, class C, int K, class S, int V, class F>
+__device__ __forceinline__ ctc_pack<O, V> ctc_vec_apply(const F &f, const ctc_pack<S, V> (&x)[K],
+                                                        const C (&sv)[K], const bool (&sc)[K]) {
+  ctc_pack<O, V> r;
+#pragma unroll
+  for (int e = 0; e < V; e++) {
+    C v[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) v[k] = sc[k] ? sv[k] : ctc_in<C>(x[k].v[e]);
+    r.v[e] = ctc_out<O>(ctc_call(f, v));
+  }
+  return r;
+}
+
+/* Pack i of every non-scalar input (scalar inputs read as zeros, unused). */
+template <int K, class P>
+__device__ __forceinline__ void ctc_vec_load_all(const ctc_vec_args<K> &a, int64_t i, P (&x)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; k++) x[k] = a.scalar[k] ? P{} : ctc_vec_ld<P>(a.in[k], i);
+}
+
+template <class S, class O, class C, int K, int U, class F>
+__global__ void __launch_bounds__(CTC_THREADS) ctc_vec_kernel(ctc_vec_args<K> a, F f) {
+  constexpr int V = CTC_VEC_BYTES / sizeof(S);
+  using In = ctc_pack<S, V>;
+  C sv[K];
+#pragma unroll
+  for (int k = 0; k < K; k++) sv[k] = a.scalar[k] ? ctc_in<C>(*(const S *)a.in[k]) : C(0);
+  const int64_t nvec = a.n / V, stride = (int64_t)gridDim.x * blockDim.x;
+  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  /* One copy of the op per (u, element): the last step's missing vectors are
+   * predicated off rather than handled by a second loop. */
+  for (int64_t i = tid; i < nvec; i += U * stride) {
+    In x[U][K];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (u == 0 || i + u * stride < nvec) ctc_vec_load_all(a, i + u * stride, x[u]);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (u == 0 || i + u * stride < nvec)
+        ctc_vec_st(a.out, i + u * stride, ctc_vec_apply<O>(f, x[u], sv, a.scalar));
+  }
+  const int64_t t = nvec * V + tid; /* the tail */
+  if (t < a.n) {
+    C v[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) v[k] = a.scalar[k] ? sv[k] : ctc_in<C>(((const S *)a.in[k])[t]);
+    ((O *)a.out)[t] = ctc_out<O>(ctc_call(f, v));
+  }
+}
+
+/* Host: whether g takes the vector path with inputs of S and output of O
+ * (fills a). Alignment is the vector's size, capped at 16 bytes. */
+template <class S, class O, int K> static bool ctc_vec_init(const ctc_ew &g, ctc_vec_args<K> *a) {
+  constexpr size_t V = CTC_VEC_BYTES / sizeof(S);
+  constexpr size_t out_align = V * sizeof(O) < 16 ? V * sizeof(O) : 16;
+  if (g.nargs != K + 1 || !g.contig || g.dt[0] != ctc_dtype_of<O>()) return false;
+  if ((uintptr_t)g.data[0] % out_align != 0) return false;
+  a->out = g.data[0];
+  a->n = g.numel;
+  for (int k = 0; k < K; k++) {
+    if (g.dt[k + 1] != ctc_dtype_of<S>()) return false;
+    if (!g.scalar[k + 1] && (uintptr_t)g.data[k + 1] % CTC_VEC_BYTES != 0) return false;
+    a->in[k] = g.data[k + 1];
+    a->scalar[k] = g.scalar[k + 1];
+  }
+  return true;
+}
+
+template <class S, class O, class C, int K, int U, class F>
+static ct_status ctc_vec_start(const char *op, int dev, const ctc_vec_args<K> &a, F f) {
+  if (a.n == 0) return CT_OK;
+  int64_t nvec = a.n / (int64_t)(CTC_VEC_BYTES / sizeof(S));
+  cudaStream_t s = ctc_stream(dev);
+  unsigned blocks = ctc_blocks(nvec > 0 ? nvec : 1, dev, U);
+  ctc_vec_kernel<S, O, C, K, U, F><<<blocks, CTC_THREADS, 0, s>>>(a, f);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+/* Launches f on the vector path when g qualifies for (S, O): true, with the
+ * launch's status in *st; false (nothing launched) otherwise. */
+template <class S, class O, class C, int K, int U = CTC_VEC_UNROLL, class F>
+static bool ctc_vec_launch(const char *op, int dev, const ctc_ew &g, F f, ct_status *st) {
+  ctc_vec_args<K> a;
+  if (!ctc_vec_init<S, O>(g, &a)) return false;
+  *st = ctc_vec_start<S, O, C, K, U>(op, dev, a, f);
+  return true;
+}
+
+/* The dtypes with a vector path in each compute class, as storage types:
+ * f32, f16 and bf16 compute in float, f64 in double, i32 and i64 in int64.
+ * Calls fn(ctc_type<S>()) when dt is one of C's, else returns false. */
+template <class C, class Fn> static bool ctc_vec_dtype(int dt, Fn &&fn) {
+  if constexpr (std::is_same<C, float>::value) {
+    if (dt == CT_F32) return fn(ctc_type<float>());
+    if (dt == CT_F16) return fn(ctc_type<__half>());
+    if (dt == CT_BF16) return fn(ctc_type<__nv_bfloat16>());
+  } else if constexpr (std::is_same<C, double>::value) {
+    if (dt == CT_F64) return fn(ctc_type<double>());
+  } else {
+    if (dt == CT_I32) return fn(ctc_type<int32_t>());
+    if (dt == CT_I64) return fn(ctc_type<int64_t>());
+  }
+  return false;
+}
+
+/* Vector path for value functor f of K inputs of one dtype (g.dt[1]) of
+ * compute class C; the output of that dtype, or bool when OutBool. U: vectors
+ * per thread per step; 1 for functors with a run-time switch over heavy math
+ * (pow, atan2, erf...), whose code is inlined U * V times. */
+template <class C, int K, bool OutBool, int U = CTC_VEC_UNROLL, class F>
+static bool ctc_vec_run(const char *op, int dev, const ctc_ew &g, F f, ct_status *st) {
+  return ctc_vec_dtype<C>(g.dt[1], [&](auto t) {
+    using S = typename decltype(t)::type;
+    using O = typename std::conditional<OutBool, ctc_bool8, S>::type;
+    return ctc_vec_launch<S, O, C, K, U>(op, dev, g, f, st);
+  });
+}
+
+/* f over g: the vector path when it qualifies, else the generic kernel. */
+template <class C, int K, bool OutBool, int U = CTC_VEC_UNROLL, class F>
+static ct_status ctc_map(const char *op, int dev, const ctc_ew &g, F f) {
+  ct_status st;
+  if (ctc_vec_run<C, K, OutBool, U>(op, dev, g, f, &st)) return st;
+  return ctc_ew_map_launch<C, K>(op, dev, g, f);
 }
 
 /* ---- Warp and block reductions -------------------------------------------------- */

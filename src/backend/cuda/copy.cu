@@ -5,7 +5,8 @@
  * destination width, floats go to integers through a saturating int64 (nan
  * to 0), bool takes "nonzero", f64 -> f16/bf16 rounds through f32, integers
  * -> halves through f32. Decomposition: the elementwise grid-stride kernel of
- * common.cuh; same-dtype contiguous copies are one cudaMemcpyAsync. */
+ * common.cuh; same-dtype contiguous copies are one cudaMemcpyAsync; common
+ * casts and fills of contiguous tensors move 16-byte vectors. */
 #include "backend/cuda/common.cuh"
 
 __device__ __forceinline__ int64_t ctc_f2i(double v) {
@@ -41,6 +42,47 @@ struct copy_conv_fn {
   }
 };
 
+/* ---- Casts on the vector path (common.cuh) ----------------------------------------- *
+ * f32 <-> f16, bf16, f64 (mixed precision's casts) and u8, bool, i32, i64 ->
+ * f32 (images, masks, labels), through compute type C = double when either
+ * side is f64 (exact), else float: the same results as ctc_load_val and
+ * ctc_store_val. Other pairs take the generic kernel. */
+
+struct cast_fn {
+  template <class C> __device__ C operator()(C x) const { return x; }
+};
+
+/* One vector per thread per step when the output is wider than the input (a
+ * u8 -> f32 vector writes 64 bytes): registers for occupancy. */
+template <class S, class O> static bool vec_cast(int dev, const ctc_ew &g, ct_status *st) {
+  constexpr bool wide = std::is_same<S, double>::value || std::is_same<O, double>::value;
+  using C = typename std::conditional<wide, double, float>::type;
+  constexpr int U = sizeof(O) > sizeof(S) ? 1 : CTC_VEC_UNROLL;
+  return ctc_vec_launch<S, O, C, 1, U>("copy", dev, g, cast_fn(), st);
+}
+
+static bool vec_cast_any(int dev, const ctc_ew &g, ct_status *st) {
+  if (g.dt[0] == CT_F32) {
+    switch (g.dt[1]) {
+    case CT_F16: return vec_cast<__half, float>(dev, g, st);
+    case CT_BF16: return vec_cast<__nv_bfloat16, float>(dev, g, st);
+    case CT_F64: return vec_cast<double, float>(dev, g, st);
+    case CT_U8: return vec_cast<uint8_t, float>(dev, g, st);
+    case CT_BOOL: return vec_cast<ctc_bool8, float>(dev, g, st);
+    case CT_I32: return vec_cast<int32_t, float>(dev, g, st);
+    case CT_I64: return vec_cast<int64_t, float>(dev, g, st);
+    default: return false;
+    }
+  }
+  if (g.dt[1] != CT_F32) return false;
+  switch (g.dt[0]) {
+  case CT_F16: return vec_cast<float, __half>(dev, g, st);
+  case CT_BF16: return vec_cast<float, __nv_bfloat16>(dev, g, st);
+  case CT_F64: return vec_cast<float, double>(dev, g, st);
+  default: return false;
+  }
+}
+
 extern "C" ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src) {
   int dev = dst->device;
   if (dst->numel == 0) return CT_OK;
@@ -56,6 +98,7 @@ extern "C" ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src) {
     return CT_OK;
   }
   if (dst->dtype == src->dtype) return ctc_ew_launch<2>("copy", dev, g, copy_same_fn());
+  if (vec_cast_any(dev, g, &st)) return st;
   return ctc_ew_launch<2>("copy", dev, g, copy_conv_fn());
 }
 
@@ -123,6 +166,30 @@ static uint64_t fill_bits(int dt, double v) {
   return b;
 }
 
+/* Contiguous fill, dst 16-byte aligned: 16-byte words of the repeated value
+ * (grid-stride), then the nbytes % 16 tail bytes, one per thread. */
+__global__ void __launch_bounds__(CTC_THREADS)
+    fill_vec_kernel(char *dst, int64_t nbytes, uint4 word) {
+  const int64_t nw = nbytes / 16, stride = (int64_t)gridDim.x * blockDim.x;
+  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < nw; i += stride) reinterpret_cast<uint4 *>(dst)[i] = word;
+  const int64_t t = nw * 16 + tid;
+  if (t < nbytes) {
+    int b = (int)(t & 15); /* byte b of the word (little-endian) */
+    uint32_t w = b < 4 ? word.x : b < 8 ? word.y : b < 12 ? word.z : word.w;
+    dst[t] = (char)(uint8_t)(w >> (8 * (b & 3)));
+  }
+}
+
+/* The element's bytes (es of them) repeated over 16 bytes. */
+static uint4 fill_word(uint64_t bits, int es) {
+  uint8_t b[16];
+  for (int i = 0; i < 16; i++) b[i] = (uint8_t)(bits >> (8 * (i % es)));
+  uint4 w;
+  memcpy(&w, b, sizeof w);
+  return w;
+}
+
 extern "C" ct_status ct__cuda_fill(const ctc_t *dst, double value) {
   int dev = dst->device;
   if (dst->numel == 0) return CT_OK;
@@ -133,8 +200,16 @@ extern "C" ct_status ct__cuda_fill(const ctc_t *dst, double value) {
   ctc_ew_init(&g, 1, ts);
   fill_fn f;
   f.bits = fill_bits(dst->dtype, value);
+  cudaStream_t s = ctc_stream(dev);
+  int64_t nbytes = dst->numel * g.es[0];
   if (f.bits == 0 && g.contig) {
-    CT_CUDA_CHECK("fill", dev, cudaMemsetAsync(dst->data, 0, (size_t)dst->numel * g.es[0], ctc_stream(dev)));
+    CT_CUDA_CHECK("fill", dev, cudaMemsetAsync(dst->data, 0, (size_t)nbytes, s));
+    return CT_OK;
+  }
+  if (g.contig && (uintptr_t)dst->data % 16 == 0) {
+    fill_vec_kernel<<<ctc_blocks(nbytes / 16 > 0 ? nbytes / 16 : 1, dev), CTC_THREADS, 0, s>>>(
+        dst->data, nbytes, fill_word(f.bits, g.es[0]));
+    CT_CUDA_LAUNCH_CHECK("fill", dev, s);
     return CT_OK;
   }
   return ctc_ew_launch<1>("fill", dev, g, f);

@@ -1,18 +1,39 @@
 /* CUDA unary elementwise kernels: out = op(x) for the ops of CT_UNARY_OPS.
  *
- * One kernel per compute type (float for f32/f16/bf16, double for f64, int64
- * for integers and bool), the op a run-time switch that is uniform across the
- * grid; loads and stores convert from and to the operands' dtypes, so f16/bf16
+ * The ops are value functors in a compute type (float for f32/f16/bf16,
+ * double for f64, int64 for integers and bool), the op a run-time switch that
+ * is uniform across the grid (relu's fixed at compile time on the vector
+ * path); loads and stores convert from and to the operands' dtypes, so f16/bf16
  * compute in f32 as on the CPU, and integer results wrap to their width on
  * store (the SAME-rule integer ops give the CPU's results computed in int64).
- * Decomposition: ctc_ew_kernel (common.cuh), grid-stride, 4 elements per
- * thread per step. Math in the compute type (expf for f32), as the CPU. */
+ * Decomposition: the 16-byte vector kernel for contiguous operands, else
+ * ctc_ew_kernel (common.cuh). Math in the compute type (expf for f32), as
+ * the CPU. */
 #include "backend/cuda/common.cuh"
 
 template <class T> __device__ __forceinline__ T ctc_sigmoid(T x) {
   T e = exp(-fabs(x));
   T r = T(1) / (T(1) + e);
   return x >= T(0) ? r : e * r;
+}
+
+/* The BOOL-rule ops (result 0 or 1, stored as bool), for every class. */
+template <class T> __device__ __forceinline__ T un_pred(int op, T x) {
+  if constexpr (std::is_integral<T>::value) {
+    switch (op) {
+    case CT_UOP_ISNAN:
+    case CT_UOP_ISINF: return 0;
+    case CT_UOP_ISFINITE: return 1;
+    default: return x == 0; /* CT_UOP_LOGICAL_NOT */
+    }
+  } else {
+    switch (op) {
+    case CT_UOP_ISNAN: return x != x;
+    case CT_UOP_ISINF: return fabs(x) == T(INFINITY);
+    case CT_UOP_ISFINITE: return x - x == T(0);
+    default: return x == T(0); /* CT_UOP_LOGICAL_NOT */
+    }
+  }
 }
 
 template <class T> __device__ __forceinline__ T un_float(int op, T x, T q0, T q1) {
@@ -50,10 +71,8 @@ template <class T> __device__ __forceinline__ T un_float(int op, T x, T q0, T q1
     return lo > q1 ? q1 : lo;
   }
   case CT_UOP_LEAKY_RELU: return x > T(0) ? x : q0 * x;
-  case CT_UOP_ISNAN: return x != x;
-  case CT_UOP_ISINF: return fabs(x) == T(INFINITY);
-  case CT_UOP_ISFINITE: return x - x == T(0);
-  case CT_UOP_LOGICAL_NOT: return x == T(0);
+  case CT_UOP_ISNAN: case CT_UOP_ISINF: case CT_UOP_ISFINITE: case CT_UOP_LOGICAL_NOT:
+    return un_pred(op, x);
   default: return x;
   }
 }
@@ -71,25 +90,51 @@ __device__ __forceinline__ int64_t un_int(int op, int64_t x, int64_t q0, int64_t
     int64_t lo = x < q0 ? q0 : x;
     return lo > q1 ? q1 : lo;
   }
-  case CT_UOP_ISNAN:
-  case CT_UOP_ISINF: return 0;
-  case CT_UOP_ISFINITE: return 1;
-  case CT_UOP_LOGICAL_NOT: return x == 0;
+  case CT_UOP_ISNAN: case CT_UOP_ISINF: case CT_UOP_ISFINITE: case CT_UOP_LOGICAL_NOT:
+    return un_pred(op, x);
   default: return x;
   }
 }
 
-template <class C> struct unary_fn {
+/* ---- Value functors (common.cuh) ---------------------------------------------------- */
+
+template <class C> __device__ __forceinline__ C un_value(int op, C x, C q0, C q1) {
+  if constexpr (std::is_integral<C>::value) return un_int(op, x, q0, q1);
+  else return un_float<C>(op, x, q0, q1);
+}
+
+/* relu, the hottest op, with the op a compile-time constant: no switch. */
+template <int OP> struct un_fixed {
+  template <class C> __device__ C operator()(C x) const { return un_value<C>(OP, x, C(0), C(0)); }
+};
+
+/* Any op, chosen at run time (uniform across the grid). */
+template <class C> struct un_dyn {
   int op;
   C q0, q1;
-  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
-    C x = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
-    C r;
-    if constexpr (std::is_integral<C>::value) r = un_int(op, x, q0, q1);
-    else r = un_float<C>(op, x, q0, q1);
-    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], r);
-  }
+  __device__ C operator()(C x) const { return un_value<C>(op, x, q0, q1); }
 };
+
+/* The BOOL-rule ops alone, for their bool-output vector kernels. */
+template <class C> struct un_bool {
+  int op;
+  __device__ C operator()(C x) const { return un_pred<C>(op, x); }
+};
+
+/* The vector path when g qualifies (the dyn functor with one vector per
+ * thread per step: its switch holds exp, erf, tan...), else the generic kernel. */
+template <class C>
+static ct_status run_unary(const char *name, int op, int dev, const ctc_ew &g, C q0, C q1) {
+  ct_status st;
+  bool done;
+  if (ct__unary_info[op].rule == CT_RULE_BOOL)
+    done = ctc_vec_run<C, 1, true>(name, dev, g, un_bool<C>{op}, &st);
+  else if (op == CT_UOP_RELU)
+    done = ctc_vec_run<C, 1, false>(name, dev, g, un_fixed<CT_UOP_RELU>(), &st);
+  else
+    done = ctc_vec_run<C, 1, false, 1>(name, dev, g, un_dyn<C>{op, q0, q1}, &st);
+  return done ? st : ctc_ew_map_launch<C, 1>(name, dev, g, un_dyn<C>{op, q0, q1});
+}
 
 /* Which (op, input class) pairs have a kernel: as the CPU's table. */
 static bool int_op_ok(int op) {
@@ -132,7 +177,7 @@ extern "C" ct_status ct__cuda_unary(int op, const ctc_t *out, const ctc_t *x, do
   const ctc_t *ts[2] = {out, x};
   ctc_ew g;
   ctc_ew_init(&g, 2, ts);
-  if (dt == CT_F64) return ctc_ew_launch<2>(name, dev, g, unary_fn<double>{op, p0, p1});
-  if (ctc_is_float(dt)) return ctc_ew_launch<2>(name, dev, g, unary_fn<float>{op, (float)p0, (float)p1});
-  return ctc_ew_launch<2>(name, dev, g, unary_fn<int64_t>{op, sat_to(dt, p0), sat_to(dt, p1)});
+  if (dt == CT_F64) return run_unary<double>(name, op, dev, g, p0, p1);
+  if (ctc_is_float(dt)) return run_unary<float>(name, op, dev, g, (float)p0, (float)p1);
+  return run_unary<int64_t>(name, op, dev, g, sat_to(dt, p0), sat_to(dt, p1));
 }

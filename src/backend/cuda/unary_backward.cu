@@ -1,7 +1,9 @@
 /* Fused gradients of the elementwise unary ops on CUDA:
  *   grad_x[i] = grad_out[i] * d op / dx at (x[i], y[i])
- * One elementwise pass over (grad_x, grad_out, x, y) of one floating dtype;
- * f16/bf16 in f32. Formulas as backend/cpu/unary_backward.c. */
+ * One elementwise pass over (grad_x, grad_out, x or y) of one floating dtype;
+ * f16/bf16 in f32. Formulas as backend/cpu/unary_backward.c. Decomposition:
+ * the 16-byte vector kernel for contiguous operands, else ctc_ew_kernel
+ * (common.cuh). */
 #include "backend/cuda/common.cuh"
 
 template <class T> __device__ __forceinline__ T deriv(int op, T g, T x, T y, T p0, T p1) {
@@ -46,16 +48,49 @@ template <class T> __device__ __forceinline__ T deriv(int op, T g, T x, T y, T p
   }
 }
 
-template <class C> struct ubw_fn {
+/* Which saved tensor op's derivative reads: x (true) or y. Every formula
+ * above reads at most one of them, so the kernel streams three tensors, not
+ * four (a quarter less traffic). */
+static bool uses_x(int op) {
+  switch (op) {
+  case CT_UOP_EXP: case CT_UOP_EXPM1: case CT_UOP_SQRT: case CT_UOP_RSQRT: case CT_UOP_TAN:
+  case CT_UOP_TANH: case CT_UOP_SIGMOID: case CT_UOP_RECIPROCAL: return false;
+  default: return true;
+  }
+}
+
+/* Value functors (common.cuh) of (grad_out, x) or (grad_out, y); the unused
+ * one is 0. relu's op is a compile-time constant: no switch. */
+template <class C> struct ubw_x {
   int op;
   C p0, p1;
-  __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
-    C gv = ctc_load<C>(ctc_ew_ptr(g, 1, off[1]), g.dt[1]);
-    C x = ctc_load<C>(ctc_ew_ptr(g, 2, off[2]), g.dt[2]);
-    C y = ctc_load<C>(ctc_ew_ptr(g, 3, off[3]), g.dt[3]);
-    ctc_store<C>(ctc_ew_ptr(g, 0, off[0]), g.dt[0], deriv<C>(op, gv, x, y, p0, p1));
+  __device__ C operator()(C g, C x) const { return deriv<C>(op, g, x, C(0), p0, p1); }
+};
+template <class C> struct ubw_y {
+  int op;
+  C p0, p1;
+  __device__ C operator()(C g, C y) const { return deriv<C>(op, g, C(0), y, p0, p1); }
+};
+struct ubw_relu {
+  template <class C> __device__ C operator()(C g, C x) const {
+    return deriv<C>(CT_UOP_RELU, g, x, C(0), C(0), C(0));
   }
 };
+
+/* The vector path when geo qualifies (one vector per thread per step for the
+ * switch over erf, tanh...), else the generic kernel. */
+template <class C>
+static ct_status run_backward(int op, int dev, const ctc_t *gx, const ctc_t *g, const ctc_t *xy,
+                              C p0, C p1) {
+  const char *name = "unary backward";
+  const ctc_t *ts[3] = {gx, g, xy};
+  ctc_ew geo;
+  ctc_ew_init(&geo, 3, ts);
+  ct_status st;
+  if (op == CT_UOP_RELU && ctc_vec_run<C, 2, false>(name, dev, geo, ubw_relu(), &st)) return st;
+  if (uses_x(op)) return ctc_map<C, 2, false, 1>(name, dev, geo, ubw_x<C>{op, p0, p1});
+  return ctc_map<C, 2, false, 1>(name, dev, geo, ubw_y<C>{op, p0, p1});
+}
 
 extern "C" ct_status ct__cuda_unary_backward(int op, const ctc_t *gx, const ctc_t *g, const ctc_t *x,
                                             const ctc_t *y, double p0, double p1) {
@@ -66,9 +101,7 @@ extern "C" ct_status ct__cuda_unary_backward(int op, const ctc_t *gx, const ctc_
   if (gx->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("unary backward", dev);
   if (st != CT_OK) return st;
-  const ctc_t *ts[4] = {gx, g, x, y};
-  ctc_ew geo;
-  ctc_ew_init(&geo, 4, ts);
-  if (gx->dtype == CT_F64) return ctc_ew_launch<4>("unary backward", dev, geo, ubw_fn<double>{op, p0, p1});
-  return ctc_ew_launch<4>("unary backward", dev, geo, ubw_fn<float>{op, (float)p0, (float)p1});
+  const ctc_t *xy = uses_x(op) ? x : y;
+  if (gx->dtype == CT_F64) return run_backward<double>(op, dev, gx, g, xy, p0, p1);
+  return run_backward<float>(op, dev, gx, g, xy, (float)p0, (float)p1);
 }
