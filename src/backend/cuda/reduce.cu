@@ -4,28 +4,33 @@
  * and the finished value is stored in out's dtype.
  *
  * Geometry: x's dims split into kept dims (K outputs, row-major) and reduced
- * dims (R elements each), size-1 dims dropped and contiguous neighbours
- * merged. Decomposition, per pass:
+ * dims (R elements each, taken in memory order), size-1 dims dropped and
+ * contiguous neighbours merged. Decomposition, per pass:
+ *   - when each output's R elements are contiguous in x (full and row
+ *     reductions) and the pass is a plain one, the fast path below: typed
+ *     16-byte loads, a warp or a block per (output, split);
  *   - thread per output when R is tiny, or when the innermost kept dim is
  *     x's fastest (a column reduction: neighbouring threads read neighbouring
  *     elements) and there are enough outputs to fill the GPU;
  *   - otherwise a block (32 threads for R <= 1024, else 256) per (output,
  *     split): threads stride over the reduced elements, then a warp-shuffle
  *     block reduction. With few outputs, R is cut into S splits so the grid
- *     fills the GPU; the partials part[s][k] are merged in split order.
+ *     fills the GPU; the partials part[s][k] are merged in a fixed order.
  * The results depend only on the shapes and the GPU's multiprocessor count
  * (which sets S), not on timing: reductions are deterministic. */
 #include <math.h>
 
-#include "backend/cuda/common.cuh"
+#include <utility>
+
+#include "backend/cuda/reduce_vec.cuh"
 
 /* Passes, as backend/cpu/reduce.h. */
 enum {
   RP_F_SUM, RP_F_PROD, RP_F_MAX, RP_F_MIN, RP_F_ABS_SUM, RP_F_ABS_MAX, RP_F_ABS_MIN, RP_F_NONZERO,
   RP_F_SQ_SUM, RP_F_EXP_SUM, RP_F_DEV_SQ_SUM, RP_F_SCALED_SQ_SUM, RP_F_SCALED_POW_SUM, RP_F_POW_SUM,
-  RP_I_SUM, RP_I_PROD, RP_I_MAX, RP_I_MIN, RP_NZ_ALL, RP_NZ_ANY
+  RP_I_SUM, RP_I_PROD, RP_I_MAX, RP_I_MIN, RP_NZ_ALL, RP_NZ_ANY, RP_COUNT
 };
-static inline bool pass_is_int(int p) { return p >= RP_I_SUM; }
+__host__ __device__ constexpr bool pass_is_int(int p) { return p >= RP_I_SUM; }
 
 struct rgeom {
   int nk, nr;
@@ -36,6 +41,18 @@ struct rgeom {
   int xdt, xes;
 };
 
+/* Appends reduced dim (size n, stride st) to g, merged into the previous one
+ * when together they are one run of stride st. */
+static void rgeom_add_reduced(rgeom *g, int64_t n, int64_t st) {
+  if (g->nr > 0 && g->rx[g->nr - 1] == st * n) {
+    g->rshape[g->nr - 1] *= n;
+    g->rx[g->nr - 1] = st;
+  } else {
+    g->rshape[g->nr] = n;
+    g->rx[g->nr++] = st;
+  }
+}
+
 static void rgeom_init(rgeom *g, const ctc_t *x, const bool *mask, const ctc_t *out) {
   memset(g, 0, sizeof *g);
   g->x = x->data;
@@ -43,33 +60,39 @@ static void rgeom_init(rgeom *g, const ctc_t *x, const bool *mask, const ctc_t *
   g->xes = (int)ctc_elsize(x->dtype);
   g->K = 1;
   g->R = 1;
+  int red[CTC_MAX_DIMS], nred = 0;
   for (int d = 0; d < x->ndim; d++) {
     int64_t n = x->shape[d];
     if (mask[d]) g->R *= n;
     else g->K *= n;
     if (n == 1) continue;
     if (mask[d]) {
-      if (g->nr > 0 && g->rx[g->nr - 1] == x->strides[d] * n) {
-        g->rshape[g->nr - 1] *= n;
-        g->rx[g->nr - 1] = x->strides[d];
-      } else {
-        g->rshape[g->nr] = n;
-        g->rx[g->nr++] = x->strides[d];
-      }
+      red[nred++] = d;
+      continue;
+    }
+    int m = g->nk;
+    if (m > 0 && g->kx[m - 1] == x->strides[d] * n && g->ko[m - 1] == out->strides[d] * n) {
+      g->kshape[m - 1] *= n;
+      g->kx[m - 1] = x->strides[d];
+      g->ko[m - 1] = out->strides[d];
     } else {
-      int m = g->nk;
-      if (m > 0 && g->kx[m - 1] == x->strides[d] * n && g->ko[m - 1] == out->strides[d] * n) {
-        g->kshape[m - 1] *= n;
-        g->kx[m - 1] = x->strides[d];
-        g->ko[m - 1] = out->strides[d];
-      } else {
-        g->kshape[m] = n;
-        g->kx[m] = x->strides[d];
-        g->ko[m] = out->strides[d];
-        g->nk++;
-      }
+      g->kshape[m] = n;
+      g->kx[m] = x->strides[d];
+      g->ko[m] = out->strides[d];
+      g->nk++;
     }
   }
+  /* Reduced dims in memory order (decreasing stride, stable): the order of
+   * the reduced elements doesn't matter to the result beyond rounding, and
+   * so a full reduction of a permuted contiguous tensor is one contiguous run
+   * (the fast path) and the innermost reduced dim is the fastest. */
+  for (int i = 1; i < nred; i++)
+    for (int j = i; j > 0 && llabs(x->strides[red[j]]) > llabs(x->strides[red[j - 1]]); j--) {
+      int t = red[j];
+      red[j] = red[j - 1];
+      red[j - 1] = t;
+    }
+  for (int i = 0; i < nred; i++) rgeom_add_reduced(g, x->shape[red[i]], x->strides[red[i]]);
 }
 
 __device__ __forceinline__ void kept_offsets(const rgeom &g, int64_t k, int64_t &xo, int64_t &oo) {
@@ -94,8 +117,8 @@ __device__ __forceinline__ int64_t red_offset(const rgeom &g, int64_t r) {
   return o;
 }
 
-__device__ __forceinline__ double nanmax(double a, double b) { return (b > a || b != b) && a == a ? b : a; }
-__device__ __forceinline__ double nanmin(double a, double b) { return (b < a || b != b) && a == a ? b : a; }
+template <class T> __device__ __forceinline__ T nanmax(T a, T b) { return (b > a || b != b) && a == a ? b : a; }
+template <class T> __device__ __forceinline__ T nanmin(T a, T b) { return (b < a || b != b) && a == a ? b : a; }
 
 __host__ __device__ inline double init_d(int pass) {
   switch (pass) {
@@ -235,6 +258,281 @@ template <class A> __global__ void merge_kernel(int pass, const A *part, int64_t
   }
 }
 
+/* res[k] = merge of part[s][k] over s, for many pieces per output (a full
+ * reduction's): a block per output, threads striding over s, then a block
+ * reduction (a fixed tree: deterministic). One thread folding ~800 partials
+ * in a serial loop is latency-bound: up to tens of microseconds next to a
+ * ~300 us pass over 1 GiB. */
+template <class A>
+__global__ void merge_wide_kernel(int pass, const A *part, int64_t S, int64_t K, A *res) {
+  __shared__ A shared[32];
+  typename merge_of<A>::type merge{pass};
+  for (int64_t k = blockIdx.x; k < K; k += gridDim.x) {
+    A a = init_of<A>(pass);
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) a = merge(a, part[s * K + k]);
+    a = ctc_block_reduce(a, merge, init_of<A>(pass), shared);
+    if (threadIdx.x == 0) res[k] = a;
+  }
+}
+
+#define MERGE_WIDE_MIN_S 64
+
+/* res[k] = merge of the S > 1 pieces part[s][k]. */
+template <class A>
+static ct_status merge_parts(const char *name, int dev, int pass, const A *part, int64_t S,
+                             int64_t K, A *res) {
+  cudaStream_t st = ctc_stream(dev);
+  if (S >= MERGE_WIDE_MIN_S) {
+    int64_t cap = (int64_t)ctc_sm_count(dev) * 8;
+    merge_wide_kernel<A>
+        <<<(unsigned)(K < cap ? K : cap), CTC_THREADS, 0, st>>>(pass, part, S, K, res);
+  } else {
+    merge_kernel<A><<<ctc_blocks(K, dev), CTC_THREADS, 0, st>>>(pass, part, S, K, res, false);
+  }
+  CT_CUDA_LAUNCH_CHECK(name, dev, st);
+  return CT_OK;
+}
+
+/* ---- Fast path: each output's reduced elements contiguous --------------------------------- *
+ * When g.nr == 1 && g.rx[0] == 1 (full reductions of contiguous data; row
+ * reductions over the innermost dims) output k reduces the run
+ * x[xo(k), xo(k) + R). A task (k, s) folds the s-th of S contiguous pieces of
+ * that run. A team folds one task: a warp for short runs (8 tasks per block,
+ * no __syncthreads), else the block, each of its warps folding one
+ * contiguous eighth of the piece. In a warp, each lane keeps FAST_UNROLL
+ * 16-byte loads in flight (rv_ldg; scalar head and tail) and FAST_NACC
+ * independent accumulators, with the dtype and the pass template parameters:
+ * the loop body is loads, conversions and adds, no per-element switch or
+ * offset arithmetic. The team's values then meet in a warp-shuffle (block)
+ * reduction and the pieces in merge_parts, in a fixed order. S depends on the
+ * shapes and the SM count only, and a task's value not on which team ran
+ * it: results are deterministic.
+ *
+ * Why it reaches bandwidth: FAST_BPS blocks of 256 threads per SM with 4 x 16
+ * bytes in flight each are 96 KiB per SM, well above the ~30 KiB per SM that
+ * HBM3 needs (bandwidth x latency / SMs); the generic kernel had ~1000
+ * threads per SM with one 4-byte load each behind one dependent accumulator.
+ *
+ * Accumulators: sums of floating x stay in double, as on the generic path and
+ * the CPU (f64 accumulators): at full HBM3 bandwidth the f32->f64 conversions
+ * take about a third of the H100's f64-conversion rate and the DADDs less, so
+ * double is not the bottleneck and keeps results close to the CPU's.
+ * Max/min-like passes are exact in any precision: they compare in the lane
+ * type (float for f32/f16/bf16) and widen once per thread. */
+#define FAST_THREADS 256
+#define FAST_NACC 4 /* independent accumulators per thread */
+
+/* 16-byte loads in flight per thread, and the resident blocks per SM that
+ * the launch bound asks for and the grid plans with: 6 x 256 threads leave
+ * 40 registers, which 4 loads in flight and 4 double accumulators fit with
+ * no spill (96 KiB in flight per SM). */
+#define FAST_UNROLL 4
+#define FAST_BPS 6
+
+/* How pass P folds a lane value v (type L, rv_dt::lane) into an accumulator. */
+template <int P, class L>
+struct fold_rule {
+  static constexpr bool cmp =
+      P == RP_F_MAX || P == RP_F_MIN || P == RP_F_ABS_MAX || P == RP_F_ABS_MIN;
+  typedef std::conditional_t<pass_is_int(P), int64_t, std::conditional_t<cmp, L, double>> acc;
+
+  static __device__ __forceinline__ acc init() {
+    if constexpr (pass_is_int(P))
+      return init_i(P);
+    else
+      return (acc)init_d(P);
+  }
+  static __device__ __forceinline__ acc fold(acc a, L v, double aux) {
+    if constexpr (P == RP_F_SUM)
+      return a + (double)v;
+    else if constexpr (P == RP_F_PROD)
+      return a * (double)v;
+    else if constexpr (P == RP_F_MAX)
+      return nanmax(a, v);
+    else if constexpr (P == RP_F_MIN)
+      return nanmin(a, v);
+    else if constexpr (P == RP_F_ABS_SUM)
+      return a + fabs((double)v);
+    else if constexpr (P == RP_F_ABS_MAX)
+      return nanmax(a, (L)fabs(v));
+    else if constexpr (P == RP_F_ABS_MIN)
+      return nanmin(a, (L)fabs(v));
+    else if constexpr (P == RP_F_SQ_SUM)
+      return a + (double)v * (double)v;
+    else if constexpr (P == RP_F_DEV_SQ_SUM)
+      return a + ((double)v - aux) * ((double)v - aux);
+    else if constexpr (P == RP_I_SUM)
+      return (int64_t)((uint64_t)a + (uint64_t)v);
+    else if constexpr (P == RP_I_PROD)
+      return (int64_t)((uint64_t)a * (uint64_t)v);
+    else if constexpr (P == RP_I_MAX)
+      return v > a ? v : a;
+    else if constexpr (P == RP_I_MIN)
+      return v < a ? v : a;
+    else if constexpr (P == RP_NZ_ALL)
+      return a & (int64_t)(v != 0);
+    else
+      return a | (int64_t)(v != 0); /* RP_NZ_ANY */
+  }
+  static __device__ __forceinline__ acc merge(acc a, acc b) {
+    if constexpr (P == RP_F_MAX || P == RP_F_ABS_MAX)
+      return nanmax(a, b);
+    else if constexpr (P == RP_F_MIN || P == RP_F_ABS_MIN)
+      return nanmin(a, b);
+    else if constexpr (pass_is_int(P))
+      return merge_i{P}(a, b);
+    else
+      return merge_d{P}(a, b);
+  }
+};
+
+/* Which (dtype, pass) pairs have a fast kernel. Not: the f64 exp of
+ * logsumexp's second pass, the divisions and pows of the scaled and power
+ * sums (norms other than 1, 2, inf), which are compute-bound and need more
+ * registers than the launch bound leaves, nor the rare count of nonzeros
+ * (norm 0). */
+template <int DT, int P>
+constexpr bool fast_ok() {
+  if (P == RP_NZ_ALL || P == RP_NZ_ANY) return true;
+  if (DT == CT_F32 || DT == CT_F64 || DT == CT_F16 || DT == CT_BF16)
+    return P <= RP_F_DEV_SQ_SUM && P != RP_F_EXP_SUM && P != RP_F_NONZERO;
+  return pass_is_int(P);
+}
+
+/* Folds the vector r (elements e0.. of this thread's stream) into a. */
+template <class D, class F>
+__device__ __forceinline__ void fold_vec(typename F::acc (&a)[FAST_NACC],
+                                         const rv_vec<typename D::raw> &r, double aux) {
+#pragma unroll
+  for (int j = 0; j < rv_vec<typename D::raw>::N; j++)
+    a[j % FAST_NACC] = F::fold(a[j % FAST_NACC], D::get(r.v[j]), aux);
+}
+
+/* This lane's share of the run [p, p + n) folded by its warp: lane l takes
+ * vectors l, l + 32, ... (each load instruction of the warp reads 512
+ * contiguous bytes; the stride is a constant, so the FAST_UNROLL loads share
+ * one address register). */
+template <class D, class F>
+__device__ __forceinline__ typename F::acc warp_fold(const typename D::raw *p, int64_t n, int lane,
+                                                     double aux) {
+  typedef typename D::raw T;
+  typedef rv_vec<T> V;
+  typename F::acc a[FAST_NACC];
+#pragma unroll
+  for (int j = 0; j < FAST_NACC; j++) a[j] = F::init();
+  /* the scalar head and tail first: p and n are then dead in the loop */
+  int64_t head = rv_head(p, n); /* < V::N <= 32 */
+  const V *v = reinterpret_cast<const V *>(p + head), *end = v + (n - head) / V::N;
+  if (lane < head) a[0] = F::fold(a[0], D::get(p[lane]), aux);
+  const T *tail = reinterpret_cast<const T *>(end); /* fewer than V::N elements */
+  if (lane < p + n - tail) a[1 % FAST_NACC] = F::fold(a[1 % FAST_NACC], D::get(tail[lane]), aux);
+  v += lane;
+#pragma unroll 1 /* the loads of one iteration are the ones in flight */
+  for (; v + (FAST_UNROLL - 1) * 32 < end; v += FAST_UNROLL * 32) {
+    V r[FAST_UNROLL]; /* all loads first */
+#pragma unroll
+    for (int u = 0; u < FAST_UNROLL; u++) r[u] = rv_ldg(v + u * 32);
+#pragma unroll
+    for (int u = 0; u < FAST_UNROLL; u++) fold_vec<D, F>(a, r[u], aux);
+  }
+#pragma unroll 1
+  for (; v < end; v += 32) fold_vec<D, F>(a, rv_ldg(v), aux);
+#pragma unroll
+  for (int j = 1; j < FAST_NACC; j++) a[0] = F::merge(a[0], a[j]);
+  return a[0];
+}
+
+/* Task (k, s) -> part[s * K + k] for k < K, s < S. With warp_teams a warp
+ * folds a task; else the block does, each warp folding one contiguous
+ * eighth of the piece (so the warps' loops are the same code). */
+template <int DT, int P>
+__global__ void __launch_bounds__(FAST_THREADS, FAST_BPS)
+    reduce_fast_kernel(rgeom g, const double *aux,
+                       std::conditional_t<pass_is_int(P), int64_t, double> *part, int64_t S,
+                       bool warp_teams) {
+  typedef rv_dt<DT> D;
+  typedef fold_rule<P, typename D::lane> F;
+  typedef std::conditional_t<pass_is_int(P), int64_t, double> A;
+  __shared__ A shared[32];
+  typename merge_of<A>::type merge{P};
+  int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nwarps = (int)blockDim.x >> 5;
+  int64_t team = warp_teams ? (int64_t)blockIdx.x * nwarps + warp : blockIdx.x;
+  int64_t nteams = warp_teams ? (int64_t)gridDim.x * nwarps : gridDim.x;
+  int nsub = warp_teams ? 1 : nwarps, sub = warp_teams ? 0 : warp;
+  for (int64_t t = team; t < g.K * S; t += nteams) {
+    /* no 64-bit divisions in the common cases: one piece, one kept dim */
+    int64_t k = S == 1 ? t : t / S, s = t - k * S, xo, oo;
+    if (g.nk <= 1) xo = g.nk ? k * g.kx[0] : 0;
+    else kept_offsets(g, k, xo, oo);
+    int64_t r0 = S == 1 ? 0 : g.R * s / S, len = S == 1 ? g.R : g.R * (s + 1) / S - r0;
+    int64_t w0 = r0 + len * sub / nsub, w1 = r0 + len * (sub + 1) / nsub;
+    const typename D::raw *p = reinterpret_cast<const typename D::raw *>(g.x) + xo + w0;
+    A *dst = part + s * g.K + k;
+    A v = (A)warp_fold<D, F>(p, w1 - w0, lane, aux ? aux[k] : 0.0);
+    if (warp_teams) v = ctc_warp_reduce(v, merge);
+    else v = ctc_block_reduce(v, merge, init_of<A>(P), shared);
+    if (warp_teams ? lane == 0 : threadIdx.x == 0) *dst = v;
+  }
+}
+
+/* The fast kernel's decomposition for g. */
+struct fast_plan {
+  bool warp_teams;
+  int64_t S;
+  unsigned blocks;
+};
+
+static fast_plan plan_fast(const rgeom &g, int nsm) {
+  fast_plan f;
+  int64_t vec = 16 / g.xes, warp_step = 32 * vec * FAST_UNROLL; /* elements per warp iteration */
+  f.warp_teams = g.R <= 8 * warp_step;
+  int64_t ts = f.warp_teams ? 32 : FAST_THREADS, per_block = FAST_THREADS / ts;
+  /* enough tasks for one wave of teams, each at least two loop iterations */
+  int64_t wave = (int64_t)nsm * FAST_BPS * per_block, piece = 2 * ts * vec * FAST_UNROLL;
+  int64_t want = (wave + g.K - 1) / g.K, most = (g.R + piece - 1) / piece;
+  f.S = want < most ? want : most;
+  if (f.S < 1) f.S = 1;
+  int64_t blocks = (g.K * f.S + per_block - 1) / per_block, cap = (int64_t)nsm * FAST_BPS;
+  f.blocks = (unsigned)(blocks < cap ? blocks : cap);
+  return f;
+}
+
+typedef void (*fast_launch_fn)(const rgeom &g, const double *aux, void *part, const fast_plan &f,
+                               cudaStream_t st);
+
+template <int DT, int P>
+static void fast_launch(const rgeom &g, const double *aux, void *part, const fast_plan &f,
+                        cudaStream_t st) {
+  typedef std::conditional_t<pass_is_int(P), int64_t, double> A;
+  reduce_fast_kernel<DT, P>
+      <<<f.blocks, FAST_THREADS, 0, st>>>(g, aux, (A *)part, f.S, f.warp_teams);
+}
+
+template <int DT, int P>
+static fast_launch_fn fast_fn() {
+  if constexpr (fast_ok<DT, P>()) return fast_launch<DT, P>;
+  else return nullptr;
+}
+
+/* fast_fn<DT, P> for every (dtype, pass), NULL where there is none. */
+template <int DT, int... P>
+static fast_launch_fn fast_fn_pass(int pass, std::integer_sequence<int, P...>) {
+  static const fast_launch_fn by_pass[] = {fast_fn<DT, P>()...};
+  return by_pass[pass];
+}
+template <int... DT>
+static fast_launch_fn fast_fn_dtype(int dt, int pass, std::integer_sequence<int, DT...>) {
+  typedef fast_launch_fn (*pick_fn)(int, std::make_integer_sequence<int, RP_COUNT>);
+  static const pick_fn by_dtype[] = {fast_fn_pass<DT>...};
+  return by_dtype[dt](pass, std::make_integer_sequence<int, RP_COUNT>());
+}
+
+/* The fast launcher for pass over g, or NULL when g or the pair doesn't fit. */
+static fast_launch_fn fast_fn_for(const rgeom &g, int pass) {
+  if (g.nr != 1 || g.rx[0] != 1 || (uintptr_t)g.x % (uintptr_t)g.xes != 0) return nullptr;
+  return fast_fn_dtype(g.xdt, pass, std::make_integer_sequence<int, CT_DTYPE_COUNT>());
+}
+
 /* Runs one pass into res[K] (device). */
 template <class A>
 static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, const double *aux,
@@ -245,6 +543,17 @@ static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, c
     merge_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(pass, res, 1, g.K, res, true);
     CT_CUDA_LAUNCH_CHECK(name, dev, st);
     return CT_OK;
+  }
+  ctc_scratch partbuf(dev);
+  A *part = res;
+  fast_launch_fn fast = g.R > 32 ? fast_fn_for(g, pass) : nullptr;
+  if (fast) {
+    fast_plan f = plan_fast(g, nsm);
+    if (f.S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(f.S * g.K))))
+      return ct_last_error();
+    fast(g, aux, part, f, st);
+    CT_CUDA_LAUNCH_CHECK(name, dev, st);
+    return f.S > 1 ? merge_parts<A>(name, dev, pass, part, f.S, g.K, res) : CT_OK;
   }
   bool column = g.nk > 0 && g.nr > 0 && llabs(g.kx[g.nk - 1]) < llabs(g.rx[g.nr - 1]);
   if (g.R <= 32 || (column && g.K >= (int64_t)nsm * 256 && g.R <= 65536)) {
@@ -259,18 +568,12 @@ static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, c
     S = want < most ? want : most;
     if (S < 1) S = 1;
   }
-  ctc_scratch partbuf(dev);
-  A *part = res;
   if (S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(S * g.K)))) return ct_last_error();
   int64_t tasks = g.K * S, cap = (int64_t)nsm * 32;
   unsigned blocks = (unsigned)(tasks < cap ? tasks : cap);
   reduce_block_kernel<A><<<blocks, threads, 0, st>>>(g, pass, aux, P, part, S);
   CT_CUDA_LAUNCH_CHECK(name, dev, st);
-  if (S > 1) {
-    merge_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(pass, part, S, g.K, res, false);
-    CT_CUDA_LAUNCH_CHECK(name, dev, st);
-  }
-  return CT_OK;
+  return S > 1 ? merge_parts<A>(name, dev, pass, part, S, g.K, res) : CT_OK;
 }
 
 /* ---- Plans, aux and finishing: as the CPU ------------------------------------------------- */

@@ -4,12 +4,19 @@
  * +inf or only -inf gives nan, as torch. f32/f16/bf16 compute in f32, f64 in
  * f64; any strides (out may be x).
  *
- * Decomposition: one block per line (32 threads = one warp for lines up to
- * 1024 elements, else 256), lines grid-strided; three strided sweeps over the
- * line (max, exp-sum, write) with block reductions in between. Lines along a
- * non-last dim read with a stride (uncoalesced); fine for the sizes softmax
- * meets in practice. */
-#include "backend/cuda/common.cuh"
+ * Decomposition: three sweeps over each line (max, exp-sum, write) with
+ * reductions in between; lines grid-strided.
+ *   - contiguous lines (the softmax dim is x's and out's fastest, the common
+ *     case): the dtype a template parameter and 16-byte loads and stores
+ *     (reduce_vec.cuh); a warp per line up to SM_WARP_MAX elements (8 lines
+ *     per block, warp shuffles only), else a block per line whose warps take
+ *     contiguous eighths. The second and third sweeps re-read the line from
+ *     L1/L2.
+ *   - other lines: one block per line (32 threads = one warp for lines up to
+ *     1024 elements, else 256), strided element loads through the run-time
+ *     dtype (uncoalesced along a non-last dim; fine for the sizes softmax
+ *     meets in practice). */
+#include "backend/cuda/reduce_vec.cuh"
 
 struct fmax_nan {
   template <class T> __device__ T operator()(T a, T b) const { return (b > a || b != b) && a == a ? b : a; }
@@ -42,6 +49,87 @@ __global__ void softmax_kernel(ctc_ew lines, int64_t n, int64_t xstep, int64_t o
   }
 }
 
+/* ---- Contiguous lines ------------------------------------------------------------------ */
+
+#define SM_THREADS 256
+#define SM_WARP_MAX 2048 /* longest line a warp handles alone */
+/* Resident blocks per SM the launch bound asks for: 4 x 256 threads at 64
+ * registers hold 64 KiB of loads in flight per SM (fewer registers spill:
+ * the write sweep has 16 exps and divisions in flight); f64's exp needs
+ * ~100 registers. */
+#define SM_BPS(DT) ((DT) == CT_F64 ? 2 : 4)
+
+/* v reduced over the line's team (the warp, or the block: then sh's 32
+ * slots), in every thread of it. */
+template <class C, class M>
+__device__ __forceinline__ C team_allreduce(C v, M merge, C id, bool warp_lines, C *sh) {
+  if (warp_lines) return rv_warp_allreduce(v, merge);
+  return ctc_block_bcast(ctc_block_reduce(v, merge, id, sh), sh);
+}
+
+/* The line with x's and out's softmax dim contiguous; dtype DT for both.
+ * warp_lines: a warp per line, else the block. */
+template <int DT>
+__global__ void __launch_bounds__(SM_THREADS, SM_BPS(DT))
+    softmax_vec_kernel(ctc_ew lines, int64_t n, bool log_, bool warp_lines) {
+  typedef rv_dt<DT> D;
+  typedef typename D::raw T;
+  typedef typename D::lane C;
+  __shared__ C sh[32];
+  int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nwarps = (int)blockDim.x >> 5;
+  int64_t team = warp_lines ? (int64_t)blockIdx.x * nwarps + warp : blockIdx.x;
+  int64_t nteams = warp_lines ? (int64_t)gridDim.x * nwarps : gridDim.x;
+  int64_t b = 0, e = n;
+  if (!warp_lines) rv_warp_piece(n, warp, nwarps, &b, &e);
+  for (int64_t line = team; line < lines.numel; line += nteams) {
+    int64_t off[2];
+    ctc_ew_offsets<2>(lines, line, off);
+    const T *const x[1] = {reinterpret_cast<const T *>(lines.data[1]) + off[1] + b};
+    T *o = reinterpret_cast<T *>(lines.data[0]) + off[0] + b;
+    C m = -INFINITY;
+    rv_warp_map<D, 1, false>(x, nullptr, e - b, lane,
+                             [&](const C(&v)[1]) { m = fmax_nan()(m, v[0]); });
+    m = team_allreduce(m, fmax_nan(), (C)-INFINITY, warp_lines, sh);
+    C s = 0;
+    rv_warp_map<D, 1, false>(x, nullptr, e - b, lane, [&](const C(&v)[1]) { s += exp(v[0] - m); });
+    s = team_allreduce(s, sum_op(), (C)0, warp_lines, sh);
+    C ls = log(s);
+    if (log_)
+      rv_warp_map<D, 1, true>(x, o, e - b, lane, [&](const C(&v)[1]) { return v[0] - m - ls; });
+    else
+      rv_warp_map<D, 1, true>(x, o, e - b, lane, [&](const C(&v)[1]) { return exp(v[0] - m) / s; });
+    if (!warp_lines) __syncthreads(); /* sh is reused by the next line */
+  }
+}
+
+/* Launches the vector kernel when lines are contiguous; false when they aren't. */
+static bool softmax_vec(const ctc_ew &g, const ctc_t *out, const ctc_t *x, int64_t n, int64_t xstep,
+                        int64_t ostep, bool log, int dev, cudaStream_t s) {
+  size_t es = ctc_elsize(x->dtype);
+  if (xstep != 1 || ostep != 1 || out->dtype != x->dtype || !ctc_is_float(x->dtype) ||
+      (uintptr_t)x->data % es != 0 || (uintptr_t)out->data % es != 0)
+    return false;
+  bool warp_lines = n <= SM_WARP_MAX;
+  int64_t per_block = warp_lines ? SM_THREADS / 32 : 1, cap = (int64_t)ctc_sm_count(dev) * 8;
+  int64_t want = (g.numel + per_block - 1) / per_block;
+  unsigned blocks = (unsigned)(want < cap ? want : cap);
+  switch (x->dtype) {
+    case CT_F32:
+      softmax_vec_kernel<CT_F32><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
+      break;
+    case CT_F64:
+      softmax_vec_kernel<CT_F64><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
+      break;
+    case CT_F16:
+      softmax_vec_kernel<CT_F16><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
+      break;
+    default:
+      softmax_vec_kernel<CT_BF16><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
+      break;
+  }
+  return true;
+}
+
 extern "C" ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim, bool log) {
   int dev = out->device;
   const char *name = log ? "log_softmax" : "softmax";
@@ -56,11 +144,15 @@ extern "C" ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim,
   int64_t n = x->ndim ? x->shape[dim] : 1;
   int64_t xstep = x->ndim ? x->strides[dim] : 0, ostep = out->ndim ? out->strides[dim] : 0;
   cudaStream_t s = ctc_stream(dev);
-  int threads = n <= 1024 ? 32 : 256;
-  int64_t cap = (int64_t)ctc_sm_count(dev) * 32;
-  unsigned blocks = (unsigned)(g.numel < cap ? g.numel : cap);
-  if (x->dtype == CT_F64) softmax_kernel<double><<<blocks, threads, 0, s>>>(g, n, xstep, ostep, log);
-  else softmax_kernel<float><<<blocks, threads, 0, s>>>(g, n, xstep, ostep, log);
+  if (!softmax_vec(g, out, x, n, xstep, ostep, log, dev, s)) {
+    int threads = n <= 1024 ? 32 : 256;
+    int64_t cap = (int64_t)ctc_sm_count(dev) * 32;
+    unsigned blocks = (unsigned)(g.numel < cap ? g.numel : cap);
+    if (x->dtype == CT_F64)
+      softmax_kernel<double><<<blocks, threads, 0, s>>>(g, n, xstep, ostep, log);
+    else
+      softmax_kernel<float><<<blocks, threads, 0, s>>>(g, n, xstep, ostep, log);
+  }
   CT_CUDA_LAUNCH_CHECK(name, dev, s);
   return CT_OK;
 }
