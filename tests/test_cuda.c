@@ -1,11 +1,14 @@
 /* CUDA-specific tests (not device-generic): transfers of every dtype, pinned
  * and non-blocking copies, streams and events, the device-mismatch error,
- * the caching allocator (statistics, reuse, empty_cache, out of memory),
- * Philox bit-identity with the CPU and CT_LAUNCH_BLOCKING. Every test skips
- * (exit 77 when all do) when no GPU is usable. */
+ * device properties and versions, the caching allocator (statistics, reuse,
+ * empty_cache, out of memory, record_stream), Philox bit-identity with the
+ * CPU and CT_LAUNCH_BLOCKING. Every test skips (exit 77 when all do) when no
+ * GPU is usable; the ones checking the no-GPU errors and the CPU no-ops run
+ * first and then report themselves skipped too. */
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/internal.h" /* white box: the allocator block behind a CUDA tensor */
 #include "ct_test.h"
 
 #define NEED_GPU()                                         \
@@ -32,6 +35,89 @@ CT_TEST(unavailable_without_gpu) {
   ct_clear_error();
   /* and the skip below still reports the GPU tests as skipped */
   ct_test_skip("no CUDA device available");
+}
+
+static bool cuda_built(void) { return strstr(ct_build_info(), "cuda=ON") != NULL; }
+
+CT_TEST(device_info_without_gpu) {
+  if (ct_cuda_is_available()) {
+    ct_test_skip("a GPU is present");
+    return;
+  }
+  /* properties: a clean CT_ERR_UNAVAILABLE saying why, *out zeroed */
+  ct_cuda_device_properties p;
+  memset(&p, 0x5a, sizeof p);
+  CHECK_ERR_MSG(ct_cuda_get_device_properties(0, &p) == CT_OK, CT_ERR_UNAVAILABLE,
+                cuda_built() ? "no CUDA GPU is visible" : "no CUDA support");
+  CHECK(p.name[0] == 0 && p.total_memory == 0 && p.major == 0 && p.multiprocessor_count == 0);
+  CHECK_ERR(ct_cuda_get_device_properties(-1, &p) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_cuda_get_device_properties(0, NULL) == CT_OK, CT_ERR_ARG);
+  /* versions: the runtime is known in a CUDA build; the driver may be absent */
+  int v = -1;
+  ct_status st = ct_cuda_runtime_version(&v);
+  if (cuda_built())
+    CHECK_MSG(st == CT_OK && v >= 11000, "runtime version %d (%s)", v, ct_status_name(st));
+  else
+    CHECK(st == CT_ERR_UNAVAILABLE && v == 0);
+  ct_clear_error();
+  v = -1;
+  st = ct_cuda_driver_version(&v);
+  CHECK_MSG(st == CT_OK ? v >= 1000 : st == CT_ERR_UNAVAILABLE && v == 0, "driver version %d (%s)",
+            v, ct_status_name(st));
+  ct_clear_error();
+  CHECK_ERR(ct_cuda_driver_version(NULL) == CT_OK, CT_ERR_ARG);
+  /* every entry that needs a GPU refuses with CT_ERR_UNAVAILABLE (never a CUDA error) */
+  ct_device d = ct_cuda(0);
+  ct_memory_stats ms;
+  CHECK_ERR(ct_cuda_set_device(0) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_stream_new(d), CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_event_new(d, true), CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_synchronize(d) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_memory_stats_get(d, &ms) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_empty_cache(d) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_STATUS_OK(ct_cuda_empty_cache()); /* nothing cached: fine */
+  CHECK_ERR(ct_pin_memory(ct_ones(CT_SHAPE(4), NULL)), CT_ERR_UNAVAILABLE);
+  ct_test_skip("no CUDA device available");
+}
+
+CT_TEST(record_stream_cpu_noop) {
+  ct_stream *s = ct_stream_new(ct_cpu());
+  ct_tensor *small = ct_ones(CT_SHAPE(4), NULL), *big = ct_ones(CT_SHAPE(1 << 16), NULL);
+  CHECK_OK(s && small && big);
+  CHECK_STATUS_OK(ct_record_stream(small, s));
+  CHECK_STATUS_OK(ct_record_stream(big, s));
+  CHECK_STATUS_OK(ct_record_stream(big, NULL));
+  CHECK_STATUS_OK(ct_record_stream(ct_narrow(big, 0, 5, 7), s)); /* a view */
+  CHECK_ERR(ct_record_stream(NULL, s) == CT_OK, CT_ERR_ARG);
+  ct_free(big); /* the free after a record is an ordinary free */
+  ct_stream_free(s);
+  if (!ct_cuda_is_available()) ct_test_skip("CPU no-op checked; no CUDA device for the rest");
+}
+
+CT_TEST(device_properties) {
+  NEED_GPU();
+  int n = ct_cuda_device_count();
+  ct_cuda_device_properties p;
+  for (int i = 0; i < n; i++) {
+    CHECK_STATUS_OK(ct_cuda_get_device_properties(i, &p));
+    CHECK_MSG(p.name[0] && memchr(p.name, 0, sizeof p.name), "cuda:%d: no name", i);
+    CHECK_MSG(p.major >= 7 && p.minor >= 0, "cuda:%d: compute capability %d.%d", i, p.major,
+              p.minor);
+    CHECK_MSG(p.total_memory > 0, "cuda:%d: total memory %zu", i, p.total_memory);
+    CHECK_MSG(p.multiprocessor_count > 0 && p.warp_size == 32 && p.max_threads_per_block >= 1024,
+              "cuda:%d: %d SMs, warp %d, %d threads per block", i, p.multiprocessor_count,
+              p.warp_size, p.max_threads_per_block);
+    CHECK_MSG(strncmp(p.uuid, "GPU-", 4) == 0 && strlen(p.uuid) == 40, "cuda:%d: uuid '%s'", i,
+              p.uuid);
+  }
+  CHECK_ERR(ct_cuda_get_device_properties(n, &p) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK(p.name[0] == 0 && p.total_memory == 0);
+  CHECK_ERR(ct_cuda_get_device_properties(-1, &p) == CT_OK, CT_ERR_UNAVAILABLE);
+  CHECK_ERR(ct_cuda_get_device_properties(0, NULL) == CT_OK, CT_ERR_ARG);
+  int drv = 0, rt = 0;
+  CHECK_STATUS_OK(ct_cuda_driver_version(&drv));
+  CHECK_STATUS_OK(ct_cuda_runtime_version(&rt));
+  CHECK_MSG(drv >= 11000 && rt >= 11000, "driver %d, runtime %d", drv, rt);
 }
 
 CT_TEST(roundtrip_every_dtype) {
@@ -155,6 +241,116 @@ CT_TEST(allocator_statistics) {
   CHECK_STATUS_OK(ct_cuda_empty_cache());
   CHECK_STATUS_OK(ct_memory_stats_get(d, &s4));
   CHECK(s4.reserved < s3.reserved);
+}
+
+/* The device address of a CUDA tensor's allocator block. */
+static const void *block_of(const ct_tensor *t) { return t ? t->storage->data : NULL; }
+
+/* A queue of products on the current stream, long enough (tens of ms) that
+ * the host gets well ahead of it. */
+static ct_tensor *long_work(ct_device d) {
+  ct_tensor *big = ct_full(CT_SHAPE(4096, 4096), 1.0 / 4096, &(ct_tensor_opts){.device = d});
+  ct_tensor *h = big;
+  for (int i = 0; i < 12; i++) h = ct_matmul(h, big);
+  return h;
+}
+
+CT_TEST(record_stream_delays_reuse) {
+  NEED_GPU();
+  ct_device d = ct_cuda(0);
+  ct_tensor_opts o = {.device = d};
+  const int64_t n = 1 << 20; /* 4 MiB of f32 */
+  CHECK_STATUS_OK(ct_synchronize(d));
+  CHECK_STATUS_OK(ct_cuda_empty_cache()); /* only this test's blocks below */
+  /* control: on one stream, a freed block serves the next request at once */
+  ct_tensor *a = ct_empty(CT_SHAPE(n), &o);
+  const void *pa = block_of(a);
+  ct_free(a);
+  ct_tensor *b = ct_empty(CT_SHAPE(n), &o);
+  CHECK_MSG(pa && block_of(b) == pa, "a freed block was not reused on its own stream");
+  ct_free(b);
+
+  ct_stream *side = ct_stream_new(d);
+  ct_tensor *x = ct_full(CT_SHAPE(n), 3.0, &o);
+  CHECK_OK(side && x);
+  if (!side || !x) return;
+  CHECK_STATUS_OK(ct_synchronize(d));
+  const void *px = block_of(x);
+  /* `side` reads x after a long queue of work */
+  CHECK_STATUS_OK(ct_stream_set_current(d, side));
+  CHECK_OK(long_work(d));
+  ct_tensor *y = ct_mul_scalar(x, 2.0);
+  CHECK_STATUS_OK(ct_stream_set_current(d, NULL));
+  CHECK_STATUS_OK(ct_record_stream(x, side));
+  ct_free(x);
+  /* the same request at once, on the default stream: not x's block, which
+   * `side` has yet to read */
+  ct_tensor *z = ct_full(CT_SHAPE(n), -1.0, &o);
+  CHECK_OK(z);
+  CHECK_MSG(block_of(z) != px, "x's block was handed out while `side` still reads it");
+  CHECK_STATUS_OK(ct_stream_synchronize(side));
+  double v = 0;
+  CHECK_STATUS_OK(ct_item(ct_sum(y, NULL), &v));
+  CHECK_MSG(v == 6.0 * (double)n, "sum(2 x) = %g, expected %g", v, 6.0 * (double)n);
+  /* once `side` is past it, the block serves the default stream again */
+  ct_tensor *w1 = ct_empty(CT_SHAPE(n), &o), *w2 = ct_empty(CT_SHAPE(n), &o);
+  CHECK_MSG(block_of(w1) == px || block_of(w2) == px,
+            "x's block was not reused after `side` finished");
+  /* a stream of another device, here the CPU */
+  ct_stream *cs = ct_stream_new(ct_cpu());
+  CHECK_ERR(ct_record_stream(z, cs) == CT_OK, CT_ERR_DEVICE);
+  CHECK_STATUS_OK(ct_record_stream(z, NULL)); /* its own (current) stream: nothing to do */
+  ct_stream_free(cs);
+  ct_stream_free(side);
+}
+
+/* A non-blocking upload from pinned memory on a side stream: freeing the
+ * pinned tensor right after must not hand its memory out before the copy ran
+ * (the upload records its stream; the host then scribbles on any reuse). */
+CT_TEST(pinned_reuse_waits_for_copy) {
+  NEED_GPU();
+  ct_device d = ct_cuda(0);
+  const int64_t n = 1 << 22;
+  ct_tensor_opts po = {.pin_memory = true};
+  ct_stream *side = ct_stream_new(d);
+  ct_tensor *h = ct_full(CT_SHAPE(n), 1.0, &po); /* sums stay exact in f32 */
+  CHECK_OK(side && h && ct_is_pinned(h));
+  if (!side || !h) return;
+  const void *ph = ct_data_ptr(h);
+  CHECK_STATUS_OK(ct_stream_set_current(d, side));
+  CHECK_OK(long_work(d));
+  ct_tensor *g = ct_to(h, d, &(ct_to_opts){.non_blocking = true});
+  CHECK_STATUS_OK(ct_stream_set_current(d, NULL));
+  CHECK_OK(g);
+  ct_free(h);
+  ct_tensor *h2 = ct_empty(CT_SHAPE(n), &po);
+  CHECK_OK(h2);
+  CHECK_MSG(ct_data_ptr(h2) != ph, "pinned memory reused while a copy from it was queued");
+  if (h2) memset(ct_data_ptr(h2), 0, (size_t)n * sizeof(float));
+  CHECK_STATUS_OK(ct_stream_synchronize(side));
+  double v = 0;
+  CHECK_STATUS_OK(ct_item(ct_sum(g, NULL), &v));
+  CHECK_MSG(v == (double)n, "uploaded sum %g, expected %g", v, (double)n);
+  ct_stream_free(side);
+}
+
+/* Blocks cached for a stream move to the default stream when it is freed. */
+CT_TEST(stream_free_keeps_cache_usable) {
+  NEED_GPU();
+  ct_device d = ct_cuda(0);
+  CHECK_STATUS_OK(ct_synchronize(d));
+  CHECK_STATUS_OK(ct_cuda_empty_cache());
+  ct_stream *s = ct_stream_new(d);
+  CHECK_OK(s);
+  CHECK_STATUS_OK(ct_stream_set_current(d, s));
+  ct_tensor *t = ct_full(CT_SHAPE(1 << 20), 1.0, &(ct_tensor_opts){.device = d});
+  CHECK_OK(t);
+  const void *pt = block_of(t);
+  CHECK_STATUS_OK(ct_stream_set_current(d, NULL));
+  ct_free(t);
+  ct_stream_free(s);
+  ct_tensor *u = ct_empty(CT_SHAPE(1 << 20), &(ct_tensor_opts){.device = d});
+  CHECK_MSG(u && block_of(u) == pt, "the block of a freed stream was not reused");
 }
 
 CT_TEST(out_of_memory) {

@@ -56,6 +56,37 @@ int ct_cuda_device_count(void);
 ct_status ct_cuda_set_device(int index);
 int ct_cuda_current_device(void);
 
+/* What a GPU is (torch.cuda.get_device_properties). */
+typedef struct ct_cuda_device_properties {
+  char name[256];           /* "NVIDIA H100 80GB HBM3" */
+  char uuid[48];            /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+  size_t total_memory;      /* bytes of device memory */
+  int major, minor;         /* compute capability, e.g. 9.0 */
+  int multiprocessor_count; /* SMs */
+  int max_threads_per_multiprocessor;
+  int max_threads_per_block;
+  int warp_size;
+  size_t shared_memory_per_block; /* bytes usable by one block (opt-in maximum) */
+  size_t shared_memory_per_multiprocessor;
+  int l2_cache_size;    /* bytes */
+  int memory_bus_width; /* bits */
+  int pci_domain_id, pci_bus_id, pci_device_id;
+  bool is_integrated; /* shares memory with the host */
+  bool ecc_enabled;
+} ct_cuda_device_properties;
+
+/* Fills *out with the properties of visible GPU `index` (an index among the
+ * CUDA_VISIBLE_DEVICES ones, as everywhere). Fails with CT_ERR_UNAVAILABLE and
+ * a message saying why (no GPU, no driver, index out of range, a build without
+ * CUDA), with CT_ERR_ARG for a NULL out; *out is zeroed on failure. */
+ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_properties *out);
+/* Versions of the CUDA driver (the newest CUDA version it supports) and of the
+ * CUDA runtime this library uses, encoded as CUDA does: 1000 * major +
+ * 10 * minor (12040 is 12.4). Fail with CT_ERR_UNAVAILABLE (*version = 0) when
+ * no driver is installed (driver), or the build has no CUDA (both). */
+ct_status ct_cuda_driver_version(int *version);
+ct_status ct_cuda_runtime_version(int *version);
+
 /* Whether f32 matrix products on CUDA may use TF32 tensor cores (about 3e-4
  * relative error, several times faster). Off by default: f32 products are
  * exact f32 GEMMs, as torch.backends.cuda.matmul.allow_tf32 = False. A no-op
@@ -69,11 +100,35 @@ ct_status ct_synchronize(ct_device device);
  * handle whose operations run at once. */
 typedef struct ct_stream ct_stream;
 ct_stream *ct_stream_new(ct_device device);
-void ct_stream_free(ct_stream *stream); /* NULL is a no-op */
+/* NULL is a no-op. A CUDA stream's queued work is waited for first, so the
+ * memory the caching allocator keeps for the stream can serve others. */
+void ct_stream_free(ct_stream *stream);
 /* The stream new work on its device goes to; NULL restores the default stream. */
 ct_status ct_stream_set_current(ct_device device, ct_stream *stream);
 ct_stream *ct_stream_current(ct_device device);
 ct_status ct_stream_synchronize(ct_stream *stream);
+
+/* Marks t's memory as in use by work queued on `stream` (NULL: the current
+ * stream of t's device), as torch's Tensor.record_stream. The caching
+ * allocator hands a freed block again only to work on the stream that
+ * allocated it; a block also recorded on other streams is reused only once
+ * the work queued on them up to the block's release (its storage's last
+ * tensor or view freed) has finished: an event per stream, polled without
+ * blocking. Without it, a tensor used on a second stream must be synchronized
+ * with before its free.
+ *
+ *   ct_stream_set_current(dev, side);
+ *   ct_tensor *y = ct_mul_scalar(x, 2.0);   // x read on `side`
+ *   ct_stream_set_current(dev, NULL);
+ *   ct_record_stream(x, side);
+ *   ct_free(x);                             // safe: not reused until `side` is past it
+ *
+ * The mark covers the whole storage (every view of it) until its release. CPU
+ * tensors: a no-op (CT_OK); pinned CPU tensors take a CUDA stream, for
+ * transfers queued there by hand (ct_to with non_blocking records its own).
+ * A CUDA tensor with a stream of another device: CT_ERR_DEVICE. */
+typedef struct ct_tensor ct_tensor;
+ct_status ct_record_stream(ct_tensor *t, ct_stream *stream);
 
 /* Events: markers in a stream, for ordering and timing. */
 typedef struct ct_event ct_event;

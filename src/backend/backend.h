@@ -227,6 +227,19 @@ typedef struct ct_backend {
   ct_status (*event_synchronize)(int device_index, void *event);
   ct_status (*stream_wait_event)(int device_index, void *stream, void *event);
   ct_status (*event_elapsed_ms)(int device_index, void *start, void *end, float *ms);
+  /* Marks the allocator block at `data` (a storage's data pointer; pinned:
+   * pinned host memory) as in use on native `stream` (NULL: the legacy default
+   * stream) of device_index, until the block is freed (ct_record_stream). */
+  ct_status (*record_stream)(int device_index, void *data, bool pinned, void *stream);
+
+  /* ---- Device information (optional; CUDA only) ---- */
+  /* Properties of a visible device; CT_ERR_UNAVAILABLE with the reason when
+   * there is no such device. */
+  ct_status (*device_properties)(int device_index, ct_cuda_device_properties *out);
+  /* Driver and runtime versions (1000 * major + 10 * minor); CT_ERR_UNAVAILABLE
+   * when absent. */
+  ct_status (*driver_version)(int *version);
+  ct_status (*runtime_version)(int *version);
 } ct_backend;
 
 /* The backend of a device type; NULL if not compiled in. */

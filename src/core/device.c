@@ -75,6 +75,38 @@ int ct_cuda_device_count(void) { return ct__cuda_device_count(); }
 ct_status ct_cuda_set_device(int index) { return ct__cuda_set_device(index); }
 int ct_cuda_current_device(void) { return ct__cuda_current_device(); }
 
+/* ---- CUDA device information: the CUDA backend's optional slots ---------------- */
+
+static ct_status no_cuda(const char *op) {
+  return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: this build has no CUDA support", op);
+}
+
+ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_properties *out) {
+  if (!out) return ct__fail_status(CT_ERR_ARG, "cuda_get_device_properties: out is NULL");
+  memset(out, 0, sizeof *out);
+  const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
+  if (!be || !be->device_properties) return no_cuda("cuda_get_device_properties");
+  ct_status st = be->device_properties(index, out);
+  if (st != CT_OK) memset(out, 0, sizeof *out);
+  return st;
+}
+
+ct_status ct_cuda_driver_version(int *version) {
+  if (!version) return ct__fail_status(CT_ERR_ARG, "cuda_driver_version: version is NULL");
+  *version = 0;
+  const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
+  if (!be || !be->driver_version) return no_cuda("cuda_driver_version");
+  return be->driver_version(version);
+}
+
+ct_status ct_cuda_runtime_version(int *version) {
+  if (!version) return ct__fail_status(CT_ERR_ARG, "cuda_runtime_version: version is NULL");
+  *version = 0;
+  const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
+  if (!be || !be->runtime_version) return no_cuda("cuda_runtime_version");
+  return be->runtime_version(version);
+}
+
 ct_status ct_synchronize(ct_device device) {
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be) return ct__fail_status(CT_ERR_UNAVAILABLE, "synchronize: no backend for %s", ct_device_name(device));

@@ -107,8 +107,12 @@ ct_status ct_event_record(ct_event *e, ct_stream *s) {
                            ct_device_name(e->device), ct_device_name(s->device));
   const ct_backend *be = ct__backend((ct_device_type)e->device.type);
   if (!s) s = ct_stream_current(e->device);
+  if (be->event_record) {
+    ct_status st = be->event_record(e->device.index, e->native, s ? s->native : NULL);
+    e->recorded = e->recorded || st == CT_OK; /* a failed record leaves it as it was */
+    return st;
+  }
   e->recorded = true;
-  if (be->event_record) return be->event_record(e->device.index, e->native, s ? s->native : NULL);
   e->host_ms = now_ms();
   return CT_OK;
 }
@@ -143,4 +147,27 @@ ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms) {
   if (be->event_elapsed_ms) return be->event_elapsed_ms(start->device.index, start->native, end->native, ms);
   *ms = (float)(end->host_ms - start->host_ms);
   return CT_OK;
+}
+
+/* ---- record_stream ------------------------------------------------------------ */
+
+ct_status ct_record_stream(ct_tensor *t, ct_stream *s) {
+  if (!t) return ct__fail_status(CT_ERR_ARG, "record_stream: tensor is NULL");
+  ct_storage *st = t->storage;
+  bool pinned = (st->flags & CT_STORAGE_PINNED) != 0;
+  if (pinned) {
+    /* host memory: only a CUDA stream's transfers can still be reading it */
+    if (!s || s->device.type != CT_DEVICE_CUDA) return CT_OK;
+  } else if (st->device.type == CT_DEVICE_CPU) {
+    return CT_OK; /* CPU work is synchronous: nothing pending */
+  } else {
+    if (!s) s = ct_stream_current(st->device);
+    if (s && !ct_device_equal(s->device, st->device))
+      return ct__fail_status(CT_ERR_DEVICE, "record_stream: the tensor is on %s, the stream on %s",
+                             ct_device_name(st->device), ct_device_name(s->device));
+  }
+  const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
+  if (!be || !be->record_stream) return CT_OK; /* unreachable: CUDA memory needs the backend */
+  int dev = s ? s->device.index : st->device.index;
+  return be->record_stream(dev, st->data, pinned, s ? s->native : NULL);
 }

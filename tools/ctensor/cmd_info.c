@@ -1,10 +1,7 @@
 /* cmd_info.c: `ctensor info`: what ctensor will run on: devices, threads,
- * BLAS, build options and library version.
- *
- * The public API has no CUDA device properties (name, total memory, compute
- * capability) nor CUDA driver/runtime versions; info prints what the API has
- * (device count, allocator statistics) and the kernel driver's version file
- * when present. */
+ * BLAS, build options and library version. For each GPU: name, memory,
+ * compute capability, multiprocessors and ctensor's allocator statistics;
+ * the CUDA driver and runtime versions, or why there is no GPU. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +38,64 @@ static void print_mib(const char *label, size_t bytes) {
   printf("%s%.1f MiB", label, (double)bytes / (1024.0 * 1024.0));
 }
 
+/* The last error's message without its "function: " prefix. */
+static const char *reason(void) {
+  const char *m = ct_last_error_message();
+  const char *c = strstr(m, ": ");
+  return c ? c + 2 : m;
+}
+
+/* "13.0" from CUDA's 13000 (1000 * major + 10 * minor), or the reason. */
+static void print_version(const char *label, ct_status (*get)(int *)) {
+  int v = 0;
+  if (get(&v) == CT_OK) {
+    printf("  %s: %d.%d\n", label, v / 1000, v % 1000 / 10);
+  } else {
+    printf("  %s: none (%s)\n", label, reason());
+    ct_clear_error();
+  }
+}
+
+static void print_gpu(int i) {
+  ct_cuda_device_properties p;
+  printf("  %s:", ct_device_name(ct_cuda(i)));
+  if (ct_cuda_get_device_properties(i, &p) != CT_OK) {
+    printf(" properties unavailable (%s)\n", reason());
+    ct_clear_error();
+    return;
+  }
+  printf(" %s\n", p.name);
+  printf("    memory: %.1f GiB, compute capability %d.%d, %d SMs\n",
+         (double)p.total_memory / (double)(1u << 30), p.major, p.minor, p.multiprocessor_count);
+  printf("    pci %04x:%02x:%02x, %s\n", (unsigned)p.pci_domain_id, (unsigned)p.pci_bus_id,
+         (unsigned)p.pci_device_id, p.uuid);
+  ct_memory_stats ms;
+  if (ct_memory_stats_get(ct_cuda(i), &ms) == CT_OK) {
+    print_mib("    ctensor allocated ", ms.allocated);
+    print_mib(", reserved ", ms.reserved);
+    printf("\n");
+  }
+  ct_clear_error();
+}
+
+static void print_cuda(void) {
+  char buf[512];
+  printf("\ncuda:\n");
+  bool built = strstr(ct_build_info(), "cuda=ON") != NULL;
+  printf("  backend compiled in: %s\n", built ? "yes" : "no");
+  if (read_keyed_line("/proc/driver/nvidia/version", "NVRM version", buf, sizeof buf))
+    printf("  NVIDIA kernel driver: %s\n", buf);
+  print_version("driver (supports CUDA)", ct_cuda_driver_version);
+  print_version("runtime", ct_cuda_runtime_version);
+  int n = ct_cuda_device_count();
+  printf("  devices visible: %d", n);
+  ct_cuda_device_properties p;
+  if (n == 0 && ct_cuda_get_device_properties(0, &p) != CT_OK) printf(" (%s)", reason());
+  ct_clear_error();
+  printf("\n");
+  for (int i = 0; i < n; i++) print_gpu(i);
+}
+
 int cmd_info(int argc, char **argv) {
   if (argc > 1) {
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -71,25 +126,7 @@ int cmd_info(int argc, char **argv) {
   printf("\nblas: %s\n", openblas_get_config());
   printf("  core: %s, threads: %d\n", openblas_get_corename(), openblas_get_num_threads());
 
-  printf("\ncuda:\n");
-  int n = ct_cuda_device_count();
-  ct_clear_error();
-  bool built = strstr(ct_build_info(), "cuda=ON") != NULL;
-  printf("  backend compiled in: %s\n", built ? "yes" : "no");
-  if (read_keyed_line("/proc/driver/nvidia/version", "NVRM version", buf, sizeof buf))
-    printf("  NVIDIA kernel driver: %s\n", buf);
-  printf("  devices visible: %d\n", n);
-  for (int i = 0; i < n; i++) {
-    printf("  %s", ct_device_name(ct_cuda(i)));
-    if (ct_memory_stats_get(ct_cuda(i), &ms) == CT_OK) {
-      print_mib(": ctensor allocated ", ms.allocated);
-      print_mib(", reserved ", ms.reserved);
-    }
-    printf("\n");
-  }
-  if (n > 0)
-    printf("  (name, total memory, compute capability and CUDA driver/runtime versions are not in "
-           "ctensor's public API yet)\n");
+  print_cuda();
 
   printf("\ndefault device: %s", ct_device_name(ct_default_device()));
   const char *env = getenv("CT_DEVICE");

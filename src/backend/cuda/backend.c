@@ -49,13 +49,20 @@ static ct_status cuda_copy(ct_tensor *dst, const ct_tensor *src) {
     return ct__fail_status(CT_ERR_INTERNAL, "copy: the CUDA copy kernel got a CPU tensor");
   return ct__cuda_copy(&d, &s);
 }
+/* A non-blocking transfer may still be reading or writing the pinned host
+ * memory when the call returns: the pinned cache must not hand that memory
+ * out again before the transfer's stream is past it. */
 static ct_status cuda_copy_from_host(ct_tensor *dst, const void *src, size_t nbytes, bool nb) {
   ctc_t d = desc(dst);
-  return ct__cuda_copy_from_host(&d, src, nbytes, nb);
+  ct_status st = ct__cuda_copy_from_host(&d, src, nbytes, nb);
+  if (st == CT_OK && nb && nbytes) ct__cuda_pinned_in_use(d.device, src);
+  return st;
 }
 static ct_status cuda_copy_to_host(void *dst, const ct_tensor *src, size_t nbytes, bool nb) {
   ctc_t s = desc(src);
-  return ct__cuda_copy_to_host(dst, &s, nbytes, nb);
+  ct_status st = ct__cuda_copy_to_host(dst, &s, nbytes, nb);
+  if (st == CT_OK && nb && nbytes) ct__cuda_pinned_in_use(s.device, dst);
+  return st;
 }
 static ct_status cuda_fill(ct_tensor *dst, double value) {
   ctc_t d = desc(dst);
@@ -338,6 +345,12 @@ const ct_backend ct__cuda_backend = {
     .event_synchronize = ct__cuda_event_synchronize,
     .stream_wait_event = ct__cuda_stream_wait_event,
     .event_elapsed_ms = ct__cuda_event_elapsed_ms,
+    /* stream lists of the caching allocator's blocks: allocator.cu */
+    .record_stream = ct__cuda_record_stream,
+    /* device information: device.cu */
+    .device_properties = ct__cuda_device_properties,
+    .driver_version = ct__cuda_driver_version,
+    .runtime_version = ct__cuda_runtime_version,
 };
 
 /* Public switch (include/ctensor/device.h). */

@@ -81,12 +81,22 @@ ct_status ct__cuda_event_record(int dev, void *event, void *stream);
 ct_status ct__cuda_event_synchronize(int dev, void *event);
 ct_status ct__cuda_stream_wait_event(int dev, void *stream, void *event);
 ct_status ct__cuda_event_elapsed_ms(int dev, void *start, void *end, float *ms);
+ct_status ct__cuda_device_properties(int dev, ct_cuda_device_properties *out);
+ct_status ct__cuda_driver_version(int *version);
+ct_status ct__cuda_runtime_version(int *version);
 
 /* allocator.cu */
 void *ct__cuda_alloc(int dev, size_t nbytes, bool pinned);
 void ct__cuda_free(int dev, void *ptr, size_t nbytes, bool pinned);
 ct_status ct__cuda_memory_stats(int dev, ct_memory_stats *out);
 ct_status ct__cuda_empty_cache(int dev);
+/* The backend's record_stream slot (backend.h). */
+ct_status ct__cuda_record_stream(int dev, void *data, bool pinned, void *stream);
+/* After a non-blocking transfer between pinned host memory at `host` and dev:
+ * the pinned block is in use on dev's current stream until its free. */
+void ct__cuda_pinned_in_use(int dev, const void *host);
+/* ct_stream_free, after synchronizing `stream`: the allocator forgets it. */
+void ct__cuda_forget_stream(int dev, void *stream);
 
 /* copy.cu */
 ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src);

@@ -9,8 +9,9 @@
  *
  * Devices: the user's current device (ct_cuda_set_device) is a thread-local
  * value; ops run on their tensors' device, switching the runtime's device
- * with cudaSetDevice when it differs (cached per thread), and never change
- * the user's current device. */
+ * with cudaSetDevice when it differs, and never change the user's current
+ * device. Every entry checks its device index first, so that without a driver
+ * or a GPU a request fails with CT_ERR_UNAVAILABLE before any CUDA call. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +19,24 @@
 
 #include "backend/cuda/common.cuh"
 
-#define CTC_MAX_DEV 64
+#define CTC_MAX_DEV 64 /* also allocator.cu's */
 
 /* ---- Device count ------------------------------------------------------------ */
 
 static pthread_once_t count_once = PTHREAD_ONCE_INIT;
 static int device_count = 0;
+static cudaError_t count_error = cudaSuccess; /* why there are none, if so */
 static int sm_counts[CTC_MAX_DEV];
 
 static void count_devices(void) {
   int n = 0;
   /* No driver or no GPU: an error, which means 0 devices; clear it so that it
    * doesn't surface in a later cudaGetLastError. CUDA_VISIBLE_DEVICES is
-   * honoured by the runtime itself. */
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+   * honoured by the runtime itself (read once, at its initialization). */
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
     (void)cudaGetLastError();
+    count_error = e;
     n = 0;
   }
   if (n > CTC_MAX_DEV) n = CTC_MAX_DEV;
@@ -59,24 +63,122 @@ int ctc_sm_count(int dev) {
   return dev >= 0 && dev < device_count ? sm_counts[dev] : 1;
 }
 
+/* Why no GPU is visible, for a person: the runtime's error, in words that
+ * point at the fix where the usual causes are recognized. */
+static void no_gpu_reason(char *buf, size_t n) {
+  int drv = 0;
+  if (cudaDriverGetVersion(&drv) != cudaSuccess) (void)cudaGetLastError();
+  int rt = 0;
+  if (cudaRuntimeGetVersion(&rt) != cudaSuccess) (void)cudaGetLastError();
+  if (drv == 0)
+    snprintf(buf, n, "no CUDA driver (libcuda.so) is installed");
+  else if (count_error == cudaErrorInsufficientDriver)
+    snprintf(buf, n, "the driver supports CUDA %d.%d, older than this build's runtime %d.%d",
+             drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+  else if (count_error != cudaSuccess)
+    snprintf(buf, n, "%s", cudaGetErrorString(count_error));
+  else
+    snprintf(buf, n, "the driver reports 0 devices");
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  size_t len = strlen(buf);
+  if (vis && len < n) snprintf(buf + len, n - len, "; CUDA_VISIBLE_DEVICES=\"%s\"", vis);
+}
+
+/* CT_OK if dev is a visible GPU, else CT_ERR_UNAVAILABLE saying why: no GPU
+ * (no driver, no device, CUDA_VISIBLE_DEVICES) or an index out of range. */
+static ct_status check_index(const char *op, int dev) {
+  int n = ct__cuda_device_count();
+  if (dev >= 0 && dev < n) return CT_OK;
+  if (n > 0)
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but only %d GPU%s visible",
+                           op, dev, n, n == 1 ? " is" : "s are");
+  char why[256];
+  no_gpu_reason(why, sizeof why);
+  return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: no CUDA GPU is visible: %s", op, why);
+}
+
 static thread_local int user_device = 0;
-static thread_local int runtime_device = -1;
 
 extern "C" ct_status ct__cuda_set_device(int index) {
-  int n = ct__cuda_device_count();
-  if (index < 0 || index >= n)
-    return ct__fail_status(CT_ERR_UNAVAILABLE, "cuda_set_device(%d): %d GPU(s) are visible", index, n);
+  ct_status st = check_index("cuda_set_device", index);
+  if (st != CT_OK) return st;
   user_device = index;
   return CT_OK;
 }
 
 extern "C" int ct__cuda_current_device(void) { return user_device; }
 
+/* Asks the runtime for its current device rather than caching it: code
+ * outside ctensor (the application, NCCL) may call cudaSetDevice on this
+ * thread too, and a stale cache would launch on the wrong GPU. */
 ct_status ctc_use_device(const char *op, int dev) {
-  if (runtime_device == dev) return CT_OK;
+  ct_status st = check_index(op, dev);
+  if (st != CT_OK) return st;
+  int cur = -1;
+  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
+  if (cur == dev) return CT_OK;
   CT_CUDA_CHECK(op, dev, cudaSetDevice(dev));
-  runtime_device = dev;
   return CT_OK;
+}
+
+/* ---- Properties and versions --------------------------------------------------- */
+
+static void format_uuid(char *buf, size_t n, const cudaUUID_t *u) {
+  const unsigned char *b = (const unsigned char *)u->bytes;
+  snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
+}
+
+extern "C" ct_status ct__cuda_device_properties(int dev, ct_cuda_device_properties *out) {
+  const char *op = "cuda_get_device_properties";
+  ct_status st = check_index(op, dev);
+  if (st != CT_OK) return st;
+  cudaDeviceProp p; /* no context needed: the driver's attribute queries */
+  CT_CUDA_CHECK(op, dev, cudaGetDeviceProperties(&p, dev));
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  format_uuid(out->uuid, sizeof out->uuid, &p.uuid);
+  out->total_memory = p.totalGlobalMem;
+  out->major = p.major;
+  out->minor = p.minor;
+  out->multiprocessor_count = p.multiProcessorCount;
+  out->max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
+  out->max_threads_per_block = p.maxThreadsPerBlock;
+  out->warp_size = p.warpSize;
+  out->shared_memory_per_block = p.sharedMemPerBlockOptin > p.sharedMemPerBlock
+                                     ? p.sharedMemPerBlockOptin
+                                     : p.sharedMemPerBlock;
+  out->shared_memory_per_multiprocessor = p.sharedMemPerMultiprocessor;
+  out->l2_cache_size = p.l2CacheSize;
+  out->memory_bus_width = p.memoryBusWidth;
+  out->pci_domain_id = p.pciDomainID;
+  out->pci_bus_id = p.pciBusID;
+  out->pci_device_id = p.pciDeviceID;
+  out->is_integrated = p.integrated != 0;
+  out->ecc_enabled = p.ECCEnabled != 0;
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_driver_version(int *version) {
+  int v = 0;
+  cudaError_t e = cudaDriverGetVersion(&v); /* 0 when no driver is installed */
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  *version = e == cudaSuccess ? v : 0;
+  if (*version > 0) return CT_OK;
+  if (e != cudaSuccess)
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "cuda_driver_version: %s", cudaGetErrorString(e));
+  return ct__fail_status(CT_ERR_UNAVAILABLE,
+                         "cuda_driver_version: no CUDA driver (libcuda.so) is installed");
+}
+
+extern "C" ct_status ct__cuda_runtime_version(int *version) {
+  int v = 0;
+  cudaError_t e = cudaRuntimeGetVersion(&v);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  *version = e == cudaSuccess ? v : 0;
+  if (*version > 0) return CT_OK;
+  return ct__fail_status(CT_ERR_UNAVAILABLE, "cuda_runtime_version: %s", cudaGetErrorString(e));
 }
 
 /* ---- Errors and launch mode -------------------------------------------------- */
@@ -121,13 +223,17 @@ extern "C" void *ct__cuda_stream_new(int dev) {
 extern "C" void ct__cuda_stream_free(int dev, void *stream) {
   if (!stream || ctc_use_device("stream_free", dev) != CT_OK) return;
   if (current_stream[dev] == (cudaStream_t)stream) current_stream[dev] = 0;
-  /* Pending work completes; the runtime releases the stream afterwards. */
+  /* Wait for its work, then let the allocator move the blocks it keeps for
+   * this stream (or records it in) to the default stream: otherwise they stay
+   * cached for a stream no one can name again. */
+  if (cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess) (void)cudaGetLastError();
+  ct__cuda_forget_stream(dev, stream);
   if (cudaStreamDestroy((cudaStream_t)stream) != cudaSuccess) (void)cudaGetLastError();
 }
 
 extern "C" ct_status ct__cuda_stream_set_current(int dev, void *stream) {
-  if (dev < 0 || dev >= CTC_MAX_DEV)
-    return ct__fail_status(CT_ERR_DEVICE, "stream_set_current: bad device index %d", dev);
+  ct_status st = check_index("stream_set_current", dev);
+  if (st != CT_OK) return st;
   current_stream[dev] = (cudaStream_t)stream;
   return CT_OK;
 }
