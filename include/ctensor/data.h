@@ -104,10 +104,16 @@ typedef struct ct_dataloader_opts {
   int prefetch;         /* batches prepared ahead per worker; 0 means 2 */
   bool pin_memory;      /* batches in pinned memory; as torch, without a usable
                            GPU this prints one warning and does not pin */
+  ct_device device;     /* where batches are delivered (zero value: the CPU). On a
+                           GPU, batches are built in pinned memory and copied on a
+                           stream of the loader's own while the caller computes on
+                           the previous batch; the caller's current stream waits
+                           for the copy (on the GPU, not the host) */
 } ct_dataloader_opts;
 
 /* A batch: inputs stacked along a new dim 0, targets likewise (contiguous
- * CPU tensors; image datasets: (B, C, H, W) f32 and (B) i64). Owned by the
+ * tensors on the loader's device, the CPU by default; image datasets:
+ * (B, C, H, W) f32 and (B) i64). Owned by the
  * batch, in no scope: free with ct_batch_release. */
 typedef struct ct_batch {
   ct_tensor *inputs;
@@ -135,7 +141,9 @@ ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t sk
  * tensors (until the next start_epoch). Without a prior start_epoch, starts
  * epoch 0. If building the batch failed (on a worker or here), returns that
  * status with its message; the batch is then skipped and the next call goes
- * on with the following one. wait_seconds is the time spent in this call. */
+ * on with the following one. wait_seconds is the time spent in this call
+ * (with a GPU device it includes building the following batch, which this
+ * call starts copying). */
 ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out);
 /* Frees the batch's tensors and sets them to NULL (NULL b or tensors: no-op). */
 void ct_batch_release(ct_batch *b);

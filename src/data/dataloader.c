@@ -12,7 +12,12 @@
  *
  * Order. perm is Fisher-Yates over 0..n-1 driven by ct_generator_next_u64 of
  * a generator in state (seed, epoch << 32); batch b holds perm[b * batch_size
- * ..]. Nothing depends on the number of workers or on timing. */
+ * ..]. Nothing depends on the number of workers or on timing.
+ *
+ * Device delivery (opts.device a GPU): batches are built pinned as above,
+ * and ct_dataloader_next keeps one staged ahead, copied on the loader's own
+ * stream (device_stage.c), so the copy of batch b+1 overlaps the caller's
+ * work on batch b. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,11 @@ struct ct_dataloader {
   int64_t *perm;        /* (n): the order of the current epoch */
   int64_t epoch;
   bool started;
+  /* Delivery on a GPU (opts.device): the next batch's copy, and an error met
+   * while staging it, reported by the call that would have returned it. */
+  ct__device_stage *stage;
+  ct_status pending;
+  char *pending_message;
 
   /* Delivery. With workers, all below is guarded by mu. */
   int64_t next_issue;   /* next batch a worker may claim */
@@ -213,6 +223,8 @@ void ct_dataloader_free(ct_dataloader *dl) {
     pthread_cond_destroy(&dl->work_cv);
     pthread_cond_destroy(&dl->done_cv);
   }
+  ct__device_stage_free(dl->stage);
+  free(dl->pending_message);
   free(dl->threads);
   free(dl->ring);
   free(dl->perm);
@@ -240,7 +252,18 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   dl->seed = o.seed;
   /* As torch: pinning without a GPU warns and does not pin. */
   dl->pin = o.pin_memory && ct_cuda_is_available();
-  if (o.pin_memory && !dl->pin)
+  if (o.device.type == CT_DEVICE_CUDA) {
+    if (o.device.index < 0 || o.device.index >= ct_cuda_device_count()) {
+      free(dl);
+      return ct__fail(CT_ERR_UNAVAILABLE, "dataloader_new: %s is not available (%d GPU(s) visible)",
+                      ct_device_name(o.device), ct_cuda_device_count());
+    }
+    dl->pin = true; /* asynchronous copies need pinned sources */
+    if (!(dl->stage = ct__device_stage_new(o.device))) {
+      free(dl);
+      return NULL;
+    }
+  } else if (o.pin_memory && !dl->pin)
     fprintf(stderr, "ctensor: warning: dataloader: pin_memory is set but no GPU is available; "
                     "batches will not be pinned\n");
   if (d->fast) d->fast->sample_meta(d->self, &dl->meta);
@@ -308,6 +331,10 @@ ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t sk
     while (dl->active > 0) pthread_cond_wait(&dl->done_cv, &dl->mu);
   }
   for (int64_t i = 0; i < dl->capacity; i++) slot_clear(&dl->ring[i]);
+  ct__device_stage_drop(dl->stage);
+  dl->pending = CT_OK;
+  free(dl->pending_message);
+  dl->pending_message = NULL;
   make_order(dl, epoch);
   dl->epoch = epoch;
   ct_dataset_set_epoch(dl->ds, epoch);
@@ -321,10 +348,8 @@ ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t sk
   return CT_OK;
 }
 
-ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out) {
-  if (!out) return ct__fail_status(CT_ERR_ARG, "dataloader_next: out is NULL");
-  *out = (ct_batch){.index = -1};
-  if (!dl) return ct__fail_status(CT_ERR_ARG, "dataloader_next: loader is NULL");
+/* The next batch on the CPU (*out zeroed by the caller). */
+static ct_status next_host(ct_dataloader *dl, ct_batch *out) {
   if (!dl->started) {
     ct_status st = ct_dataloader_start_epoch(dl, 0, 0);
     if (st != CT_OK) return st;
@@ -361,6 +386,48 @@ ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out) {
   out->targets = got.targets;
   out->index = b;
   return CT_OK;
+}
+
+/* Delivery on a GPU: hands out the staged batch, then stages the following
+ * one, whose host build may wait for a worker and whose copy overlaps the
+ * caller's work on this one. The first call of an epoch stages and hands out
+ * at once. A failure to build or copy the following batch is returned by the
+ * next call (which skips that batch, as on the CPU). */
+static ct_status next_on_device(ct_dataloader *dl, ct_batch *out) {
+  double t0 = now_seconds();
+  if (dl->pending != CT_OK) {
+    ct_status st = ct__fail_status(dl->pending, "%s", dl->pending_message ? dl->pending_message : "dataloader: staging a batch failed");
+    dl->pending = CT_OK;
+    free(dl->pending_message);
+    dl->pending_message = NULL;
+    return st;
+  }
+  if (!ct__device_stage_full(dl->stage)) {
+    ct_batch h = {.index = -1};
+    ct_status st = next_host(dl, &h);
+    if (st != CT_OK || !h.inputs) return st; /* an error, or the end of the epoch */
+    if ((st = ct__device_stage_put(dl->stage, h.inputs, h.targets, h.index)) != CT_OK) return st;
+  }
+  ct_status st = ct__device_stage_take(dl->stage, out);
+  if (st != CT_OK) return st;
+  ct_batch next = {.index = -1};
+  ct_status later = next_host(dl, &next);
+  if (later == CT_OK && next.inputs)
+    later = ct__device_stage_put(dl->stage, next.inputs, next.targets, next.index);
+  if (later != CT_OK) {
+    dl->pending = later;
+    dl->pending_message = strdup(ct_last_error_message());
+    ct_clear_error();
+  }
+  out->wait_seconds = now_seconds() - t0;
+  return CT_OK;
+}
+
+ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out) {
+  if (!out) return ct__fail_status(CT_ERR_ARG, "dataloader_next: out is NULL");
+  *out = (ct_batch){.index = -1};
+  if (!dl) return ct__fail_status(CT_ERR_ARG, "dataloader_next: loader is NULL");
+  return dl->stage ? next_on_device(dl, out) : next_host(dl, out);
 }
 
 void ct_batch_release(ct_batch *b) {
