@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# epoch_fmnist.sh: one Fashion-MNIST training epoch of the default CNN, ctensor
-# against PyTorch, same machine, same thread count, back to back.
+# epoch_fmnist.sh: Fashion-MNIST training epochs of the default CNN, ctensor
+# against PyTorch, same machine, same device, same thread count, back to back.
 #
-#   bench/epoch_fmnist.sh [--threads N] [--rounds R] [--ctensor PATH] [--augment hflip|none]
-#                         [--data-dir DIR] [--model cnn|mlp]
+#   bench/epoch_fmnist.sh [--device cpu|cuda|cuda:N] [--epochs N] [--target A]
+#                         [--threads N] [--rounds R] [--ctensor PATH] [--python PATH]
+#                         [--augment hflip|none] [--data-dir DIR] [--model cnn|mlp]
+#                         [--limit-train N] [--out-dir DIR]
 #
-# ctensor: `ctensor train --epochs 1 --disable-cuda --metrics M` (the defaults
+# ctensor: `ctensor train --epochs N --device DEV --metrics M` (the defaults
 # otherwise: CNN conv 1->32 3x3, pool, conv 32->64 3x3, pool, fc 128, fc 10;
-# Adam 1e-3; batch 64; --augment as given, default hflip = the cnn's default);
-# its epoch seconds, data-wait seconds (time the loop waited for the loader's
-# batches) and eval seconds come from the metrics line. PyTorch:
-# bench/peers_epoch.py, the same model, optimizer, batch size, normalization
-# and flips, run by Debian's /usr/bin/python3 with torch.set_num_threads(N).
+# Adam 1e-3, cosine over the N epochs; batch 64; --augment as given, default
+# hflip = the cnn's default); its epoch seconds, data-wait seconds (time the
+# loop waited for the loader's batches) and eval seconds come from the metrics
+# lines. PyTorch: bench/peers_epoch.py --device DEV, the same model, optimizer,
+# schedule, batch size, normalization and flips, with torch.set_num_threads(N)
+# (on a GPU: batches pinned and copied non-blocking, loss.item() each step).
 # Each round runs ctensor then PyTorch; the ratio is PyTorch's epoch time over
-# ctensor's (> 1: ctensor is faster), per round and of the best epochs.
+# ctensor's (> 1: ctensor is faster), per epoch and of the best epochs.
+# --target A (e.g. 0.91) also reports each one's time to test accuracy A:
+# training seconds (evaluation excluded) summed until an epoch's test accuracy
+# first reaches A; it needs enough --epochs (the cnn passes 91% in its 4th-5th).
 #
-# Writes bench/results/<date>-fmnist-epoch.jsonl (a meta line, then one line
-# per epoch and implementation) and bench/results/<date>-fmnist-epoch.md.
-# Without --ctensor it builds build-bench/ (Release, -march=native) and uses
+# --python: the interpreter with torch and numpy (default /usr/bin/python3,
+# Debian's; on a GPU machine, its python3). --limit-train N: only the first N
+# training images (a quick check of the script). Writes
+# <out-dir>/<date>-fmnist-epoch-<cpu|cuda>[-<N>ep].jsonl (a meta line, then one
+# line per epoch and implementation) and the .md next to it (out-dir default
+# bench/results). Without --ctensor it builds build-bench/ (Release,
+# -march=native; with CUDA when nvcc and cuDNN are found) and uses
 # build-bench/tools/ctensor/ctensor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +38,12 @@ ct=""
 augment=hflip
 model=cnn
 data_dir=/usr/share/datasets/fashion-mnist
+device=cpu
+epochs=1
+target=0
+py=/usr/bin/python3
+limit_train=0
+out_dir=bench/results
 while [ $# -gt 0 ]; do
   case "$1" in
   --threads) threads=$2; shift 2 ;;
@@ -36,10 +52,22 @@ while [ $# -gt 0 ]; do
   --augment) augment=$2; shift 2 ;;
   --model) model=$2; shift 2 ;;
   --data-dir) data_dir=$2; shift 2 ;;
-  -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --device) device=$2; shift 2 ;;
+  --epochs) epochs=$2; shift 2 ;;
+  --target) target=$2; shift 2 ;;
+  --python) py=$2; shift 2 ;;
+  --limit-train) limit_train=$2; shift 2 ;;
+  --out-dir) out_dir=$2; shift 2 ;;
+  -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "epoch_fmnist.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case "$device" in
+cpu | cuda | cuda:[0-9]*) ;;
+*) echo "epoch_fmnist.sh: --device $device: expected cpu, cuda or cuda:N" >&2; exit 2 ;;
+esac
+dev_kind=${device%%:*}
+target=$(printf '%g' "$target") # a JSON number (.91 -> 0.91)
 
 if [ -z "$ct" ]; then
   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DCTENSOR_BUILD_TESTS=OFF \
@@ -48,16 +76,21 @@ if [ -z "$ct" ]; then
   ct=build-bench/tools/ctensor/ctensor
 fi
 [ -x "$ct" ] || { echo "epoch_fmnist.sh: no ctensor program at $ct" >&2; exit 1; }
-/usr/bin/python3 -c 'import torch, numpy' 2>/dev/null ||
-  { echo "epoch_fmnist.sh: /usr/bin/python3 lacks torch or numpy (scripts/install-deps.sh --tests)" >&2; exit 1; }
+"$py" -c 'import torch, numpy' 2>/dev/null ||
+  { echo "epoch_fmnist.sh: $py lacks torch or numpy (scripts/install-deps.sh --tests; --python PATH)" >&2; exit 1; }
+if [ "$dev_kind" = cuda ]; then
+  "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
+    { echo "epoch_fmnist.sh: --device $device: $py's torch sees no CUDA GPU" >&2; exit 1; }
+fi
 
 # One thread count for everyone: ctensor's pool, OpenBLAS, PyTorch's intra-op pool.
 export CT_NUM_THREADS=$threads OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
-mkdir -p bench/results
-name="$(date +%F)-fmnist-epoch"
-raw="bench/results/$name.jsonl"
-report="bench/results/$name.md"
+mkdir -p "$out_dir"
+name="$(date +%F)-fmnist-epoch-$dev_kind"
+[ "$epochs" -gt 1 ] && name="$name-${epochs}ep"
+raw="$out_dir/$name.jsonl"
+report="$out_dir/$name.md"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -73,70 +106,107 @@ cpu_busy() {
 }
 
 cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1 | sed 's/  */ /g')
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src include 2>/dev/null || echo +uncommitted-src)"
-printf '{"meta":"epoch_fmnist","model":"%s","threads":%d,"rounds":%d,"augment":"%s","cpu":"%s","nproc":%d,"ctensor":"%s","commit":"%s","torch":"%s"}\n' \
-  "$model" "$threads" "$rounds" "$augment" "$cpu" "$(nproc)" "$("$ct" info 2>/dev/null | head -1 | tr -d '"\\')" \
-  "$commit" "$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" >"$raw"
+gpu=""
+if [ "$dev_kind" = cuda ]; then
+  gpu=$("$py" -c 'import sys, torch; print(torch.cuda.get_device_name(torch.device(sys.argv[1])))' "$device" |
+    tr -d '"\\')
+fi
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src include tools 2>/dev/null || echo +uncommitted)"
+printf '{"meta":"epoch_fmnist","model":"%s","device":"%s","gpu":"%s","threads":%d,"rounds":%d,"epochs":%d,"target":%s,"augment":"%s","limit_train":%d,"cpu":"%s","nproc":%d,"ctensor":"%s","commit":"%s","torch":"%s"}\n' \
+  "$model" "$device" "$gpu" "$threads" "$rounds" "$epochs" "$target" "$augment" "$limit_train" "$cpu" "$(nproc)" \
+  "$("$ct" info 2>/dev/null | head -1 | tr -d '"\\')" \
+  "$commit" "$("$py" -c 'import torch; print(torch.__version__)')" >"$raw"
 
+ct_limit=()
+[ "$limit_train" -gt 0 ] && ct_limit=(--limit-train "$limit_train")
 for r in $(seq 1 "$rounds"); do
   busy=$(cpu_busy)
   load=$(cut -d' ' -f1 /proc/loadavg)
-  echo "round $r/$rounds: ctensor (CPUs ${busy}% busy before, load $load)" >&2
+  echo "round $r/$rounds: ctensor on $device (CPUs ${busy}% busy before, load $load)" >&2
   rm -f "$tmp/m.jsonl"
-  "$ct" train --model "$model" --epochs 1 --disable-cuda --augment "$augment" --data-dir "$data_dir" \
-    --metrics "$tmp/m.jsonl" --quiet >"$tmp/ct.out"
-  /usr/bin/python3 - "$tmp/m.jsonl" "$model" "$threads" "$r" "$busy" "$load" >>"$raw" <<'EOF'
+  "$ct" train --model "$model" --epochs "$epochs" --device "$device" --augment "$augment" \
+    --data-dir "$data_dir" ${ct_limit[@]+"${ct_limit[@]}"} --metrics "$tmp/m.jsonl" --quiet >"$tmp/ct.out" ||
+    { cat "$tmp/ct.out" >&2; echo "epoch_fmnist.sh: ctensor train failed" >&2; exit 1; }
+  # The metrics lines as benchmark lines, with the time to --target.
+  "$py" - "$tmp/m.jsonl" "$model" "$device" "$threads" "$r" "$busy" "$load" "$target" >>"$raw" <<'EOF'
 import json, sys
-m = json.loads(open(sys.argv[1]).readline())
-n = round(m["seconds"] * m["images_per_second"])
-print(json.dumps({"bench": f"fmnist_{sys.argv[2]}_epoch", "impl": "ctensor", "threads": int(sys.argv[3]),
-                  "round": int(sys.argv[4]), "cpu_busy_before_pct": int(sys.argv[5]),
-                  "load_before": float(sys.argv[6]), "epoch": m["epoch"], "train_samples": n,
-                  "seconds": m["seconds"], "images_per_second": m["images_per_second"],
-                  "data_seconds": m["data_wait_seconds"],
-                  "data_fraction": m["data_wait_seconds"] / m["seconds"], "loss": m["loss"],
-                  "eval_seconds": m["eval_seconds"], "eval_images_per_second": m["test_samples"] / m["eval_seconds"],
-                  "test_accuracy": m["accuracy"]}, separators=(",", ":")))
+path, model, device = sys.argv[1], sys.argv[2], sys.argv[3]
+threads, rnd, busy, load, target = (int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]),
+                                    float(sys.argv[7]), float(sys.argv[8]))
+train_s, reached = 0.0, False
+for line in open(path):
+    m = json.loads(line)
+    train_s += m["seconds"]
+    rec = {"bench": f"fmnist_{model}_epoch", "impl": "ctensor", "device": device, "threads": threads,
+           "round": rnd, "cpu_busy_before_pct": busy, "load_before": load, "epoch": m["epoch"],
+           "train_samples": round(m["seconds"] * m["images_per_second"]), "lr": m["lr"],
+           "seconds": m["seconds"], "images_per_second": m["images_per_second"],
+           "data_seconds": m["data_wait_seconds"], "data_fraction": m["data_wait_seconds"] / m["seconds"],
+           "loss": m["loss"], "eval_seconds": m["eval_seconds"],
+           "eval_images_per_second": m["test_samples"] / m["eval_seconds"], "test_accuracy": m["accuracy"]}
+    if target > 0 and not reached and m["accuracy"] is not None and m["accuracy"] >= target:
+        reached = True
+        rec["time_to_target_s"] = round(train_s, 3)
+    print(json.dumps(rec, separators=(",", ":")))
 EOF
   busy=$(cpu_busy)
   load=$(cut -d' ' -f1 /proc/loadavg)
-  echo "round $r/$rounds: pytorch (CPUs ${busy}% busy before, load $load)" >&2
-  /usr/bin/python3 bench/peers_epoch.py --threads "$threads" --model "$model" --augment "$augment" \
-    --data-dir "$data_dir" | sed "s/^{/{\"round\":$r,\"cpu_busy_before_pct\":$busy,\"load_before\":$load,/" >>"$raw"
+  echo "round $r/$rounds: pytorch on $device (CPUs ${busy}% busy before, load $load)" >&2
+  "$py" bench/peers_epoch.py --threads "$threads" --model "$model" --augment "$augment" \
+    --data-dir "$data_dir" --device "$device" --epochs "$epochs" --target "$target" \
+    --limit-train "$limit_train" |
+    sed "s/^{/{\"round\":$r,\"cpu_busy_before_pct\":$busy,\"load_before\":$load,/" >>"$raw"
 done
 
-/usr/bin/python3 - "$raw" "$report" <<'EOF'
+"$py" - "$raw" "$report" <<'EOF'
 import json, sys
 raw, report = sys.argv[1], sys.argv[2]
 lines = [json.loads(l) for l in open(raw)]
 meta = lines[0]
 rows = [l for l in lines[1:] if "impl" in l]
-by = {}
+by = {}  # (round, epoch) -> impl -> line
 for l in rows:
-    by.setdefault(l["round"], {})[l["impl"]] = l
-out = [f"# Fashion-MNIST epoch: ctensor vs PyTorch ({meta['model']}, {meta['threads']} threads)", "",
-       f"CPU: {meta['cpu']} ({meta['nproc']} cores); batch 64, Adam 1e-3, augment {meta['augment']}; "
-       f"{meta['ctensor']} at {meta.get('commit', '?')}, PyTorch {meta.get('torch', '?')}", "",
-       "| round | ctensor epoch s | ctensor img/s | ctensor data wait | PyTorch epoch s | PyTorch img/s "
-       "| PyTorch batch building | ratio (PyTorch s / ctensor s) | ctensor eval s | PyTorch eval s | CPUs busy before (ct / pt) |",
-       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-for r in sorted(by):
-    c, p = by[r].get("ctensor"), by[r].get("pytorch")
+    by.setdefault((l["round"], l["epoch"]), {})[l["impl"]] = l
+target = meta.get("target", 0)
+where = f"GPU: {meta['gpu']} ({meta['device']}), host " if meta.get("gpu") else ""
+limit = f"; first {meta['limit_train']} training images only" if meta.get("limit_train") else ""
+out = [f"# Fashion-MNIST epoch: ctensor vs PyTorch ({meta['model']}, {meta['device']}, "
+       f"{meta['threads']} threads)", "",
+       f"{where}CPU: {meta['cpu']} ({meta['nproc']} cores); batch 64, Adam 1e-3, cosine over "
+       f"{meta['epochs']} epoch(s), augment {meta['augment']}{limit}; {meta['ctensor']} at "
+       f"{meta.get('commit', '?')}, PyTorch {meta.get('torch', '?')}", "",
+       "| round | epoch | ctensor epoch s | ctensor img/s | ctensor data wait | PyTorch epoch s | PyTorch img/s "
+       "| PyTorch batch building | ratio (PyTorch s / ctensor s) | ctensor eval s | PyTorch eval s "
+       "| test accuracy (ct / pt) | CPUs busy before (ct / pt) |",
+       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+for r, e in sorted(by):
+    c, p = by[(r, e)].get("ctensor"), by[(r, e)].get("pytorch")
     if not c or not p:
         continue
-    out.append(f"| {r} | {c['seconds']:.2f} | {c['images_per_second']:.0f} | {100 * c['data_fraction']:.2f}% "
+    out.append(f"| {r} | {e} | {c['seconds']:.2f} | {c['images_per_second']:.0f} | {100 * c['data_fraction']:.2f}% "
                f"| {p['seconds']:.2f} | {p['images_per_second']:.0f} | {100 * p['data_fraction']:.2f}% "
                f"| **{p['seconds'] / c['seconds']:.2f}** | {c['eval_seconds']:.2f} | {p['eval_seconds']:.2f} "
+               f"| {100 * c['test_accuracy']:.2f}% / {100 * p['test_accuracy']:.2f}% "
                f"| {c['cpu_busy_before_pct']}% / {p['cpu_busy_before_pct']}% |")
 cs = [l for l in rows if l["impl"] == "ctensor"]
 ps = [l for l in rows if l["impl"] == "pytorch"]
-summary = ""
 if cs and ps:
     bc, bp = min(l["seconds"] for l in cs), min(l["seconds"] for l in ps)
     wait = max(l["data_fraction"] for l in cs)
-    summary = (f"best epochs: ctensor {bc:.2f} s, PyTorch {bp:.2f} s, ratio {bp / bc:.2f} "
-               f"(target >= 2); ctensor data wait at most {100 * wait:.2f}% of the epoch (target < 5%)")
-    out += ["", summary]
+    out += ["", f"best epochs: ctensor {bc:.2f} s, PyTorch {bp:.2f} s, ratio {bp / bc:.2f} "
+                f"(target >= 2); ctensor data wait at most {100 * wait:.2f}% of the epoch (target < 5%)"]
+if target > 0:
+    for r in sorted({l["round"] for l in rows}):
+        got = {}
+        for impl in ("ctensor", "pytorch"):
+            hit = [l for l in rows if l["round"] == r and l["impl"] == impl and "time_to_target_s" in l]
+            got[impl] = (hit[0]["time_to_target_s"], hit[0]["epoch"]) if hit else None
+        say = lambda g: f"{g[0]:.2f} s (epoch {g[1]})" if g else f"not reached in {meta['epochs']} epoch(s)"
+        line = (f"round {r}: time to {100 * target:.0f}% test accuracy (training seconds, evaluation "
+                f"excluded): ctensor {say(got['ctensor'])}, PyTorch {say(got['pytorch'])}")
+        if got["ctensor"] and got["pytorch"]:
+            line += f", ratio {got['pytorch'][0] / got['ctensor'][0]:.2f}"
+        out += ["", line]
 open(report, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 EOF

@@ -22,16 +22,30 @@ batches come from the main thread, and the time spent building them is reported
 as data_seconds (ctensor's loader builds them on --workers threads and reports
 the time the training loop waited for them).
 
+--device cuda[:N] trains on the GPU as a PyTorch user does it: the model and the
+optimizer's state on the GPU, each batch built on the CPU as above, then
+x.pin_memory().to(device, non_blocking=True) (what DataLoader(pin_memory=True)
+plus the usual non-blocking copy do; the pinning counts in data_seconds), and
+loss.item() every step as a typical eager loop does (it waits for the GPU each
+step). The epoch's time runs between torch.cuda.synchronize() calls. The test
+batches go to the GPU the same way. The CUDA context, cuBLAS and cuDNN start
+lazily in the first steps, so the first epoch includes them (as ctensor's
+does); cudnn.benchmark stays at its default (off).
+
 Prints one JSON line per epoch, in the style of bench/bench_util.c:
 
-  {"bench":"fmnist_cnn_epoch","impl":"pytorch","threads":2,"epoch":1,"seconds":...,
-   "images_per_second":...,"data_seconds":...,"eval_seconds":...,"test_accuracy":...}
+  {"bench":"fmnist_cnn_epoch","impl":"pytorch","device":"cpu","threads":2,"epoch":1,
+   "seconds":...,"images_per_second":...,"data_seconds":...,"eval_seconds":...,
+   "test_accuracy":...}
 
 --epochs N trains N epochs with the cosine schedule over N (as `ctensor train
 --epochs N`) and --target A adds "time_to_target_s" (training seconds, without
 evaluation, until the test accuracy first reaches A), if reached.
 
-Run with Debian's interpreter: /usr/bin/python3 bench/peers_epoch.py --threads N
+Runs with PyTorch 1.13 and NumPy 1.24 (Debian's /usr/bin/python3) as with
+PyTorch 2.x and NumPy 2.x:
+  /usr/bin/python3 bench/peers_epoch.py --threads N
+  python3 bench/peers_epoch.py --device cuda:0 --epochs 5 --target 0.91
 """
 import argparse
 import gzip
@@ -56,7 +70,12 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training images")
     p.add_argument("--target", type=float, default=0, help="report the time to this test accuracy")
-    return p.parse_args()
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    a = p.parse_args()
+    kind, _, index = a.device.partition(":")
+    if kind not in ("cpu", "cuda") or (index and (kind == "cpu" or not index.isdigit())):
+        p.error(f"--device {a.device}: expected cpu, cuda or cuda:N")
+    return a
 
 
 ARGS = parse_args()
@@ -68,6 +87,19 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
+DEVICE = torch.device(ARGS.device)
+CUDA = DEVICE.type == "cuda"
+
+
+def to_device(t):
+    """A CPU batch on DEVICE: pinned, then copied without blocking the host."""
+    return t.pin_memory().to(DEVICE, non_blocking=True) if CUDA else t
+
+
+def sync():
+    """Waits for the GPU's queued work (a clock read must not precede it)."""
+    if CUDA:
+        torch.cuda.synchronize(DEVICE)
 
 
 def read_idx(path, offset):
@@ -117,19 +149,25 @@ def evaluate(model, x, y):
     correct, t0 = 0, time.perf_counter()
     with torch.no_grad():
         for i in range(0, x.shape[0], 500):
-            correct += (model(x[i:i + 500]).argmax(1) == y[i:i + 500]).sum().item()
+            xb, yb = to_device(x[i:i + 500]), to_device(y[i:i + 500])
+            correct += (model(xb).argmax(1) == yb).sum().item()
+    sync()
     model.train()
     return correct / x.shape[0], time.perf_counter() - t0
 
 
 def main():
+    if CUDA and not torch.cuda.is_available():
+        sys.exit(f"peers_epoch.py: --device {ARGS.device}: torch {torch.__version__} sees no CUDA GPU")
     xtr, ytr = load_split("train")
     xte, yte = load_split("t10k")
     if ARGS.limit_train > 0:
         xtr, ytr = xtr[:ARGS.limit_train], ytr[:ARGS.limit_train]
     n, bs = xtr.shape[0], ARGS.batch_size
     torch.manual_seed(ARGS.seed)
-    model = CNN() if ARGS.model == "cnn" else MLP()
+    # Initialized on the CPU (the same weights as --device cpu), then moved;
+    # the optimizer is made after, so its state lives on the device too.
+    model = (CNN() if ARGS.model == "cnn" else MLP()).to(DEVICE)
     lr = ARGS.lr if ARGS.lr is not None else (1e-3 if ARGS.model == "cnn" else 2e-3)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=ARGS.epochs)
@@ -141,6 +179,7 @@ def main():
         gen.manual_seed(ARGS.seed * 1000003 + epoch)
         lr = opt.param_groups[0]["lr"]
         data_s, loss_sum = 0.0, 0.0
+        sync()
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen)
         flips = torch.rand(n, generator=gen) < 0.5 if ARGS.augment == "hflip" else None
@@ -151,23 +190,29 @@ def main():
             if flips is not None:
                 f = flips[i:i + bs]
                 x[f] = x[f].flip(-1)
+            if CUDA:
+                x, y = x.pin_memory(), y.pin_memory()
             data_s += time.perf_counter() - d0
+            x, y = x.to(DEVICE, non_blocking=True), y.to(DEVICE, non_blocking=True)
             loss = nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             loss_sum += loss.item() * y.shape[0]
+        sync()
         seconds = time.perf_counter() - t0
         sched.step()
         train_s += seconds
         acc, eval_s = evaluate(model, xte, yte)
-        rec = {"bench": f"fmnist_{ARGS.model}_epoch", "impl": "pytorch", "threads": ARGS.threads,
-               "epoch": epoch + 1, "batch_size": bs, "augment": ARGS.augment, "lr": lr,
+        rec = {"bench": f"fmnist_{ARGS.model}_epoch", "impl": "pytorch", "device": ARGS.device,
+               "threads": ARGS.threads, "epoch": epoch + 1, "batch_size": bs, "augment": ARGS.augment, "lr": lr,
                "train_samples": n, "seconds": round(seconds, 4),
                "images_per_second": round(n / seconds, 1), "data_seconds": round(data_s, 4),
                "data_fraction": round(data_s / seconds, 5), "loss": round(loss_sum / n, 6),
                "eval_seconds": round(eval_s, 4), "eval_images_per_second": round(xte.shape[0] / eval_s, 1),
                "test_accuracy": acc, "version": torch.__version__}
+        if CUDA:
+            rec["gpu"] = torch.cuda.get_device_name(DEVICE)
         if ARGS.target > 0 and reached is None and acc >= ARGS.target:
             reached = train_s
             rec["time_to_target_s"] = round(reached, 3)

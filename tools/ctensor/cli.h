@@ -167,6 +167,9 @@ typedef struct cli_progress {
 double cli_now(void); /* monotonic seconds */
 void cli_progress_begin(cli_progress *p, bool quiet, int64_t epoch, int64_t epochs, int64_t total,
                         int64_t start_batch);
+/* Whether cli_progress_update(p, done, ...) would print now: a caller whose
+ * loss costs something to read (a GPU synchronization) reads it only then. */
+bool cli_progress_due(const cli_progress *p, int64_t done);
 /* done: batches finished in this epoch; loss: running mean; images: samples
  * processed since begin. */
 void cli_progress_update(cli_progress *p, int64_t done, double loss, int64_t images);

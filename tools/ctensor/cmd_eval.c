@@ -78,7 +78,7 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   dl = ct_dataloader_new(test, &(ct_dataloader_opts){.batch_size = o.batch_size, .num_workers = o.workers,
-                                                     .pin_memory = dev.type == CT_DEVICE_CUDA});
+                                                     .device = dev});
   if (!dl) {
     cli_error("creating the data loader");
     goto done;

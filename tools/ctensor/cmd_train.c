@@ -189,6 +189,82 @@ done:
   return ok;
 }
 
+/* The epoch's running loss sum (over samples: batch loss * batch size).
+ * On the CPU each batch's loss is read at once, as before (ct_item costs
+ * nothing there). On a GPU a read synchronizes the device, and one per step
+ * would keep the host from queuing the next batch's copy and kernels while
+ * the GPU works; so the sum accumulates in an f64 device scalar (no grad;
+ * an f32 loss times n is exact in f64, so it is the CPU's sum, bit for bit)
+ * and is read back only when the progress line is due (at most every
+ * LOSS_READ_MIN_S), at least every LOSS_READ_MAX_S (so a nan stops the run
+ * within about a second), at the end of the epoch and on an interrupt. A
+ * non-finite loss is caught at those reads. */
+#define LOSS_READ_MIN_S 0.2
+#define LOSS_READ_MAX_S 1.0
+
+typedef struct loss_meter {
+  ct_tensor *acc;     /* GPU: 0-d f64 running sum on the device; NULL on the CPU */
+  double sum;         /* the running sum as of the last read */
+  double last;        /* CPU: the last batch's loss */
+  int64_t read_batch; /* batches of the epoch in `sum` */
+  double read_at;     /* cli_now() of the last read */
+} loss_meter;
+
+/* Starts an epoch at `sum` (a resumed epoch's partial sum) after `batch`. */
+static bool meter_start(loss_meter *m, double sum, int64_t batch) {
+  m->sum = sum;
+  m->last = 0;
+  m->read_batch = batch;
+  m->read_at = cli_now();
+  return !m->acc || ct_fill_(m->acc, sum) != NULL;
+}
+
+/* Adds one batch's loss (mean over its n samples). */
+static bool meter_add(loss_meter *m, const ct_tensor *loss, int64_t n) {
+  if (!m->acc) {
+    if (ct_item(loss, &m->last) != CT_OK) return false;
+    m->sum += m->last * (double)n;
+    return true;
+  }
+  ct_no_grad_begin();
+  bool ok = ct_add_scaled_(m->acc, loss, (double)n) != NULL; /* the sum stays on the device */
+  ct_no_grad_end();
+  return ok;
+}
+
+/* Whether to read the sum after `batch` (always on the CPU). */
+static bool meter_due(const loss_meter *m, const cli_progress *pg, int64_t batch, int64_t nb) {
+  if (!m->acc || batch >= nb) return true;
+  double since = cli_now() - m->read_at;
+  return since >= LOSS_READ_MAX_S || (since >= LOSS_READ_MIN_S && cli_progress_due(pg, batch));
+}
+
+/* Brings `sum` up to `batch` (GPU: one synchronizing read). */
+static bool meter_read(loss_meter *m, int64_t batch) {
+  if (m->acc && m->read_batch < batch && ct_item(m->acc, &m->sum) != CT_OK) return false;
+  m->read_batch = batch;
+  m->read_at = cli_now();
+  return true;
+}
+
+/* After meter_read: false, with the message, if the loss became nan or inf
+ * in the batches since the previous read (`from` + 1 to `batch`, 1-based). */
+static bool meter_check(const loss_meter *m, int64_t epoch, int64_t from, int64_t batch) {
+  if (!m->acc) {
+    if (isfinite(m->last)) return true;
+    fprintf(stderr,
+            "ctensor train: the loss became %g at epoch %lld, batch %lld; try a lower --lr\n",
+            m->last, (long long)epoch + 1, (long long)batch);
+    return false;
+  }
+  if (isfinite(m->sum)) return true;
+  fprintf(stderr,
+          "ctensor train: the loss became nan or inf at epoch %lld, in batches %lld-%lld "
+          "(running sum %g); try a lower --lr\n",
+          (long long)epoch + 1, (long long)from + 1, (long long)batch, m->sum);
+  return false;
+}
+
 /* Everything the loop owns, freed in one place. */
 typedef struct run {
   ct_dataset *train_ds, *test_ds;
@@ -198,6 +274,7 @@ typedef struct run {
   ct_optimizer *opt;
   ct_lr_scheduler *sched;
   FILE *metrics;
+  loss_meter loss;
   cli_ckpt ck;
 } run;
 
@@ -210,7 +287,23 @@ static void run_free(run *r) {
   ct_optimizer_free(r->opt);
   ct_module_free(r->model);
   if (r->metrics) fclose(r->metrics);
+  ct_free(r->loss.acc);
   cli_checkpoint_free(&r->ck);
+}
+
+/* meter_read then meter_check; CLI_OK, or CLI_FAIL after the message. */
+static int read_loss(loss_meter *m, cli_progress *pg, int64_t epoch, int64_t batch) {
+  int64_t from = m->read_batch;
+  if (!meter_read(m, batch)) {
+    cli_progress_end(pg);
+    cli_error("training step");
+    return CLI_FAIL;
+  }
+  if (!meter_check(m, epoch, from, batch)) {
+    cli_progress_end(pg);
+    return CLI_FAIL;
+  }
+  return CLI_OK;
 }
 
 static void print_resume_hint(const cli_opts *o) {
@@ -270,15 +363,16 @@ int cmd_train(int argc, char **argv) {
     run_free(&r);
     return CLI_FAIL;
   }
-  bool cuda = dev.type == CT_DEVICE_CUDA;
+  /* On a GPU the loader delivers batches there, copied on its own stream
+   * while the previous step runs (the ct_to calls below are then aliases). */
   r.train_dl = ct_dataloader_new(r.train_ds, &(ct_dataloader_opts){.batch_size = o.batch_size,
                                                                    .shuffle = true,
                                                                    .seed = o.seed,
                                                                    .num_workers = o.workers,
-                                                                   .pin_memory = cuda});
+                                                                   .device = dev});
   r.test_dl = ct_dataloader_new(r.test_ds, &(ct_dataloader_opts){.batch_size = EVAL_BATCH,
                                                                  .num_workers = o.workers,
-                                                                 .pin_memory = cuda});
+                                                                 .device = dev});
   if (!r.train_dl || !r.test_dl) {
     cli_error("creating the data loader");
     run_free(&r);
@@ -292,6 +386,11 @@ int cmd_train(int argc, char **argv) {
   if (!r.model || ct_module_to(r.model, dev) != CT_OK || !(r.opt = make_optimizer(&o, r.model)) ||
       (r.sched = make_schedule(&o, r.opt, &sched_ok), !sched_ok)) {
     cli_error("building the model");
+    run_free(&r);
+    return CLI_FAIL;
+  }
+  if (dev.type == CT_DEVICE_CUDA && !(r.loss.acc = ct_scalar(0, &(ct_tensor_opts){.dtype = CT_F64, .device = dev}))) {
+    cli_error("allocating the loss sum");
     run_free(&r);
     return CLI_FAIL;
   }
@@ -353,7 +452,6 @@ int cmd_train(int argc, char **argv) {
   for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
     bool partial = epoch == start_epoch && start_batch > 0;
     int64_t skip = partial ? start_batch : 0;
-    double loss_sum = partial ? resumed.epoch_loss_sum : 0;
     int64_t samples = partial ? resumed.epoch_samples : 0, samples_here = 0;
     double prior_seconds = partial ? resumed.epoch_seconds : 0;
     double wait = partial ? resumed.epoch_wait_seconds : 0;
@@ -374,6 +472,11 @@ int cmd_train(int argc, char **argv) {
     cli_progress pg;
     cli_progress_begin(&pg, o.quiet, epoch, o.epochs, nb, skip);
     ct_module_train(r.model, true);
+    if (!meter_start(&r.loss, partial ? resumed.epoch_loss_sum : 0, skip)) {
+      cli_error("resetting the loss sum");
+      run_free(&r);
+      return CLI_FAIL;
+    }
     double t0 = cli_now();
     int64_t batch = skip;
     for (;;) {
@@ -387,14 +490,13 @@ int cmd_train(int argc, char **argv) {
       if (!b.inputs) break;
       wait += b.wait_seconds;
       int64_t n = ct_size(b.inputs, 0);
-      double l = NAN;
       ct_scope_begin();
       ct_tensor *x = ct_to(b.inputs, dev, &(ct_to_opts){.non_blocking = true});
       ct_tensor *y = ct_to(b.targets, dev, &(ct_to_opts){.non_blocking = true});
       ct_tensor *loss = ct_cross_entropy(ct_module_forward(r.model, x), y, &loss_opts);
       ct_optimizer_zero_grad(r.opt);
-      bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK && ct_optimizer_step(r.opt) == CT_OK &&
-                ct_item(loss, &l) == CT_OK;
+      bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK &&
+                ct_optimizer_step(r.opt) == CT_OK && meter_add(&r.loss, loss, n);
       ct_scope_end();
       ct_batch_release(&b);
       if (!ok) {
@@ -403,22 +505,27 @@ int cmd_train(int argc, char **argv) {
         run_free(&r);
         return CLI_FAIL;
       }
-      if (!isfinite(l)) {
-        cli_progress_end(&pg);
-        fprintf(stderr, "ctensor train: the loss became %g at epoch %lld, batch %lld; try a lower --lr\n", l,
-                (long long)epoch + 1, (long long)batch + 1);
-        run_free(&r);
-        return CLI_FAIL;
-      }
-      loss_sum += l * (double)n;
       samples += n;
       samples_here += n;
       batch++;
       batches_run++;
-      cli_progress_update(&pg, batch, loss_sum / (double)samples, samples_here);
+      if (meter_due(&r.loss, &pg, batch, nb)) {
+        if ((rc = read_loss(&r.loss, &pg, epoch, batch)) != CLI_OK) {
+          run_free(&r);
+          return rc;
+        }
+        cli_progress_update(&pg, batch, r.loss.sum / (double)samples, samples_here);
+      }
       if (interrupt_after > 0 && batches_run == interrupt_after) raise(SIGINT);
       if (g_interrupted) break;
     }
+    /* The last read (a no-op when the last batch's was one) also waits for
+     * the GPU's queued work, which belongs in the epoch's time. */
+    if ((rc = read_loss(&r.loss, &pg, epoch, batch)) != CLI_OK) {
+      run_free(&r);
+      return rc;
+    }
+    double loss_sum = r.loss.sum;
     double seconds = prior_seconds + (cli_now() - t0);
     cli_progress_end(&pg);
 

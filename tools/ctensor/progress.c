@@ -33,15 +33,19 @@ static void format_eta(double s, char *buf, size_t n) {
     snprintf(buf, n, "%02ld:%02ld", t / 60, t % 60);
 }
 
+/* Whether a line is due at `now` (a tty: 0.1 s since the last draw; else a
+ * new tenth of the epoch; always at the end). */
+static bool due_at(const cli_progress *p, int64_t done, double now) {
+  if (p->quiet) return false;
+  if (done >= p->total) return true;
+  return p->tty ? now - p->last_draw >= 0.1 : done >= p->next_line;
+}
+
+bool cli_progress_due(const cli_progress *p, int64_t done) { return due_at(p, done, cli_now()); }
+
 void cli_progress_update(cli_progress *p, int64_t done, double loss, int64_t images) {
-  if (p->quiet) return;
   double now = cli_now(), elapsed = now - p->t0;
-  bool last = done >= p->total;
-  if (p->tty) {
-    if (!last && now - p->last_draw < 0.1) return;
-  } else if (done < p->next_line && !last) {
-    return;
-  }
+  if (!due_at(p, done, now)) return;
   p->last_draw = now;
   double ips = elapsed > 0 ? (double)images / elapsed : 0;
   int64_t batches_here = done - p->start_batch;
