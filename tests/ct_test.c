@@ -123,6 +123,11 @@ done:
   return result;
 }
 
+ct_tensor *ct_test_synced(ct_tensor *t) {
+  if (!t) return NULL;
+  return ct_synchronize(ct_device_of(t)) == CT_OK ? t : NULL;
+}
+
 double *ct_test_values(const ct_tensor *t) {
   if (!t) return NULL;
   ct_tensor *cpu = ct_to(t, ct_cpu(), NULL);

@@ -120,6 +120,11 @@ ct_tensor *ct_test_make(const double *vals, const int64_t *shape, int ndim, ct_d
 /* The elements of t (any device/dtype/layout) as row-major doubles (malloc'd;
  * caller frees). */
 double *ct_test_values(const ct_tensor *t);
+/* t after a synchronization with its device: t, or NULL (the error recorded)
+ * when the synchronization reports a kernel's fault. CUDA reports bad indices
+ * and integer division by zero there rather than at the launch; on the CPU the
+ * op itself fails and this passes its NULL through. */
+ct_tensor *ct_test_synced(ct_tensor *t);
 /* n uniform doubles in [lo, hi) from a fixed-seed host RNG (malloc'd). */
 double *ct_test_random(int64_t n, double lo, double hi, unsigned seed);
 /* Rounds vals to what dtype can hold (so references see the stored inputs). */

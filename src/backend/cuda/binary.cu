@@ -11,9 +11,9 @@
  * add/mul/max/min are or/and on 0/1 values, as the CPU.
  *
  * Invalid integer operands (division, remainder, fmod by zero; negative
- * powers) leave 0 in the element and set a device flag; for those ops on
- * integer dtypes the launcher reads the flag back (one stream synchronize)
- * and fails with CT_ERR_ARG, as the CPU. Other ops never synchronize.
+ * powers) leave 0 in the element and raise a fault (fault.cu): the next
+ * synchronization with the device fails with CT_ERR_ARG naming the op, so no
+ * op synchronizes at its launch.
  * Decomposition: contiguous operands of one dtype take the 16-byte vector
  * kernel (ctc_vec_kernel), any others ctc_ew_kernel (common.cuh). */
 #include "backend/cuda/common.cuh"
@@ -112,12 +112,20 @@ __device__ __forceinline__ int64_t bin_int(int op, int64_t x, int64_t y, bool &b
 
 /* ---- Value functors (common.cuh) ----------------------------------------------------- */
 
-/* op in compute class C; integer operands that are invalid for op set *bad_flag. */
-template <class C> __device__ __forceinline__ C bin_value(int op, C x, C y, int *bad_flag) {
+/* Where invalid integer operands are reported: dev's fault record and the op's name. */
+struct bin_fault {
+  ctc_fault *record;
+  const char *name;
+};
+
+/* op in compute class C; integer operands that are invalid for op raise a fault. */
+template <class C> __device__ __forceinline__ C bin_value(int op, C x, C y, const bin_fault *fault) {
   if constexpr (std::is_integral<C>::value) {
     bool bad = false;
     C r = bin_int(op, x, y, bad);
-    if (bad) *bad_flag = 1;
+    if (bad && fault)
+      ctc_fault_raise(fault->record, op == CT_BOP_POW ? CTC_FAULT_NEG_POW : CTC_FAULT_DIV_ZERO, fault->name, 0,
+                      (long long)y, 0);
     return r;
   } else {
     return bin_float<C>(op, x, y);
@@ -135,8 +143,8 @@ template <int OP> struct bin_fixed {
 /* Any op, chosen at run time (uniform across the grid). */
 template <class C> struct bin_dyn {
   int op;
-  int *bad_flag; /* checked integer ops only */
-  __device__ C operator()(C x, C y) const { return bin_value<C>(op, x, y, bad_flag); }
+  bin_fault fault; /* checked integer ops only (record NULL otherwise) */
+  __device__ C operator()(C x, C y) const { return bin_value<C>(op, x, y, fault.record ? &fault : nullptr); }
 };
 
 /* The COMPARE-rule ops alone, for their bool-output vector kernels. */
@@ -187,33 +195,21 @@ static bool vec_binary(const char *name, int op, int dev, const ctc_ew &g, W wra
     return false;
   } else {
     if (op == CT_BOP_DIV) return run(bin_fixed<CT_BOP_DIV>());
-    return ctc_vec_run<C, K, false, 1>(name, dev, g, wrap(bin_dyn<C>{op, nullptr}), st);
+    return ctc_vec_run<C, K, false, 1>(name, dev, g, wrap(bin_dyn<C>{op, {nullptr, nullptr}}), st);
   }
 }
 
-/* Runs op over g (K inputs, see vec_binary) and, for the checked integer ops,
- * reads the invalid-operand flag back. */
+/* Runs op over g (K inputs, see vec_binary); the checked integer ops report
+ * invalid operands through dev's fault record. */
 template <class C, int K, class W>
 static ct_status run_binary(const char *name, int op, int dev, const ctc_ew &g, W wrap) {
-  bool check = std::is_integral<C>::value && checked_op(op);
-  ctc_scratch flag(dev);
-  int *bad = nullptr;
-  cudaStream_t s = ctc_stream(dev);
-  if (check) {
-    if (!(bad = (int *)flag.get(sizeof(int)))) return ct_last_error();
-    CT_CUDA_CHECK(name, dev, cudaMemsetAsync(bad, 0, sizeof(int), s));
-  }
+  bin_fault fault = {nullptr, name};
+  if (std::is_integral<C>::value && checked_op(op) && !(fault.record = ctc_fault_record(name, dev)))
+    return ct_last_error();
   ct_status st;
   if (!vec_binary<C, K>(name, op, dev, g, wrap, &st))
-    st = ctc_ew_map_launch<C, K>(name, dev, g, wrap(bin_dyn<C>{op, bad}));
-  if (st != CT_OK || !check) return st;
-  int bad_host = 0;
-  CT_CUDA_CHECK(name, dev, cudaMemcpyAsync(&bad_host, bad, sizeof(int), cudaMemcpyDeviceToHost, s));
-  CT_CUDA_CHECK(name, dev, cudaStreamSynchronize(s));
-  if (!bad_host) return CT_OK;
-  if (op == CT_BOP_POW)
-    return ct__fail_status(CT_ERR_ARG, "pow: integers to negative integer powers are not allowed");
-  return ct__fail_status(CT_ERR_ARG, "%s: integer division by zero", name);
+    st = ctc_ew_map_launch<C, K>(name, dev, g, wrap(bin_dyn<C>{op, fault}));
+  return st;
 }
 
 extern "C" ct_status ct__cuda_binary(int op, const ctc_t *out, const ctc_t *a, const ctc_t *b) {

@@ -57,8 +57,39 @@ int ctc_sm_count(int dev);
   do {                                                                                 \
     cudaError_t ctc_e_ = cudaGetLastError();                                           \
     if (ctc_e_ != cudaSuccess) return ctc_cuda_fail(op, "kernel launch", ctc_e_, dev, __FILE__, __LINE__); \
-    if (ctc_launch_blocking()) CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(stream));  \
+    if (ctc_launch_blocking()) {                                                       \
+      CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(stream));                           \
+      ct_status ctc_f_ = ctc_fault_check(dev);                                         \
+      if (ctc_f_ != CT_OK) return ctc_f_;                                              \
+    }                                                                                  \
   } while (0)
+
+/* ---- Faults (fault.cu) ----------------------------------------------------------- *
+ * A kernel that meets a bad value in the data (an index out of range, an integer
+ * division by zero) skips the element and raises a fault; the next
+ * synchronization with the device reports it (ctc_fault_check). */
+enum { CTC_FAULT_INDEX = 1, CTC_FAULT_DIV_ZERO = 2, CTC_FAULT_NEG_POW = 3 };
+struct ctc_fault {
+  int flag, kind, dim, pad;
+  long long value, size;
+  const char *op; /* a static host string, only stored by the device */
+};
+/* dev's record (pinned, mapped; the same address on host and device); NULL
+ * with the error recorded if it cannot be allocated. */
+ctc_fault *ctc_fault_record(const char *op, int dev);
+/* After a synchronization with dev: CT_ERR_ARG naming the fault raised since
+ * the last check (and clears it), else CT_OK. */
+ct_status ctc_fault_check(int dev);
+
+__device__ __forceinline__ void ctc_fault_raise(ctc_fault *f, int kind, const char *op, int dim, long long value,
+                                                long long size) {
+  if (atomicCAS(&f->flag, 0, 1) != 0) return; /* the first fault wins */
+  f->kind = kind;
+  f->op = op;
+  f->dim = dim;
+  f->value = value;
+  f->size = size;
+}
 
 /* Device scratch memory from the caching allocator (stream-ordered: freeing
  * right after the launches that use it is safe, see allocator.cu). */

@@ -124,8 +124,9 @@ extern "C" ct_status ct__cuda_copy_to_host(void *dst, const ctc_t *src, size_t n
   if (st != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
   CT_CUDA_CHECK("copy_to_host", dev, cudaMemcpyAsync(dst, src->data, nbytes, cudaMemcpyDeviceToHost, s));
-  if (!non_blocking) CT_CUDA_CHECK("copy_to_host", dev, cudaStreamSynchronize(s));
-  return CT_OK;
+  if (non_blocking) return CT_OK;
+  CT_CUDA_CHECK("copy_to_host", dev, cudaStreamSynchronize(s));
+  return ctc_fault_check(dev); /* values read on the host: report a kernel's fault now */
 }
 
 /* ---- Fill: the value's bytes in dst's dtype, moved by size ------------------------ */

@@ -246,14 +246,14 @@ extern "C" ct_status ct__cuda_stream_synchronize(int dev, void *stream) {
   ct_status st = ctc_use_device("stream_synchronize", dev);
   if (st != CT_OK) return st;
   CT_CUDA_CHECK("stream_synchronize", dev, cudaStreamSynchronize(stream_or_current(dev, stream)));
-  return CT_OK;
+  return ctc_fault_check(dev);
 }
 
 extern "C" ct_status ct__cuda_synchronize(int dev) {
   ct_status st = ctc_use_device("synchronize", dev);
   if (st != CT_OK) return st;
   CT_CUDA_CHECK("synchronize", dev, cudaDeviceSynchronize());
-  return CT_OK;
+  return ctc_fault_check(dev);
 }
 
 /* ---- Events -------------------------------------------------------------------- */
@@ -285,7 +285,7 @@ extern "C" ct_status ct__cuda_event_synchronize(int dev, void *event) {
   ct_status st = ctc_use_device("event_synchronize", dev);
   if (st != CT_OK) return st;
   CT_CUDA_CHECK("event_synchronize", dev, cudaEventSynchronize((cudaEvent_t)event));
-  return CT_OK;
+  return ctc_fault_check(dev);
 }
 
 extern "C" ct_status ct__cuda_stream_wait_event(int dev, void *stream, void *event) {

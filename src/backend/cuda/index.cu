@@ -1,12 +1,11 @@
 /* CUDA indexing kernels: index_select, gather, scatter(_add), masked_select,
  * count_nonzero, triangle (tril/triu). Contracts: backend/backend.h.
  *
- * Index checks: before moving any element, a kernel finds the first (in
- * row-major order) out-of-range index with an atomicMin on its position; the
- * launcher reads it back (one stream synchronize) and fails with CT_ERR_ARG
- * naming the value, as the CPU. So index_select/gather/scatter synchronize
- * once per call; masked_select and count_nonzero synchronize because their
- * results size the output / return a host value.
+ * Index checks: the kernels check every index as they use it; a bad one is
+ * skipped and raises a fault, reported by the next synchronization with the
+ * device (fault.cu), so index_select/gather/scatter return at once like every
+ * other op. masked_select and count_nonzero synchronize because their results
+ * size the output / return a host value.
  * Elements move by size; scatter_add uses atomics (f16/bf16 native atomicAdd,
  * narrow integers a compare-and-swap on the containing 32-bit word; integer
  * sums wrap). scatter (no add) with repeated indices leaves one of the
@@ -29,57 +28,27 @@ __device__ __forceinline__ int64_t dot(const ctc_t &t, const int64_t *c) {
   return o;
 }
 
-/* ---- Range check ---------------------------------------------------------------------- */
-
-__global__ void range_kernel(ctc_t index, int64_t size, unsigned long long *first) {
-  int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  int64_t c[CTC_MAX_DIMS];
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < index.numel; e += stride) {
-    coords(index, e, c);
-    int64_t v = *(const int64_t *)(index.data + dot(index, c) * 8);
-    if (v < 0 || v >= size) atomicMin(first, (unsigned long long)e);
-  }
-}
-
-static ct_status check_range(const char *op, const ctc_t *index, int dim, int64_t size) {
-  int dev = index->device;
-  if (index->numel == 0) return CT_OK;
-  cudaStream_t s = ctc_stream(dev);
-  ctc_scratch buf(dev);
-  unsigned long long *first = (unsigned long long *)buf.get(8);
-  if (!first) return ct_last_error();
-  CT_CUDA_CHECK(op, dev, cudaMemsetAsync(first, 0xff, 8, s));
-  range_kernel<<<ctc_blocks(index->numel, dev), CTC_THREADS, 0, s>>>(*index, size, first);
-  CT_CUDA_LAUNCH_CHECK(op, dev, s);
-  unsigned long long pos = 0;
-  CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&pos, first, 8, cudaMemcpyDeviceToHost, s));
-  CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
-  if (pos == ~0ull) return CT_OK;
-  /* the offending value */
-  int64_t e = (int64_t)pos, off = 0;
-  for (int d = index->ndim - 1; d >= 0; d--) {
-    off += (e % index->shape[d]) * index->strides[d];
-    e /= index->shape[d];
-  }
-  int64_t v = 0;
-  CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&v, index->data + off * 8, 8, cudaMemcpyDeviceToHost, s));
-  CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
-  return ct__fail_status(CT_ERR_ARG, "%s: index %lld is out of bounds for dim %d with size %lld", op,
-                         (long long)v, dim, (long long)size);
-}
-
 /* ---- index_select, gather: out[e] = x[coords of e with dim replaced] -------------------- */
 
-/* gather: the replacement is index at e's coords; index_select: index[c[dim]]. */
-__global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gather) {
+/* gather: the replacement is index at e's coords; index_select: index[c[dim]].
+ * An index outside [0, size) raises a fault (fault.cu) and leaves zeros. */
+__global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gather, ctc_fault *fault,
+                              const char *op) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int es = (int)ctc_elsize(x.dtype);
+  int64_t size = x.shape[dim];
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < out.numel; e += stride) {
     coords(out, e, c);
     int64_t oo = dot(out, c);
     int64_t v = gather ? *(const int64_t *)(index.data + dot(index, c) * 8)
                        : *(const int64_t *)(index.data + c[dim] * index.strides[0] * 8);
+    if (v < 0 || v >= size) {
+      ctc_fault_raise(fault, CTC_FAULT_INDEX, op, dim, v, size);
+      const uint64_t zero = 0;
+      ctc_move(out.data + oo * es, (const char *)&zero, es);
+      continue;
+    }
     c[dim] = v;
     ctc_move(out.data + oo * es, x.data + dot(x, c) * es, es);
   }
@@ -89,10 +58,11 @@ static ct_status run_select(const char *op, const ctc_t *out, const ctc_t *x, in
                             bool gather) {
   int dev = out->device;
   ct_status st = ctc_use_device(op, dev);
-  if (st != CT_OK) return st;
-  if ((st = check_range(op, index, dim, x->shape[dim])) != CT_OK || out->numel == 0) return st;
+  if (st != CT_OK || out->numel == 0) return st;
+  ctc_fault *fault = ctc_fault_record(op, dev);
+  if (!fault) return ct_last_error();
   cudaStream_t s = ctc_stream(dev);
-  select_kernel<<<ctc_blocks(out->numel, dev), CTC_THREADS, 0, s>>>(*out, *x, *index, dim, gather);
+  select_kernel<<<ctc_blocks(out->numel, dev), CTC_THREADS, 0, s>>>(*out, *x, *index, dim, gather, fault, op);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
@@ -120,14 +90,22 @@ __device__ __forceinline__ void atomic_add_narrow(char *p, int64_t v, int es) {
   } while (old != assumed);
 }
 
-__global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool add) {
+/* An index outside [0, size) raises a fault (fault.cu); its element is skipped. */
+__global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool add, ctc_fault *fault,
+                               const char *op) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int es = (int)ctc_elsize(self.dtype);
+  int64_t size = self.shape[dim];
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < index.numel; e += stride) {
     coords(index, e, c);
     const char *sp = src.data + dot(src, c) * es;
-    c[dim] = *(const int64_t *)(index.data + dot(index, c) * 8);
+    int64_t v = *(const int64_t *)(index.data + dot(index, c) * 8);
+    if (v < 0 || v >= size) {
+      ctc_fault_raise(fault, CTC_FAULT_INDEX, op, dim, v, size);
+      continue;
+    }
+    c[dim] = v;
     char *dp = self.data + dot(self, c) * es;
     if (!add) {
       ctc_move(dp, sp, es);
@@ -154,9 +132,11 @@ extern "C" ct_status ct__cuda_scatter(const ctc_t *self, int dim, const ctc_t *i
   const char *op = add ? "scatter_add" : "scatter";
   ct_status st = ctc_use_device(op, dev);
   if (st != CT_OK) return st;
-  if ((st = check_range(op, index, dim, self->shape[dim])) != CT_OK || index->numel == 0) return st;
+  if (index->numel == 0) return CT_OK;
+  ctc_fault *fault = ctc_fault_record(op, dev);
+  if (!fault) return ct_last_error();
   cudaStream_t s = ctc_stream(dev);
-  scatter_kernel<<<ctc_blocks(index->numel, dev), CTC_THREADS, 0, s>>>(*self, *index, *src, dim, add);
+  scatter_kernel<<<ctc_blocks(index->numel, dev), CTC_THREADS, 0, s>>>(*self, *index, *src, dim, add, fault, op);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
