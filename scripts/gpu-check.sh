@@ -1,134 +1,223 @@
 #!/usr/bin/env bash
-# One-shot check of the CUDA backend on a GPU machine: Release build with
-# CUDA, the whole ctest suite, compute-sanitizer over the op tests on the GPU,
-# then the GPU benchmarks when bench/bench_gpu exists. Writes a summary to
-# bench/results/<date>-<gpu>.md and copies logs under $OUT when set.
-# Never changes GPU settings (no nvidia-smi -pm/-pl/-ac/-lgc/-r/-c/-mig).
-#   scripts/gpu-check.sh [build-dir]        (default build-gpu)
-#   GPU_CHECK_BENCH_ONLY=1 scripts/gpu-check.sh   build, then the benchmarks only
-#   (no ctest, no compute-sanitizer): fits one 10-minute call on a lent GPU.
+# Everything the CUDA backend needs a GPU for, run on a lent GPU machine:
+#   test      build (Release, CUDA) and the whole ctest suite ([cuda] variants included)
+#   bench     GPU benchmarks: bench/bench_gpu.c against PyTorch and CuPy (bench/peers_gpu.py)
+#   train     training steps on the GPU: bench_train --device cuda:0 against peers_train.py
+#   epoch     Fashion-MNIST CNN epochs and time to 91% on the GPU against PyTorch eager
+#   sanitize  compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the op tests
+#
+#   scripts/gpu-check.sh [STAGE...]      (default: test bench train epoch sanitize)
+#
+# A device call may run 10 minutes, so the whole run has a budget
+# (GPU_CHECK_SECONDS, default 540): the build comes first whatever the stages,
+# each stage gets a time limit within what is left, and a stage that cannot fit
+# is reported as not run. The build directory (GPU_CHECK_BUILD, default
+# build-gpu) stays on a warm machine, so a second call goes straight to its stages:
+#   device run: scripts/gpu-check.sh test bench        carry [".gpu-deps"]
+#   device run: scripts/gpu-check.sh train epoch sanitize   carry [".gpu-deps"]
+# The GPU machine reaches no package mirror: when it lacks OpenBLAS or zlib
+# headers, the Debian packages gathered here by scripts/gpu-deps.sh (carried in
+# .gpu-deps/) are unpacked into a prefix (GPU_CHECK_UNPACK_DEPS=1 forces it, to
+# test that path). cuDNN may come from PyTorch's wheel.
+#
+# Results: $OUT/gpu-check.md (summary, also printed), the benchmarks' JSON lines
+# and reports, and $OUT/gpu-logs.tar.gz (8 files at most, the device tool's
+# limit); without $OUT, under bench/results/gpu-check/.
+# Commit them as bench/results/<date>-<gpu>*.md. Never changes GPU settings (no
+# nvidia-smi -pm/-pl/-ac/-lgc/-r/-c/-mig).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-gpu}
+start=$(date +%s)
+budget=${GPU_CHECK_SECONDS:-540}
+build=${GPU_CHECK_BUILD:-build-gpu}
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(test bench train epoch sanitize)
+out=${OUT:-bench/results/gpu-check}
+mkdir -p "$out"
 logs=$(mktemp -d)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | tr ' ' '-')
-gpu=${gpu:-unknown-gpu}
-summary=bench/results/$(date +%F)-${gpu}.md
-mkdir -p bench/results
+summary=$out/gpu-check.md
 status=0
-section() { echo; echo "== $* =="; }
+
+left() { echo $((start + budget - $(date +%s))); }
+# Seconds for a stage: at most $1, and never past the budget.
+limit() {
+  local l
+  l=$(left)
+  [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+note() { echo "$*" | tee -a "$summary"; }
+section() { echo; echo "== $* ($(( $(date +%s) - start )) s) =="; }
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+gpu_tag=$(echo "${gpu:-unknown-gpu}" | tr -cs 'A-Za-z0-9' '-' | sed 's/-$//')
+py=$(command -v python3 || echo /usr/bin/python3) # the GPU image's, with torch and cupy
 {
-  echo "# GPU check $(date -u +%FT%TZ) on ${gpu}"
+  echo "# GPU check $(date -u +%FT%TZ) on ${gpu:-no GPU found}: ${stages[*]}"
   echo
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
-  nvcc --version 2>&1 | tail -n 2
+  nvcc --version 2>&1 | tail -n 1
+  "$py" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
+  "$py" -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -n 1
+  echo "cpus $(nproc)"
   echo '```'
 } > "$summary"
 
-section "configure + build (Release, CUDA)"
-t0=$(date +%s)
-if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCTENSOR_CUDA=ON > "$logs/configure.log" 2>&1 &&
-   cmake --build "$build" -j16 > "$logs/build.log" 2>&1; then
-  echo "build ok ($(( $(date +%s) - t0 )) s)"
-  echo "- build: ok in $(( $(date +%s) - t0 )) s" >> "$summary"
-else
-  tail -n 40 "$logs/build.log" "$logs/configure.log"
-  echo "- build: FAILED (see build.log)" >> "$summary"
-  status=1
-fi
-
-if [ $status -eq 0 ]; then
- if [ "${GPU_CHECK_BENCH_ONLY:-0}" != 1 ]; then
-  section "ctest"
-  (cd "$build" && timeout 1500 ctest --output-on-failure -j8) > "$logs/ctest.log" 2>&1
-  rc=$?
-  tail -n 25 "$logs/ctest.log"
-  echo "- ctest: rc=$rc; $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -n1)" >> "$summary"
-  grep -E '\*\*\*(Failed|Skipped|Timeout)|Not Run' "$logs/ctest.log" | sed 's/^/  - /' >> "$summary"
-  [ $rc -ne 0 ] && status=1
-
-  section "compute-sanitizer"
-  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  echo "- compute-sanitizer:" >> "$summary"
-  # memcheck over every op test; the other tools over a smaller subset (they
-  # are slower). Budget: about 8 minutes in all.
-  for t in test_unary test_binary test_reduce test_softmax test_matmul test_index test_random test_cuda; do
-    [ -x "$build/tests/$t" ] || continue
-    tools="memcheck"
-    case $t in test_cuda|test_reduce|test_index) tools="memcheck racecheck initcheck synccheck";; esac
-    for tool in $tools; do
-      log="$logs/sanitizer-$tool-$t.log"
-      timeout 120 "$cs" --tool "$tool" --error-exitcode 99 "$build/tests/$t" --device cuda > "$log" 2>&1
-      rc=$?
-      res=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)
-      echo "$tool $t: rc=$rc $res"
-      echo "  - $tool $t: rc=$rc $res" >> "$summary"
-      [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1
+# ---- Dependencies the image may lack ------------------------------------------------------
+cmake_extra=()
+have_cblas() {
+  ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/openblas*/cblas.h \
+     /usr/include/openblas/cblas.h > /dev/null 2>&1
+}
+if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/zlib.h ]; then
+  prefix=/tmp/ct-gpu-deps
+  if ls .gpu-deps/debs/*.deb > /dev/null 2>&1; then
+    mkdir -p "$prefix/runtime"
+    for f in .gpu-deps/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+    # zlib1g-dev's libz.so points to /lib/...: point it at the unpacked library
+    z=$(ls "$prefix"/lib/*/libz.so.1.* 2> /dev/null | head -n1)
+    [ -n "$z" ] && ln -sf "$z" "$prefix"/usr/lib/*/libz.so
+    # runtime libraries the system lacks, and only those, on the loader's path
+    for lib in libgfortran.so.5 libquadmath.so.0; do
+      ldconfig -p | grep -q "$lib " || ln -sf "$prefix"/usr/lib/*/"$lib" "$prefix/runtime/"
     done
-  done
-
- else
-  echo "- ctest, compute-sanitizer: skipped (GPU_CHECK_BENCH_ONLY=1)" >> "$summary"
- fi
-
-  # GPU benchmarks (docs/benchmarks.md, "GPU benchmarks"): bench_gpu (ctensor and raw
-  # CUDA runtime calls) and bench/peers_gpu.py (PyTorch, CuPy) in the same run, in
-  # $CT_GPU_BENCH_ROUNDS rounds (default 2) whose order alternates (ctensor first,
-  # then peers first); report.py keeps each implementation's best median and renders
-  # the targets into the summary; the raw JSON lines go next to it (.jsonl). About
-  # 2-3 minutes; each program is cut off after 120 s.
-  section "GPU benchmarks"
-  rm -f "$build/bench/bench_gpu" # never run a stale binary
-  if cmake --build "$build" -j16 --target bench_gpu > "$logs/bench_build.log" 2>&1 &&
-     [ -x "$build/bench/bench_gpu" ]; then
-    raw=${summary%.md}.jsonl
-    py=$(command -v python3 || echo /usr/bin/python3) # the GPU image's, with torch + cupy
-    rounds=${CT_GPU_BENCH_ROUNDS:-2}
-    budget=${CT_GPU_BENCH_BUDGET:-1.0}
-    echo "{\"meta\":\"run\",\"rounds\":$rounds,\"budget_s\":$budget}" > "$raw"
-    t0=$(date +%s)
-    for round in $(seq "$rounds"); do
-      order="ctensor peers"
-      [ $((round % 2)) -eq 0 ] && order="peers ctensor"
-      for who in $order; do
-        if [ "$who" = ctensor ]; then
-          timeout 120 "$build/bench/bench_gpu" --budget "$budget" >> "$raw" 2>> "$logs/bench_gpu.log"
-        else
-          timeout 120 "$py" bench/peers_gpu.py --budget "$budget" >> "$raw" 2>> "$logs/peers_gpu.log"
-        fi
-        rc=$?
-        echo "round $round, $who: rc=$rc ($(( $(date +%s) - t0 )) s)"
-        echo "- bench round $round, $who: rc=$rc" >> "$summary"
-        # 77: no usable GPU (bench_gpu says why); 124: cut off (partial lines kept)
-        [ $rc -ne 0 ] && status=1
-      done
-    done
-    if grep -q '"error": *"wrong result' "$raw"; then
-      echo "- bench: WRONG RESULTS (see the error rows below)" >> "$summary"
-      status=1
-    fi
-    echo
-    if "$py" bench/report.py "$raw" > "$logs/bench_report.md" 2> "$logs/bench_report.log"; then
-      { echo; sed -e 's/^# /## /' -e 's/^## \(Targets\|All measurements\)/### \1/' \
-          "$logs/bench_report.md"; } >> "$summary"
-      sed -n '/^## Targets/,/^## All/p' "$logs/bench_report.md"
-    else
-      cat "$logs/bench_report.log"
-      echo "- bench report: FAILED (see bench_report.log)" >> "$summary"
-      status=1
-    fi
+    export LD_LIBRARY_PATH=$prefix/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    cmake_extra+=(-DCMAKE_PREFIX_PATH="$prefix/usr")
+    note "- dependencies: OpenBLAS/zlib unpacked from .gpu-deps into $prefix"
   else
-    tail -n 20 "$logs/bench_build.log"
-    echo "- bench_gpu: does not build (see bench_build.log)" >> "$summary"
-    status=1
+    note "- dependencies: no OpenBLAS or zlib headers here and no .gpu-deps/ (run scripts/gpu-deps.sh and carry .gpu-deps)"
   fi
 fi
-
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/gpu-check"
-  cp "$logs"/*.log "$logs"/*.md "$summary" "${summary%.md}.jsonl" "$OUT/gpu-check/" 2>/dev/null
+cudnn=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2> /dev/null)
+if [ -n "$cudnn" ] && [ -d "$cudnn/lib" ]; then
+  export LD_LIBRARY_PATH=$cudnn/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+
+# ---- Build ----------------------------------------------------------------------------------
+section "configure + build (Release, CUDA)"
+t0=$(date +%s)
+if timeout "$(limit 300)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCTENSOR_CUDA=ON \
+     -DCT_PYTHON3="$py" "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 &&
+   timeout "$(limit 300)" cmake --build "$build" -j"$(nproc)" > "$logs/build.log" 2>&1; then
+  note "- build: ok in $(( $(date +%s) - t0 )) s"
+  built=1
+else
+  grep -E 'error|Error' "$logs/build.log" "$logs/configure.log" | head -n 30
+  note "- build: FAILED after $(( $(date +%s) - t0 )) s (configure.log, build.log)"
+  built=0
+  status=1
+fi
+bin=$build/tests
+"$build/tools/ctensor/ctensor" info > "$logs/info.log" 2>&1 && sed 's/^/    /' "$logs/info.log" >> "$summary"
+
+# ---- Stages -----------------------------------------------------------------------------------
+stage_test() {
+  local rc
+  (cd "$build" && timeout "$(limit 330)" ctest -j8 --timeout 300 --output-on-failure) > "$logs/ctest.log" 2>&1
+  rc=$?
+  note "- ctest: rc=$rc; $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -n1)"
+  grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$logs/ctest.log" | sed 's/^/  - /' | tee -a "$summary"
+  # the first lines of each failure, for the reader of this summary
+  grep -E '^(FAIL|not ok|.*: FAILED|.*error:)' "$logs/ctest.log" | head -n 40 | sed 's/^/    /' | tee -a "$summary"
+  return $rc
+}
+
+# bench_gpu and peers_gpu.py in rounds whose order alternates; report.py keeps
+# each implementation's best median and renders the CUDA issue's targets.
+stage_bench() {
+  local raw=$out/gpu-bench.jsonl rc=0 r who
+  local rounds=${CT_GPU_BENCH_ROUNDS:-2} b=${CT_GPU_BENCH_BUDGET:-1.0}
+  echo "{\"meta\":\"run\",\"rounds\":$rounds,\"budget_s\":$b}" > "$raw"
+  for r in $(seq "$rounds"); do
+    for who in $([ $((r % 2)) -eq 1 ] && echo "ctensor peers" || echo "peers ctensor"); do
+      if [ "$who" = ctensor ]; then
+        timeout "$(limit 150)" "$build/bench/bench_gpu" --budget "$b" >> "$raw" 2>> "$logs/bench_gpu.log"
+      else
+        timeout "$(limit 150)" "$py" bench/peers_gpu.py --budget "$b" >> "$raw" 2>> "$logs/peers_gpu.log"
+      fi
+      local w=$?
+      note "- bench round $r, $who: rc=$w"
+      [ $w -ne 0 ] && rc=1
+    done
+  done
+  grep -q '"error": *"wrong result' "$raw" && { note "- bench: WRONG RESULTS (error rows in the report)"; rc=1; }
+  report "$raw" "$out/gpu-bench.md" || rc=1
+  return $rc
+}
+
+stage_train() {
+  local raw=$out/gpu-train.jsonl rc=0 w
+  : > "$raw"
+  timeout "$(limit 150)" "$build/bench/bench_train" --device cuda:0 --budget 1.0 >> "$raw" 2>> "$logs/bench_train.log"
+  w=$?; note "- bench_train --device cuda:0: rc=$w"; [ $w -ne 0 ] && rc=1
+  timeout "$(limit 150)" "$py" bench/peers_train.py --device cuda --budget 1.0 >> "$raw" 2>> "$logs/peers_train.log"
+  w=$?; note "- peers_train.py --device cuda: rc=$w"; [ $w -ne 0 ] && rc=1
+  report "$raw" "$out/gpu-train.md" || rc=1
+  return $rc
+}
+
+stage_epoch() {
+  local rc
+  timeout "$(limit 300)" bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir .gpu-deps/fashion-mnist \
+    --ctensor "$build/tools/ctensor/ctensor" --epochs "${CT_GPU_EPOCHS:-10}" --target 0.91 --out-dir "$out" > "$logs/epoch.log" 2>&1
+  rc=$?
+  note "- epoch_fmnist.sh --device cuda:0: rc=$rc"
+  tail -n 25 "$logs/epoch.log" | sed 's/^/    /' | tee -a "$summary"
+  return $rc
+}
+
+stage_sanitize() {
+  local cs t tool rc=0 w res
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ ! -x "$cs" ]; then
+    note "- compute-sanitizer: not found (PATH, /usr/local/cuda/bin)"
+    return 1
+  fi
+  # memcheck over every op test on the GPU; the other tools over a few (slower)
+  local tests=(test_cuda test_binary test_unary test_reduce test_softmax test_matmul test_index
+               test_random test_nn_functional test_loss test_module test_optim test_autograd)
+  for t in "${tests[@]}"; do
+    [ -x "$bin/$t" ] || continue
+    local tools="memcheck"
+    case $t in test_cuda | test_reduce | test_index | test_softmax) tools="memcheck racecheck initcheck synccheck" ;; esac
+    for tool in $tools; do
+      if [ "$(left)" -lt 15 ]; then note "  - $tool $t: not run (budget)"; rc=1; continue; fi
+      local args=(--device cuda)
+      [ "$t" = test_cuda ] && args=()
+      timeout "$(limit 90)" "$cs" --tool "$tool" --error-exitcode 99 "$bin/$t" "${args[@]}" > "$logs/cs-$tool-$t.log" 2>&1
+      w=$?
+      res=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/cs-$tool-$t.log" | tail -n1)
+      note "  - $tool $t: rc=$w $res"
+      [ $w -ne 0 ] && [ $w -ne 77 ] && rc=1
+    done
+  done
+  return $rc
+}
+
+report() {
+  if "$py" bench/report.py "$1" > "$2" 2> "$logs/report-$(basename "$2").log"; then
+    sed -n '/^## Targets/,/^## All/p' "$2" | sed '$d' | tee -a "$summary"
+  else
+    note "- report.py $1: FAILED"
+    tail -n 5 "$logs/report-$(basename "$2").log"
+    return 1
+  fi
+}
+
+for s in "${stages[@]}"; do
+  section "$s"
+  if [ "$built" != 1 ]; then note "- $s: not run (no build)"; continue; fi
+  if [ "$(left)" -lt 30 ]; then note "- $s: not run (budget of ${budget} s spent)"; status=1; continue; fi
+  case $s in
+  test | bench | train | epoch | sanitize)
+    echo "## $s" >> "$summary"
+    "stage_$s" || status=1 ;;
+  *) note "- unknown stage $s (test bench train epoch sanitize)"; status=1 ;;
+  esac
+done
+
+tar -czf "$out/gpu-logs.tar.gz" -C "$logs" . 2> /dev/null
+note "- total: $(( $(date +%s) - start )) s, status $status; GPU tag for results: ${gpu_tag}"
 section "summary ($summary)"
 cat "$summary"
 exit $status
