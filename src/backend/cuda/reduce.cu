@@ -16,8 +16,11 @@
  *     split): threads stride over the reduced elements, then a warp-shuffle
  *     block reduction. With few outputs, R is cut into S splits so the grid
  *     fills the GPU; the partials part[s][k] are merged in a fixed order.
- * The results depend only on the shapes and the GPU's multiprocessor count
- * (which sets S), not on timing: reductions are deterministic. */
+ * The results depend only on the shapes and strides, the GPU's
+ * multiprocessor count (which sets S) and, on the fast path, where x's runs
+ * start within 16 bytes (which elements the scalar head takes), not on
+ * timing: reductions are deterministic (a float sum of a view at another
+ * alignment may differ in its last bits). */
 #include <math.h>
 
 #include <utility>
@@ -305,8 +308,8 @@ static ct_status merge_parts(const char *name, int dev, int pass, const A *part,
  * the loop body is loads, conversions and adds, no per-element switch or
  * offset arithmetic. The team's values then meet in a warp-shuffle (block)
  * reduction and the pieces in merge_parts, in a fixed order. S depends on the
- * shapes and the SM count only, and a task's value not on which team ran
- * it: results are deterministic.
+ * shapes and the SM count only, and a task's value on its run's start
+ * within 16 bytes but not on which team ran it: results are deterministic.
  *
  * Why it reaches bandwidth: FAST_BPS blocks of 256 threads per SM with 4 x 16
  * bytes in flight each are 96 KiB per SM, well above the ~30 KiB per SM that
@@ -487,9 +490,11 @@ static fast_plan plan_fast(const rgeom &g, int nsm) {
   int64_t vec = 16 / g.xes, warp_step = 32 * vec * FAST_UNROLL; /* elements per warp iteration */
   f.warp_teams = g.R <= 8 * warp_step;
   int64_t ts = f.warp_teams ? 32 : FAST_THREADS, per_block = FAST_THREADS / ts;
-  /* enough tasks for one wave of teams, each at least two loop iterations */
+  /* at most one wave of teams, each task at least two loop iterations. Not
+   * rounded up: K * S just over the wave (K = 10 on 792 teams: 800 tasks)
+   * leaves a second round of a few equal tasks, doubling the time. */
   int64_t wave = (int64_t)nsm * FAST_BPS * per_block, piece = 2 * ts * vec * FAST_UNROLL;
-  int64_t want = (wave + g.K - 1) / g.K, most = (g.R + piece - 1) / piece;
+  int64_t want = wave / g.K, most = (g.R + piece - 1) / piece;
   f.S = want < most ? want : most;
   if (f.S < 1) f.S = 1;
   int64_t blocks = (g.K * f.S + per_block - 1) / per_block, cap = (int64_t)nsm * FAST_BPS;
