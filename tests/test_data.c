@@ -1,7 +1,8 @@
 /* Data pipeline: IDX (MNIST) and CIFAR-10 readers on small files written here
  * in the real formats (and corrupted variants), the tensor dataset,
  * transforms, and the data loader (order, determinism across worker counts,
- * resuming, shutdown mid-epoch, worker errors). CPU only. */
+ * resuming, shutdown mid-epoch, worker errors), and its delivery on a GPU
+ * when one is visible. */
 #include "ct_test.h"
 
 #include <dirent.h>
@@ -489,9 +490,10 @@ static double *epoch_inputs(ct_dataloader *dl, int64_t epoch, int64_t skip, int6
                             ct_device expect) {
   CHECK_STATUS_OK(ct_dataloader_start_epoch(dl, epoch, skip));
   double *all = NULL;
-  int64_t k = 0;
+  int64_t k = 0, index = skip;
   ct_batch b;
   while (ct_dataloader_next(dl, &b) == CT_OK && b.inputs) {
+    CHECK(b.index == index++ && b.wait_seconds >= 0);
     CHECK(ct_device_equal(ct_device_of(b.inputs), expect));
     CHECK(ct_device_equal(ct_device_of(b.targets), expect));
     ct_scope_begin();
@@ -551,12 +553,26 @@ CT_TEST(dataloader_delivers_on_gpu) {
     free(g);
   }
   CHECK_STATUS_OK(ct_stream_set_current(ct_cuda(0), NULL));
-  /* freed with a staged batch still copying */
+  /* A kernel's fault pending while the loader restarts and is freed with a
+   * staged batch still copying: the loader must not take the report (it is
+   * made once, to whoever synchronizes first). */
   ct_batch b;
+  ct_tensor *bad = ct_from_data((int64_t[]){7}, CT_SHAPE(1), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_cuda(0)});
+  ct_tensor *xg = ct_to(x, ct_cuda(0), NULL);
+  ct_tensor *g = ct_index_select(xg, 1, bad); /* x has 3 columns */
+  CHECK_OK(g);
   CHECK_STATUS_OK(ct_dataloader_start_epoch(gpu, 0, 0));
   CHECK_STATUS_OK(ct_dataloader_next(gpu, &b));
   ct_batch_release(&b);
+  CHECK_STATUS_OK(ct_dataloader_start_epoch(gpu, 1, 0));
+  CHECK_STATUS_OK(ct_dataloader_next(gpu, &b));
+  CHECK(b.index == 0);
+  ct_batch_release(&b);
   ct_dataloader_free(gpu);
+  CHECK_ERR_MSG(ct_synchronize(ct_cuda(0)) == CT_OK, CT_ERR_ARG, "index_select: index 7 is out of bounds");
+  ct_free(g);
+  ct_free(xg);
+  ct_free(bad);
   ct_dataloader_free(cpu);
   CHECK_STATUS_OK(ct_synchronize(ct_cuda(0)));
   ct_stream_free(side);
@@ -668,11 +684,15 @@ CT_TEST(dataloader_free_mid_epoch) {
   rmtree(dir);
 }
 
+/* With a GPU device too: a batch whose build fails while it is being staged
+ * (one call ahead) is reported by the call that would have returned it. */
 CT_TEST(dataloader_worker_errors_propagate) {
-  for (int w = 0; w < 3; w++) {
+  for (int w = 0; w < 6; w++) {
+    if (w >= 3 && !ct_cuda_is_available()) break;
     user_ds u = {.n = 40, .fail_at = 13, .bad_shape_at = 33};
     ct_dataset *d = ct_dataset_new(&user_vt, &u);
-    ct_dataloader *dl = ct_dataloader_new(d, &(ct_dataloader_opts){.batch_size = 5, .num_workers = w});
+    ct_dataloader *dl = ct_dataloader_new(d, &(ct_dataloader_opts){
+        .batch_size = 5, .num_workers = w % 3, .device = w >= 3 ? ct_cuda(0) : ct_cpu()});
     CHECK_STATUS_OK(ct_dataloader_start_epoch(dl, 0, 0));
     ct_batch b;
     for (int k = 0; k < 8; k++) {

@@ -107,8 +107,11 @@ typedef struct ct_dataloader_opts {
   ct_device device;     /* where batches are delivered (zero value: the CPU). On a
                            GPU, batches are built in pinned memory and copied on a
                            stream of the loader's own while the caller computes on
-                           the previous batch; the caller's current stream waits
-                           for the copy (on the GPU, not the host) */
+                           the previous batch; the caller's current stream (of
+                           that device, at the ct_dataloader_next call) waits
+                           for the copy (on the GPU, not the host), and the
+                           batch is recorded on it (ct_record_stream): using it
+                           on another stream needs the same two steps there */
 } ct_dataloader_opts;
 
 /* A batch: inputs stacked along a new dim 0, targets likewise (contiguous

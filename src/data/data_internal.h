@@ -40,13 +40,13 @@ ct_dataset *ct__dataset_new_fast(const ct_dataset_vtable *vt, const ct__batch_op
  * The data loader's copy of the next batch to a GPU on a stream of its own. */
 typedef struct ct__device_stage ct__device_stage;
 ct__device_stage *ct__device_stage_new(ct_device device);
-void ct__device_stage_free(ct__device_stage *s); /* waits for a copy in flight */
+void ct__device_stage_free(ct__device_stage *s); /* a copy in flight ends on its own */
 /* Takes ownership of the host batch (pinned) and starts its copy. */
 ct_status ct__device_stage_put(ct__device_stage *s, ct_tensor *inputs, ct_tensor *targets, int64_t index);
 bool ct__device_stage_full(const ct__device_stage *s);
 /* Hands the staged device batch to *out, ordered on the caller's stream. */
 ct_status ct__device_stage_take(ct__device_stage *s, ct_batch *out);
-/* Discards a staged batch (after its copy finished). */
+/* Discards a staged batch; its memory is reused only after its copy. */
 void ct__device_stage_drop(ct__device_stage *s);
 
 /* ---- Image datasets (MNIST, CIFAR-10) ---------------------------------------- */

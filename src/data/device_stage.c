@@ -11,7 +11,13 @@
  *      work on them is done), and the host tensors are released (the pinned
  *      allocator reuses their blocks only after the copy stream has passed
  *      the copy, which the non-blocking transfer recorded).
- * drop: an epoch restart discards a staged batch after its copy finished.
+ * drop: an epoch restart discards a staged batch without waiting for its
+ *      copy: the allocators already order reuse after it (the device blocks
+ *      are reused only on the copy stream, the pinned ones only after the
+ *      copy stream passed the event their free records). Waiting here with
+ *      ct_event_synchronize would also take and lose a kernel fault of the
+ *      caller's (errors found by kernels are reported once, by whatever
+ *      synchronizes first), and drop has no status to return.
  *
  * One stage per loader; used only from the thread that calls
  * ct_dataloader_next (the current stream is per thread). */
@@ -54,9 +60,7 @@ static void release_all(ct__device_stage *s) {
 
 void ct__device_stage_drop(ct__device_stage *s) {
   if (!s || !s->full) return;
-  /* the copy may still read the pinned buffers: wait for it first */
-  ct_event_synchronize(s->copied);
-  release_all(s);
+  release_all(s); /* no wait: see the top of this file */
 }
 
 void ct__device_stage_free(ct__device_stage *s) {
@@ -95,7 +99,7 @@ ct_status ct__device_stage_put(ct__device_stage *s, ct_tensor *inputs, ct_tensor
     st = s->targets ? ct_event_record(s->copied, s->copy_stream) : ct_last_error();
     ct_stream_set_current(s->device, caller);
   }
-  s->full = true; /* also on failure: drop waits for whatever was queued */
+  s->full = true; /* also on failure: drop releases whatever was set up */
   if (st != CT_OK) ct__device_stage_drop(s);
   return st;
 }
@@ -115,6 +119,6 @@ ct_status ct__device_stage_take(ct__device_stage *s, ct_batch *out) {
   out->targets = s->targets;
   out->index = s->index;
   s->inputs = s->targets = NULL;
-  release_all(s); /* the host batch: its pinned blocks are reused after the wait above */
+  release_all(s); /* the host batch: its pinned blocks are reused once the copy stream passed the copy */
   return CT_OK;
 }

@@ -81,14 +81,20 @@ ctc_fault *ctc_fault_record(const char *op, int dev);
  * the last check (and clears it), else CT_OK. */
 ct_status ctc_fault_check(int dev);
 
+/* flag: 0 none, 1 claimed (fields being written), 2 complete. The plain read
+ * first keeps a kernel full of bad elements from sending one PCIe atomic per
+ * element; the fence orders the fields before the completion mark for the
+ * host, which reports only complete records. */
 __device__ __forceinline__ void ctc_fault_raise(ctc_fault *f, int kind, const char *op, int dim, long long value,
                                                 long long size) {
-  if (atomicCAS(&f->flag, 0, 1) != 0) return; /* the first fault wins */
+  if (*(volatile int *)&f->flag != 0 || atomicCAS(&f->flag, 0, 1) != 0) return; /* the first fault wins */
   f->kind = kind;
   f->op = op;
   f->dim = dim;
   f->value = value;
   f->size = size;
+  __threadfence_system();
+  atomicExch(&f->flag, 2);
 }
 
 /* Device scratch memory from the caching allocator (stream-ordered: freeing

@@ -59,11 +59,28 @@ ctc_fault *ctc_fault_record(const char *op, int dev) {
 ct_status ctc_fault_check(int dev) {
   if (dev < 0 || dev >= CTC_FAULT_DEVS) return CT_OK;
   pthread_mutex_lock(&records_mu);
-  ctc_fault *r = records[dev];
+  volatile ctc_fault *r = records[dev];
   ctc_fault f = {};
-  if (r && ((volatile ctc_fault *)r)->flag) {
-    f = *r;
-    memset(r, 0, sizeof *r); /* the device sees the cleared flag at its next launch */
+  /* The record is per device, so a kernel on a stream this synchronization
+   * did not wait for may be raising a fault right now: flag 1 means its
+   * fields are being written (common.cuh, ctc_fault_raise); leave it to the
+   * next check rather than report or wipe half a record. */
+  if (r && r->flag == 2) {
+    f.flag = r->flag;
+    f.kind = r->kind;
+    f.dim = r->dim;
+    f.value = r->value;
+    f.size = r->size;
+    f.op = r->op;
+    /* Fields first, the flag last (a release store, so they are visible
+     * before it): a kernel that wins the flag afterwards writes its fields
+     * after our zeros, never before them. */
+    r->kind = 0;
+    r->dim = 0;
+    r->value = 0;
+    r->size = 0;
+    r->op = nullptr;
+    __atomic_store_n(&r->flag, 0, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&records_mu);
   if (!f.flag) return CT_OK;

@@ -5,7 +5,7 @@
  * skipped and raises a fault, reported by the next synchronization with the
  * device (fault.cu), so index_select/gather/scatter return at once like every
  * other op. masked_select and count_nonzero synchronize because their results
- * size the output / return a host value.
+ * size the output / return a host value (and so report pending faults).
  * Elements move by size; scatter_add uses atomics (f16/bf16 native atomicAdd,
  * narrow integers a compare-and-swap on the containing 32-bit word; integer
  * sums wrap). scatter (no add) with repeated indices leaves one of the
@@ -222,7 +222,9 @@ extern "C" ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count) {
   CT_CUDA_CHECK(op, dev, cudaMemcpyAsync(&host, total, 8, cudaMemcpyDeviceToHost, s));
   CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
   *count = (int64_t)host;
-  return CT_OK;
+  /* a value read on the host, like ct_item: the mask may come from a kernel
+   * that met a bad index, whose fault this synchronization reports */
+  return ctc_fault_check(dev);
 }
 
 /* ---- triangle: out[.., i, j] = keep(i, j) ? x : 0 (out may be x) ---------------------------------- */
