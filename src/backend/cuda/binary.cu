@@ -118,13 +118,16 @@ struct bin_fault {
   const char *name;
 };
 
-/* op in compute class C; integer operands that are invalid for op raise a fault. */
-template <class C> __device__ __forceinline__ C bin_value(int op, C x, C y, const bin_fault *fault) {
+/* op in compute class C; integer operands that are invalid for op raise a
+ * fault in record (none when NULL). The fields come by value: a pointer to the
+ * functor's bin_fault (a kernel parameter) put a 24-40 byte frame on the stack. */
+template <class C>
+__device__ __forceinline__ C bin_value(int op, C x, C y, ctc_fault *record, const char *name) {
   if constexpr (std::is_integral<C>::value) {
     bool bad = false;
     C r = bin_int(op, x, y, bad);
-    if (bad && fault)
-      ctc_fault_raise(fault->record, op == CT_BOP_POW ? CTC_FAULT_NEG_POW : CTC_FAULT_DIV_ZERO, fault->name, 0,
+    if (bad && record)
+      ctc_fault_raise(record, op == CT_BOP_POW ? CTC_FAULT_NEG_POW : CTC_FAULT_DIV_ZERO, name, 0,
                       (long long)y, 0);
     return r;
   } else {
@@ -136,7 +139,7 @@ template <class C> __device__ __forceinline__ C bin_value(int op, C x, C y, cons
  * switch and none of the registers of pow, atan2 or fmod. */
 template <int OP> struct bin_fixed {
   template <class C> __device__ C operator()(C x, C y) const {
-    return bin_value<C>(OP, x, y, nullptr);
+    return bin_value<C>(OP, x, y, nullptr, nullptr);
   }
 };
 
@@ -144,7 +147,7 @@ template <int OP> struct bin_fixed {
 template <class C> struct bin_dyn {
   int op;
   bin_fault fault; /* checked integer ops only (record NULL otherwise) */
-  __device__ C operator()(C x, C y) const { return bin_value<C>(op, x, y, fault.record ? &fault : nullptr); }
+  __device__ C operator()(C x, C y) const { return bin_value<C>(op, x, y, fault.record, fault.name); }
 };
 
 /* The COMPARE-rule ops alone, for their bool-output vector kernels. */
