@@ -150,6 +150,12 @@ CT_TEST(transfers_roundtrip) {
   CHECK_STATUS_OK(ct_copy_to_host(d, buf, sizeof buf));
   CHECK(buf[9] == 9);
   CHECK_ERR(ct_copy_to_host(d, buf, 4) == CT_OK, CT_ERR_ARG);
+  /* a source overlapping the destination is read whole first, on every device */
+  ct_tensor *x = ct_to(ct_arange(0, 10, 1, NULL), ct_test_device(), NULL);
+  CHECK_OK(ct_copy_(ct_narrow(x, 0, 1, 9), ct_narrow(x, 0, 0, 9)));
+  CHECK_CLOSE(x, ((double[]){0, 0, 1, 2, 3, 4, 5, 6, 7, 8}), 0, 0);
+  CHECK_OK(ct_copy_(ct_narrow(x, 0, 0, 9), ct_narrow(x, 0, 1, 9)));
+  CHECK_CLOSE(x, ((double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 8}), 0, 0);
 }
 
 CT_TEST(scopes_free_temporaries) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "autograd/autograd_internal.h"
+#include "ops/elementwise.h"
 #include "ops/ops_internal.h"
 
 ct_tensor *ct_contiguous(const ct_tensor *t) {
@@ -99,7 +100,12 @@ ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
   if (!ct__ag_inplace_begin("copy_", dst, &src, 1, false)) return NULL;
   ct_status st;
   if (ct_device_equal(ct__device(dst), ct__device(src))) {
-    st = ct__copy_into(dst, src);
+    /* A source that partially overlaps the destination (x[1:] from x[:-1])
+     * is read whole first: a GPU copy, unlike the CPU loop, gives no order. */
+    bool overlap = ct__ew_overlaps(dst, src);
+    ct_tensor *whole = overlap ? ct__clone(src) : NULL;
+    st = overlap && !whole ? ct_last_error() : ct__copy_into(dst, overlap ? whole : src);
+    ct__release(whole);
   } else {
     /* move src across in its own dtype, then convert/broadcast on dst's device */
     ct_tensor *moved = to_device(src, ct__device(dst), false, false);
