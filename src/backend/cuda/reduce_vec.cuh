@@ -221,4 +221,26 @@ __device__ __forceinline__ T rv_warp_allreduce(T v, M merge) {
   return __shfl_sync(0xffffffffu, ctc_warp_reduce(v, merge), 0);
 }
 
+/* ---- Line kernels (softmax, its backward) --------------------------------------- */
+
+/* Blocks for `lines` lines of a line kernel: a warp per line (threads / 32
+ * lines per block) or a block per line, at most 8 blocks per SM (the kernels
+ * stride over the remaining lines). */
+static inline unsigned rv_line_blocks(int64_t lines, bool warp_lines, int threads, int dev) {
+  int64_t per_block = warp_lines ? threads / 32 : 1, cap = (int64_t)ctc_sm_count(dev) * 8;
+  int64_t want = (lines + per_block - 1) / per_block;
+  return (unsigned)(want < cap ? want : cap);
+}
+
+/* Calls f(std::integral_constant<int, DT>()) for a floating dtype dt, so a
+ * launcher can name its kernel's instantiation once. */
+template <class F> static inline void rv_float_dtype(int dt, F f) {
+  switch (dt) {
+  case CT_F32: f(std::integral_constant<int, CT_F32>()); break;
+  case CT_F64: f(std::integral_constant<int, CT_F64>()); break;
+  case CT_F16: f(std::integral_constant<int, CT_F16>()); break;
+  default: f(std::integral_constant<int, CT_BF16>()); break;
+  }
+}
+
 #endif /* CT_CUDA_REDUCE_VEC_CUH */

@@ -110,23 +110,11 @@ static bool softmax_vec(const ctc_ew &g, const ctc_t *out, const ctc_t *x, int64
       (uintptr_t)x->data % es != 0 || (uintptr_t)out->data % es != 0)
     return false;
   bool warp_lines = n <= SM_WARP_MAX;
-  int64_t per_block = warp_lines ? SM_THREADS / 32 : 1, cap = (int64_t)ctc_sm_count(dev) * 8;
-  int64_t want = (g.numel + per_block - 1) / per_block;
-  unsigned blocks = (unsigned)(want < cap ? want : cap);
-  switch (x->dtype) {
-    case CT_F32:
-      softmax_vec_kernel<CT_F32><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
-      break;
-    case CT_F64:
-      softmax_vec_kernel<CT_F64><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
-      break;
-    case CT_F16:
-      softmax_vec_kernel<CT_F16><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
-      break;
-    default:
-      softmax_vec_kernel<CT_BF16><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
-      break;
-  }
+  unsigned blocks = rv_line_blocks(g.numel, warp_lines, SM_THREADS, dev);
+  rv_float_dtype(x->dtype, [&](auto dt) {
+    using D = decltype(dt);
+    softmax_vec_kernel<D::value><<<blocks, SM_THREADS, 0, s>>>(g, n, log, warp_lines);
+  });
   return true;
 }
 

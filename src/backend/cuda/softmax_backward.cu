@@ -94,23 +94,11 @@ static bool softmax_bw_vec(const ctc_ew &geo, const ctc_t *gx, const ctc_t *g, c
       (uintptr_t)gx->data % es != 0 || (uintptr_t)g->data % es != 0 || (uintptr_t)y->data % es != 0)
     return false;
   bool warp_lines = n <= SMB_WARP_MAX;
-  int64_t per_block = warp_lines ? SMB_THREADS / 32 : 1, cap = (int64_t)ctc_sm_count(dev) * 8;
-  int64_t want = (geo.numel + per_block - 1) / per_block;
-  unsigned blocks = (unsigned)(want < cap ? want : cap);
-  switch (gx->dtype) {
-    case CT_F32:
-      softmax_bw_vec_kernel<CT_F32><<<blocks, SMB_THREADS, 0, s>>>(geo, n, log, warp_lines);
-      break;
-    case CT_F64:
-      softmax_bw_vec_kernel<CT_F64><<<blocks, SMB_THREADS, 0, s>>>(geo, n, log, warp_lines);
-      break;
-    case CT_F16:
-      softmax_bw_vec_kernel<CT_F16><<<blocks, SMB_THREADS, 0, s>>>(geo, n, log, warp_lines);
-      break;
-    default:
-      softmax_bw_vec_kernel<CT_BF16><<<blocks, SMB_THREADS, 0, s>>>(geo, n, log, warp_lines);
-      break;
-  }
+  unsigned blocks = rv_line_blocks(geo.numel, warp_lines, SMB_THREADS, dev);
+  rv_float_dtype(gx->dtype, [&](auto dt) {
+    using D = decltype(dt);
+    softmax_bw_vec_kernel<D::value><<<blocks, SMB_THREADS, 0, s>>>(geo, n, log, warp_lines);
+  });
   return true;
 }
 
