@@ -1,5 +1,5 @@
 /* The emulated kernel tests' main and shared helpers (emu_test.h).
- *   cuda_emu_test [reduce|softmax|elementwise|index]...   (all when none)
+ *   cuda_emu_test [reduce|softmax|elementwise|index|random|unary_backward]...   (all when none)
  * CT_EMU_CASES=full runs the big sweep; CT_EMU_SEED=n changes the seed. */
 #include "emu_test.h"
 
@@ -378,7 +378,9 @@ int main(int argc, char **argv) {
   } suites[] = {{"reduce", run_reduce},
                 {"softmax", run_softmax},
                 {"elementwise", run_elementwise},
-                {"index", run_index}};
+                {"index", run_index},
+                {"random", run_random},
+                {"unary_backward", run_unary_backward}};
   /* the emulator's own checks first: without them the suites could pass vacuously */
   int bad = run_emulator_selftest(), ran = 0;
   for (auto &su : suites) {
@@ -393,7 +395,7 @@ int main(int argc, char **argv) {
     bool known = false;
     for (auto &su : suites) known = known || !strcmp(argv[i], su.name);
     if (!known) {
-      fprintf(stderr, "unknown suite %s (reduce, softmax, elementwise, index)\n", argv[i]);
+      fprintf(stderr, "unknown suite %s (reduce, softmax, elementwise, index, random, unary_backward)\n", argv[i]);
       return 2;
     }
   }

@@ -120,5 +120,7 @@ int run_reduce(void);
 int run_softmax(void);
 int run_elementwise(void);
 int run_index(void);
+int run_random(void);
+int run_unary_backward(void);
 
 #endif
