@@ -223,6 +223,19 @@ __device__ __forceinline__ T rv_warp_allreduce(T v, M merge) {
 
 /* ---- Line kernels (softmax, its backward) --------------------------------------- */
 
+/* The lines this thread's team (its warp, or the block) walks, and the piece
+ * [b, e) of each line its warp takes (the whole line when a warp has it). */
+struct rv_line_team {
+  int64_t team, nteams, b, e;
+};
+__device__ __forceinline__ rv_line_team rv_line_team_of(int64_t n, bool warp_lines) {
+  int warp = (int)threadIdx.x >> 5, nwarps = (int)blockDim.x >> 5;
+  rv_line_team t = {warp_lines ? (int64_t)blockIdx.x * nwarps + warp : (int64_t)blockIdx.x,
+                    warp_lines ? (int64_t)gridDim.x * nwarps : (int64_t)gridDim.x, 0, n};
+  if (!warp_lines) rv_warp_piece(n, warp, nwarps, &t.b, &t.e);
+  return t;
+}
+
 /* Blocks for `lines` lines of a line kernel: a warp per line (threads / 32
  * lines per block) or a block per line, at most 8 blocks per SM (the kernels
  * stride over the remaining lines). */

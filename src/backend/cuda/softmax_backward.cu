@@ -51,12 +51,10 @@ __global__ void __launch_bounds__(SMB_THREADS, SMB_BPS(DT))
   typedef typename D::raw T;
   typedef typename D::lane C;
   __shared__ C sh[32];
-  int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nwarps = (int)blockDim.x >> 5;
-  int64_t team = warp_lines ? (int64_t)blockIdx.x * nwarps + warp : blockIdx.x;
-  int64_t nteams = warp_lines ? (int64_t)gridDim.x * nwarps : gridDim.x;
-  int64_t b = 0, e = n;
-  if (!warp_lines) rv_warp_piece(n, warp, nwarps, &b, &e);
-  for (int64_t line = team; line < lines.numel; line += nteams) {
+  int lane = (int)threadIdx.x & 31;
+  const rv_line_team t = rv_line_team_of(n, warp_lines);
+  const int64_t b = t.b, e = t.e;
+  for (int64_t line = t.team; line < lines.numel; line += t.nteams) {
     int64_t off[3];
     ctc_ew_offsets<3>(lines, line, off); /* 0 grad_x, 1 grad_out, 2 y */
     T *gx = reinterpret_cast<T *>(lines.data[0]) + off[0] + b;

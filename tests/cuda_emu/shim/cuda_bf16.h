@@ -5,6 +5,8 @@
 #define CT_EMU_CUDA_BF16_H
 #include <cuda_runtime.h>
 
+#include "core/half.h" /* the library's own rounding, not a second copy */
+
 struct alignas(2) __nv_bfloat16 {
   unsigned short __x;
   __nv_bfloat16() = default;
@@ -18,12 +20,7 @@ struct alignas(2) __nv_bfloat16 {
     h.__x = b;
     return h;
   }
-  static unsigned short round(float f) {
-    unsigned u = __float_as_uint(f);
-    if (f != f) return (unsigned short)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (unsigned short)(u >> 16);
-  }
+  static unsigned short round(float f) { return ct_f32_to_bf16(f); }
 };
 typedef __nv_bfloat16 nv_bfloat16;
 static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
