@@ -50,7 +50,8 @@ ctc_fault *ctc_fault_record(const char *op, int dev) {
       return nullptr;
     }
     memset(p, 0, sizeof(ctc_fault));
-    records[dev] = r = (ctc_fault *)p;
+    r = (ctc_fault *)p;
+    __atomic_store_n(&records[dev], r, __ATOMIC_RELEASE); /* read unlocked by ctc_fault_check */
   }
   pthread_mutex_unlock(&records_mu);
   return r;
@@ -58,6 +59,9 @@ ctc_fault *ctc_fault_record(const char *op, int dev) {
 
 ct_status ctc_fault_check(int dev) {
   if (dev < 0 || dev >= CTC_FAULT_DEVS) return CT_OK;
+  /* every ct_item passes here: no lock unless there is a fault to report */
+  ctc_fault *seen = __atomic_load_n(&records[dev], __ATOMIC_ACQUIRE);
+  if (!seen || __atomic_load_n(&seen->flag, __ATOMIC_ACQUIRE) != 2) return CT_OK;
   pthread_mutex_lock(&records_mu);
   volatile ctc_fault *r = records[dev];
   ctc_fault f = {};
