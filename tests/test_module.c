@@ -151,6 +151,16 @@ CT_TEST(batch_norm_state_dict_matches_torch) {
   CHECK_CLOSE(nbt, ((double[]){1}), 0, 0);
   CHECK_ERR(ct_module_forward(bn, ct_flatten(x, 0, -1)), CT_ERR_SHAPE);
   ct_module_free(net);
+  /* momentum 0 is torch's "frozen statistics"; out-of-range values fail */
+  ct_module *frozen = ct_batch_norm2d_new(2, 1e-5, 0.0, &o);
+  CHECK_OK(frozen);
+  CHECK_OK(ct_module_forward(frozen, x));
+  CHECK_CLOSE(ct_module_get(frozen, "running_mean"), ((double[]){0, 0}), 0, 0);
+  CHECK_CLOSE(ct_module_get(frozen, "running_var"), ((double[]){1, 1}), 0, 0);
+  ct_module_free(frozen);
+  CHECK_ERR(ct_batch_norm2d_new(2, 1e-5, -0.1, &o), CT_ERR_ARG);
+  CHECK_ERR(ct_batch_norm2d_new(2, -1e-5, 0.1, &o), CT_ERR_ARG);
+  CHECK_ERR(ct_layer_norm_new(CT_SHAPE(4), NAN, &o), CT_ERR_ARG);
 }
 
 /* Mean and variance of t's values. */
@@ -207,7 +217,7 @@ CT_TEST(default_initializations) {
 
 CT_TEST(moves_keep_handles_and_gradients) {
   ct_module *m = simple_new(); /* on the device under test */
-  ct_module_register_module(m, "bn", ct_batch_norm2d_new(3, 0, 0, NULL)); /* on the CPU */
+  ct_module_register_module(m, "bn", ct_batch_norm2d_new(3, 1e-5, 0.1, NULL)); /* on the CPU */
   ct_tensor *before[16];
   int n = ct_module_state(m, before, NULL, 16);
   CHECK(n == 10);

@@ -95,6 +95,9 @@ CT_TEST(adam_and_adamw_match_torch_formulas) {
       {{.lr = 0.1, .weight_decay = 0.05, .amsgrad = true}, false},
       {{.lr = 0.01}, true}, /* AdamW's default weight_decay 0.01 */
       {{.lr = 0.05, .weight_decay = 0.2, .amsgrad = true}, true},
+      /* zeros taken as they are: beta1 = 0 (no first moment), AdamW without decay */
+      {{.lr = 0.05, .beta1 = 0, .beta2 = 0.99, .eps = 1e-8, .as_given = true}, false},
+      {{.lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .as_given = true}, true},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
     for (int d = 0; d < 2; d++) {
@@ -102,10 +105,12 @@ CT_TEST(adam_and_adamw_match_torch_formulas) {
       ct_tensor *p = param(DTYPES[d], P0);
       ct_optimizer *opt = cases[c].decoupled ? ct_adamw_new(&p, 1, &o) : ct_adam_new(&p, 1, &o);
       CHECK_OK(opt);
-      if (!o.beta1) o.beta1 = 0.9;
-      if (!o.beta2) o.beta2 = 0.999;
-      if (!o.eps) o.eps = 1e-8;
-      if (cases[c].decoupled && !o.weight_decay) o.weight_decay = 0.01;
+      if (!o.as_given) {
+        if (!o.beta1) o.beta1 = 0.9;
+        if (!o.beta2) o.beta2 = 0.999;
+        if (!o.eps) o.eps = 1e-8;
+        if (cases[c].decoupled && !o.weight_decay) o.weight_decay = 0.01;
+      }
       double ref[N], m[N] = {0}, v[N] = {0}, vmax[N] = {0};
       memcpy(ref, P0, sizeof ref);
       for (int s = 0; s < STEPS && opt; s++) {
@@ -207,6 +212,13 @@ CT_TEST(argument_errors) {
   CHECK_ERR(ct_sgd_new(&i, 1, &(ct_sgd_opts){.lr = 0.1}), CT_ERR_DTYPE);
   CHECK_ERR(ct_adam_new(&p, 1, &(ct_adam_opts){.beta1 = 1.0}), CT_ERR_ARG);
   CHECK_ERR(ct_adamw_new(&p, 1, &(ct_adam_opts){.eps = -1}), CT_ERR_ARG);
+  ct_adam_opts d = ct_adamw_defaults();
+  CHECK(d.as_given && d.lr == 1e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8 &&
+        d.weight_decay == 0.01 && !d.amsgrad);
+  d = ct_adam_defaults();
+  CHECK(d.as_given && d.weight_decay == 0);
+  d.beta2 = 1.0;
+  CHECK_ERR(ct_adam_new(&p, 1, &d), CT_ERR_ARG);
   ct_optimizer_free(NULL);
   ct_lr_scheduler_free(NULL);
   ct_free(p);

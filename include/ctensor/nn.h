@@ -172,9 +172,12 @@ ct_module *ct_silu_new(void);
 ct_module *ct_dropout_new(double p);
 /* Parameters weight (ones), bias (zeros); buffers running_mean (zeros),
  * running_var (ones), num_batches_tracked (i64 scalar, counts training
- * forwards). eps <= 0 and momentum <= 0 mean torch's 1e-5 and 0.1. */
+ * forwards). eps and momentum are taken as given (torch's defaults are 1e-5
+ * and 0.1; momentum 0 keeps the running statistics as they are); eps < 0 or
+ * momentum outside [0, 1] fail with CT_ERR_ARG. */
 ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum, const ct_module_opts *opts);
-/* weight (ones) and bias (zeros) of normalized_shape; eps <= 0 means 1e-5. */
+/* weight (ones) and bias (zeros) of normalized_shape; eps as given (torch's
+ * default is 1e-5), eps < 0 fails with CT_ERR_ARG. */
 ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double eps, const ct_module_opts *opts);
 ct_module *ct_flatten_new(int start_dim, int end_dim);
 ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const ct_module_opts *opts);

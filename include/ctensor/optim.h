@@ -32,14 +32,24 @@ typedef struct ct_sgd_opts {
   bool nesterov;
 } ct_sgd_opts;
 
+/* Adam and AdamW. A zeroed field means torch's default, so designated
+ * initializers name only what differs: &(ct_adam_opts){.lr = 3e-4}. Values
+ * that are themselves 0 (beta1 = 0, AdamW without decay, lr or eps 0) need
+ * as_given: start from ct_adam_defaults() / ct_adamw_defaults() (which set
+ * it) and change fields; every field is then taken as it is. */
 typedef struct ct_adam_opts {
   double lr;           /* 0 means 1e-3 */
   double beta1, beta2; /* 0 means 0.9, 0.999 */
   double eps;          /* 0 means 1e-8 */
-  double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled (0 means 0.01 for AdamW;
-                          AdamW without decay is exactly Adam without decay: use ct_adam_new) */
+  double weight_decay; /* Adam: L2 added to the gradient (default 0);
+                          AdamW: decoupled (0 means 0.01) */
   bool amsgrad;
+  bool as_given;       /* true: no field is replaced by a default */
 } ct_adam_opts;
+
+/* torch's defaults with as_given set: Adam (weight_decay 0) and AdamW (0.01). */
+ct_adam_opts ct_adam_defaults(void);
+ct_adam_opts ct_adamw_defaults(void);
 
 /* The optimizer keeps a reference to each parameter: contiguous f32/f64 leaf
  * tensors, each listed once. SGD needs opts (the learning rate); Adam's opts

@@ -3,6 +3,7 @@
  * borrowed pointers to its parameters (handles never change, even across
  * ct_module_to) and calls the functional layer in its forward. Parameter and
  * buffer names and initializations are PyTorch's. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -208,13 +209,15 @@ ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum
   if (num_features <= 0)
     return ct__fail(CT_ERR_ARG, "batch_norm2d_new: num_features must be > 0, got %lld",
                     (long long)num_features);
-  if (momentum > 1.0)
+  if (!(momentum >= 0 && momentum <= 1.0))
     return ct__fail(CT_ERR_ARG, "batch_norm2d_new: momentum must be in [0, 1], got %g", momentum);
+  if (!(eps >= 0 && isfinite(eps)))
+    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: eps must be finite and >= 0, got %g", eps);
   batch_norm_impl *b = impl_new("batch_norm2d_new", sizeof *b);
   ct_module *m = b ? ct__module_new_builtin(&batch_norm_vt, b) : NULL;
   if (!m) return NULL;
-  b->eps = eps > 0 ? eps : 1e-5;
-  b->momentum = momentum > 0 ? momentum : 0.1;
+  b->eps = eps;
+  b->momentum = momentum;
   b->weight = ct_module_register_parameter(m, "weight",
                                            ct__init_full(CT_SHAPE(num_features), 1.0, o.dtype, &o));
   b->bias = b->weight ? ct_module_register_parameter(
@@ -257,11 +260,13 @@ ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double e
     return ct__fail(CT_ERR_ARG, "layer_norm_new: normalized_shape needs 1 to %d dims, got %d",
                     CT_MAX_DIMS, normalized_shape ? ndim : 0);
   if (!ct__check_shape("layer_norm_new", normalized_shape, ndim)) return NULL;
+  if (!(eps >= 0 && isfinite(eps)))
+    return ct__fail(CT_ERR_ARG, "layer_norm_new: eps must be finite and >= 0, got %g", eps);
   layer_norm_impl *l = impl_new("layer_norm_new", sizeof *l);
   ct_module *m = l ? ct__module_new_builtin(&layer_norm_vt, l) : NULL;
   if (!m) return NULL;
   l->ndim = ndim;
-  l->eps = eps > 0 ? eps : 1e-5;
+  l->eps = eps;
   l->weight = ct_module_register_parameter(m, "weight",
                                            ct__init_full(normalized_shape, ndim, 1.0, o.dtype, &o));
   l->bias = l->weight ? ct_module_register_parameter(

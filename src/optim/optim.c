@@ -93,14 +93,26 @@ ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opt
   return optimizer_new("sgd_new", CT_OPTIM_SGD, params, n, h);
 }
 
+ct_adam_opts ct_adam_defaults(void) {
+  return (ct_adam_opts){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .as_given = true};
+}
+ct_adam_opts ct_adamw_defaults(void) {
+  ct_adam_opts d = ct_adam_defaults();
+  d.weight_decay = 1e-2;
+  return d;
+}
+
 static ct_optimizer *adam_new(const char *what, ct_optim_kind kind, ct_tensor *const *params, int n,
                               const ct_adam_opts *opts) {
   ct_adam_opts a = opts ? *opts : (ct_adam_opts){0};
-  if (a.lr == 0) a.lr = 1e-3;
-  if (a.beta1 == 0) a.beta1 = 0.9;
-  if (a.beta2 == 0) a.beta2 = 0.999;
-  if (a.eps == 0) a.eps = 1e-8;
-  if (a.weight_decay == 0 && kind == CT_OPTIM_ADAMW) a.weight_decay = 1e-2;
+  if (!a.as_given) {
+    ct_adam_opts d = kind == CT_OPTIM_ADAMW ? ct_adamw_defaults() : ct_adam_defaults();
+    if (a.lr == 0) a.lr = d.lr;
+    if (a.beta1 == 0) a.beta1 = d.beta1;
+    if (a.beta2 == 0) a.beta2 = d.beta2;
+    if (a.eps == 0) a.eps = d.eps;
+    if (a.weight_decay == 0) a.weight_decay = d.weight_decay;
+  }
   if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
   if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
   if (!(a.beta1 >= 0 && a.beta1 < 1))

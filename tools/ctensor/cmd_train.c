@@ -138,15 +138,14 @@ static ct_optimizer *make_optimizer(const cli_opts *o, ct_module *model) {
                                                  .weight_decay = o->weight_decay});
     break;
   case OPTIM_ADAM:
-    opt = ct_adam_new(params, n, &(ct_adam_opts){.lr = o->lr, .weight_decay = o->weight_decay});
+  case OPTIM_ADAMW: {
+    /* as_given: --weight-decay 0 means no decay for AdamW too */
+    ct_adam_opts a = ct_adam_defaults();
+    a.lr = o->lr;
+    a.weight_decay = o->weight_decay;
+    opt = o->optim == OPTIM_ADAM ? ct_adam_new(params, n, &a) : ct_adamw_new(params, n, &a);
     break;
-  case OPTIM_ADAMW:
-    /* ct_adam_opts reads weight_decay 0 as AdamW's default 0.01; AdamW
-     * without decay is exactly Adam without decay. */
-    opt = o->weight_decay == 0 ? ct_adam_new(params, n, &(ct_adam_opts){.lr = o->lr})
-                               : ct_adamw_new(params, n,
-                                              &(ct_adam_opts){.lr = o->lr, .weight_decay = o->weight_decay});
-    break;
+  }
   }
   free(params);
   return opt;
