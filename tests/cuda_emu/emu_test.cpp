@@ -1,5 +1,6 @@
 /* The emulated kernel tests' main and shared helpers (emu_test.h).
- *   cuda_emu_test [reduce|softmax|elementwise|index|random|unary_backward]...   (all when none)
+ *   cuda_emu_test [reduce|softmax|elementwise|index|random|unary_backward|norm|pool|optim]...
+ *   (all when none)
  * CT_EMU_CASES=full runs the big sweep; CT_EMU_SEED=n changes the seed. */
 #include "emu_test.h"
 
@@ -380,7 +381,10 @@ int main(int argc, char **argv) {
                 {"elementwise", run_elementwise},
                 {"index", run_index},
                 {"random", run_random},
-                {"unary_backward", run_unary_backward}};
+                {"unary_backward", run_unary_backward},
+                {"norm", run_norm},
+                {"pool", run_pool},
+                {"optim", run_optim}};
   /* the emulator's own checks first: without them the suites could pass vacuously */
   int bad = run_emulator_selftest(), ran = 0;
   for (auto &su : suites) {
@@ -395,7 +399,10 @@ int main(int argc, char **argv) {
     bool known = false;
     for (auto &su : suites) known = known || !strcmp(argv[i], su.name);
     if (!known) {
-      fprintf(stderr, "unknown suite %s (reduce, softmax, elementwise, index, random, unary_backward)\n", argv[i]);
+      fprintf(stderr,
+              "unknown suite %s (reduce, softmax, elementwise, index, random, unary_backward, norm, "
+              "pool, optim)\n",
+              argv[i]);
       return 2;
     }
   }

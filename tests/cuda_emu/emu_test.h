@@ -122,5 +122,8 @@ int run_elementwise(void);
 int run_index(void);
 int run_random(void);
 int run_unary_backward(void);
+int run_norm(void);
+int run_pool(void);
+int run_optim(void);
 
 #endif
