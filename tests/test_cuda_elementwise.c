@@ -137,13 +137,16 @@ CT_TEST(vector_paths_match_cpu) {
   G = ct_cuda(0);
   ct_manual_seed(7);
   static const ct_dtype dts[] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8, CT_BOOL};
-  /* the last: past one grid pass (of 8 halves per vector; of 2 for 8-byte dtypes) */
+  /* the last (0): past two passes of the vector kernel's grid (16 blocks
+   * per multiprocessor, 256 threads, 2 vectors of 16 bytes each), with a tail */
   static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 1003, 4099, 65537, 0};
+  ct_cuda_device_properties props;
+  CHECK_STATUS_OK(ct_cuda_get_device_properties(0, &props));
   for (int d = 0; d < 8; d++)
     for (int s = 0; s < (int)(sizeof sizes / sizeof *sizes); s++)
       for (int off = 0; off < 2; off++) {
-        bool wide = dts[d] == CT_F64 || dts[d] == CT_I64;
-        int64_t n = sizes[s] ? sizes[s] : wide ? 4500007 : 20000003;
+        int64_t pass = (int64_t)props.multiprocessor_count * 16 * 256 * 2 * (16 / (int64_t)ct_dtype_size(dts[d]));
+        int64_t n = sizes[s] ? sizes[s] : 2 * pass + 7;
         ct_scope_begin();
         if (d < 6) binary_cases(dts[d], n, off);
         ct_scope_end();
