@@ -1,8 +1,8 @@
-/* The CUDA emulator's runtime (shim/cuda_runtime.h): fibers and their
- * scheduler, launches, barriers, the runtime API on host memory, and host
- * stand-ins for what device.cu and the library provide to the kernels' files
- * (the device and stream of the calling thread, device scratch, error
- * recording, the op tables). */
+/* The CUDA emulator's core (shim/cuda_runtime.h): fibers and their
+ * scheduler, barriers and warp primitives, the checks and the run of a
+ * launch's grid, the errors found in kernels, coverage counts. The runtime
+ * API around it is emu_standalone.cpp (kernel tests) or lib/lib_runtime.cpp
+ * (the whole library on an emulated GPU). */
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "emu_control.h"
+#include "emu_core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EMU_ASAN 1
@@ -45,11 +46,8 @@ bool launch_blocking = false;
 
 static long nerrors;
 static char errmsg[512];
-static const char *kernel_name = "";
-static cudaError_t last_error = cudaSuccess;
-static char message[1024];
-static ct_status message_code = CT_OK;
-static long nscratch;
+const char *kernel_name = "";
+cudaError_t last_error = cudaSuccess;
 static std::map<std::string, long> *counts;
 static std::vector<std::pair<std::string, std::string>> *registry;
 static long nlaunches, nthreads_total;
@@ -89,12 +87,6 @@ long take_errors(char *msg, size_t n) {
   errmsg[0] = 0;
   return e;
 }
-const char *last_message(void) { return message; }
-void clear_message(void) {
-  message[0] = 0;
-  message_code = CT_OK;
-}
-long scratch_live(void) { return nscratch; }
 
 /* ---- Fibers ------------------------------------------------------------------------------- */
 #ifdef EMU_UCONTEXT
@@ -127,8 +119,7 @@ static size_t sched_stack_size;
 #endif
 
 static std::vector<Fiber> fibers;
-static void (*body_run)(void *);
-static void *body_ctx;
+static const std::function<void()> *body; /* the running launch's threads */
 
 /* Scheduler -> fiber f, back when f waits or finishes. */
 static void resume(Fiber *f) {
@@ -168,7 +159,7 @@ static void fiber_main() {
 #ifdef EMU_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &sched_stack_bottom, &sched_stack_size);
 #endif
-  body_run(body_ctx);
+  (*body)();
   cur->done = true;
   yield(true);
   abort(); /* never resumed */
@@ -328,23 +319,30 @@ static std::string base_name(const char *name) {
 static unsigned char *dyn_smem; /* this launch's dynamic shared memory, exactly its size */
 static std::vector<std::pair<void *, uint64_t>> shared_seen;
 
-void launch(const char *name, const emu_cfg &c, void (*run)(void *), void *ctx) {
-  if (!counts) counts = new std::map<std::string, long>;
-  (*counts)[base_name(name)]++;
-  nlaunches++;
-  kernel_name = name;
+bool config_ok(const char *name, const emu_cfg &c) {
   long long g = (long long)c.grid.x * c.grid.y * c.grid.z;
   long long t = (long long)c.block.x * c.block.y * c.block.z;
   if (c.bad || g < 1 || c.grid.x > 2147483647u || c.grid.y > 65535 || c.grid.z > 65535 || t < 1 ||
       t > 1024 || c.block.z > 64 || c.smem > 48 * 1024) {
+    kernel_name = name;
     cur = nullptr;
     fail(
         "invalid launch configuration: grid %ux%ux%u, block %ux%ux%u, %zu bytes of shared memory%s",
         c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.smem,
         c.bad ? " (a size out of range)" : "");
     last_error = cudaErrorInvalidConfiguration;
-    return;
+    return false;
   }
+  return true;
+}
+
+void run_grid(const char *name, const emu_cfg &c, const std::function<void()> &run) {
+  if (!counts) counts = new std::map<std::string, long>;
+  (*counts)[base_name(name)]++;
+  nlaunches++;
+  kernel_name = name;
+  long long g = (long long)c.grid.x * c.grid.y * c.grid.z;
+  long long t = (long long)c.block.x * c.block.y * c.block.z;
   nthreads = (int)t;
   nthreads_total += g * t;
   block_dim = c.block;
@@ -352,8 +350,7 @@ void launch(const char *name, const emu_cfg &c, void (*run)(void *), void *ctx) 
   free(dyn_smem);
   dyn_smem = c.smem ? (unsigned char *)malloc(c.smem) : nullptr;
   if (fibers.size() < (size_t)nthreads) fibers.resize((size_t)nthreads);
-  body_run = run;
-  body_ctx = ctx;
+  body = &run;
   /* thread orders and policies change per launch: ascending, descending or
    * shuffled, round-robin or greedy */
   std::vector<int> torder = order_of(nthreads, (uint64_t)nlaunches);
@@ -432,14 +429,7 @@ void report_coverage(const char *files) {
 }
 }  // namespace emu
 
-/* ---- The runtime API on host memory -----------------------------------------------------------
- */
-cudaError_t cudaGetLastError(void) {
-  cudaError_t e = emu::last_error;
-  emu::last_error = cudaSuccess;
-  return e;
-}
-cudaError_t cudaPeekAtLastError(void) { return emu::last_error; }
+/* ---- Error names (both runtimes) --------------------------------------------------------- */
 const char *cudaGetErrorName(cudaError_t e) {
   switch (e) {
     case cudaSuccess:
@@ -454,137 +444,17 @@ const char *cudaGetErrorName(cudaError_t e) {
       return "cudaErrorLaunchFailure";
     case cudaErrorNotSupported:
       return "cudaErrorNotSupported";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
     default:
       return "cudaError (emulated)";
   }
 }
 const char *cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t) {
-  if (n && ((char *)dst < (const char *)src + n && (const char *)src < (char *)dst + n)) {
-    emu::kernel_name = "cudaMemcpyAsync";
-    emu::cur = nullptr;
-    emu::fail("overlapping source and destination (%zu bytes)", n);
-  }
-  memmove(dst, src, n);
-  return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t) {
-  memset(dst, value, n);
-  return cudaSuccess;
-}
-cudaError_t cudaMalloc(void **p, size_t n) {
-  *p = ct__cuda_alloc(0, n, false);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaFree(void *p) {
-  if (p) ct__cuda_free(0, p, 0, false);
-  return cudaSuccess;
-}
-cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
-  *p = aligned_alloc(64, (n + 63) / 64 * 64);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaFreeHost(void *p) {
-  free(p);
-  return cudaSuccess;
-}
-
-/* ---- What device.cu gives the kernels' files (but ctc_ew_init, extracted from it) -------------
- */
-ct_status ctc_use_device(const char *op, int dev) {
-  if (dev < 0 || dev >= 64)
-    return ct__fail_status(CT_ERR_DEVICE, "%s: no device cuda:%d (emulated)", op, dev);
-  return CT_OK;
-}
-cudaStream_t ctc_stream(int) { return nullptr; }
-bool ctc_launch_blocking(void) { return emu::launch_blocking; }
-ct_status ctc_cuda_fail(const char *op, const char *call, cudaError_t e, int dev, const char *file,
-                        int line) {
-  return ct__fail_status(e == cudaErrorMemoryAllocation ? CT_ERR_OOM : CT_ERR_CUDA,
-                         "%s: %s failed on cuda:%d: %s (%s:%d)", op, call, dev,
-                         cudaGetErrorString(e), file, line);
-}
-int ctc_sm_count(int) { return emu::sm_count; }
-
-/* ---- The allocator: garbage-filled blocks with guard bytes ---------------------------------- */
-#define EMU_GUARD 256 /* keeps the caching allocator's 256-byte alignment */
-struct scratch_head {
-  size_t n;
-  uint64_t magic;
-};
-extern "C" void *ct__cuda_alloc(int, size_t n, bool pinned) {
-  size_t total = EMU_GUARD + (n + EMU_GUARD - 1) / EMU_GUARD * EMU_GUARD + EMU_GUARD;
-  unsigned char *m = (unsigned char *)aligned_alloc(EMU_GUARD, total);
-  if (!m) return nullptr;
-  memset(m, 0x5c, total);
-  unsigned char *p = m + EMU_GUARD;
-  /* garbage: nan as doubles and floats, -1 as integers... */
-  memset(p, pinned ? 0 : 0xff, n);
-  scratch_head h = {n, 0xc0ffee5c7a7c4ull};
-  memcpy(m, &h, sizeof h);
-  emu::poison(m, EMU_GUARD);
-  emu::poison(p + n, total - EMU_GUARD - n);
-  emu::nscratch++;
-  return p;
-}
-extern "C" void ct__cuda_free(int, void *ptr, size_t, bool) {
-  if (!ptr) return;
-  unsigned char *p = (unsigned char *)ptr, *m = p - EMU_GUARD;
-  emu::unpoison(m, EMU_GUARD);
-  scratch_head h;
-  memcpy(&h, m, sizeof h);
-  if (h.magic != 0xc0ffee5c7a7c4ull) {
-    emu::kernel_name = "ct__cuda_free";
-    emu::cur = nullptr;
-    emu::fail("not a block of ct__cuda_alloc, or its head was overwritten");
-    return;
-  }
-  size_t total = EMU_GUARD + (h.n + EMU_GUARD - 1) / EMU_GUARD * EMU_GUARD + EMU_GUARD;
-  emu::unpoison(p + h.n, total - EMU_GUARD - h.n);
-  bool ok = true;
-  for (size_t i = sizeof h; i < EMU_GUARD; i++) ok = ok && m[i] == 0x5c;
-  for (size_t i = EMU_GUARD + h.n; i < total; i++) ok = ok && m[i] == 0x5c;
-  if (!ok) {
-    emu::kernel_name = "device scratch";
-    emu::cur = nullptr;
-    emu::fail("a kernel wrote outside its %zu-byte scratch block", h.n);
-  }
-  emu::nscratch--;
-  free(m);
-}
-
-/* ---- The library's error recording and op tables --------------------------------------------- */
-extern "C" ct_status ct__fail_status(ct_status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(emu::message, sizeof emu::message, fmt, ap);
-  va_end(ap);
-  emu::message_code = code;
-  return code;
-}
-extern "C" ct_status ct_last_error(void) {
-  return emu::message_code != CT_OK ? emu::message_code : CT_ERR_INTERNAL;
-}
-extern "C" const char *ct_dtype_name(ct_dtype dt) {
-  static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int8",
-                                      "uint8",   "int16",   "int32",   "int64",    "bool"};
-  return (unsigned)dt < CT_DTYPE_COUNT ? names[dt] : "?";
-}
-extern "C" {
-const ct_unary_info ct__unary_info[CT_UOP_COUNT] = {
-#define X(E, n, r) {#n, CT_RULE_##r},
-    CT_UNARY_OPS(X)
-#undef X
-};
-const ct_binary_info ct__binary_info[CT_BOP_COUNT] = {
-#define X(E, n, r) {#n, CT_BRULE_##r},
-    CT_BINARY_OPS(X)
-#undef X
-};
-const char *const ct__reduce_names[CT_ROP_COUNT] = {
-#define X(E, n) #n,
-    CT_REDUCE_OPS(X)
-#undef X
-};
-}

@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -120,7 +122,10 @@ enum cudaError {
   cudaErrorInitializationError = 3,
   cudaErrorInsufficientDriver = 35,
   cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
   cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
   cudaErrorNotSupported = 801,
   cudaErrorUnknown = 999
@@ -139,41 +144,69 @@ enum cudaMemcpyKind {
 #define cudaHostAllocPortable 1
 #define cudaHostAllocMapped 2
 #define cudaHostAllocWriteCombined 4
+#define cudaStreamDefault 0
+#define cudaStreamNonBlocking 1
+#define cudaEventDefault 0
+#define cudaEventBlockingSync 1
+#define cudaEventDisableTiming 2
 
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76
+};
+struct cudaUUID_t {
+  char bytes[16];
+};
+/* The fields of the real struct that the backend reads. */
+struct cudaDeviceProp {
+  char name[256];
+  cudaUUID_t uuid;
+  size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin, sharedMemPerMultiprocessor;
+  int major, minor, multiProcessorCount, maxThreadsPerMultiProcessor, maxThreadsPerBlock, warpSize;
+  int l2CacheSize, memoryBusWidth, pciDomainID, pciBusID, pciDeviceID, integrated, ECCEnabled;
+};
+
+/* The runtime API: host memory and immediate execution in the kernel tests
+ * (emu_standalone.cpp); queued streams and protected device memory for the
+ * whole library (lib/lib_runtime.cpp). */
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
-/* Launches run to completion when made: synchronizations have nothing to wait for. */
-static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaPeekAtLastError(); }
-static inline cudaError_t cudaDeviceSynchronize(void) { return cudaPeekAtLastError(); }
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaGetDevice(int *d);
+cudaError_t cudaSetDevice(int d);
+cudaError_t cudaDriverGetVersion(int *v);
+cudaError_t cudaRuntimeGetVersion(int *v);
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags = 0);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0);
+cudaError_t cudaEventQuery(cudaEvent_t e);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                             cudaStream_t s = 0);
-static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, n, kind, 0);
-}
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind);
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t s = 0);
 static inline cudaError_t cudaMemset(void *dst, int value, size_t n) {
   return cudaMemsetAsync(dst, value, n, 0);
 }
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
-static inline cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t) {
-  return cudaMalloc(p, n);
-}
-static inline cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags);
 static inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaHostAlloc(p, n, 0); }
 cudaError_t cudaFreeHost(void *p);
-static inline cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned) {
-  *dp = p; /* unified addressing */
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGetDevice(int *d) {
-  *d = 0;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned flags);
 
 /* ---- Device built-ins ------------------------------------------------------------------- */
 namespace emu {
@@ -450,8 +483,13 @@ struct emu_cfg {
 };
 
 namespace emu {
-/* Runs run(ctx) as every thread of the grid. */
-void launch(const char *name, const emu_cfg &c, void (*run)(void *), void *ctx);
+/* A launch's configuration is valid (else the error is recorded: fail(),
+ * cudaErrorInvalidConfiguration). */
+bool config_ok(const char *name, const emu_cfg &c);
+/* Runs body as every thread of the grid of a valid configuration. */
+void run_grid(const char *name, const emu_cfg &c, const std::function<void()> &body);
+/* A launch: run at once (kernel tests) or queued on c.stream (the library). */
+void launch(const char *name, const emu_cfg &c, std::function<void()> body);
 }  // namespace emu
 
 /* The rewrite of kernel<<<c>>>(args...): the arguments are evaluated once and
@@ -459,18 +497,8 @@ void launch(const char *name, const emu_cfg &c, void (*run)(void *), void *ctx);
 template <class... P, class... A>
 static void emu_launch(const char *name, void (*k)(P...), const emu_cfg &c, A &&...a) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launch: argument count");
-  std::tuple<std::decay_t<P>...> args(std::forward<A>(a)...);
-  struct ctx_t {
-    void (*k)(P...);
-    std::tuple<std::decay_t<P>...> *args;
-  } ctx{k, &args};
-  emu::launch(
-      name, c,
-      [](void *p) {
-        ctx_t *x = (ctx_t *)p;
-        std::apply(x->k, *x->args);
-      },
-      &ctx);
+  auto args = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(a)...);
+  emu::launch(name, c, [k, args] { std::apply(k, *args); });
 }
 
 /* Poisons a __shared__ array when this block first reaches its declaration. */
