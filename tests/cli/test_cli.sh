@@ -8,13 +8,14 @@
 # (2 epochs straight = 1 epoch + --resume to 2, bit for bit), resume_sigint
 # (SIGINT mid-epoch, --resume, bit for bit), kill9_save (kill -9 while a
 # checkpoint is being replaced leaves the old one intact), errors (exit codes
-# and messages of bad input).
+# and messages of bad input). CT_TEST_DEVICE (default cpu) is the device the
+# program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
 rm -rf "$WORK" && mkdir -p "$WORK/data" || exit 1
 cd "$WORK" || exit 1
 "$MAKE_IDX" data 512 256 || { echo "FAIL: cannot make the dataset"; exit 1; }
-export OMP_NUM_THREADS=2 CT_DEVICE=cpu
+export OMP_NUM_THREADS=2 CT_DEVICE=${CT_TEST_DEVICE:-cpu}
 
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }

@@ -82,7 +82,8 @@ static void print_cuda(void) {
   char buf[512];
   printf("\ncuda:\n");
   bool built = strstr(ct_build_info(), "cuda=ON") != NULL;
-  printf("  backend compiled in: %s\n", built ? "yes" : "no");
+  bool emulated = strstr(ct_build_info(), "cuda=EMULATED") != NULL; /* tests/cuda_emu/lib */
+  printf("  backend compiled in: %s\n", built ? "yes" : emulated ? "yes, on an emulated GPU (tests only)" : "no");
   if (read_keyed_line("/proc/driver/nvidia/version", "NVRM version", buf, sizeof buf))
     printf("  NVIDIA kernel driver: %s\n", buf);
   print_version("driver (supports CUDA)", ct_cuda_driver_version);
