@@ -45,12 +45,15 @@ const char *ct_device_name(ct_device device);
  * CT_ERR_DEVICE for a malformed name and CT_ERR_UNAVAILABLE for a CUDA device
  * this machine or build does not have. */
 ct_status ct_device_parse(const char *name, ct_device *out);
-/* CT_DEVICE if set and valid, else cuda:0 when available, else the CPU. */
+/* CT_DEVICE if set and valid, else the first usable GPU, else the CPU. */
 ct_device ct_default_device(void);
 
-/* Whether this build has the CUDA backend and a usable GPU is visible. */
+/* Whether this build has the CUDA backend and a usable GPU is visible: one of
+ * compute capability 8.0 or newer (an older one is counted and described, but
+ * ops on it fail with CT_ERR_UNAVAILABLE saying why). */
 bool ct_cuda_is_available(void);
-/* Number of visible GPUs (0 without CUDA). Honours CUDA_VISIBLE_DEVICES. */
+/* Number of visible GPUs, usable or not (0 without CUDA). Honours
+ * CUDA_VISIBLE_DEVICES. */
 int ct_cuda_device_count(void);
 /* The current CUDA device (where "cuda" without an index goes). */
 ct_status ct_cuda_set_device(int index);

@@ -24,6 +24,10 @@ const ct_backend *ct__backend(ct_device_type type) {
 #include "core/cuda_api.h"
 bool ct__cuda_compiled(void) { return false; }
 int ct__cuda_device_count(void) { return 0; }
+bool ct__cuda_device_usable(int dev) {
+  (void)dev;
+  return false;
+}
 ct_status ct__cuda_set_device(int index) {
   return ct__fail_status(CT_ERR_UNAVAILABLE, "cuda_set_device(%d): this build has no CUDA support",
                          index);

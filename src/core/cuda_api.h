@@ -7,6 +7,8 @@
 
 bool ct__cuda_compiled(void);
 int ct__cuda_device_count(void);
+/* dev is visible and has code in this build (compute capability 8.0+). */
+bool ct__cuda_device_usable(int dev);
 ct_status ct__cuda_set_device(int index);
 int ct__cuda_current_device(void);
 /* Threads of the CPU BLAS (OpenBLAS), kept equal to ctensor's. */

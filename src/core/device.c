@@ -67,10 +67,18 @@ ct_device ct_default_device(void) {
     fprintf(stderr, "ctensor: CT_DEVICE=%s ignored: %s\n", env, ct_last_error_message());
     ct_clear_error();
   }
-  return ct_cuda_is_available() ? ct_cuda(0) : ct_cpu();
+  int n = ct_cuda_device_count();
+  for (int i = 0; i < n; i++)
+    if (ct__cuda_device_usable(i)) return ct_cuda(i);
+  return ct_cpu();
 }
 
-bool ct_cuda_is_available(void) { return ct_cuda_device_count() > 0; }
+bool ct_cuda_is_available(void) {
+  int n = ct_cuda_device_count();
+  for (int i = 0; i < n; i++)
+    if (ct__cuda_device_usable(i)) return true;
+  return false;
+}
 int ct_cuda_device_count(void) { return ct__cuda_device_count(); }
 ct_status ct_cuda_set_device(int index) { return ct__cuda_set_device(index); }
 int ct_cuda_current_device(void) { return ct__cuda_current_device(); }

@@ -65,8 +65,9 @@ static void print_gpu(int i) {
     return;
   }
   printf(" %s\n", p.name);
-  printf("    memory: %.1f GiB, compute capability %d.%d, %d SMs\n",
-         (double)p.total_memory / (double)(1u << 30), p.major, p.minor, p.multiprocessor_count);
+  printf("    memory: %.1f GiB, compute capability %d.%d, %d SMs%s\n",
+         (double)p.total_memory / (double)(1u << 30), p.major, p.minor, p.multiprocessor_count,
+         p.major < 8 ? " (not usable: this build runs on 8.0 and newer)" : "");
   printf("    pci %04x:%02x:%02x, %s\n", (unsigned)p.pci_domain_id, (unsigned)p.pci_bus_id,
          (unsigned)p.pci_device_id, p.uuid);
   ct_memory_stats ms;

@@ -27,6 +27,11 @@ static pthread_once_t count_once = PTHREAD_ONCE_INIT;
 static int device_count = 0;
 static cudaError_t count_error = cudaSuccess; /* why there are none, if so */
 static int sm_counts[CTC_MAX_DEV];
+static int capabilities[CTC_MAX_DEV]; /* 10 * major + minor */
+/* The oldest architecture this build has code for (CMAKE_CUDA_ARCHITECTURES
+ * 80-real 90-real 90-virtual): an older GPU would fail every launch with "no
+ * kernel image", so it is reported unusable up front instead. */
+#define CTC_MIN_CAPABILITY 80
 
 static void count_devices(void) {
   int n = 0;
@@ -47,6 +52,11 @@ static void count_devices(void) {
       v = 0;
     }
     sm_counts[d] = v > 0 ? v : 1;
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess)
+      (void)cudaGetLastError();
+    capabilities[d] = 10 * major + minor;
   }
   device_count = n;
 }
@@ -56,6 +66,11 @@ extern "C" bool ct__cuda_compiled(void) { return true; }
 extern "C" int ct__cuda_device_count(void) {
   pthread_once(&count_once, count_devices);
   return device_count;
+}
+
+extern "C" bool ct__cuda_device_usable(int dev) {
+  int n = ct__cuda_device_count();
+  return dev >= 0 && dev < n && capabilities[dev] >= CTC_MIN_CAPABILITY;
 }
 
 int ctc_sm_count(int dev) {
@@ -97,10 +112,21 @@ static ct_status check_index(const char *op, int dev) {
   return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: no CUDA GPU is visible: %s", op, why);
 }
 
+/* check_index, and the GPU is one this build has code for. */
+static ct_status check_usable(const char *op, int dev) {
+  ct_status st = check_index(op, dev);
+  if (st != CT_OK || capabilities[dev] >= CTC_MIN_CAPABILITY) return st;
+  return ct__fail_status(CT_ERR_UNAVAILABLE,
+                         "%s: cuda:%d has compute capability %d.%d; this build runs on %d.%d and newer "
+                         "(sm_80, sm_90)",
+                         op, dev, capabilities[dev] / 10, capabilities[dev] % 10, CTC_MIN_CAPABILITY / 10,
+                         CTC_MIN_CAPABILITY % 10);
+}
+
 static thread_local int user_device = 0;
 
 extern "C" ct_status ct__cuda_set_device(int index) {
-  ct_status st = check_index("cuda_set_device", index);
+  ct_status st = check_usable("cuda_set_device", index);
   if (st != CT_OK) return st;
   user_device = index;
   return CT_OK;
@@ -112,7 +138,7 @@ extern "C" int ct__cuda_current_device(void) { return user_device; }
  * outside ctensor (the application, NCCL) may call cudaSetDevice on this
  * thread too, and a stale cache would launch on the wrong GPU. */
 ct_status ctc_use_device(const char *op, int dev) {
-  ct_status st = check_index(op, dev);
+  ct_status st = check_usable(op, dev);
   if (st != CT_OK) return st;
   int cur = -1;
   if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
@@ -232,7 +258,7 @@ extern "C" void ct__cuda_stream_free(int dev, void *stream) {
 }
 
 extern "C" ct_status ct__cuda_stream_set_current(int dev, void *stream) {
-  ct_status st = check_index("stream_set_current", dev);
+  ct_status st = check_usable("stream_set_current", dev);
   if (st != CT_OK) return st;
   current_stream[dev] = (cudaStream_t)stream;
   return CT_OK;

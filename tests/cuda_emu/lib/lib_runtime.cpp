@@ -17,7 +17,8 @@
  *   with garbage (0xff: nan, -1) and fails with cudaErrorMemoryAllocation past
  *   CT_EMU_DEVICE_MEMORY bytes (default 2 GiB) per device.
  * * Devices. CT_EMU_DEVICES devices (default 2, so GPU-to-GPU copies run),
- *   each "ctensor CUDA emulator" with compute capability 9.0 and 4 SMs;
+ *   each "ctensor CUDA emulator" with 4 SMs and compute capability 9.0
+ *   (CT_EMU_COMPUTE_CAPABILITY="9.0,7.5" gives each device its own);
  *   CUDA_VISIBLE_DEVICES selects among them as the real runtime does (a list
  *   of indices; an invalid entry ends it).
  * * Errors. A kernel the emulator finds at fault (deadlock, misaligned vector
@@ -83,6 +84,7 @@ struct Arena {
 
 std::recursive_mutex mu;
 int ndev = -1;
+int capability[kMaxDevices]; /* 10 * major + minor, CT_EMU_COMPUTE_CAPABILITY */
 int visible[kMaxDevices]; /* visible index -> emulated device */
 Arena arena[kMaxDevices];
 Stream legacy[kMaxDevices];
@@ -171,6 +173,19 @@ void init_locked() {
     arena[d].free_list[0] = bytes;
     legacy[d].dev = d;
     legacy[d].blocking = true;
+  }
+  /* CT_EMU_COMPUTE_CAPABILITY: "major.minor" per device, comma-separated
+   * (the last one repeats); 9.0 by default */
+  const char *cc = getenv("CT_EMU_COMPUTE_CAPABILITY");
+  int last = 90;
+  for (int d = 0; d < n; d++) {
+    int major, minor;
+    if (cc && *cc && sscanf(cc, "%d.%d", &major, &minor) == 2) {
+      last = 10 * major + minor;
+      cc = strchr(cc, ',');
+      cc = cc ? cc + 1 : nullptr;
+    }
+    capability[d] = last;
   }
   /* CUDA_VISIBLE_DEVICES: indices in order, up to the first invalid one */
   int nv = 0;
@@ -407,8 +422,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d) {
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
   switch (attr) {
   case cudaDevAttrMultiProcessorCount: *v = emu::sm_count; return cudaSuccess;
-  case cudaDevAttrComputeCapabilityMajor: *v = 9; return cudaSuccess;
-  case cudaDevAttrComputeCapabilityMinor: *v = 0; return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMajor: *v = capability[visible[d]] / 10; return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMinor: *v = capability[visible[d]] % 10; return cudaSuccess;
   default: return fail(cudaErrorInvalidValue);
   }
 }
@@ -420,8 +435,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
   snprintf(p->name, sizeof p->name, "ctensor CUDA emulator");
   for (int i = 0; i < 16; i++) p->uuid.bytes[i] = (char)(0x40 + 16 * visible[d] + i);
   p->totalGlobalMem = arena[visible[d]].size;
-  p->major = 9;
-  p->minor = 0;
+  p->major = capability[visible[d]] / 10;
+  p->minor = capability[visible[d]] % 10;
   p->multiProcessorCount = emu::sm_count;
   p->maxThreadsPerMultiProcessor = 2048;
   p->maxThreadsPerBlock = 1024;
