@@ -280,6 +280,11 @@ int main(int argc, char **argv) {
     else if (current_skipped) skipped++;
     else passed++;
   }
+  /* say which GPU ran the tests: a real one, or the emulated one of tests/cuda_emu/lib */
+  ct_cuda_device_properties props;
+  if (test_device.type == CT_DEVICE_CUDA && ct_cuda_get_device_properties(test_device.index, &props) == CT_OK)
+    printf("on %s: %s%s\n", ct_device_name(test_device), props.name,
+           strstr(ct_build_info(), "cuda=EMULATED") ? " (a CPU emulation, not a GPU run)" : "");
   printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   if (failed) return 1;
   if (skipped && passed == 0) return 77;
