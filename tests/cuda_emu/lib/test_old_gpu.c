@@ -37,10 +37,11 @@ int main(void) {
   ct_clear_error();
   EXPECT(ct_cuda_set_device(1) == CT_ERR_UNAVAILABLE);
   if (first_new) {
+    ct_scope_begin(); /* frees the temporaries */
     ct_tensor *ok = ct_ones(CT_SHAPE(4), &(ct_tensor_opts){.device = ct_cuda(0)});
     double v = 0;
     EXPECT(ok && ct_item(ct_sum(ok, NULL), &v) == CT_OK && v == 4.0);
-    ct_free(ok);
+    ct_scope_end();
   }
   printf("old GPUs (CT_EMU_COMPUTE_CAPABILITY=%s, emulated): %s\n", cc ? cc : "", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
