@@ -59,6 +59,14 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
                          "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)", name);
 }
 
+/* The first GPU this build can run on (compute capability 8.0+), or -1. */
+static int first_usable_gpu(void) {
+  int n = ct_cuda_device_count();
+  for (int i = 0; i < n; i++)
+    if (ct__cuda_device_usable(i)) return i;
+  return -1;
+}
+
 ct_device ct_default_device(void) {
   const char *env = getenv("CT_DEVICE");
   ct_device d;
@@ -67,18 +75,11 @@ ct_device ct_default_device(void) {
     fprintf(stderr, "ctensor: CT_DEVICE=%s ignored: %s\n", env, ct_last_error_message());
     ct_clear_error();
   }
-  int n = ct_cuda_device_count();
-  for (int i = 0; i < n; i++)
-    if (ct__cuda_device_usable(i)) return ct_cuda(i);
-  return ct_cpu();
+  int gpu = first_usable_gpu();
+  return gpu >= 0 ? ct_cuda(gpu) : ct_cpu();
 }
 
-bool ct_cuda_is_available(void) {
-  int n = ct_cuda_device_count();
-  for (int i = 0; i < n; i++)
-    if (ct__cuda_device_usable(i)) return true;
-  return false;
-}
+bool ct_cuda_is_available(void) { return first_usable_gpu() >= 0; }
 int ct_cuda_device_count(void) { return ct__cuda_device_count(); }
 ct_status ct_cuda_set_device(int index) { return ct__cuda_set_device(index); }
 int ct_cuda_current_device(void) { return ct__cuda_current_device(); }

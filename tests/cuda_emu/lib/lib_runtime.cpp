@@ -26,7 +26,6 @@
  *
  * One mutex serializes the runtime (the library calls it from its data
  * loader's threads too); queued work runs on whichever thread waits for it. */
-#include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -221,8 +220,6 @@ Stream *stream_of(cudaStream_t s) {
   return nullptr;
 }
 
-Stream *legacy_of(int dev) { return &legacy[dev]; }
-
 bool has_before(const Stream *s, uint64_t seq) { return !s->q.empty() && s->q.front().seq < seq; }
 
 /* May the head of s run now? */
@@ -272,7 +269,7 @@ template <class Done> void progress(Done done, long budget = -1) {
     ready.clear();
     bool pending = false;
     for (int d = 0; d < ndev; d++) {
-      Stream *s = legacy_of(visible[d]);
+      Stream *s = &legacy[visible[d]];
       if (!s->q.empty()) pending = true, runnable(s) ? ready.push_back(s) : (void)0;
     }
     for (Stream *s : streams)
@@ -313,8 +310,8 @@ cudaError_t fail(cudaError_t e) {
   return e;
 }
 
-/* Is [p, p + n) in device memory? Which device, in *dev. */
-bool in_device(const void *p, size_t n, int *dev) {
+/* Is [p, p + n) inside one block of device memory? */
+bool in_device(const void *p, size_t n) {
   const char *c = (const char *)p;
   for (int d = 0; d < kMaxDevices; d++) {
     const Arena &a = arena[d];
@@ -323,9 +320,7 @@ bool in_device(const void *p, size_t n, int *dev) {
     auto it = a.used.upper_bound(off);
     if (it == a.used.begin()) return false;
     --it;
-    if (off + n > it->first + it->second) return false;
-    if (dev) *dev = d;
-    return true;
+    return off + n <= it->first + it->second;
   }
   return false;
 }
@@ -345,7 +340,7 @@ bool in_pinned(const void *p, size_t n) {
 extern "C" bool emu_lib_check_device(const void *p, size_t bytes, const char *what) {
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
-  if (bytes == 0 || in_device(p, bytes, nullptr) || in_pinned(p, bytes)) return true;
+  if (bytes == 0 || in_device(p, bytes) || in_pinned(p, bytes)) return true;
   fprintf(stderr, "CUDA emulator: %s: [%p, +%zu bytes) is not device memory\n", what, p, bytes);
   return false;
 }
@@ -557,7 +552,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemcpyAsync on an unknown stream %p", (void *)stream);
-  bool dst_dev = in_device(dst, n, nullptr), src_dev = in_device(src, n, nullptr);
+  bool dst_dev = in_device(dst, n), src_dev = in_device(src, n);
   bool dst_pin = in_pinned(dst, n), src_pin = in_pinned(src, n);
   bool ok = true;
   switch (kind) {
@@ -598,7 +593,7 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream)
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemsetAsync on an unknown stream %p", (void *)stream);
-  if (!in_device(dst, n, nullptr) && !in_pinned(dst, n)) die("cudaMemsetAsync of %zu bytes at %p: not device memory", n, dst);
+  if (!in_device(dst, n) && !in_pinned(dst, n)) die("cudaMemsetAsync of %zu bytes at %p: not device memory", n, dst);
   enqueue(s, Item{Item::WORK, 0, "cudaMemsetAsync", [dst, value, n] { memset(dst, value, n); }, nullptr, 0});
   if (emu::launch_blocking) drain_stream(s);
   return cudaSuccess;
