@@ -30,7 +30,11 @@
  * Output: JSON lines as bench_core (bench_util.h), metrics gbps, tflops, ns_per_op;
  * "samples" counts trials and "inner" the calls per trial.
  *
- * Usage: bench_gpu [--budget SECONDS] [--only NAME] [--threads N]
+ * Usage: bench_gpu [--budget SECONDS] [--only NAME] [--threads N] [--small]
+ * --small: 2^18 elements, 256^3 products and a 1 MiB copy (names follow the
+ * sizes: gpu_add_2p18_f32, gpu_matmul_256_f16, gpu_h2d_1MiB_pinned), to run
+ * every check and code path of this program quickly, on the emulated GPU in
+ * the tests (bench_gpu[cuda_emulated]); not a measurement.
  * Exits 77 (after a message on stderr) when no CUDA device is usable.
  */
 #include <math.h>
@@ -47,9 +51,11 @@
 
 #include "bench_util.h"
 
-#define N_BIG ((int64_t)1 << 28) /* 1 GiB per f32 array: 20x the L2 */
-#define N_MAT 8192
-#define N_H2D ((int64_t)64 << 20) /* 64 Mi f32: 256 MiB */
+/* Sizes (--small divides them, see the top) and the workload names that carry them. */
+static int big_log2 = 28;          /* 2^28 f32: 1 GiB per array, 20x the L2 */
+static int64_t N_BIG = (int64_t)1 << 28;
+static int64_t N_MAT = 8192;
+static int64_t N_H2D = (int64_t)64 << 20; /* 64 Mi f32: 256 MiB */
 #define TRIAL_S 20e-3
 #define MIN_TRIALS 7
 #define MAX_TRIALS 100
@@ -366,8 +372,7 @@ static void run_ct_sum(void *p) {
   ct_free(s);
 }
 
-static void bench_copy(big_ctx *c) {
-  const char *w = "gpu_copy_2p28_f32";
+static void bench_copy(big_ctx *c, const char *w) {
   double gb = 2.0 * 4.0 * (double)N_BIG / 1e9;
   timing t = {0};
   /* ctensor: poison the destination, copy once, compare everything. */
@@ -404,9 +409,7 @@ static void bench_copy(big_ctx *c) {
   c->rsrc = c->rdst = NULL;
 }
 
-static void bench_binary(big_ctx *c, char op, bool out) {
-  char w[64];
-  snprintf(w, sizeof w, "gpu_%s%s_2p28_f32", op == '+' ? "add" : "mul", out ? "_out" : "");
+static void bench_binary(big_ctx *c, const char *w, char op, bool out) {
   c->op = op;
   timing t = {0};
   bool ok;
@@ -427,8 +430,7 @@ static void bench_binary(big_ctx *c, char op, bool out) {
   report(w, "ctensor", ok, t, "gbps", RATE, 3.0 * 4.0 * (double)N_BIG / 1e9);
 }
 
-static void bench_sum(big_ctx *c) {
-  const char *w = "gpu_sum_2p28_f32";
+static void bench_sum(big_ctx *c, const char *w) {
   timing t = {0};
   double got = NAN, ref = NAN;
   ct_tensor *s = ct_sum(c->a, NULL);
@@ -464,9 +466,7 @@ static void run_ct_matmul(void *p) {
   ct_free(r);
 }
 
-static void bench_matmul(ct_dtype dt, const char *name, double tol) {
-  char w[64];
-  snprintf(w, sizeof w, "gpu_matmul_%d_%s", N_MAT, name);
+static void bench_matmul(const char *w, ct_dtype dt, double tol) {
   ct_tensor_opts o = {.dtype = dt, .device = dev};
   mm_ctx c = {ct_randn(CT_SHAPE(N_MAT, N_MAT), &o), ct_randn(CT_SHAPE(N_MAT, N_MAT), &o)};
   timing t = {0};
@@ -544,8 +544,7 @@ static void run_raw_h2d(void *p) {
           "cudaMemcpyAsync");
 }
 
-static void bench_h2d(void) {
-  const char *w = "gpu_h2d_256MiB_pinned";
+static void bench_h2d(const char *w) {
   size_t bytes = (size_t)N_H2D * sizeof(float);
   double gb = (double)bytes / 1e9;
   h2d_ctx c = {0};
@@ -612,8 +611,25 @@ static void print_gpu_meta(void) {
   fflush(stdout);
 }
 
+/* Takes --small out of argv (the rest goes to bench_init) and scales the sizes. */
+static void parse_small(int *argc, char **argv) {
+  int k = 1;
+  for (int i = 1; i < *argc; i++) {
+    if (strcmp(argv[i], "--small") == 0) {
+      big_log2 = 18;
+      N_BIG = (int64_t)1 << 18;
+      N_MAT = 256;
+      N_H2D = (int64_t)1 << 18; /* 1 MiB */
+    } else {
+      argv[k++] = argv[i];
+    }
+  }
+  *argc = k;
+}
+
 int main(int argc, char **argv) {
   const char *only = NULL;
+  parse_small(&argc, argv);
   int rc = bench_init(argc, argv, "bench_gpu", &only);
   if (rc) return rc;
   int n = 0;
@@ -629,26 +645,34 @@ int main(int argc, char **argv) {
   ct_manual_seed(1234);
   print_gpu_meta();
 
-  static const char *const big[] = {"gpu_copy_2p28_f32", "gpu_add_2p28_f32", "gpu_add_out_2p28_f32",
-                                    "gpu_mul_2p28_f32", "gpu_mul_out_2p28_f32", "gpu_sum_2p28_f32"};
+  /* The workload names, which carry the sizes. */
+  enum { COPY, ADD, ADD_OUT, MUL, MUL_OUT, SUM, N_BIG_WORK };
+  static const char *const big_kind[N_BIG_WORK] = {"copy", "add", "add_out", "mul", "mul_out", "sum"};
+  char big[N_BIG_WORK][64], mm[3][64], h2d[64];
+  static const char *const mm_type[3] = {"f16", "bf16", "f32"};
+  for (int i = 0; i < N_BIG_WORK; i++) snprintf(big[i], sizeof big[i], "gpu_%s_2p%d_f32", big_kind[i], big_log2);
+  for (int i = 0; i < 3; i++) snprintf(mm[i], sizeof mm[i], "gpu_matmul_%lld_%s", (long long)N_MAT, mm_type[i]);
+  snprintf(h2d, sizeof h2d, "gpu_h2d_%lldMiB_pinned", (long long)(N_H2D * 4 >> 20));
+
   bool any_big = false;
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) any_big |= bench_want(only, big[i]) != 0;
+  for (int i = 0; i < N_BIG_WORK; i++) any_big |= bench_want(only, big[i]) != 0;
   if (any_big) {
     ct_tensor_opts o = {.device = dev};
     big_ctx c = {ct_rand(CT_SHAPE(N_BIG), &o), ct_rand(CT_SHAPE(N_BIG), &o),
                  ct_empty(CT_SHAPE(N_BIG), &o), NULL, NULL, '+'};
     if (!c.a || !c.b || !c.out) {
-      fprintf(stderr, "bench_gpu: allocating 3 x 1 GiB: %s\n", ct_last_error_message());
-      for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+      fprintf(stderr, "bench_gpu: allocating 3 x %lld MiB: %s\n", (long long)(N_BIG * 4 >> 20),
+              ct_last_error_message());
+      for (int i = 0; i < N_BIG_WORK; i++)
         if (bench_want(only, big[i])) emit_error(big[i], "ctensor", ct_last_error_message());
       ct_clear_error();
     } else {
-      if (bench_want(only, big[0])) bench_copy(&c);
-      if (bench_want(only, big[1])) bench_binary(&c, '+', false);
-      if (bench_want(only, big[2])) bench_binary(&c, '+', true);
-      if (bench_want(only, big[3])) bench_binary(&c, '*', false);
-      if (bench_want(only, big[4])) bench_binary(&c, '*', true);
-      if (bench_want(only, big[5])) bench_sum(&c);
+      if (bench_want(only, big[COPY])) bench_copy(&c, big[COPY]);
+      if (bench_want(only, big[ADD])) bench_binary(&c, big[ADD], '+', false);
+      if (bench_want(only, big[ADD_OUT])) bench_binary(&c, big[ADD_OUT], '+', true);
+      if (bench_want(only, big[MUL])) bench_binary(&c, big[MUL], '*', false);
+      if (bench_want(only, big[MUL_OUT])) bench_binary(&c, big[MUL_OUT], '*', true);
+      if (bench_want(only, big[SUM])) bench_sum(&c, big[SUM]);
     }
     ct_free(c.a);
     ct_free(c.b);
@@ -658,12 +682,12 @@ int main(int argc, char **argv) {
   /* Tolerances of ||C - AB|| / ||AB|| against f64 products of the same (rounded)
    * inputs: f32 accumulation gives ~1e-6 (TF32 would give ~5e-4), f16 and bf16 add
    * the rounding of the output (~3e-4, ~2e-3). */
-  if (bench_want(only, "gpu_matmul_8192_f16")) bench_matmul(CT_F16, "f16", 2e-3);
-  if (bench_want(only, "gpu_matmul_8192_bf16")) bench_matmul(CT_BF16, "bf16", 1e-2);
-  if (bench_want(only, "gpu_matmul_8192_f32")) bench_matmul(CT_F32, "f32", 1e-4);
+  if (bench_want(only, mm[0])) bench_matmul(mm[0], CT_F16, 2e-3);
+  if (bench_want(only, mm[1])) bench_matmul(mm[1], CT_BF16, 1e-2);
+  if (bench_want(only, mm[2])) bench_matmul(mm[2], CT_F32, 1e-4);
   ct_cuda_empty_cache();
   if (bench_want(only, "gpu_launch_1elem_f32") || bench_want(only, "gpu_enqueue_1elem_f32"))
     bench_small(only);
-  if (bench_want(only, "gpu_h2d_256MiB_pinned")) bench_h2d();
+  if (bench_want(only, h2d)) bench_h2d(h2d);
   return 0;
 }
