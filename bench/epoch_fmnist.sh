@@ -5,7 +5,7 @@
 #   bench/epoch_fmnist.sh [--device cpu|cuda|cuda:N] [--epochs N] [--target A]
 #                         [--threads N] [--rounds R] [--ctensor PATH] [--python PATH]
 #                         [--augment hflip|none] [--data-dir DIR] [--model cnn|mlp]
-#                         [--limit-train N] [--out-dir DIR]
+#                         [--limit-train N] [--limit-test N] [--out-dir DIR] [--no-peer]
 #
 # ctensor: `ctensor train --epochs N --device DEV --metrics M` (the defaults
 # otherwise: CNN conv 1->32 3x3, pool, conv 32->64 3x3, pool, fc 128, fc 10;
@@ -22,8 +22,10 @@
 # first reaches A; it needs enough --epochs (the cnn passes 91% in its 4th-5th).
 #
 # --python: the interpreter with torch and numpy (default /usr/bin/python3,
-# Debian's; on a GPU machine, its python3). --limit-train N: only the first N
-# training images (a quick check of the script). Writes
+# Debian's; on a GPU machine, its python3). --limit-train N, --limit-test N:
+# only the first N training or test images (a quick check of the script). --no-peer: ctensor alone (a
+# rehearsal where PyTorch has no CUDA: scripts/gpu-check.sh on the emulated
+# GPU); the report then has no ratios. Writes
 # <out-dir>/<date>-fmnist-epoch-<cpu|cuda>[-<N>ep].jsonl (a meta line, then one
 # line per epoch and implementation) and the .md next to it (out-dir default
 # bench/results). Without --ctensor it builds build-bench/ (Release,
@@ -43,7 +45,9 @@ epochs=1
 target=0
 py=/usr/bin/python3
 limit_train=0
+limit_test=0
 out_dir=bench/results
+peer=1
 while [ $# -gt 0 ]; do
   case "$1" in
   --threads) threads=$2; shift 2 ;;
@@ -57,8 +61,10 @@ while [ $# -gt 0 ]; do
   --target) target=$2; shift 2 ;;
   --python) py=$2; shift 2 ;;
   --limit-train) limit_train=$2; shift 2 ;;
+  --limit-test) limit_test=$2; shift 2 ;;
   --out-dir) out_dir=$2; shift 2 ;;
-  -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --no-peer) peer=0; shift ;;
+  -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "epoch_fmnist.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -78,7 +84,7 @@ fi
 [ -x "$ct" ] || { echo "epoch_fmnist.sh: no ctensor program at $ct" >&2; exit 1; }
 "$py" -c 'import torch, numpy' 2>/dev/null ||
   { echo "epoch_fmnist.sh: $py lacks torch or numpy (scripts/install-deps.sh --tests; --python PATH)" >&2; exit 1; }
-if [ "$dev_kind" = cuda ]; then
+if [ "$dev_kind" = cuda ] && [ "$peer" = 1 ]; then
   "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     { echo "epoch_fmnist.sh: --device $device: $py's torch sees no CUDA GPU" >&2; exit 1; }
 fi
@@ -107,18 +113,19 @@ cpu_busy() {
 
 cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1 | sed 's/  */ /g')
 gpu=""
-if [ "$dev_kind" = cuda ]; then
+if [ "$dev_kind" = cuda ] && [ "$peer" = 1 ]; then
   gpu=$("$py" -c 'import sys, torch; print(torch.cuda.get_device_name(torch.device(sys.argv[1])))' "$device" |
     tr -d '"\\')
 fi
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src include tools 2>/dev/null || echo +uncommitted)"
-printf '{"meta":"epoch_fmnist","model":"%s","device":"%s","gpu":"%s","threads":%d,"rounds":%d,"epochs":%d,"target":%s,"augment":"%s","limit_train":%d,"cpu":"%s","nproc":%d,"ctensor":"%s","commit":"%s","torch":"%s"}\n' \
-  "$model" "$device" "$gpu" "$threads" "$rounds" "$epochs" "$target" "$augment" "$limit_train" "$cpu" "$(nproc)" \
+printf '{"meta":"epoch_fmnist","model":"%s","device":"%s","gpu":"%s","threads":%d,"rounds":%d,"epochs":%d,"target":%s,"augment":"%s","limit_train":%d,"limit_test":%d,"cpu":"%s","nproc":%d,"ctensor":"%s","commit":"%s","torch":"%s"}\n' \
+  "$model" "$device" "$gpu" "$threads" "$rounds" "$epochs" "$target" "$augment" "$limit_train" "$limit_test" "$cpu" "$(nproc)" \
   "$("$ct" info 2>/dev/null | head -1 | tr -d '"\\')" \
   "$commit" "$("$py" -c 'import torch; print(torch.__version__)')" >"$raw"
 
 ct_limit=()
 [ "$limit_train" -gt 0 ] && ct_limit=(--limit-train "$limit_train")
+[ "$limit_test" -gt 0 ] && ct_limit+=(--limit-test "$limit_test")
 for r in $(seq 1 "$rounds"); do
   busy=$(cpu_busy)
   load=$(cut -d' ' -f1 /proc/loadavg)
@@ -149,12 +156,13 @@ for line in open(path):
         rec["time_to_target_s"] = round(train_s, 3)
     print(json.dumps(rec, separators=(",", ":")))
 EOF
+  [ "$peer" = 1 ] || continue
   busy=$(cpu_busy)
   load=$(cut -d' ' -f1 /proc/loadavg)
   echo "round $r/$rounds: pytorch on $device (CPUs ${busy}% busy before, load $load)" >&2
   "$py" bench/peers_epoch.py --threads "$threads" --model "$model" --augment "$augment" \
     --data-dir "$data_dir" --device "$device" --epochs "$epochs" --target "$target" \
-    --limit-train "$limit_train" |
+    --limit-train "$limit_train" --limit-test "$limit_test" |
     sed "s/^{/{\"round\":$r,\"cpu_busy_before_pct\":$busy,\"load_before\":$load,/" >>"$raw"
 done
 
@@ -170,6 +178,8 @@ for l in rows:
 target = meta.get("target", 0)
 where = f"GPU: {meta['gpu']} ({meta['device']}), host " if meta.get("gpu") else ""
 limit = f"; first {meta['limit_train']} training images only" if meta.get("limit_train") else ""
+if meta.get("limit_test"):
+    limit += f"; first {meta['limit_test']} test images only"
 out = [f"# Fashion-MNIST epoch: ctensor vs PyTorch ({meta['model']}, {meta['device']}, "
        f"{meta['threads']} threads)", "",
        f"{where}CPU: {meta['cpu']} ({meta['nproc']} cores); batch 64, Adam 1e-3, cosine over "
@@ -181,7 +191,12 @@ out = [f"# Fashion-MNIST epoch: ctensor vs PyTorch ({meta['model']}, {meta['devi
        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 for r, e in sorted(by):
     c, p = by[(r, e)].get("ctensor"), by[(r, e)].get("pytorch")
-    if not c or not p:
+    if not c:
+        continue
+    if not p:  # --no-peer
+        out.append(f"| {r} | {e} | {c['seconds']:.2f} | {c['images_per_second']:.0f} "
+                   f"| {100 * c['data_fraction']:.2f}% | | | | | {c['eval_seconds']:.2f} | "
+                   f"| {100 * c['test_accuracy']:.2f}% / | {c['cpu_busy_before_pct']}% / |")
         continue
     out.append(f"| {r} | {e} | {c['seconds']:.2f} | {c['images_per_second']:.0f} | {100 * c['data_fraction']:.2f}% "
                f"| {p['seconds']:.2f} | {p['images_per_second']:.0f} | {100 * p['data_fraction']:.2f}% "

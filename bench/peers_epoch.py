@@ -69,6 +69,7 @@ def parse_args():
     p.add_argument("--augment", choices=["none", "hflip"], default="hflip")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training images")
+    p.add_argument("--limit-test", type=int, default=0, help="use only the first N test images")
     p.add_argument("--target", type=float, default=0, help="report the time to this test accuracy")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     a = p.parse_args()
@@ -163,6 +164,8 @@ def main():
     xte, yte = load_split("t10k")
     if ARGS.limit_train > 0:
         xtr, ytr = xtr[:ARGS.limit_train], ytr[:ARGS.limit_train]
+    if ARGS.limit_test > 0:
+        xte, yte = xte[:ARGS.limit_test], yte[:ARGS.limit_test]
     n, bs = xtr.shape[0], ARGS.batch_size
     torch.manual_seed(ARGS.seed)
     # Initialized on the CPU (the same weights as --device cpu), then moved;

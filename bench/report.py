@@ -6,7 +6,9 @@
 Writes (1) the targets of the "ctensor core" issue, each with the ratio it is
 stated in (computed from median times measured in the same run) and met/not
 met, and (2) every measurement (median, min, derived metric, page faults).
-Given the lines of bench_gpu and peers_gpu.py (workloads named gpu_*), it
+Given the lines of bench_train and peers_train.py run with --device cuda, it
+writes the training steps' GPU report (targets against PyTorch eager on the
+same GPU). Given the lines of bench_gpu and peers_gpu.py (workloads named gpu_*), it
 writes the GPU report instead: the targets of the CUDA issue against the
 device-to-device copy bandwidth, raw CUDA runtime calls, PyTorch and CuPy.
 Standard library only.
@@ -422,12 +424,78 @@ def gpu_report(results, meta):
     return "\n".join(out)
 
 
+# Training steps on a GPU (bench_train/peers_train.py --device cuda): the
+# "Autograd, modules..." issue's GPU targets, against PyTorch eager on the same GPU.
+GPU_TRAIN_TARGETS = {"train_mlp_step": 2.0, "train_cnn_step": 2.0}
+
+
+def train_device(meta):
+    """The device of a training run ("cuda:0"), or None for a CPU run."""
+    dev = next((m.get("device") for m in meta if m.get("meta") == "device"), None)
+    return dev if dev and dev != "cpu" else None
+
+
+def train_device_report(results, meta, device):
+    name = next((m["name"] for m in meta if m.get("meta") == "device" and m.get("name")), "?")
+    core = next((m for m in meta if m.get("meta") == "bench_train"), {})
+    peers = next((m for m in meta if m.get("meta") == "peers_train"), {})
+    rows = []
+    for bench in TRAINING:
+        r = results.get(bench)
+        if not r:
+            continue
+        try:
+            value = speedup(["torch"])(results, bench)
+            ratio = f"{value:.2f}"
+        except (KeyError, ZeroDivisionError, TypeError):
+            value, ratio = None, "n/a"
+        threshold = GPU_TRAIN_TARGETS.get(bench)
+        if threshold is None:
+            target, status = "–", "(no target)"
+        else:
+            target = f">= {threshold:g}x faster than PyTorch eager"
+            status = ("not measured" if value is None else "**met**" if value >= threshold
+                      else f"not met ({shortfall(value, threshold, True)})")
+        rows.append(f"| {WORKLOADS[bench]} | {cell(r.get('ctensor'))} | {cell(r.get('torch'))} "
+                    f"| {ratio} | {target} | {status} |")
+    out = [
+        f"# ctensor training steps on {device}, {datetime.date.today().isoformat()}",
+        "",
+        f"- GPU: {name} (as PyTorch names it); host {platform.node()}",
+        f"- ctensor {core.get('version', '?')} ({core.get('build', '?')}); PyTorch "
+        f"{peers.get('torch', 'absent')} eager",
+        "- Each timed call ends with a device synchronization (ct_synchronize, "
+        "torch.cuda.synchronize), so its time includes the GPU work; medians per call.",
+        "",
+        "## Targets",
+        "",
+        "| workload | ctensor | PyTorch | PyTorch time / ctensor time | target | status |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        "## All measurements",
+        "",
+        "Median and min: of the best round; spread: worst round's median / best round's.",
+        "",
+        "| workload | implementation | median | min | throughput | page faults / call "
+        "| rounds | spread |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        *detail_rows(results),
+        "",
+    ]
+    return "\n".join(out)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: report.py RESULTS.jsonl [MORE.jsonl ...] > report.md")
     results, meta = load(sys.argv[1:])
     if is_gpu(results, meta):
         print(gpu_report(results, meta))
+        return
+    device = train_device(meta)
+    if device:
+        print(train_device_report(results, meta, device))
         return
     model, cores, mhz = machine()
     threads = next((m["threads"] for m in meta if "threads" in m), None)

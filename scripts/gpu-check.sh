@@ -20,6 +20,14 @@
 # .gpu-deps/) are unpacked into a prefix (GPU_CHECK_UNPACK_DEPS=1 forces it, to
 # test that path). cuDNN may come from PyTorch's wheel.
 #
+# GPU_CHECK_EMULATED=1 rehearses all of this here, without a GPU, on the
+# emulated GPU of the tests (tests/cuda_emu): the same stages and reports, with
+# the emulated programs at small sizes (bench_gpu --small, --limit-train),
+# ctest -L cuda_emulated for the suite, no compute-sanitizer, and the PyTorch
+# and CuPy halves skipped where this machine's PyTorch has no CUDA. Run it
+# after changing this script or the benchmarks, before spending GPU time:
+#   GPU_CHECK_EMULATED=1 scripts/gpu-check.sh       (about 10 minutes on 2 cores)
+#
 # Results: $OUT/gpu-check.md (summary, also printed), the benchmarks' JSON lines
 # and reports, and $OUT/gpu-logs.tar.gz (8 files at most, the device tool's
 # limit); without $OUT, under bench/results/gpu-check/.
@@ -29,7 +37,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 budget=${GPU_CHECK_SECONDS:-540}
-build=${GPU_CHECK_BUILD:-build-gpu}
+emulated=${GPU_CHECK_EMULATED:-0}
+if [ "$emulated" = 1 ]; then
+  build=${GPU_CHECK_BUILD:-build-gpu-emu}
+  [ -n "${GPU_CHECK_SECONDS:-}" ] || budget=1500
+else
+  build=${GPU_CHECK_BUILD:-build-gpu}
+fi
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(test bench train epoch sanitize)
 out=${OUT:-bench/results/gpu-check}
@@ -49,13 +63,21 @@ note() { echo "$*" | tee -a "$summary"; }
 section() { echo; echo "== $* ($(( $(date +%s) - start )) s) =="; }
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+[ "$emulated" = 1 ] && gpu="ctensor CUDA emulator (a rehearsal on the CPU, not a GPU run)"
 gpu_tag=$(echo "${gpu:-unknown-gpu}" | tr -cs 'A-Za-z0-9' '-' | sed 's/-$//')
-py=$(command -v python3 || echo /usr/bin/python3) # the GPU image's, with torch and cupy
+# The Python with torch (the GPU image's, with CuPy too; here Debian's): the
+# first python3 on PATH that imports torch, else /usr/bin/python3.
+py=""
+for c in $(command -v python3) /usr/bin/python3; do
+  "$c" -c 'import torch' > /dev/null 2>&1 && { py=$c; break; }
+done
+[ -n "$py" ] || py=$(command -v python3 || echo /usr/bin/python3)
 {
   echo "# GPU check $(date -u +%FT%TZ) on ${gpu:-no GPU found}: ${stages[*]}"
   echo
   echo '```'
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  [ "$emulated" = 1 ] ||
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
   nvcc --version 2>&1 | tail -n 1
   "$py" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
   "$py" -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -n 1
@@ -65,9 +87,13 @@ py=$(command -v python3 || echo /usr/bin/python3) # the GPU image's, with torch 
 
 # ---- Dependencies the image may lack ------------------------------------------------------
 cmake_extra=()
-have_cblas() {
-  ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/openblas*/cblas.h \
-     /usr/include/openblas/cblas.h > /dev/null 2>&1
+have_cblas() { # any one of the places Debian's and others' packages put it
+  local f
+  for f in /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/openblas*/cblas.h \
+           /usr/include/openblas/cblas.h; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
 }
 if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/zlib.h ]; then
   prefix=/tmp/ct-gpu-deps
@@ -94,11 +120,25 @@ if [ -n "$cudnn" ] && [ -d "$cudnn/lib" ]; then
 fi
 
 # ---- Build ----------------------------------------------------------------------------------
-section "configure + build (Release, CUDA)"
+# The programs each stage runs: the real CUDA build's, or the emulated GPU's.
+if [ "$emulated" = 1 ]; then
+  cuda_flags=(-DCTENSOR_CUDA=OFF -DCTENSOR_CUDA_EMU=ON -DCTENSOR_CUDA_EMU_LIB=ON)
+  emu=$build/tests/cuda_emu/lib
+  bench_gpu=$emu/bench_gpu_emu bench_train=$emu/bench_train_emu ctensor_prog=$emu/ctensor_cli_emu
+  small_gpu=(--small) small_train=(--budget 0.01) small_epoch=(--limit-train 512 --limit-test 500 --no-peer)
+  : "${CT_GPU_BENCH_BUDGET:=0.02}" "${CT_GPU_EPOCHS:=1}"
+  ctest_label=(-L cuda_emulated)
+else
+  cuda_flags=(-DCTENSOR_CUDA=ON)
+  bench_gpu=$build/bench/bench_gpu bench_train=$build/bench/bench_train
+  ctensor_prog=$build/tools/ctensor/ctensor
+  small_gpu=() small_train=(--budget 1.0) small_epoch=() ctest_label=()
+fi
+section "configure + build (Release, ${cuda_flags[*]})"
 t0=$(date +%s)
-if timeout "$(limit 300)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCTENSOR_CUDA=ON \
-     -DCT_PYTHON3="$py" "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 &&
-   timeout "$(limit 300)" cmake --build "$build" -j"$(nproc)" > "$logs/build.log" 2>&1; then
+if timeout "$(limit 300)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flags[@]}" \
+     -DCTENSOR_BUILD_BENCH=ON -DCT_PYTHON3="$py" "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 &&
+   timeout "$(limit 600)" cmake --build "$build" -j"$(nproc)" > "$logs/build.log" 2>&1; then
   note "- build: ok in $(( $(date +%s) - t0 )) s"
   built=1
 else
@@ -108,12 +148,13 @@ else
   status=1
 fi
 bin=$build/tests
-"$build/tools/ctensor/ctensor" info > "$logs/info.log" 2>&1 && sed 's/^/    /' "$logs/info.log" >> "$summary"
+"$ctensor_prog" info > "$logs/info.log" 2>&1 && sed 's/^/    /' "$logs/info.log" >> "$summary"
 
 # ---- Stages -----------------------------------------------------------------------------------
 stage_test() {
   local rc
-  (cd "$build" && timeout "$(limit 330)" ctest -j8 --timeout 300 --output-on-failure) > "$logs/ctest.log" 2>&1
+  (cd "$build" && timeout "$(limit 330)" ctest -j"$(nproc)" --timeout 300 --output-on-failure \
+     ${ctest_label[@]+"${ctest_label[@]}"}) > "$logs/ctest.log" 2>&1
   rc=$?
   note "- ctest: rc=$rc; $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -n1)"
   grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$logs/ctest.log" | sed 's/^/  - /' | tee -a "$summary"
@@ -131,7 +172,7 @@ stage_bench() {
   for r in $(seq "$rounds"); do
     for who in $([ $((r % 2)) -eq 1 ] && echo "ctensor peers" || echo "peers ctensor"); do
       if [ "$who" = ctensor ]; then
-        timeout "$(limit 150)" "$build/bench/bench_gpu" --budget "$b" >> "$raw" 2>> "$logs/bench_gpu.log"
+        timeout "$(limit 150)" "$bench_gpu" --budget "$b" ${small_gpu[@]+"${small_gpu[@]}"} >> "$raw" 2>> "$logs/bench_gpu.log"
       else
         timeout "$(limit 150)" "$py" bench/peers_gpu.py --budget "$b" >> "$raw" 2>> "$logs/peers_gpu.log"
       fi
@@ -148,7 +189,7 @@ stage_bench() {
 stage_train() {
   local raw=$out/gpu-train.jsonl rc=0 w
   : > "$raw"
-  timeout "$(limit 150)" "$build/bench/bench_train" --device cuda:0 --budget 1.0 >> "$raw" 2>> "$logs/bench_train.log"
+  timeout "$(limit 150)" "$bench_train" --device cuda:0 "${small_train[@]}" >> "$raw" 2>> "$logs/bench_train.log"
   w=$?; note "- bench_train --device cuda:0: rc=$w"; [ $w -ne 0 ] && rc=1
   timeout "$(limit 150)" "$py" bench/peers_train.py --device cuda --budget 1.0 >> "$raw" 2>> "$logs/peers_train.log"
   w=$?; note "- peers_train.py --device cuda: rc=$w"; [ $w -ne 0 ] && rc=1
@@ -157,9 +198,11 @@ stage_train() {
 }
 
 stage_epoch() {
-  local rc
-  timeout "$(limit 300)" bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir .gpu-deps/fashion-mnist \
-    --ctensor "$build/tools/ctensor/ctensor" --epochs "${CT_GPU_EPOCHS:-10}" --target 0.91 --out-dir "$out" > "$logs/epoch.log" 2>&1
+  local rc data=.gpu-deps/fashion-mnist
+  [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
+  timeout "$(limit 300)" bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir "$data" \
+    --ctensor "$ctensor_prog" --epochs "${CT_GPU_EPOCHS:-10}" --target 0.91 --out-dir "$out" \
+    ${small_epoch[@]+"${small_epoch[@]}"} > "$logs/epoch.log" 2>&1
   rc=$?
   note "- epoch_fmnist.sh --device cuda:0: rc=$rc"
   tail -n 25 "$logs/epoch.log" | sed 's/^/    /' | tee -a "$summary"
@@ -168,6 +211,10 @@ stage_epoch() {
 
 stage_sanitize() {
   local cs t tool rc=0 w res
+  if [ "$emulated" = 1 ]; then
+    note "- compute-sanitizer: not run on the emulated GPU (its tests check bounds and races themselves)"
+    return 0
+  fi
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ ! -x "$cs" ]; then
     note "- compute-sanitizer: not found (PATH, /usr/local/cuda/bin)"
