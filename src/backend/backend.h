@@ -137,8 +137,10 @@ typedef struct ct_backend {
   /* out = x.index_select(dim, index); index 1-d i64, values checked in range by
    * the kernel (an out-of-range index gives CT_ERR_ARG naming it). */
   ct_status (*index_select)(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
-  /* out = x.gather(dim, index); index i64 of out's shape; range checked. */
-  ct_status (*gather)(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
+  /* out = x.gather(dim, index); index i64 of out's shape; range checked, an index
+   * out of range reported under `op` (a static string: the caller's op, e.g.
+   * cross_entropy, not only "gather"; on CUDA at the next synchronization). */
+  ct_status (*gather)(const char *op, ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
   /* self.scatter_(dim, index, src) (add: scatter_add_); index i64, src of
    * self's dtype, both of index's shape; range checked. */
   ct_status (*scatter)(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,

@@ -204,16 +204,10 @@ static ct_tensor *class_loss(const char *op, const ct_tensor *x, const ct_tensor
     ts = tmp(&L, ct__binary(CT_BOP_MUL, NULL, t, valid)); /* ignored rows pick class 0 */
   }
   if (!logp || !ts) goto fail;
-  ct_tensor *picked = ct__gather(logp, 1, ts); /* (M, 1) */
-  if (!picked) {
-    if (ct_last_error() == CT_ERR_ARG) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", ct_last_error_message());
-      ct__fail(CT_ERR_ARG, "%s: target out of range for %lld classes (%s)", op, (long long)C, msg);
-    }
-    goto fail;
-  }
-  tmp(&L, picked);
+  /* A target out of range: "<op>: index t is out of bounds for dim 1 with size C",
+   * on CUDA at the next synchronization (the kernel records it under op). */
+  ct_tensor *picked = tmp(&L, ct__gather_as(op, logp, 1, ts)); /* (M, 1) */
+  if (!picked) goto fail;
   ct_tensor *weff = NULL; /* w[t_i] * valid_i, (M, 1) */
   if (w) {
     ct_tensor *tflat = tmp(&L, ct__nn_reshape(ts, &M, 1));

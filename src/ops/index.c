@@ -115,8 +115,7 @@ static bool check_index_shape(const char *op, const ct_tensor *x, int dim, const
   return true;
 }
 
-ct_tensor *ct__gather(const ct_tensor *x, int dim, const ct_tensor *index) {
-  static const char op[] = "gather";
+ct_tensor *ct__gather_as(const char *op, const ct_tensor *x, int dim, const ct_tensor *index) {
   NULL_IN(x);
   NULL_IN(index);
   const ct_backend *be = backend_checked(op, x, index);
@@ -128,12 +127,16 @@ ct_tensor *ct__gather(const ct_tensor *x, int dim, const ct_tensor *index) {
   ct_tensor *res = ct__empty(index->shape, index->ndim, x->dtype, ct__device(x));
   ct_tensor *xv = at_least_1d(x), *iv = at_least_1d(idx), *rv = res ? at_least_1d(res) : NULL;
   ct_status st = CT_ERR_OOM;
-  if (xv && iv && rv) st = be->gather(rv, xv, dim, iv);
+  if (xv && iv && rv) st = be->gather(op, rv, xv, dim, iv);
   ct__release(xv);
   ct__release(iv);
   ct__release(rv);
   ct__release(idx);
   return ct__finish_out(NULL, res, st);
+}
+
+ct_tensor *ct__gather(const ct_tensor *x, int dim, const ct_tensor *index) {
+  return ct__gather_as("gather", x, dim, index);
 }
 
 ct_tensor *ct_gather(const ct_tensor *x, int dim, const ct_tensor *index) {

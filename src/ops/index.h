@@ -9,6 +9,9 @@
 
 ct_tensor *ct__index_select(const ct_tensor *x, int dim, const ct_tensor *index);
 ct_tensor *ct__gather(const ct_tensor *x, int dim, const ct_tensor *index);
+/* gather, its errors named `op` (a static string): an op built on it, such as
+ * cross_entropy, names itself in an index error, on CUDA at the next sync too. */
+ct_tensor *ct__gather_as(const char *op, const ct_tensor *x, int dim, const ct_tensor *index);
 /* x.scatter(dim, index, src) (add: scatter_add); in_place writes x itself. */
 ct_tensor *ct__scatter(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src,
                        bool add, bool in_place);

@@ -104,7 +104,7 @@ static void select_case(bool gather, int dt, int nbad) {
            bad.at.empty() ? "" : " (bad index)");
   long fails = nfail;
   emu::clear_message();
-  ct_status st = gather ? ct__cuda_gather(&out.d, &x.d, dim, &idx.d)
+  ct_status st = gather ? ct__cuda_gather("gather", &out.d, &x.d, dim, &idx.d)
                         : ct__cuda_index_select(&out.d, &x.d, dim, &idx.d);
   ncases++;
   if (st != CT_OK && !(emu::launch_blocking && !bad.at.empty()))
@@ -329,7 +329,7 @@ static void fault_at_sync_case(void) {
   for (int i = 0; i < 6; i++) mask.at(i)[0] = (char)(i % 2);
   int64_t count = -1;
   ncases++;
-  ct_status st = ct__cuda_gather(&out.d, &x.d, 1, &idx.d);
+  ct_status st = ct__cuda_gather("gather", &out.d, &x.d, 1, &idx.d);
   if (st != CT_OK) failf("gather then count_nonzero: gather returned %d", (int)st);
   st = ct__cuda_count_nonzero(&mask.d, &count);
   const char *want = "gather: index 5 is out of bounds for dim 1 with size 5";

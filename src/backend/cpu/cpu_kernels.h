@@ -41,7 +41,7 @@ ct_status ct__cpu_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
 
 /* index.c */
 ct_status ct__cpu_index_select(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
-ct_status ct__cpu_gather(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
+ct_status ct__cpu_gather(const char *op, ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
 ct_status ct__cpu_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
                           bool add);
 ct_status ct__cpu_masked_select(ct_tensor *out, const ct_tensor *x, const ct_tensor *mask);

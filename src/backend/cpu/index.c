@@ -154,8 +154,8 @@ static void gather_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   }
 }
 
-ct_status ct__cpu_gather(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index) {
-  ct_status st = check_range("gather", index, dim, x->shape[dim]);
+ct_status ct__cpu_gather(const char *op, ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index) {
+  ct_status st = check_range(op, index, dim, x->shape[dim]);
   if (st != CT_OK || out->numel == 0) return st;
   ct_tensor xb;
   line_base_geom(&xb, x, index->shape, dim);

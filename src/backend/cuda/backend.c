@@ -132,9 +132,10 @@ static ct_status cuda_index_select(ct_tensor *out, const ct_tensor *x, int dim, 
   ctc_t o = desc(out), a = desc(x), i = desc(index);
   return ct__cuda_index_select(&o, &a, dim, &i);
 }
-static ct_status cuda_gather(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index) {
+static ct_status cuda_gather(const char *op, ct_tensor *out, const ct_tensor *x, int dim,
+                             const ct_tensor *index) {
   ctc_t o = desc(out), a = desc(x), i = desc(index);
-  return ct__cuda_gather(&o, &a, dim, &i);
+  return ct__cuda_gather(op, &o, &a, dim, &i);
 }
 static ct_status cuda_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
                               bool add) {

@@ -129,7 +129,7 @@ void ct__cuda_set_allow_tf32(bool allow);
 
 /* index.cu */
 ct_status ct__cuda_index_select(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index);
-ct_status ct__cuda_gather(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index);
+ct_status ct__cuda_gather(const char *op, const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index);
 ct_status ct__cuda_scatter(const ctc_t *self, int dim, const ctc_t *index, const ctc_t *src, bool add);
 ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *mask);
 ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count);

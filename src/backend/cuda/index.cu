@@ -70,8 +70,9 @@ static ct_status run_select(const char *op, const ctc_t *out, const ctc_t *x, in
 extern "C" ct_status ct__cuda_index_select(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index) {
   return run_select("index_select", out, x, dim, index, false);
 }
-extern "C" ct_status ct__cuda_gather(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index) {
-  return run_select("gather", out, x, dim, index, true);
+extern "C" ct_status ct__cuda_gather(const char *op, const ctc_t *out, const ctc_t *x, int dim,
+                                     const ctc_t *index) {
+  return run_select(op, out, x, dim, index, true);
 }
 
 /* ---- scatter / scatter_add ------------------------------------------------------------------ */
