@@ -209,6 +209,11 @@ CT_TEST(loss_errors) {
                 "cross_entropy: index 5 ");
   CHECK_ERR_MSG(ct_test_synced(ct_nll_loss(x, targets(neg, CT_SHAPE(3)), NULL)), CT_ERR_ARG,
                 "nll_loss: index -1 ");
+  /* label smoothing with ignore_index takes the composite path: named alike */
+  CHECK_ERR_MSG(ct_test_synced(ct_cross_entropy(x, targets(bad, CT_SHAPE(3)),
+                                                &(ct_loss_opts){.label_smoothing = 0.1, .has_ignore_index = true,
+                                                                .ignore_index = -100})),
+                CT_ERR_ARG, "cross_entropy: index 5 ");
   CHECK_ERR(ct_cross_entropy(x, targets(ok, CT_SHAPE(3, 1)), NULL), CT_ERR_SHAPE);
   CHECK_ERR(ct_cross_entropy(x, ct_zeros(CT_SHAPE(3), &o), NULL), CT_ERR_DTYPE);
   CHECK_ERR(ct_cross_entropy(x, targets(ok, CT_SHAPE(3)), &(ct_loss_opts){.weight = ct_ones(CT_SHAPE(4), &o)}),

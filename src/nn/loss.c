@@ -275,14 +275,14 @@ ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target, cons
 
 /* Label smoothing with class weights or ignore_index, composed of recorded
  * public ops (as torch's cross_entropy_loss_label_smoothing). */
-static ct_tensor *smoothed_composite(const ct_tensor *x, const ct_tensor *target,
-                                     const ct_loss_opts *o, int64_t C, double eps) {
+static ct_tensor *smoothed_composite(const char *op, const ct_tensor *x, const ct_tensor *target,
+                                     const ct_loss_opts *o, int64_t M, int64_t C, double eps) {
   ct_scope_begin();
   int cdim = x->ndim == 1 ? 0 : 1;
   ct_tensor *logp = ct_log_softmax(x, cdim);
   ct_loss_opts no = *o;
   no.label_smoothing = 0;
-  ct_tensor *nll = ct_nll_loss(logp, target, &no);
+  ct_tensor *nll = logp ? class_loss(op, logp, target, &no, M, C, 0.0, false) : NULL; /* nll_loss */
   ct_tensor *lw = logp;
   ct_tensor *wv = NULL;
   if (o->weight) {
@@ -328,7 +328,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target, co
   if (!(eps >= 0 && eps <= 1))
     return ct__fail(CT_ERR_ARG, "cross_entropy: label_smoothing must be in [0, 1], got %g", eps);
   if (eps > 0 && (o->weight || o->has_ignore_index))
-    return smoothed_composite(logits, target, o, C, eps);
+    return smoothed_composite(op, logits, target, o, M, C, eps);
   return class_loss(op, logits, target, o, M, C, eps, true);
 }
 
