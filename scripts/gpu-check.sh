@@ -26,7 +26,7 @@
 # ctest -L cuda_emulated for the suite, no compute-sanitizer, and the PyTorch
 # and CuPy halves skipped where this machine's PyTorch has no CUDA. Run it
 # after changing this script or the benchmarks, before spending GPU time:
-#   GPU_CHECK_EMULATED=1 scripts/gpu-check.sh       (about 10 minutes on 2 cores)
+#   GPU_CHECK_EMULATED=1 scripts/gpu-check.sh   (about 6 minutes on 2 cores, 4 once built)
 #
 # Results: $OUT/gpu-check.md (summary, also printed), the benchmarks' JSON lines
 # and reports, and $OUT/gpu-logs.tar.gz (8 files at most, the device tool's
@@ -125,7 +125,7 @@ if [ "$emulated" = 1 ]; then
   cuda_flags=(-DCTENSOR_CUDA=OFF -DCTENSOR_CUDA_EMU=ON -DCTENSOR_CUDA_EMU_LIB=ON)
   emu=$build/tests/cuda_emu/lib
   bench_gpu=$emu/bench_gpu_emu bench_train=$emu/bench_train_emu ctensor_prog=$emu/ctensor_cli_emu
-  small_gpu=(--small) small_train=(--budget 0.01) small_epoch=(--limit-train 512 --limit-test 500 --no-peer)
+  gpu_args=(--small) train_args=(--budget 0.01) epoch_args=(--limit-train 512 --limit-test 500 --no-peer)
   : "${CT_GPU_BENCH_BUDGET:=0.02}" "${CT_GPU_EPOCHS:=1}"
   ctest_label=(-L cuda_emulated) ctest_jobs=$(nproc)
 else
@@ -133,7 +133,7 @@ else
   cuda_flags=(-DCTENSOR_CUDA=ON -DCTENSOR_CUDA_EMU=OFF)
   bench_gpu=$build/bench/bench_gpu bench_train=$build/bench/bench_train
   ctensor_prog=$build/tools/ctensor/ctensor
-  small_gpu=() small_train=(--budget 1.0) small_epoch=() ctest_label=() ctest_jobs=8
+  gpu_args=() train_args=(--budget 1.0) epoch_args=() ctest_label=() ctest_jobs=8
 fi
 section "configure + build (Release, ${cuda_flags[*]})"
 t0=$(date +%s)
@@ -173,7 +173,7 @@ stage_bench() {
   for r in $(seq "$rounds"); do
     for who in $([ $((r % 2)) -eq 1 ] && echo "ctensor peers" || echo "peers ctensor"); do
       if [ "$who" = ctensor ]; then
-        timeout "$(limit 150)" "$bench_gpu" --budget "$b" ${small_gpu[@]+"${small_gpu[@]}"} >> "$raw" 2>> "$logs/bench_gpu.log"
+        timeout "$(limit 150)" "$bench_gpu" --budget "$b" ${gpu_args[@]+"${gpu_args[@]}"} >> "$raw" 2>> "$logs/bench_gpu.log"
       else
         timeout "$(limit 150)" "$py" bench/peers_gpu.py --budget "$b" >> "$raw" 2>> "$logs/peers_gpu.log"
       fi
@@ -190,7 +190,7 @@ stage_bench() {
 stage_train() {
   local raw=$out/gpu-train.jsonl rc=0 w
   : > "$raw"
-  timeout "$(limit 150)" "$bench_train" --device cuda:0 "${small_train[@]}" >> "$raw" 2>> "$logs/bench_train.log"
+  timeout "$(limit 150)" "$bench_train" --device cuda:0 "${train_args[@]}" >> "$raw" 2>> "$logs/bench_train.log"
   w=$?; note "- bench_train --device cuda:0: rc=$w"; [ $w -ne 0 ] && rc=1
   timeout "$(limit 150)" "$py" bench/peers_train.py --device cuda --budget 1.0 >> "$raw" 2>> "$logs/peers_train.log"
   w=$?; note "- peers_train.py --device cuda: rc=$w"; [ $w -ne 0 ] && rc=1
@@ -203,7 +203,7 @@ stage_epoch() {
   [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
   timeout "$(limit 300)" bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir "$data" \
     --ctensor "$ctensor_prog" --epochs "${CT_GPU_EPOCHS:-10}" --target 0.91 --out-dir "$out" \
-    ${small_epoch[@]+"${small_epoch[@]}"} > "$logs/epoch.log" 2>&1
+    ${epoch_args[@]+"${epoch_args[@]}"} > "$logs/epoch.log" 2>&1
   rc=$?
   note "- epoch_fmnist.sh --device cuda:0: rc=$rc"
   tail -n 25 "$logs/epoch.log" | sed 's/^/    /' | tee -a "$summary"
