@@ -229,6 +229,15 @@ def detail_rows(results):
     return rows
 
 
+def measurements_section(results):
+    """Every CPU or training measurement, with its rounds' spread."""
+    return ["## All measurements", "",
+            "Median and min: of the best round; spread: worst round's median / best round's.", "",
+            "| workload | implementation | median | min | throughput | page faults / call "
+            "| rounds | spread |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |", *detail_rows(results), ""]
+
+
 def training_section(results):
     rows = training_rows(results)
     if not rows:
@@ -473,15 +482,7 @@ def train_device_report(results, meta, device):
         "| --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
-        "## All measurements",
-        "",
-        "Median and min: of the best round; spread: worst round's median / best round's.",
-        "",
-        "| workload | implementation | median | min | throughput | page faults / call "
-        "| rounds | spread |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-        *detail_rows(results),
-        "",
+        *measurements_section(results),
     ]
     return "\n".join(out)
 
@@ -530,15 +531,7 @@ def main():
         *target_rows(results),
         "",
         *training_section(results),
-        "## All measurements",
-        "",
-        "Median and min: of the best round; spread: worst round's median / best round's.",
-        "",
-        "| workload | implementation | median | min | throughput | page faults / call "
-        "| rounds | spread |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-        *detail_rows(results),
-        "",
+        *measurements_section(results),
     ]
     print("\n".join(out))
 
