@@ -52,8 +52,8 @@
 #include "bench_util.h"
 
 /* Sizes (--small divides them, see the top) and the workload names that carry them. */
-static int big_log2 = 28;          /* 2^28 f32: 1 GiB per array, 20x the L2 */
-static int64_t N_BIG = (int64_t)1 << 28;
+static int big_log2 = 28; /* 2^28 f32: 1 GiB per array, 20x the L2 */
+#define N_BIG ((int64_t)1 << big_log2)
 static int64_t N_MAT = 8192;
 static int64_t N_H2D = (int64_t)64 << 20; /* 64 Mi f32: 256 MiB */
 #define TRIAL_S 20e-3
@@ -617,7 +617,6 @@ static void parse_small(int *argc, char **argv) {
   for (int i = 1; i < *argc; i++) {
     if (strcmp(argv[i], "--small") == 0) {
       big_log2 = 18;
-      N_BIG = (int64_t)1 << 18;
       N_MAT = 256;
       N_H2D = (int64_t)1 << 18; /* 1 MiB */
     } else {

@@ -23,9 +23,9 @@
 #
 # --python: the interpreter with torch and numpy (default /usr/bin/python3,
 # Debian's; on a GPU machine, its python3). --limit-train N, --limit-test N:
-# only the first N training or test images (a quick check of the script). --no-peer: ctensor alone (a
-# rehearsal where PyTorch has no CUDA: scripts/gpu-check.sh on the emulated
-# GPU); the report then has no ratios. Writes
+# only the first N training or test images (a quick check of the script).
+# --no-peer: ctensor alone (a rehearsal where PyTorch has no CUDA:
+# scripts/gpu-check.sh on the emulated GPU); the report then has no ratios. Writes
 # <out-dir>/<date>-fmnist-epoch-<cpu|cuda>[-<N>ep].jsonl (a meta line, then one
 # line per epoch and implementation) and the .md next to it (out-dir default
 # bench/results). Without --ctensor it builds build-bench/ (Release,
