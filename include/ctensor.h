@@ -11,6 +11,7 @@
  *   ctensor/autograd.h  gradients: requires_grad, backward, no_grad
  *   ctensor/nn.h      layers, losses, modules
  *   ctensor/optim.h   SGD, Adam, AdamW, learning-rate schedules
+ *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
  *   ctensor/data.h    datasets (MNIST, CIFAR-10), transforms, the data loader
  *
  *   #include <ctensor.h>
@@ -31,6 +32,7 @@
 #define CTENSOR_VERSION_MINOR 1
 #define CTENSOR_VERSION_PATCH 0
 
+#include "ctensor/amp.h"
 #include "ctensor/autograd.h"
 #include "ctensor/data.h"
 #include "ctensor/device.h"

@@ -69,6 +69,9 @@ double ct_optimizer_get_lr(const ct_optimizer *opt);
 void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
 /* Number of steps taken. */
 int64_t ct_optimizer_step_count(const ct_optimizer *opt);
+/* The parameters opt updates, in the order they were given: fills at most max
+ * (borrowed references) and returns the total count. */
+int ct_optimizer_parameters(const ct_optimizer *opt, ct_tensor **params, int max);
 /* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
  * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq");
  * borrowed (names valid until the state changes or the optimizer is freed).

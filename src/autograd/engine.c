@@ -6,6 +6,7 @@
  * shared graph must not run concurrently. */
 #include <stdlib.h>
 
+#include "amp/amp_internal.h"
 #include "autograd/autograd_internal.h"
 #include "ops/elementwise.h"
 #include "ops/ops_internal.h"
@@ -189,6 +190,7 @@ ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_
   if (st == CT_OK && !list_push(&stack, top)) st = CT_ERR_OOM;
   if (st == CT_ERR_OOM) ct__fail_status(st, "backward: out of host memory ordering the graph");
   ct_no_grad_begin(); /* gradients themselves are not recorded */
+  unsigned autocast = ct__autocast_suspend();
   while (st == CT_OK && stack.count) {
     ct_node *n = stack.items[--stack.count];
     if (n->pending) st = run_node(n, retain);
@@ -198,6 +200,7 @@ ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_
         st = ct__fail_status(CT_ERR_OOM, "backward: out of host memory");
     }
   }
+  ct__autocast_resume(autocast);
   ct_no_grad_end();
   /* On failure, drop gradients that were left in flight. */
   for (int64_t i = 0; i < all.count; i++) {

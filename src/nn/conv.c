@@ -1,6 +1,7 @@
 /* ct_conv2d: checks, output geometry, the backend call and the autograd node
  * (ConvolutionBackward: grad_x, grad_w, grad_b from the backend's
  * conv2d_backward slot). Unbatched (C, H, W) input runs as a batch of one. */
+#include "amp/amp_internal.h"
 #include "nn/functional_internal.h"
 
 static const char OP[] = "conv2d";
@@ -42,6 +43,12 @@ static ct_status conv2d_backward(ct_node *n, const ct_tensor *g, ct_tensor **gra
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_opts *opts) {
   if (!x || !weight) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, x, weight, bias)) {
+    ct_tensor *r = ct_conv2d(ac.t[0], ac.t[1], ac.t[2], opts);
+    ct__autocast_done(&ac);
+    return r;
+  }
   if (!ct__check_same_device(OP, x, weight) || !ct__check_same_device(OP, x, bias)) return NULL;
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
   if (x->ndim != 3 && x->ndim != 4)

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "amp/amp_internal.h"
 #include "nn/functional_internal.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
@@ -267,6 +268,12 @@ static const ct_loss_opts DEFAULT_OPTS = {0};
 ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target, const ct_loss_opts *opts) {
   static const char op[] = "nll_loss";
   if (!log_probs || !target) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, log_probs, NULL, NULL)) {
+    ct_tensor *r = ct_nll_loss(ac.t[0], target, opts);
+    ct__autocast_done(&ac);
+    return r;
+  }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
   int64_t M, C;
   if (!check_class_loss(op, log_probs, target, o, &M, &C)) return NULL;
@@ -321,6 +328,12 @@ static ct_tensor *smoothed_composite(const char *op, const ct_tensor *x, const c
 ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target, const ct_loss_opts *opts) {
   static const char op[] = "cross_entropy";
   if (!logits || !target) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, logits, NULL, NULL)) {
+    ct_tensor *r = ct_cross_entropy(ac.t[0], target, opts);
+    ct__autocast_done(&ac);
+    return r;
+  }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
   int64_t M, C;
   if (!check_class_loss(op, logits, target, o, &M, &C)) return NULL;
@@ -342,6 +355,12 @@ static ct_tensor *reduce_loss(ct_tensor *l, ct_reduction red) {
 
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts) {
   if (!input || !target) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, input, target, NULL)) {
+    ct_tensor *r = ct_mse_loss(ac.t[0], ac.t[1], opts);
+    ct__autocast_done(&ac);
+    return r;
+  }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
   if ((unsigned)o->reduction > CT_REDUCTION_NONE)
     return ct__fail(CT_ERR_ARG, "mse_loss: unknown reduction %d", (int)o->reduction);
@@ -357,6 +376,12 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct
                                                const ct_loss_opts *opts) {
   static const char op[] = "binary_cross_entropy_with_logits";
   if (!logits || !target) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, logits, target, NULL)) {
+    ct_tensor *r = ct_binary_cross_entropy_with_logits(ac.t[0], ac.t[1], opts);
+    ct__autocast_done(&ac);
+    return r;
+  }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
   if ((unsigned)o->reduction > CT_REDUCTION_NONE)
     return ct__fail(CT_ERR_ARG, "%s: unknown reduction %d", op, (int)o->reduction);

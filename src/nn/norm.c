@@ -3,6 +3,7 @@
  * dtype, f32 for f16/bf16 input. Batch norm's backward in training flows
  * through the batch statistics; in evaluation the running statistics are
  * constants. */
+#include "amp/amp_internal.h"
 #include "nn/functional_internal.h"
 
 static ct_dtype stats_dtype(ct_dtype d) { return d == CT_F16 || d == CT_BF16 ? CT_F32 : d; }
@@ -58,6 +59,13 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
                          double momentum, double eps) {
   static const char op[] = "batch_norm";
   if (!x) return NULL;
+  /* the running statistics are updated in place: they keep their dtype */
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, x, weight, bias)) {
+    ct_tensor *r = ct_batch_norm(ac.t[0], running_mean, running_var, ac.t[1], ac.t[2], training, momentum, eps);
+    ct__autocast_done(&ac);
+    return r;
+  }
   char s[CT_SHAPE_STR_MAX];
   if (x->ndim < 2)
     return ct__fail(CT_ERR_SHAPE, "batch_norm: expected an input (N, C, ...) of at least 2 dims, got shape %s",
@@ -154,6 +162,12 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
                          const ct_tensor *bias, double eps) {
   static const char op[] = "layer_norm";
   if (!x) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, x, weight, bias)) {
+    ct_tensor *r = ct_layer_norm(ac.t[0], normalized_ndim, ac.t[1], ac.t[2], eps);
+    ct__autocast_done(&ac);
+    return r;
+  }
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
   if (normalized_ndim < 1 || normalized_ndim > x->ndim)
     return ct__fail(CT_ERR_ARG, "layer_norm: normalized_ndim must be in [1, %d] for an input of shape %s, got %d",

@@ -11,6 +11,7 @@
  *    as torch does, so BLAS sees one large GEMM.
  * Views are passed with their strides: the backend decides which layouts its
  * BLAS reads in place (transposed views cost no copy). */
+#include "amp/amp_internal.h"
 #include "autograd/autograd_internal.h"
 #include "ops/linalg.h"
 
@@ -170,6 +171,12 @@ ct_tensor *ct__matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
 }
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, a, b, NULL)) {
+    ct_tensor *r = ct_matmul(ac.t[0], ac.t[1]);
+    ct__autocast_done(&ac);
+    return r;
+  }
   return ct__track(ct__ag_matmul(matmul_impl("matmul", NULL, a, b), a, b));
 }
 
@@ -185,6 +192,12 @@ ct_tensor *ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b)
 
 ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) {
   if (!a || !b) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, a, b, NULL)) {
+    ct_tensor *r = ct_mm(ac.t[0], ac.t[1]);
+    ct__autocast_done(&ac);
+    return r;
+  }
   char sa[CT_SHAPE_STR_MAX], sb[CT_SHAPE_STR_MAX];
   if (a->ndim != 2 || b->ndim != 2)
     return ct__fail(CT_ERR_SHAPE, "mm: expected 2-d tensors, got shapes %s and %s",
@@ -194,6 +207,12 @@ ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) {
   if (!a || !b) return NULL;
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, a, b, NULL)) {
+    ct_tensor *r = ct_bmm(ac.t[0], ac.t[1]);
+    ct__autocast_done(&ac);
+    return r;
+  }
   char sa[CT_SHAPE_STR_MAX], sb[CT_SHAPE_STR_MAX];
   if (a->ndim != 3 || b->ndim != 3)
     return ct__fail(CT_ERR_SHAPE, "bmm: expected 3-d tensors, got shapes %s and %s",
@@ -294,5 +313,11 @@ done:
 }
 
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias) {
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, x, w, bias)) {
+    ct_tensor *r = ct_linear(ac.t[0], ac.t[1], ac.t[2]);
+    ct__autocast_done(&ac);
+    return r;
+  }
   return ct__track(ct__ag_linear(ct__linear(x, w, bias), x, w, bias));
 }

@@ -2,6 +2,7 @@
  * result allocation, then the backend's softmax slot. */
 #include "ops/reduce.h"
 
+#include "amp/amp_internal.h"
 #include "autograd/autograd_internal.h"
 
 ct_tensor *ct__softmax(ct_tensor *out, const ct_tensor *x, int dim, bool log) {
@@ -34,9 +35,21 @@ static ct_tensor *softmax_out(ct_tensor *out, const ct_tensor *x, int dim, bool 
 }
 
 ct_tensor *ct_softmax(const ct_tensor *x, int dim) {
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, x, NULL, NULL)) {
+    ct_tensor *r = ct_softmax(ac.t[0], dim);
+    ct__autocast_done(&ac);
+    return r;
+  }
   return ct__track(ct__ag_softmax(ct__softmax(NULL, x, dim, false), x, dim, false));
 }
 ct_tensor *ct_log_softmax(const ct_tensor *x, int dim) {
+  ct__autocast_args ac;
+  if (ct__autocast(&ac, CT__AUTOCAST_F32, x, NULL, NULL)) {
+    ct_tensor *r = ct_log_softmax(ac.t[0], dim);
+    ct__autocast_done(&ac);
+    return r;
+  }
   return ct__track(ct__ag_softmax(ct__softmax(NULL, x, dim, true), x, dim, true));
 }
 ct_tensor *ct_softmax_out(ct_tensor *out, const ct_tensor *x, int dim) {

@@ -294,6 +294,12 @@ void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
 }
 int64_t ct_optimizer_step_count(const ct_optimizer *o) { return o ? o->step_count : 0; }
 
+int ct_optimizer_parameters(const ct_optimizer *o, ct_tensor **params, int max) {
+  if (!o) return 0;
+  for (int i = 0; i < o->n && i < max && params; i++) params[i] = o->params[i];
+  return o->n;
+}
+
 /* ---- State for checkpoints ----------------------------------------------------- */
 
 int ct_optimizer_state(const ct_optimizer *co, ct_tensor **tensors, const char **names, int max) {

@@ -7,8 +7,9 @@
 # Cases: e2e (train 2 epochs, metrics, eval = last metrics line), resume_epoch
 # (2 epochs straight = 1 epoch + --resume to 2, bit for bit), resume_sigint
 # (SIGINT mid-epoch, --resume, bit for bit), kill9_save (kill -9 while a
-# checkpoint is being replaced leaves the old one intact), errors (exit codes
-# and messages of bad input). CT_TEST_DEVICE (default cpu) is the device the
+# checkpoint is being replaced leaves the old one intact), amp (--amp: f16 with
+# loss scaling, SIGINT and --resume bit for bit), errors (exit codes and
+# messages of bad input). CT_TEST_DEVICE (default cpu) is the device the
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
@@ -90,6 +91,29 @@ resume_epoch)
   expect_text "resume of a finished run says so" again.out 'nothing to do'
   run conflict 2 "$CT" train --resume --epochs 3 --model mlp --checkpoint b.safetensors --data-dir data &&
     expect_text "resume refuses a contradicting --model" conflict.err 'contradicts the checkpoint'
+  ;;
+
+amp)
+  # f16 autocast with the gradient scaler, whose scale is part of the checkpoint:
+  # SIGINT mid-epoch and --resume must still equal the straight run.
+  run straight 0 "$CT" train --model mlp --amp f16 --epochs 2 --checkpoint a.safetensors "${COMMON[@]}" &&
+    pass "straight f16 run"
+  CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=21 run interrupted 130 "$CT" train --model mlp --amp f16 --epochs 2 \
+    --checkpoint b.safetensors "${COMMON[@]}" && pass "SIGINT exits 130"
+  run conflict 2 "$CT" train --resume --amp bf16 --epochs 2 --checkpoint b.safetensors --data-dir data &&
+    expect_text "resume refuses a contradicting --amp" conflict.err '--amp bf16 contradicts the checkpoint \(f16\)'
+  run resumed 0 "$CT" train --resume --epochs 2 --checkpoint b.safetensors --data-dir data --quiet &&
+    pass "resumed"
+  "$ST" compare a.safetensors b.safetensors >cmp.out 2>&1 && pass "f16: SIGINT+resume = straight, bit for bit ($(cat cmp.out))" ||
+    { fail "f16: SIGINT+resume differs from the straight run"; cat cmp.out; }
+  # auto: f16 on a GPU, bf16 on the CPU; it trains.
+  case $CT_DEVICE in cuda*) want=f16 ;; *) want=bf16 ;; esac
+  run auto 0 "$CT" train --model mlp --amp auto --epochs 1 --lr 0.005 --data-dir data --limit-train 512 \
+    --limit-test 256 --batch-size 32 && expect_text "--amp auto is $want here" auto.out ", amp $want,"
+  acc=$(sed -nE 's/^test accuracy: [0-9.]+% \(([0-9]+)\/256\)/\1/p' auto.out)
+  awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 128) }' && pass "learned with --amp auto ($acc/256)" ||
+    fail "accuracy ${acc:-?}/256 too low with --amp auto"
+  run badamp 2 "$CT" train --amp f32 --data-dir data && expect_text "bad --amp value" badamp.err "--amp: expected none, auto, f16 or bf16, got 'f32'"
   ;;
 
 resume_sigint)

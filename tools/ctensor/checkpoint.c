@@ -13,6 +13,7 @@
  * (CTENSOR_TEST_SLOW_SAVE=<seconds>) and kill -9 the process there: <path>
  * must still hold the previous checkpoint. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,9 @@ static const field fields[] = {
     {"meta.lr_gamma", F_F64, offsetof(cli_ckpt_meta, gamma), true},
     {"meta.augment", F_I64, offsetof(cli_ckpt_meta, augment), true},
     {"meta.label_smoothing", F_F64, offsetof(cli_ckpt_meta, label_smoothing), true},
+    {"meta.amp", F_I64, offsetof(cli_ckpt_meta, amp), true},
+    {"meta.amp_scale", F_F64, offsetof(cli_ckpt_meta, amp_scale), true},
+    {"meta.amp_growth_tracker", F_I64, offsetof(cli_ckpt_meta, amp_growth_tracker), true},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 /* meta.format, the fields, meta.model_name and meta.dataset_name (u8 text). */
@@ -223,6 +227,9 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
   ck->meta.gamma = 0.1;
   ck->meta.augment = 0;
   ck->meta.label_smoothing = 0;
+  ck->meta.amp = AMP_NONE;
+  ck->meta.amp_scale = 1;
+  ck->meta.amp_growth_tracker = 0;
   for (int i = 0; i < NFIELDS; i++) {
     void *p = (char *)&ck->meta + fields[i].offset;
     if (fields[i].optional && find(ck, fields[i].name) < 0) continue;
@@ -249,6 +256,9 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
                     : !(m->gamma > 0 && m->gamma <= 1e6) ? "meta.lr_gamma"
                     : !cli_augment_name((int)m->augment) ? "meta.augment"
                     : !(m->label_smoothing >= 0 && m->label_smoothing <= 1) ? "meta.label_smoothing"
+                    : m->amp != AMP_NONE && m->amp != AMP_F16 && m->amp != AMP_BF16 ? "meta.amp"
+                    : !(m->amp_scale > 0 && isfinite(m->amp_scale)) ? "meta.amp_scale"
+                    : m->amp_growth_tracker < 0          ? "meta.amp_growth_tracker"
                                                          : NULL;
   if (bad) {
     snprintf(err, errsz, "%s: %s has a value out of range", path, bad);

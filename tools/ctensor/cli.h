@@ -21,6 +21,9 @@ typedef enum cli_model { MODEL_MLP = 1, MODEL_CNN = 2, MODEL_SIMPLECNN = 3 } cli
 typedef enum cli_dataset { DATASET_FASHION_MNIST = 1, DATASET_MNIST = 2, DATASET_CIFAR10 = 3 } cli_dataset;
 typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
 typedef enum cli_schedule { SCHED_NONE = 1, SCHED_STEP = 2, SCHED_COSINE = 3 } cli_schedule;
+/* Mixed precision: f16 (with a gradient scaler), bf16, or auto (f16 on a GPU,
+ * bf16 on the CPU, as torch.autocast's defaults). */
+typedef enum cli_amp { AMP_NONE = 0, AMP_F16 = 1, AMP_BF16 = 2, AMP_AUTO = 3 } cli_amp;
 /* --augment: a set of flags (stored as their sum). */
 enum { AUG_HFLIP = 1, AUG_CROP = 2 };
 
@@ -28,6 +31,7 @@ const char *cli_model_name(int model);      /* NULL for an unknown code */
 const char *cli_dataset_name(int dataset);  /* NULL for an unknown code */
 const char *cli_optim_name(int optim);      /* NULL for an unknown code */
 const char *cli_schedule_name(int schedule); /* NULL for an unknown code */
+const char *cli_amp_name(int amp);           /* NULL for an unknown code */
 /* "none", "hflip", "crop", "crop,hflip"; NULL for a set with unknown bits. */
 const char *cli_augment_name(int augment);
 bool cli_model_parse(const char *s, cli_model *out);
@@ -58,6 +62,7 @@ typedef struct cli_opts {
   double gamma;           /* --lr-gamma (default 0.1) */
   int augment;            /* AUG_* flags; < 0: the model's default */
   double label_smoothing; /* --label-smoothing; < 0: the model's default */
+  cli_amp amp;            /* --amp (default none) */
   int workers;
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
@@ -68,7 +73,7 @@ typedef struct cli_opts {
   bool quiet;
   bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set,
       weight_decay_set, seed_set, limit_train_set, limit_test_set, schedule_set, step_size_set,
-      gamma_set, augment_set, label_smoothing_set;
+      gamma_set, augment_set, label_smoothing_set, amp_set;
 } cli_opts;
 
 /* Parses the options of `train` (is_eval false) or `eval`; argv[0] is the
@@ -124,6 +129,9 @@ typedef struct cli_ckpt_meta {
    * how those runs trained). */
   int64_t schedule, step_size, augment;
   double gamma, label_smoothing;
+  int64_t amp;            /* cli_amp, resolved: none, f16 or bf16 */
+  double amp_scale;       /* the gradient scaler's state (f16) */
+  int64_t amp_growth_tracker;
   /* The partial epoch (so that a resumed epoch reports the same loss). */
   double epoch_loss_sum;  /* sum over samples of the training loss */
   int64_t epoch_samples;

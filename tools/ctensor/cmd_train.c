@@ -73,7 +73,8 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
              conflict_f64(o->gamma_set, o->gamma, m->gamma, "--lr-gamma") |
              conflict_name(o->augment_set, o->augment, (int)m->augment, "--augment", cli_augment_name) |
              conflict_f64(o->label_smoothing_set, o->label_smoothing, m->label_smoothing,
-                          "--label-smoothing");
+                          "--label-smoothing") |
+             conflict_name(o->amp_set && o->amp != AMP_AUTO, o->amp, (int)m->amp, "--amp", cli_amp_name);
   if (bad) return CLI_USAGE;
   o->model = (cli_model)m->model;
   o->dataset = (cli_dataset)m->dataset;
@@ -90,6 +91,7 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
   o->gamma = m->gamma;
   o->augment = (int)m->augment;
   o->label_smoothing = m->label_smoothing;
+  o->amp = (cli_amp)m->amp;
   return CLI_OK;
 }
 
@@ -272,6 +274,7 @@ typedef struct run {
   ct_module *model;
   ct_optimizer *opt;
   ct_lr_scheduler *sched;
+  ct_grad_scaler *scaler; /* --amp f16; disabled (a plain step) otherwise */
   FILE *metrics;
   loss_meter loss;
   cli_ckpt ck;
@@ -284,6 +287,7 @@ static void run_free(run *r) {
   ct_dataset_free(r->test_ds);
   ct_lr_scheduler_free(r->sched); /* before the optimizer it borrows */
   ct_optimizer_free(r->opt);
+  ct_grad_scaler_free(r->scaler);
   ct_module_free(r->model);
   if (r->metrics) fclose(r->metrics);
   ct_free(r->loss.acc);
@@ -382,8 +386,10 @@ int cmd_train(int argc, char **argv) {
   ct_manual_seed(o.seed);
   r.model = cli_model_new(o.model, channels, size);
   bool sched_ok = false;
+  if (o.amp == AMP_AUTO) o.amp = dev.type == CT_DEVICE_CUDA ? AMP_F16 : AMP_BF16;
   if (!r.model || ct_module_to(r.model, dev) != CT_OK || !(r.opt = make_optimizer(&o, r.model)) ||
-      (r.sched = make_schedule(&o, r.opt, &sched_ok), !sched_ok)) {
+      (r.sched = make_schedule(&o, r.opt, &sched_ok), !sched_ok) ||
+      !(r.scaler = ct_grad_scaler_new(&(ct_grad_scaler_opts){.disabled = o.amp != AMP_F16}))) {
     cli_error("building the model");
     run_free(&r);
     return CLI_FAIL;
@@ -395,7 +401,10 @@ int cmd_train(int argc, char **argv) {
   }
   if (o.resume) {
     if (!cli_checkpoint_restore_model(&r.ck, r.model, err, sizeof err) ||
-        !cli_checkpoint_restore_optimizer(&r.ck, r.opt, err, sizeof err)) {
+        !cli_checkpoint_restore_optimizer(&r.ck, r.opt, err, sizeof err) ||
+        (o.amp == AMP_F16 &&
+         ct_grad_scaler_load_state(r.scaler, (ct_grad_scaler_state){r.ck.meta.amp_scale,
+                                                                    r.ck.meta.amp_growth_tracker}) != CT_OK)) {
       fprintf(stderr, "ctensor train: cannot resume from %s: %s\n", o.checkpoint, err);
       run_free(&r);
       return CLI_FAIL;
@@ -436,6 +445,7 @@ int cmd_train(int argc, char **argv) {
       printf(" x%g every %lld epoch(s)", o.gamma, (long long)schedule_step_size(&o));
     if (o.augment) printf(", augment %s", cli_augment_name(o.augment));
     if (o.label_smoothing > 0) printf(", label smoothing %g", o.label_smoothing);
+    if (o.amp != AMP_NONE) printf(", amp %s", cli_amp_name(o.amp));
     printf(", batch %lld, %lld epoch(s), seed %llu\n", (long long)o.batch_size, (long long)o.epochs,
            (unsigned long long)o.seed);
     if (o.resume)
@@ -492,10 +502,13 @@ int cmd_train(int argc, char **argv) {
       ct_scope_begin();
       ct_tensor *x = ct_to(b.inputs, dev, &(ct_to_opts){.non_blocking = true});
       ct_tensor *y = ct_to(b.targets, dev, &(ct_to_opts){.non_blocking = true});
+      if (o.amp != AMP_NONE) ct_autocast_begin(dev.type, o.amp == AMP_F16 ? CT_F16 : CT_BF16, true);
       ct_tensor *loss = ct_cross_entropy(ct_module_forward(r.model, x), y, &loss_opts);
+      if (o.amp != AMP_NONE) ct_autocast_end();
       ct_optimizer_zero_grad(r.opt);
-      bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK &&
-                ct_optimizer_step(r.opt) == CT_OK && meter_add(&r.loss, loss, n);
+      bool ok = loss && ct_backward(ct_grad_scaler_scale(r.scaler, loss), NULL, NULL) == CT_OK &&
+                ct_grad_scaler_step(r.scaler, r.opt, NULL) == CT_OK &&
+                ct_grad_scaler_update(r.scaler) == CT_OK && meter_add(&r.loss, loss, n);
       ct_scope_end();
       ct_batch_release(&b);
       if (!ok) {
@@ -534,6 +547,8 @@ int cmd_train(int argc, char **argv) {
                           .limit_train = o.limit_train, .limit_test = o.limit_test,
                           .schedule = o.schedule, .step_size = o.step_size, .gamma = o.gamma,
                           .augment = o.augment, .label_smoothing = o.label_smoothing,
+                          .amp = o.amp, .amp_scale = ct_grad_scaler_get_state(r.scaler).scale,
+                          .amp_growth_tracker = ct_grad_scaler_get_state(r.scaler).growth_tracker,
                           .accuracy = last_accuracy};
     ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
 

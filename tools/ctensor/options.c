@@ -21,6 +21,7 @@ static const name_code datasets[] = {
     {"fashion-mnist", DATASET_FASHION_MNIST}, {"mnist", DATASET_MNIST}, {"cifar10", DATASET_CIFAR10}};
 static const name_code optims[] = {{"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
 static const name_code schedules[] = {{"none", SCHED_NONE}, {"step", SCHED_STEP}, {"cosine", SCHED_COSINE}};
+static const name_code amps[] = {{"none", AMP_NONE}, {"f16", AMP_F16}, {"bf16", AMP_BF16}, {"auto", AMP_AUTO}};
 static const name_code augments[] = {
     {"none", 0}, {"hflip", AUG_HFLIP}, {"crop", AUG_CROP}, {"crop,hflip", AUG_CROP | AUG_HFLIP}};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -41,6 +42,7 @@ const char *cli_dataset_name(int d) { return code_name(datasets, COUNT(datasets)
 const char *cli_optim_name(int o) { return code_name(optims, COUNT(optims), o); }
 const char *cli_schedule_name(int s) { return code_name(schedules, COUNT(schedules), s); }
 const char *cli_augment_name(int a) { return code_name(augments, COUNT(augments), a); }
+const char *cli_amp_name(int a) { return code_name(amps, COUNT(amps), a); }
 bool cli_model_parse(const char *s, cli_model *out) {
   int c;
   if (!name_code_parse(models, COUNT(models), s, &c)) return false;
@@ -142,6 +144,9 @@ void cli_usage(FILE *f) {
           "  --augment none|hflip|crop|crop,hflip random training transforms: horizontal flip, random\n"
           "                                       crop after zero padding by size/8 (default: hflip for\n"
           "                                       cnn, none for mlp and simplecnn)\n"
+          "  --amp none|auto|f16|bf16             mixed precision: products and convolutions in f16/bf16,\n"
+          "                                       f32 weights; f16 with dynamic loss scaling (default none;\n"
+          "                                       auto: f16 on a GPU, bf16 on the CPU)\n"
           "  --workers N                          data loading threads (default 2)\n"
           "  --seed N                             initialization and data order (default 1)\n"
           "  --checkpoint PATH                    save model, optimizer and position after every epoch\n"
@@ -164,7 +169,7 @@ enum {
   OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_DISABLE_CUDA, OPT_EPOCHS,
   OPT_BATCH_SIZE, OPT_OPTIMIZER, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_WORKERS, OPT_SEED,
   OPT_CHECKPOINT, OPT_RESUME, OPT_METRICS, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_QUIET,
-  OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_AUGMENT, OPT_LABEL_SMOOTHING
+  OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_AUGMENT, OPT_LABEL_SMOOTHING, OPT_AMP
 };
 
 static const struct option train_long[] = {
@@ -182,6 +187,7 @@ static const struct option train_long[] = {
     {"lr-gamma", required_argument, NULL, OPT_LR_GAMMA},
     {"augment", required_argument, NULL, OPT_AUGMENT},
     {"label-smoothing", required_argument, NULL, OPT_LABEL_SMOOTHING},
+    {"amp", required_argument, NULL, OPT_AMP},
     {"momentum", required_argument, NULL, OPT_MOMENTUM},
     {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
     {"workers", required_argument, NULL, OPT_WORKERS},
@@ -309,6 +315,14 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
         return bad(cmd, "--label-smoothing: expected a number in [0, 1], got '%s'%s", arg, "");
       o->label_smoothing_set = true;
       break;
+    case OPT_AMP: {
+      int a;
+      if (!name_code_parse(amps, COUNT(amps), arg, &a))
+        return bad(cmd, "--amp: expected none, auto, f16 or bf16, got '%s'%s", arg, "");
+      o->amp = (cli_amp)a;
+      o->amp_set = true;
+      break;
+    }
     case OPT_MOMENTUM:
       if (!cli_parse_f64(arg, 0, 1, &o->momentum) || o->momentum >= 1)
         return bad(cmd, "--momentum: expected a number in [0, 1), got '%s'%s", arg, "");
