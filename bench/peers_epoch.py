@@ -30,7 +30,9 @@ loss.item() every step as a typical eager loop does (it waits for the GPU each
 step). The epoch's time runs between torch.cuda.synchronize() calls. The test
 batches go to the GPU the same way. The CUDA context, cuBLAS and cuDNN start
 lazily in the first steps, so the first epoch includes them (as ctensor's
-does); cudnn.benchmark stays at its default (off).
+does); cudnn.benchmark stays at its default (off). TF32 is off for f32 products
+and convolutions (as in ctensor, whose default it is), so both do the same
+arithmetic; the records name the setting.
 
 Prints one JSON line per epoch, in the style of bench/bench_util.c:
 
@@ -87,9 +89,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers_util import torch_exact_f32, torch_precision  # noqa: E402
+
 torch.set_num_threads(ARGS.threads)
 DEVICE = torch.device(ARGS.device)
 CUDA = DEVICE.type == "cuda"
+if CUDA:
+    torch_exact_f32(torch)
 
 
 def to_device(t):
@@ -216,6 +223,7 @@ def main():
                "test_accuracy": acc, "version": torch.__version__}
         if CUDA:
             rec["gpu"] = torch.cuda.get_device_name(DEVICE)
+            rec.update(torch_precision(torch))
         if ARGS.target > 0 and reached is None and acc >= ARGS.target:
             reached = train_s
             rec["time_to_target_s"] = round(reached, 3)

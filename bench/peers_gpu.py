@@ -7,12 +7,16 @@ cupy.cuda.Event) around `inner` back-to-back calls after 3 untimed calls and a
 warm-up (>= 3 calls and >= 10% of the budget, each synchronized) that sets `inner` so that a trial lasts
 >= 20 ms; 7 to 100 trials within the budget; median and min per call. Host-side
 per-op costs with time.perf_counter. TF32 is off for f32 products in both
-(torch.backends.cuda.matmul.allow_tf32 = False, CUPY_TF32=0), as in ctensor.
+(torch.backends.cuda.matmul.fp32_precision = "ieee", or allow_tf32 = False
+before PyTorch 2.9; CUPY_TF32=0), as in ctensor. CuPy's bf16 is ml_dtypes'
+bfloat16 (CuPy >= 14); where CuPy has none, its bf16 row is an error row.
 
 Run with the GPU machine's python3 (the one that holds torch and cupy):
-  python3 bench/peers_gpu.py [--budget SECONDS] [--only NAME]
-Without torch, CuPy or a GPU it says so on stderr and skips what it cannot run
-(exit 0); a missing CuPy skips only the CuPy rows.
+  python3 bench/peers_gpu.py [--budget SECONDS] [--only NAME] [--impl torch|cupy|all]
+--impl runs one library only (gpu-check.sh runs each in its own process, so
+that one crashing cannot take the other's rows). Without torch, CuPy or a GPU it
+says so on stderr and skips what it cannot run (exit 0); a missing CuPy skips
+only the CuPy rows.
 """
 import json
 import math
@@ -22,9 +26,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers_util import init, want  # noqa: E402
+from peers_util import init, torch_exact_f32, torch_precision, want  # noqa: E402
 
-ARGS = init(__doc__.splitlines()[0])
+ARGS = init(__doc__.splitlines()[0], lambda p: p.add_argument(
+    "--impl", choices=["all", "torch", "cupy"], default="all", help="the library to time"))
 os.environ.setdefault("CUPY_TF32", "0")  # before cupy loads: exact f32 products
 
 N_BIG = 1 << 28          # 1 GiB per f32 array
@@ -46,23 +51,26 @@ def skip(msg):
     print(f"peers_gpu: {msg}", file=sys.stderr, flush=True)
 
 
-try:
-    import torch
-except Exception as e:  # noqa: BLE001
-    torch = None
-    skip(f"PyTorch is not importable ({type(e).__name__}: {e}): skipping the PyTorch rows")
-if torch is not None and not torch.cuda.is_available():
-    skip(f"no CUDA device visible to PyTorch {torch.__version__}: skipping the PyTorch rows")
-    torch = None
+torch = cp = cupyx = None
+if ARGS.impl in ("all", "torch"):
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        torch = None
+        skip(f"PyTorch is not importable ({type(e).__name__}: {e}): skipping the PyTorch rows")
+    if torch is not None and not torch.cuda.is_available():
+        skip(f"no CUDA device visible to PyTorch {torch.__version__}: skipping the PyTorch rows")
+        torch = None
 
-try:
-    import cupy as cp
-    import cupyx
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        raise RuntimeError("no CUDA device")
-except Exception as e:  # noqa: BLE001
-    cp = None
-    skip(f"CuPy is not usable ({type(e).__name__}: {e}): skipping the CuPy rows")
+if ARGS.impl in ("all", "cupy"):
+    try:
+        import cupy as cp
+        import cupyx
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+    except Exception as e:  # noqa: BLE001
+        cp = None
+        skip(f"CuPy is not usable ({type(e).__name__}: {e}): skipping the CuPy rows")
 
 if torch is None and cp is None:
     skip("no CUDA device (neither PyTorch nor CuPy can use one): nothing to measure")
@@ -240,6 +248,21 @@ def bench_big():
         release(be)
 
 
+def cupy_dtype(name):
+    """CuPy's dtype for f16/bf16/f32; bf16 is ml_dtypes' (CuPy >= 14, experimental)."""
+    if name != "bf16":
+        return {"f16": cp.float16, "f32": cp.float32}[name]
+    dt = getattr(cp, "bfloat16", None)
+    if dt is None:
+        try:
+            import ml_dtypes
+            dt = ml_dtypes.bfloat16
+        except ImportError:
+            raise TypeError(f"CuPy {cp.__version__}: no bfloat16 (needs CuPy >= 14 and "
+                            "ml_dtypes)") from None
+    return dt
+
+
 def bench_matmul():
     for name in ["f16", "bf16", "f32"]:
         w = f"gpu_matmul_{N_MAT}_{name}"
@@ -252,12 +275,7 @@ def bench_matmul():
                     a = torch.randn(N_MAT, N_MAT, device="cuda", dtype=dt)
                     b = torch.randn(N_MAT, N_MAT, device="cuda", dtype=dt)
                 else:
-                    if name == "bf16":
-                        dt = getattr(cp, "bfloat16", None)
-                        if dt is None:
-                            raise TypeError(f"CuPy {cp.__version__} has no bfloat16")
-                    else:
-                        dt = {"f16": cp.float16, "f32": cp.float32}[name]
+                    dt = cupy_dtype(name)
                     a = cp.random.standard_normal((N_MAT, N_MAT), dtype=cp.float32).astype(dt)
                     b = cp.random.standard_normal((N_MAT, N_MAT), dtype=cp.float32).astype(dt)
                 try:
@@ -303,27 +321,19 @@ def bench_h2d():
             h = cupyx.empty_pinned((N_H2D,), dtype=np.float32)
             h[...] = np.random.default_rng(0).random(N_H2D, dtype=np.float32)
             d = cp.empty(N_H2D, dtype=cp.float32)
-            s = cp.cuda.Stream.null
+            s = cp.cuda.get_current_stream()  # the stream the events are recorded on
             return time_device(be, lambda: d.set(h, stream=s))
         emit(w, be.name, run, "gbps", rate(GB_H2D))
         release(be)
 
 
 def main():
-    meta = {"meta": "peers_gpu", "python": platform.python_version()}
+    meta = {"meta": "peers_gpu", "impl": ARGS.impl, "python": platform.python_version()}
     if torch is not None:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        torch_exact_f32(torch)
         torch.manual_seed(1234)
-        meta.update({
-            "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-            "gpu": torch.cuda.get_device_name(0),
-            "torch_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "torch_fp16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "torch_bf16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        })
+        meta.update({"torch": torch.__version__, "torch_cuda": torch.version.cuda,
+                     "gpu": torch.cuda.get_device_name(0), **torch_precision(torch)})
     if cp is not None:
         cp.random.seed(1234)
         meta.update({"cupy": cp.__version__, "cupy_tf32": os.environ.get("CUPY_TF32")})

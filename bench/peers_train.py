@@ -7,7 +7,9 @@ same JSON lines as bench_train.c. torch.set_num_threads(N).
 --device cpu|cuda|cuda:N (default cpu), as bench_train --device: the models and
 data go to that device and each timed call ends with torch.cuda.synchronize(),
 so its time includes the GPU work (PyTorch eager); a {"meta":"device",...} line
-follows the first meta line. Without CUDA: a message on stderr, exit 0, no rows.
+follows the first meta line. TF32 is off for f32 products and convolutions
+(peers_util.torch_exact_f32), as in ctensor, so both do the same arithmetic.
+Without CUDA: a message on stderr, exit 0, no rows.
 
 Run with Debian's interpreter: /usr/bin/python3 bench/peers_train.py --threads N
 """
@@ -33,7 +35,7 @@ def take_device(argv):
 
 DEVICE_NAME = take_device(sys.argv)
 
-from peers_util import emit, init, scaled, want  # noqa: E402
+from peers_util import emit, init, scaled, torch_exact_f32, torch_precision, want  # noqa: E402
 
 ARGS = init(__doc__.splitlines()[0])
 import torch  # noqa: E402  (after init: it sets the thread variables)
@@ -52,6 +54,8 @@ if CUDA and not torch.cuda.is_available():
 if CUDA and DEV.index is not None and DEV.index >= torch.cuda.device_count():
     sys.exit(f"peers_train: --device {DEVICE_NAME}: only {torch.cuda.device_count()} "
              "CUDA device(s) visible")
+if CUDA:
+    torch_exact_f32(torch)
 
 
 def sync():
@@ -142,7 +146,8 @@ def main():
           flush=True)
     if CUDA:
         print(json.dumps({"meta": "device", "device": str(DEV),
-                          "name": torch.cuda.get_device_name(DEV)}), flush=True)
+                          "name": torch.cuda.get_device_name(DEV), **torch_precision(torch)}),
+              flush=True)
     torch.manual_seed(0)
     if want("train_linreg_1000"):
         bench_linreg()

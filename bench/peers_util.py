@@ -20,10 +20,13 @@ MIN_SAMPLE_S = 2e-3
 ARGS = None
 
 
-def init(description):
-    """Parses --threads/--budget/--only and sets the thread variables."""
+def init(description, extra=None):
+    """Parses --threads/--budget/--only (and what extra(parser) adds) and sets the
+    thread variables."""
     global ARGS
     p = argparse.ArgumentParser(description=description)
+    if extra:
+        extra(p)
     p.add_argument("--threads", type=int,
                    default=int(os.environ.get("CT_NUM_THREADS", 0)) or os.cpu_count())
     p.add_argument("--budget", type=float, default=1.5, help="seconds of samples per workload")
@@ -89,3 +92,53 @@ def emit(bench, impl, fn, metric=None, of_median=None):
     except Exception as e:  # a peer failing must not hide the others
         rec["error"] = f"{type(e).__name__}: {e}"
     print(json.dumps(rec), flush=True)
+
+
+def _has(obj, name):
+    """hasattr for torch.backends' modules, whose unknown names raise AssertionError
+    in PyTorch 1.x."""
+    try:
+        getattr(obj, name)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def torch_exact_f32(torch):
+    """TF32 off for f32 matrix products and convolutions, as ctensor's default
+    (ct_cuda_set_allow_tf32(false)). PyTorch >= 2.9 has fp32_precision ("ieee")
+    and warns that the allow_tf32 flags are to be deprecated (setting one API and
+    reading the other can raise), so the new API is used where it exists."""
+    cuda, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    if _has(cuda, "fp32_precision") and _has(getattr(cudnn, "conv", None), "fp32_precision"):
+        try:
+            cuda.fp32_precision = "ieee"
+            cudnn.conv.fp32_precision = "ieee"
+            return
+        except Exception:  # noqa: BLE001  (then the legacy flags, which still work)
+            pass
+    cuda.allow_tf32 = False
+    cudnn.allow_tf32 = False
+
+
+def torch_precision(torch):
+    """The f32 product and convolution settings as they stand, for the meta line
+    (the new API's where it exists: reading the legacy flags then only warns)."""
+    m, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    reads = [("torch_fp16_reduced_precision_reduction",
+              lambda: m.allow_fp16_reduced_precision_reduction),
+             ("torch_bf16_reduced_precision_reduction",
+              lambda: m.allow_bf16_reduced_precision_reduction)]
+    if _has(m, "fp32_precision"):
+        reads += [("torch_matmul_fp32", lambda: m.fp32_precision),
+                  ("torch_conv_fp32", lambda: cudnn.conv.fp32_precision)]
+    else:
+        reads += [("torch_allow_tf32", lambda: m.allow_tf32),
+                  ("torch_cudnn_allow_tf32", lambda: cudnn.allow_tf32)]
+    out = {}
+    for key, read in reads:
+        try:
+            out[key] = read()
+        except Exception:  # noqa: BLE001  (absent in this version)
+            pass
+    return out

@@ -381,9 +381,21 @@ def gpu_detail_rows(results):
     return rows
 
 
+def torch_f32_setting(peers):
+    """PyTorch's f32 product setting as peers_*.py recorded it (new API or legacy)."""
+    if "torch_matmul_fp32" in peers:
+        return (f"matmul fp32_precision={peers['torch_matmul_fp32']}, "
+                f"cudnn conv fp32_precision={peers.get('torch_conv_fp32', '?')}")
+    return (f"allow_tf32={peers.get('torch_allow_tf32', '?')}, "
+            f"cudnn allow_tf32={peers.get('torch_cudnn_allow_tf32', '?')}")
+
+
 def gpu_report(results, meta):
     gpu = next((m for m in meta if m.get("meta") == "gpu"), {})
-    peers = next((m for m in meta if m.get("meta") == "peers_gpu"), {})
+    peers = {}  # one line per peers_gpu.py process (--impl torch, --impl cupy): merged
+    for m in meta:
+        if m.get("meta") == "peers_gpu":
+            peers.update({k: v for k, v in m.items() if k not in peers})
     core = next((m for m in meta if m.get("meta") == "bench_gpu"), {})
     run = next((m for m in meta if m.get("meta") == "run"), {})
     try:
@@ -401,7 +413,7 @@ def gpu_report(results, meta):
         f"driver API {ver(drv)}, runtime {ver(rt)}; host {platform.node()}",
         f"- ctensor {core.get('version', '?')} ({core.get('build', '?')}); TF32 off",
         f"- Peers: PyTorch {peers.get('torch', 'absent')} (CUDA {peers.get('torch_cuda', '?')}, "
-        f"allow_tf32={peers.get('torch_allow_tf32', '?')}, fp16/bf16 reduced-precision "
+        f"{torch_f32_setting(peers)}, fp16/bf16 reduced-precision "
         f"reductions {peers.get('torch_fp16_reduced_precision_reduction', '?')}/"
         f"{peers.get('torch_bf16_reduced_precision_reduction', '?')}), "
         f"CuPy {peers.get('cupy', 'absent')} (CUPY_TF32={peers.get('cupy_tf32', '?')}), "
@@ -435,7 +447,8 @@ def gpu_report(results, meta):
 
 # Training steps on a GPU (bench_train/peers_train.py --device cuda): the
 # "Autograd, modules..." issue's GPU targets, against PyTorch eager on the same GPU.
-GPU_TRAIN_TARGETS = {"train_mlp_step": 2.0, "train_cnn_step": 2.0}
+GPU_TRAIN_TARGETS = {"train_mlp_step": 2.0, "train_cnn_step": 2.0, "train_fashion_cnn_step": 2.0,
+                     "train_fashion_cnn_epoch": 2.0}
 
 
 def train_device(meta):
@@ -445,7 +458,8 @@ def train_device(meta):
 
 
 def train_device_report(results, meta, device):
-    name = next((m["name"] for m in meta if m.get("meta") == "device" and m.get("name")), "?")
+    dev_meta = next((m for m in meta if m.get("meta") == "device" and m.get("name")), {})
+    name = dev_meta.get("name", "?")
     core = next((m for m in meta if m.get("meta") == "bench_train"), {})
     peers = next((m for m in meta if m.get("meta") == "peers_train"), {})
     rows = []
@@ -465,6 +479,8 @@ def train_device_report(results, meta, device):
             target = f">= {threshold:g}x faster than PyTorch eager"
             status = ("not measured" if value is None else "**met**" if value >= threshold
                       else f"not met ({shortfall(value, threshold, True)})")
+            if value is not None and noisy(r, ["ctensor", "torch"], GPU_NOISE):
+                status += "; noisy: rounds disagree, repeat"
         rows.append(f"| {WORKLOADS[bench]} | {cell(r.get('ctensor'))} | {cell(r.get('torch'))} "
                     f"| {ratio} | {target} | {status} |")
     out = [
@@ -472,7 +488,8 @@ def train_device_report(results, meta, device):
         "",
         f"- GPU: {name} (as PyTorch names it); host {platform.node()}",
         f"- ctensor {core.get('version', '?')} ({core.get('build', '?')}); PyTorch "
-        f"{peers.get('torch', 'absent')} eager",
+        f"{peers.get('torch', 'absent')} eager ({torch_f32_setting(dev_meta)}; ctensor: TF32 "
+        "off)",
         "- Each timed call ends with a device synchronization (ct_synchronize, "
         "torch.cuda.synchronize), so its time includes the GPU work; medians per call.",
         "",

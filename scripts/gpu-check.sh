@@ -11,10 +11,12 @@
 # A device call may run 10 minutes, so the whole run has a budget
 # (GPU_CHECK_SECONDS, default 540): the build comes first whatever the stages,
 # each stage gets a time limit within what is left, and a stage that cannot fit
-# is reported as not run. The build directory (GPU_CHECK_BUILD, default
-# build-gpu) stays on a warm machine, so a second call goes straight to its stages:
+# is reported as not run (each command also gets a hard kill 10 s after its
+# limit). The build directory (GPU_CHECK_BUILD, default build-gpu) stays only on
+# a warm machine (30 s after a call), so expect each call to build again:
 #   device run: scripts/gpu-check.sh test bench        carry [".gpu-deps"]
 #   device run: scripts/gpu-check.sh train epoch sanitize   carry [".gpu-deps"]
+# The summary gives each stage's seconds, to plan the next calls by.
 # The GPU machine reaches no package mirror: when it lacks OpenBLAS or zlib
 # headers, the Debian packages gathered here by scripts/gpu-deps.sh (carried in
 # .gpu-deps/) are unpacked into a prefix (GPU_CHECK_UNPACK_DEPS=1 forces it, to
@@ -53,11 +55,21 @@ summary=$out/gpu-check.md
 status=0
 
 left() { echo $((start + budget - $(date +%s))); }
-# Seconds for a stage: at most $1, and never past the budget.
+# Seconds for a command: at most $1, never past the budget, and at least 1
+# (`timeout 0` would mean no limit at all).
 limit() {
   local l
   l=$(left)
-  [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+  [ "$l" -lt "$1" ] || l=$1
+  [ "$l" -ge 1 ] || l=1
+  echo "$l"
+}
+# tmo SECONDS CMD...: CMD under limit SECONDS, killed (-9) 10 s after if it ignores
+# SIGTERM (a process stuck in the driver does).
+tmo() {
+  local s=$1
+  shift
+  timeout -k 10 "$(limit "$s")" "$@"
 }
 note() { echo "$*" | tee -a "$summary"; }
 section() { echo; echo "== $* ($(( $(date +%s) - start )) s) =="; }
@@ -65,13 +77,25 @@ section() { echo; echo "== $* ($(( $(date +%s) - start )) s) =="; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ "$emulated" = 1 ] && gpu="ctensor CUDA emulator (a rehearsal on the CPU, not a GPU run)"
 gpu_tag=$(echo "${gpu:-unknown-gpu}" | tr -cs 'A-Za-z0-9' '-' | sed 's/-$//')
-# The Python with torch (the GPU image's, with CuPy too; here Debian's): the
-# first python3 on PATH that imports torch, else /usr/bin/python3.
+# The Python with torch (the GPU image's /opt/torch/.venv, with CuPy too; here
+# Debian's): on a GPU, the first of python3 on PATH, the image's venv and
+# /usr/bin/python3 whose torch sees CUDA; else the first that imports torch.
+pys=()
+c=$(command -v python3) && pys+=("$c")
+pys+=(/opt/torch/.venv/bin/python3 /usr/bin/python3)
 py=""
-for c in $(command -v python3) /usr/bin/python3; do
-  "$c" -c 'import torch' > /dev/null 2>&1 && { py=$c; break; }
-done
-[ -n "$py" ] || py=$(command -v python3 || echo /usr/bin/python3)
+if [ "$emulated" != 1 ]; then
+  for c in "${pys[@]}"; do
+    [ -x "$c" ] && "$c" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' \
+      > /dev/null 2>&1 && { py=$c; break; }
+  done
+fi
+if [ -z "$py" ]; then
+  for c in "${pys[@]}"; do
+    [ -x "$c" ] && "$c" -c 'import torch' > /dev/null 2>&1 && { py=$c; break; }
+  done
+fi
+[ -n "$py" ] || py=${pys[0]}
 {
   echo "# GPU check $(date -u +%FT%TZ) on ${gpu:-no GPU found}: ${stages[*]}"
   echo
@@ -81,6 +105,7 @@ done
   nvcc --version 2>&1 | tail -n 1
   "$py" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
   "$py" -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -n 1
+  echo "python3 for the peers: $py"
   echo "cpus $(nproc)"
   echo '```'
 } > "$summary"
@@ -114,9 +139,30 @@ if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/
     note "- dependencies: no OpenBLAS or zlib headers here and no .gpu-deps/ (run scripts/gpu-deps.sh and carry .gpu-deps)"
   fi
 fi
-cudnn=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2> /dev/null)
+# cuDNN: the toolkit's or the system's if it has one (CMake finds it); else
+# PyTorch's wheel (nvidia-cudnn-cu13: nvidia/cudnn/{lib,include}, or wherever
+# under nvidia/ it lies), whose look-up in CMake asks the python3 on PATH, which
+# may not be $py: so name it, and put its libraries on the loader's path.
+cudnn="" have_cudnn=0
+nvcc_dir=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
+for f in "$nvcc_dir"/../include/cudnn.h /usr/include/cudnn.h /usr/include/*/cudnn.h; do
+  [ -e "$f" ] && have_cudnn=1
+done
+[ "$have_cudnn" = 1 ] || cudnn=$("$py" - 2> /dev/null <<'EOF'
+import glob, os
+import nvidia
+for root in nvidia.__path__:
+    for lib in sorted(glob.glob(os.path.join(root, "**", "libcudnn.so*"), recursive=True)):
+        d = os.path.dirname(os.path.dirname(lib))
+        if os.path.exists(os.path.join(d, "include", "cudnn.h")):
+            print(d)
+            raise SystemExit
+EOF
+)
 if [ -n "$cudnn" ] && [ -d "$cudnn/lib" ]; then
   export LD_LIBRARY_PATH=$cudnn/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  [ "$emulated" = 1 ] || cmake_extra+=(-DCUDNN_ROOT="$cudnn")
+  note "- cuDNN: $cudnn (PyTorch's wheel)"
 fi
 
 # ---- Build ----------------------------------------------------------------------------------
@@ -137,9 +183,10 @@ else
 fi
 section "configure + build (Release, ${cuda_flags[*]})"
 t0=$(date +%s)
-if timeout "$(limit 300)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flags[@]}" \
-     -DCTENSOR_BUILD_BENCH=ON -DCT_PYTHON3="$py" "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 &&
-   timeout "$(limit 600)" cmake --build "$build" -j"$(nproc)" > "$logs/build.log" 2>&1; then
+if tmo 300 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flags[@]}" \
+     -DCTENSOR_BUILD_BENCH=ON -DCT_PYTHON3="$py" ${cmake_extra[@]+"${cmake_extra[@]}"} \
+     > "$logs/configure.log" 2>&1 &&
+   tmo 600 cmake --build "$build" -j"$(nproc)" > "$logs/build.log" 2>&1; then
   note "- build: ok in $(( $(date +%s) - t0 )) s"
   built=1
 else
@@ -154,7 +201,7 @@ bin=$build/tests
 # ---- Stages -----------------------------------------------------------------------------------
 stage_test() {
   local rc
-  (cd "$build" && timeout "$(limit 330)" ctest -j"$ctest_jobs" --timeout 300 --output-on-failure \
+  (cd "$build" && tmo 330 ctest -j"$ctest_jobs" --timeout 300 --output-on-failure \
      ${ctest_label[@]+"${ctest_label[@]}"}) > "$logs/ctest.log" 2>&1
   rc=$?
   note "- ctest: rc=$rc; $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -n1)"
@@ -164,21 +211,25 @@ stage_test() {
   return $rc
 }
 
-# bench_gpu and peers_gpu.py in rounds whose order alternates; report.py keeps
-# each implementation's best median and renders the CUDA issue's targets.
+# bench_gpu and peers_gpu.py (PyTorch and CuPy, each in its own process: a crash
+# of one keeps the other's rows) in rounds whose order alternates; report.py
+# keeps each implementation's best median and renders the CUDA issue's targets.
 stage_bench() {
-  local raw=$out/gpu-bench.jsonl rc=0 r who
+  local raw=$out/gpu-bench.jsonl rc=0 r who w t0
   local rounds=${CT_GPU_BENCH_ROUNDS:-2} b=${CT_GPU_BENCH_BUDGET:-1.0}
   echo "{\"meta\":\"run\",\"rounds\":$rounds,\"budget_s\":$b}" > "$raw"
   for r in $(seq "$rounds"); do
-    for who in $([ $((r % 2)) -eq 1 ] && echo "ctensor peers" || echo "peers ctensor"); do
+    for who in $([ $((r % 2)) -eq 1 ] && echo "ctensor torch cupy" || echo "torch cupy ctensor"); do
+      if [ "$(left)" -lt 20 ]; then note "- bench round $r, $who: not run (budget)"; rc=1; continue; fi
+      t0=$(date +%s)
       if [ "$who" = ctensor ]; then
-        timeout "$(limit 150)" "$bench_gpu" --budget "$b" ${gpu_args[@]+"${gpu_args[@]}"} >> "$raw" 2>> "$logs/bench_gpu.log"
+        tmo 150 "$bench_gpu" --budget "$b" ${gpu_args[@]+"${gpu_args[@]}"} >> "$raw" 2>> "$logs/bench_gpu.log"
       else
-        timeout "$(limit 150)" "$py" bench/peers_gpu.py --budget "$b" >> "$raw" 2>> "$logs/peers_gpu.log"
+        PYTHONUNBUFFERED=1 tmo 150 "$py" bench/peers_gpu.py --impl "$who" --budget "$b" >> "$raw" \
+          2>> "$logs/peers_gpu.log"
       fi
-      local w=$?
-      note "- bench round $r, $who: rc=$w"
+      w=$?
+      note "- bench round $r, $who: rc=$w in $(( $(date +%s) - t0 )) s"
       [ $w -ne 0 ] && rc=1
     done
   done
@@ -190,9 +241,10 @@ stage_bench() {
 stage_train() {
   local raw=$out/gpu-train.jsonl rc=0 w
   : > "$raw"
-  timeout "$(limit 150)" "$bench_train" --device cuda:0 "${train_args[@]}" >> "$raw" 2>> "$logs/bench_train.log"
+  tmo 150 "$bench_train" --device cuda:0 "${train_args[@]}" >> "$raw" 2>> "$logs/bench_train.log"
   w=$?; note "- bench_train --device cuda:0: rc=$w"; [ $w -ne 0 ] && rc=1
-  timeout "$(limit 150)" "$py" bench/peers_train.py --device cuda --budget 1.0 >> "$raw" 2>> "$logs/peers_train.log"
+  PYTHONUNBUFFERED=1 tmo 150 "$py" bench/peers_train.py --device cuda --budget 1.0 >> "$raw" \
+    2>> "$logs/peers_train.log"
   w=$?; note "- peers_train.py --device cuda: rc=$w"; [ $w -ne 0 ] && rc=1
   report "$raw" "$out/gpu-train.md" || rc=1
   return $rc
@@ -201,7 +253,7 @@ stage_train() {
 stage_epoch() {
   local rc data=.gpu-deps/fashion-mnist
   [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
-  timeout "$(limit 300)" bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir "$data" \
+  PYTHONUNBUFFERED=1 tmo 300 bench/epoch_fmnist.sh --device cuda:0 --python "$py" --data-dir "$data" \
     --ctensor "$ctensor_prog" --epochs "${CT_GPU_EPOCHS:-10}" --target 0.91 --out-dir "$out" \
     ${epoch_args[@]+"${epoch_args[@]}"} > "$logs/epoch.log" 2>&1
   rc=$?
@@ -221,31 +273,38 @@ stage_sanitize() {
     note "- compute-sanitizer: not found (PATH, /usr/local/cuda/bin)"
     return 1
   fi
-  # memcheck over every op test on the GPU; the other tools over a few (slower)
-  local tests=(test_cuda test_binary test_unary test_reduce test_softmax test_matmul test_index
-               test_random test_nn_functional test_loss test_module test_optim test_autograd)
-  for t in "${tests[@]}"; do
-    [ -x "$bin/$t" ] || continue
-    local tools="memcheck"
-    case $t in test_cuda | test_reduce | test_index | test_softmax) tools="memcheck racecheck initcheck synccheck" ;; esac
-    for tool in $tools; do
-      if [ "$(left)" -lt 15 ]; then note "  - $tool $t: not run (budget)"; rc=1; continue; fi
-      local args=(--device cuda)
-      [ "$t" = test_cuda ] && args=()
-      # API errors are the library's to check and report (the OOM tests provoke
-      # them on purpose); the tools look for what it cannot see itself.
-      timeout "$(limit 90)" "$cs" --tool "$tool" --error-exitcode 99 --report-api-errors no \
-        "$bin/$t" "${args[@]}" > "$logs/cs-$tool-$t.log" 2>&1
-      w=$?
-      res=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/cs-$tool-$t.log" | tail -n1)
-      note "  - $tool $t: rc=$w $res"
-      # Some container runtimes keep the tools off the GPU: say so once, stop.
-      if grep -q 'Device not supported' "$logs/cs-$tool-$t.log"; then
-        note "  - compute-sanitizer: 'Device not supported' on this machine (its runtime); stage stopped"
-        return 1
-      fi
-      [ $w -ne 0 ] && [ $w -ne 77 ] && rc=1
-    done
+  # memcheck over every op test on the GPU first, then the other tools (slower)
+  # over a few: what the budget cuts is the least useful part.
+  # test_cuda and test_cuda_elementwise are GPU-only (no --device argument).
+  local tests=(test_cuda test_cuda_elementwise test_binary test_unary test_reduce test_softmax
+               test_matmul test_index test_random test_nn_functional test_loss test_module
+               test_optim test_autograd)
+  local runs=() few=(test_cuda test_reduce test_index test_softmax)
+  for t in "${tests[@]}"; do runs+=("memcheck $t"); done
+  for tool in racecheck initcheck synccheck; do
+    for t in "${few[@]}"; do runs+=("$tool $t"); done
+  done
+  local run
+  for run in "${runs[@]}"; do
+    tool=${run% *} t=${run#* }
+    [ -x "$bin/$t" ] || { note "  - $tool $t: no $bin/$t"; continue; }
+    if [ "$(left)" -lt 15 ]; then note "  - $run and the rest: not run (budget)"; rc=1; break; fi
+    local args=(--device cuda)
+    case $t in test_cuda | test_cuda_elementwise) args=() ;; esac
+    # API errors are the library's to check and report (the OOM tests provoke
+    # them on purpose); the tools look for what it cannot see itself.
+    tmo 90 "$cs" --tool "$tool" --error-exitcode 99 --report-api-errors no \
+      "$bin/$t" ${args[@]+"${args[@]}"} > "$logs/cs-$tool-$t.log" 2>&1
+    w=$?
+    res=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/cs-$tool-$t.log" | tail -n1)
+    [ $w -eq 124 ] || [ $w -eq 137 ] && res="timed out; $res"
+    note "  - $tool $t: rc=$w $res"
+    # Some container runtimes keep the tools off the GPU: say so once, stop.
+    if grep -q 'Device not supported' "$logs/cs-$tool-$t.log"; then
+      note "  - compute-sanitizer: 'Device not supported' on this machine (its runtime); stage stopped"
+      return 1
+    fi
+    [ $w -ne 0 ] && [ $w -ne 77 ] && rc=1
   done
   return $rc
 }
@@ -267,7 +326,9 @@ for s in "${stages[@]}"; do
   case $s in
   test | bench | train | epoch | sanitize)
     echo "## $s" >> "$summary"
-    "stage_$s" || status=1 ;;
+    t0=$(date +%s)
+    "stage_$s" || status=1
+    note "- $s: $(( $(date +%s) - t0 )) s" ;;
   *) note "- unknown stage $s (test bench train epoch sanitize)"; status=1 ;;
   esac
 done
