@@ -166,6 +166,19 @@ __global__ void compact_kernel(ctc_t out, ctc_t x, const int64_t *flags, const i
   }
 }
 
+/* DeviceScan of older CUB (before NVIDIA/cccl#2171, 2024; CUDA 12.x toolkits)
+ * takes `int num_items` and would silently truncate an int64 count: the scan
+ * runs over chunks that fit an int. */
+#define SCAN_CHUNK ((int64_t)1 << 30)
+
+/* A chunk's exclusive scan pos[0, n) continued from the previous chunk:
+ * += the count before it (pos[-1] + flags[-1], final: stream-ordered). */
+__global__ void scan_carry_kernel(int64_t *pos, const int64_t *flags, int64_t n) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x, carry = pos[-1] + flags[-1];
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride)
+    pos[e] += carry;
+}
+
 extern "C" ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *mask) {
   int dev = x->device;
   const char *op = "masked_select";
@@ -180,11 +193,19 @@ extern "C" ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, co
   int64_t *pos = flags + n;
   flags_kernel<<<ctc_blocks(n, dev), CTC_THREADS, 0, s>>>(*mask, flags);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
-  size_t tmp = 0;
-  CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(nullptr, tmp, flags, pos, n, s));
+  int chunk = (int)(n < SCAN_CHUNK ? n : SCAN_CHUNK);
+  size_t tmp = 0; /* the largest chunk's needs cover the others' */
+  CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(nullptr, tmp, flags, pos, chunk, s));
   void *t = tbuf.get(tmp);
   if (!t) return ct_last_error();
-  CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(t, tmp, flags, pos, n, s));
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int len = (int)(n - c0 < chunk ? n - c0 : chunk);
+    size_t bytes = tmp;
+    CT_CUDA_CHECK(op, dev, cub::DeviceScan::ExclusiveSum(t, bytes, flags + c0, pos + c0, len, s));
+    if (c0 == 0) continue;
+    scan_carry_kernel<<<ctc_blocks(len, dev), CTC_THREADS, 0, s>>>(pos + c0, flags + c0, len);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
   compact_kernel<<<ctc_blocks(n, dev), CTC_THREADS, 0, s>>>(*out, *x, flags, pos);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
