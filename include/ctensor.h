@@ -13,6 +13,7 @@
  *   ctensor/optim.h   SGD, Adam, AdamW, learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
  *   ctensor/data.h    datasets (MNIST, CIFAR-10), transforms, the data loader
+ *   ctensor/dist.h    distributed data parallel over MPI and NCCL (mpirun)
  *
  *   #include <ctensor.h>
  *   int main(void) {
@@ -36,6 +37,7 @@
 #include "ctensor/autograd.h"
 #include "ctensor/data.h"
 #include "ctensor/device.h"
+#include "ctensor/dist.h"
 #include "ctensor/dtype.h"
 #include "ctensor/error.h"
 #include "ctensor/io.h"

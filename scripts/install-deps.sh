@@ -24,6 +24,8 @@ need=(
 if [ "$want_tests" = 1 ]; then
   # PyTorch and NumPy serve as oracles in the tests; clang for the fuzz targets.
   need+=("python3-numpy:/usr/lib/python3/dist-packages/numpy" "python3-torch:/usr/lib/python3/dist-packages/torch")
+  # Open MPI: builds src/dist against MPI and runs test_dist as 2 ranks (mpiexec).
+  need+=("libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h" "openmpi-bin:/usr/bin/mpiexec.openmpi")
 fi
 if [ "$want_data" = 1 ]; then
   need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")

@@ -104,6 +104,15 @@ typedef struct ct_dataloader_opts {
   int prefetch;         /* batches prepared ahead per worker; 0 means 2 */
   bool pin_memory;      /* batches in pinned memory; as torch, without a usable
                            GPU this prints one warning and does not pin */
+  /* Distributed sharding, as torch's DistributedSampler (shard_count 0 or 1:
+   * none). The whole order (above) is the same on every rank; rank r of W
+   * takes its entries r, r + W, r + 2W, ..., ceil(N / W) of them, wrapping
+   * around to the first ones as padding, or floor(N / W) with drop_last (then
+   * the tail is dropped), so that every rank gets the same number of samples
+   * and batches. Usually .shard_rank = ct_dist_rank(), .shard_count =
+   * ct_dist_world_size(). CT_ERR_ARG unless 0 <= shard_rank < shard_count. */
+  int64_t shard_rank;
+  int64_t shard_count;
   ct_device device;     /* where batches are delivered (zero value: the CPU). On a
                            GPU, batches are built in pinned memory and copied on a
                            stream of the loader's own while the caller computes on
@@ -136,7 +145,8 @@ int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
  * epoch still being built are discarded). With shuffle, the order is a
  * Fisher-Yates shuffle of 0..n-1 (i from n-1 down to 1 swaps i with
  * floor(u * (i + 1) / 2^64), u successive ct_generator_next_u64 draws of a
- * generator in state (seed, epoch << 32)); without, 0..n-1. skip_batches
+ * generator in state (seed, epoch << 32)); without, 0..n-1; with sharding,
+ * this rank's entries of that order (shard_rank above). skip_batches
  * (0..num_batches) resumes part way through: the batches that follow are the
  * ones an uninterrupted epoch would give (for checkpoints). */
 ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches);

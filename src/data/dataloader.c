@@ -14,6 +14,13 @@
  * a generator in state (seed, epoch << 32); batch b holds perm[b * batch_size
  * ..]. Nothing depends on the number of workers or on timing.
  *
+ * Sharding (opts.shard_count W > 1, as torch's DistributedSampler): the
+ * order above is computed for the whole dataset (N samples) into `full`,
+ * the same on every rank; rank r keeps full[(r + i W) % N] for i < n, with
+ * n = ceil(N / W) (the wrap repeats the first samples as padding) or, with
+ * drop_last, floor(N / W). So every rank has n samples and the same number of
+ * batches, and the shards are disjoint except for the padding.
+ *
  * Device delivery (opts.device a GPU): batches are built pinned as above,
  * and ct_dataloader_next keeps one staged ahead, copied on the loader's own
  * stream (device_stage.c), so the copy of batch b+1 overlaps the caller's
@@ -39,7 +46,10 @@ struct ct_dataloader {
   uint64_t seed;
   ct_generator *gen;
   ct__sample_meta meta; /* fast path: row shapes */
-  int64_t *perm;        /* (n): the order of the current epoch */
+  int64_t *perm;        /* (n): the order of the current epoch (of this shard) */
+  int64_t full_n;       /* samples in the dataset (n is this shard's count) */
+  int64_t *full;        /* (full_n): the whole order when sharded, else NULL */
+  int64_t shard_rank, shard_count;
   int64_t epoch;
   bool started;
   /* Delivery on a GPU (opts.device): the next batch's copy, and an error met
@@ -228,6 +238,7 @@ void ct_dataloader_free(ct_dataloader *dl) {
   free(dl->threads);
   free(dl->ring);
   free(dl->perm);
+  free(dl->full);
   ct_generator_free(dl->gen);
   free(dl);
 }
@@ -240,12 +251,22 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
     return ct__fail(CT_ERR_ARG,
                     "dataloader_new: batch_size (%lld) must be >= 0, num_workers (%d) and prefetch "
                     "(%d) in 0..1024", (long long)o.batch_size, o.num_workers, o.prefetch);
-  int64_t n = ct_dataset_length(d);
-  if (n < 0) return ct__fail(CT_ERR_ARG, "dataloader_new: the dataset's length is %lld", (long long)n);
+  int64_t shards = o.shard_count ? o.shard_count : 1;
+  if (shards < 1 || o.shard_rank < 0 || o.shard_rank >= shards)
+    return ct__fail(CT_ERR_ARG, "dataloader_new: shard_rank %lld must be in 0..shard_count-1 "
+                    "(shard_count %lld)", (long long)o.shard_rank, (long long)o.shard_count);
+  int64_t full_n = ct_dataset_length(d);
+  if (full_n < 0)
+    return ct__fail(CT_ERR_ARG, "dataloader_new: the dataset's length is %lld", (long long)full_n);
+  /* this shard's samples: padded up, or with drop_last cut down, to N / W */
+  int64_t n = shards == 1 ? full_n : o.drop_last ? full_n / shards : (full_n + shards - 1) / shards;
   ct_dataloader *dl = calloc(1, sizeof *dl);
   if (!dl) return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
   dl->ds = d;
   dl->n = n;
+  dl->full_n = full_n;
+  dl->shard_rank = o.shard_rank;
+  dl->shard_count = shards;
   dl->batch_size = o.batch_size ? o.batch_size : 1;
   dl->num_batches = o.drop_last ? n / dl->batch_size : n / dl->batch_size + (n % dl->batch_size != 0);
   dl->shuffle = o.shuffle;
@@ -272,7 +293,8 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   dl->perm = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   dl->gen = ct_generator_new(o.seed);
   dl->ring = calloc((size_t)dl->capacity, sizeof *dl->ring);
-  if (!dl->perm || !dl->gen || !dl->ring) {
+  if (shards > 1) dl->full = malloc(sizeof(int64_t) * (size_t)(full_n ? full_n : 1));
+  if (!dl->perm || !dl->gen || !dl->ring || (shards > 1 && !dl->full)) {
     ct_dataloader_free(dl);
     return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
   }
@@ -307,17 +329,20 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
 int64_t ct_dataloader_num_batches(const ct_dataloader *dl) { return dl ? dl->num_batches : 0; }
 
 static void make_order(ct_dataloader *dl, int64_t epoch) {
-  int64_t n = dl->n, *p = dl->perm;
+  int64_t n = dl->full_n, *p = dl->full ? dl->full : dl->perm;
   for (int64_t i = 0; i < n; i++) p[i] = i;
-  if (!dl->shuffle) return;
-  ct_generator_set_state(dl->gen, dl->seed, (uint64_t)epoch << 32);
-  for (int64_t i = n - 1; i > 0; i--) {
-    uint64_t u = ct_generator_next_u64(dl->gen);
-    int64_t j = (int64_t)(((unsigned __int128)u * (uint64_t)(i + 1)) >> 64);
-    int64_t t = p[i];
-    p[i] = p[j];
-    p[j] = t;
+  if (dl->shuffle) {
+    ct_generator_set_state(dl->gen, dl->seed, (uint64_t)epoch << 32);
+    for (int64_t i = n - 1; i > 0; i--) {
+      uint64_t u = ct_generator_next_u64(dl->gen);
+      int64_t j = (int64_t)(((unsigned __int128)u * (uint64_t)(i + 1)) >> 64);
+      int64_t t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
   }
+  if (dl->full) /* this rank's shard (n == 0 implies dl->n == 0) */
+    for (int64_t i = 0; i < dl->n; i++) dl->perm[i] = p[(dl->shard_rank + i * dl->shard_count) % n];
 }
 
 ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches) {

@@ -1,0 +1,47 @@
+/* What the distributed layer (dist.c: checks, staging, buckets, module
+ * helpers) asks of its engines. mpi.c or mpi_stub.c answers the ct__mpi_*
+ * calls, nccl.c or nccl_stub.c the ct__nccl_* ones; CMake picks one of each,
+ * so no file here tests a macro. Every function records an error naming `op`
+ * and returns its code on failure. */
+#ifndef CT_DIST_INTERNAL_H
+#define CT_DIST_INTERNAL_H
+
+#include "core/internal.h"
+
+/* ---- MPI (the process group; also carries NCCL's unique id) ---- */
+
+bool ct__mpi_compiled(void);
+/* Initializes MPI unless the program did (then *owns_mpi is false),
+ * duplicates MPI_COMM_WORLD and finds rank, size and the local rank. */
+ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi);
+ct_status ct__mpi_finalize(bool owns_mpi);
+ct_status ct__mpi_barrier(const char *op);
+/* In-place collectives on host memory: count elements of dtype (not f16/bf16:
+ * the caller converts those to f32). AVG is not an MPI op: pass SUM. */
+ct_status ct__mpi_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
+                             ct_dist_op rop);
+ct_status ct__mpi_broadcast(const char *op, void *buf, int64_t nbytes, int root);
+/* Element-wise max and min over ranks of n int64 values (consistency checks). */
+ct_status ct__mpi_max_min_i64(const char *op, const int64_t *in, int64_t *max, int64_t *min, int n);
+
+/* ---- NCCL (CUDA tensors; built only with CUDA, NCCL and MPI) ---- */
+
+bool ct__nccl_compiled(void);
+/* Creates the communicator on device dev (rank 0's unique id broadcast over
+ * MPI with ct__mpi_broadcast). */
+ct_status ct__nccl_init(int rank, int world_size, ct_device dev);
+void ct__nccl_finalize(void);
+/* In-place on contiguous device memory of dev, ordered after the work queued
+ * on dev's current stream and before the work queued on it afterwards. */
+ct_status ct__nccl_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
+                              ct_dist_op rop, ct_device dev);
+ct_status ct__nccl_broadcast(const char *op, void *buf, int64_t count, ct_dtype dtype, int root,
+                             ct_device dev);
+/* Waits for the collectives queued so far (barrier). */
+ct_status ct__nccl_synchronize(const char *op, ct_device dev);
+/* Marks dev memory at data as used by the NCCL stream until freed, so the
+ * caching allocator does not hand it to other work before the collective
+ * ends. */
+ct_status ct__nccl_record(ct_device dev, void *data);
+
+#endif /* CT_DIST_INTERNAL_H */
