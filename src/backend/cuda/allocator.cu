@@ -194,6 +194,11 @@ static bool events_done(block *b) {
   for (int i = 0; i < b->nevents; i++) {
     cudaError_t r = cudaEventQuery(b->events[i].event);
     if (r == cudaErrorNotReady) {
+      /* "not ready" is an answer, but the runtime also stores it as the
+       * thread's last error: left there, the next kernel launch's
+       * cudaGetLastError (CT_CUDA_LAUNCH_CHECK) would report it as that
+       * launch's failure. Clear it, as PyTorch's allocator does. */
+      (void)cudaGetLastError();
       b->events[k++] = b->events[i];
       continue;
     }
@@ -219,9 +224,15 @@ static void block_destroy(block *b) {
   free(b);
 }
 
-/* Frees every cached block of pool P (lock held), waiting for pending events. */
+/* Frees every cached block of pool P (lock held), waiting for pending events.
+ * A device block goes back to the cache as soon as its last use is queued, so
+ * work on its allocation stream may still read or write it: the device is
+ * synchronized first (the caller made it the current device), since cudaFree
+ * is documented only to "may" synchronize (cuMemFree), not to wait for the
+ * work using the block. */
 static void release_cached(pool *P, bool pinned) {
   block *b = P->cached;
+  if (b && !pinned && cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
   while (b) {
     block *next = b->next;
     events_wait(b);

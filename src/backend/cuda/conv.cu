@@ -110,7 +110,11 @@ static ct_status make_descs(const char *op, int dev, dnn_descs &d, const ctc_t *
 static ct_status dnn_handle(const char *op, int dev, cudaStream_t s, cudnnHandle_t *h) {
   if (dev < 0 || dev >= CTC_DNN_MAX_DEV)
     return ct__fail_status(CT_ERR_CUDA, "%s: cuda:%d beyond the %d devices supported", op, dev, CTC_DNN_MAX_DEV);
-  if (!dnn_handles[dev]) DNN_CHECK(op, dev, cudnnCreate(&dnn_handles[dev]));
+  if (!dnn_handles[dev]) { /* set only on success: a failed create leaves no half handle */
+    cudnnHandle_t fresh = nullptr;
+    DNN_CHECK(op, dev, cudnnCreate(&fresh));
+    dnn_handles[dev] = fresh;
+  }
   DNN_CHECK(op, dev, cudnnSetStream(dnn_handles[dev], s));
   *h = dnn_handles[dev];
   return CT_OK;

@@ -90,7 +90,9 @@ Stream legacy[kMaxDevices];
 std::vector<Stream *> streams; /* user streams, all devices */
 std::map<const char *, size_t, std::less<>> pinned; /* pinned host blocks -> size */
 thread_local int current_dev = 0;
-cudaError_t last_error = cudaSuccess;
+/* The real runtime keeps one last error per host thread (programming guide,
+ * "Error Checking"): an error of a data-loader thread is not the main thread's. */
+thread_local cudaError_t last_error = cudaSuccess;
 uint64_t next_seq = 1;
 uint64_t rng = 0x9e3779b97f4a7c15ull;
 int open_depth = 0; /* device memory is accessible while > 0 */
@@ -683,7 +685,10 @@ cudaError_t cudaEventQuery(cudaEvent_t ev) {
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
   if (e->done < e->recorded) progress([e] { return e->done >= e->recorded; }, (long)(next_random() % 4));
-  return e->done >= e->recorded ? cudaSuccess : cudaErrorNotReady; /* NotReady is not an error */
+  /* NotReady is an answer, not a failure, but the real runtime also stores it
+   * as the thread's last error (PyTorch clears it after every query): a caller
+   * that doesn't clear it sees it at its next cudaGetLastError, a launch check. */
+  return e->done >= e->recorded ? cudaSuccess : fail(cudaErrorNotReady);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
@@ -700,7 +705,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
   if (!s || !e || s->destroyed || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
   if (!s->timing || !e->timing) return fail(cudaErrorInvalidResourceHandle);
   if (s->recorded == 0 || e->recorded == 0) return fail(cudaErrorInvalidResourceHandle);
-  if (s->done < s->recorded || e->done < e->recorded) return cudaErrorNotReady;
+  if (s->done < s->recorded || e->done < e->recorded) return fail(cudaErrorNotReady);
   *ms = (float)(e->ms - s->ms);
   return cudaSuccess;
 }

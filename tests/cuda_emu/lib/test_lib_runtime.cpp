@@ -4,7 +4,9 @@
  * - a copy from pageable memory is staged at the call, one into pageable
  *   memory is done when the call returns;
  * - cudaStreamWaitEvent and the legacy default stream order streams;
- * - host code that dereferences device memory crashes. */
+ * - host code that dereferences device memory crashes;
+ * - an event query that answers "not ready" leaves cudaErrorNotReady as the
+ *   thread's last error, as the real runtime does (a caller must clear it). */
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +121,27 @@ static void out_of_memory_is_an_error(void) {
   EXPECT(cudaGetLastError() == cudaSuccess);
 }
 
+static void not_ready_is_the_last_error(void) {
+  cudaStream_t s;
+  EXPECT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  unsigned char *d = nullptr;
+  EXPECT(cudaMalloc((void **)&d, 64) == cudaSuccess);
+  for (int i = 0; i < 16; i++) EXPECT(cudaMemsetAsync(d, i, 64, s) == cudaSuccess);
+  cudaEvent_t e;
+  EXPECT(cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+  EXPECT(cudaEventRecord(e, s) == cudaSuccess);
+  EXPECT(cudaGetLastError() == cudaSuccess);
+  EXPECT(cudaEventQuery(e) == cudaErrorNotReady); /* at most 3 of the 17 items ran */
+  EXPECT(cudaGetLastError() == cudaErrorNotReady);
+  EXPECT(cudaGetLastError() == cudaSuccess);
+  EXPECT(cudaEventSynchronize(e) == cudaSuccess);
+  EXPECT(cudaEventQuery(e) == cudaSuccess);
+  EXPECT(cudaGetLastError() == cudaSuccess);
+  EXPECT(cudaEventDestroy(e) == cudaSuccess);
+  EXPECT(cudaStreamDestroy(s) == cudaSuccess);
+  EXPECT(cudaFree(d) == cudaSuccess);
+}
+
 int main(void) {
   int n = 0;
   EXPECT(cudaGetDeviceCount(&n) == cudaSuccess && n >= 1);
@@ -126,6 +149,7 @@ int main(void) {
   events_and_the_default_stream_order_streams();
   host_access_to_device_memory_crashes();
   out_of_memory_is_an_error();
+  not_ready_is_the_last_error();
   printf("emulated GPU runtime (a CPU emulation, not a GPU run): %s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }
