@@ -8,8 +8,10 @@
 # (2 epochs straight = 1 epoch + --resume to 2, bit for bit), resume_sigint
 # (SIGINT mid-epoch, --resume, bit for bit), kill9_save (kill -9 while a
 # checkpoint is being replaced leaves the old one intact), amp (--amp: f16 with
-# loss scaling, SIGINT and --resume bit for bit), errors (exit codes and
-# messages of bad input). CT_TEST_DEVICE (default cpu) is the device the
+# loss scaling, SIGINT and --resume bit for bit), dist (2 processes under
+# mpiexec: rank 0 alone reports and saves, SIGINT and --resume bit for bit;
+# skipped, exit 77, without MPI), errors (exit codes and messages of bad
+# input). CT_TEST_DEVICE (default cpu) is the device the
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
@@ -114,6 +116,36 @@ amp)
   awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 128) }' && pass "learned with --amp auto ($acc/256)" ||
     fail "accuracy ${acc:-?}/256 too low with --amp auto"
   run badamp 2 "$CT" train --amp f32 --data-dir data && expect_text "bad --amp value" badamp.err "--amp: expected none, auto, f16 or bf16, got 'f32'"
+  ;;
+
+dist)
+  # Data parallel under mpiexec (MPIEXEC, default mpiexec): 2 ranks of 256 samples each.
+  MPIEXEC=${MPIEXEC:-mpiexec}
+  command -v "$MPIEXEC" >/dev/null || { echo "skipped: no $MPIEXEC"; exit 77; }
+  "$CT" info | grep -q 'mpi=ON' || { echo "skipped: this ctensor was built without MPI"; exit 77; }
+  MPI=("$MPIEXEC" -n 2)
+  run straight 0 "${MPI[@]}" "$CT" train --model mlp --epochs 2 --checkpoint a.safetensors --metrics a.jsonl \
+    --data-dir data --limit-train 512 --limit-test 256 --batch-size 32 && pass "2 processes train"
+  expect_text "says it runs 2 processes" straight.out ', 2 processes \((mpi|nccl); batch 32 each\)'
+  [ "$(grep -c '^test accuracy' straight.out)" -eq 1 ] && pass "one rank reports" ||
+    fail "$(grep -c '^test accuracy' straight.out) final accuracy lines"
+  [ "$(wc -l <a.jsonl)" -eq 2 ] && pass "one rank writes the metrics" || fail "metrics has $(wc -l <a.jsonl) lines"
+  grep -q '"images_per_second"' a.jsonl && pass "metrics lines" || fail "metrics lines malformed"
+  # 8 batches per rank per epoch: stop at batch 13 = epoch 2, batch 5 (all ranks agree).
+  CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=13 run interrupted 130 "${MPI[@]}" "$CT" train --model mlp --epochs 2 \
+    --checkpoint b.safetensors --metrics b.jsonl "${COMMON[@]}" && pass "SIGINT stops both ranks"
+  expect_text "says where it stopped" interrupted.err 'interrupted at epoch 2, batch 5/8'
+  run wrongworld 2 "$CT" train --resume --epochs 2 --checkpoint b.safetensors --data-dir data &&
+    expect_text "mid-epoch resume needs as many processes" wrongworld.err 'stopped mid-epoch with 2 process'
+  run resumed 0 "${MPI[@]}" "$CT" train --resume --epochs 2 --checkpoint b.safetensors --metrics b.jsonl \
+    --data-dir data --quiet && pass "resumed with 2 processes"
+  "$ST" compare a.safetensors b.safetensors >cmp.out 2>&1 && pass "SIGINT+resume = straight, bit for bit ($(cat cmp.out))" ||
+    { fail "SIGINT+resume differs from the straight run"; cat cmp.out; }
+  l_a=$(tail -1 a.jsonl | sed -E 's/.*"loss": ([^,]+),.*/\1/')
+  l_b=$(tail -1 b.jsonl | sed -E 's/.*"loss": ([^,]+),.*/\1/')
+  [ "$l_a" = "$l_b" ] && pass "epoch 2 loss over both ranks identical ($l_a)" || fail "epoch 2 loss $l_a vs $l_b"
+  acc=$(sed -nE 's/^test accuracy: [0-9.]+% \(([0-9]+)\/256\)/\1/p' straight.out)
+  awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 128) }' && pass "learned ($acc/256)" || fail "accuracy ${acc:-?}/256"
   ;;
 
 resume_sigint)

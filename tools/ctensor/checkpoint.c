@@ -57,6 +57,7 @@ static const field fields[] = {
     {"meta.amp", F_I64, offsetof(cli_ckpt_meta, amp), true},
     {"meta.amp_scale", F_F64, offsetof(cli_ckpt_meta, amp_scale), true},
     {"meta.amp_growth_tracker", F_I64, offsetof(cli_ckpt_meta, amp_growth_tracker), true},
+    {"meta.world_size", F_I64, offsetof(cli_ckpt_meta, world_size), true},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 /* meta.format, the fields, meta.model_name and meta.dataset_name (u8 text). */
@@ -230,6 +231,7 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
   ck->meta.amp = AMP_NONE;
   ck->meta.amp_scale = 1;
   ck->meta.amp_growth_tracker = 0;
+  ck->meta.world_size = 1;
   for (int i = 0; i < NFIELDS; i++) {
     void *p = (char *)&ck->meta + fields[i].offset;
     if (fields[i].optional && find(ck, fields[i].name) < 0) continue;
@@ -259,6 +261,7 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
                     : m->amp != AMP_NONE && m->amp != AMP_F16 && m->amp != AMP_BF16 ? "meta.amp"
                     : !(m->amp_scale > 0 && isfinite(m->amp_scale)) ? "meta.amp_scale"
                     : m->amp_growth_tracker < 0          ? "meta.amp_growth_tracker"
+                    : m->world_size < 1                  ? "meta.world_size"
                                                          : NULL;
   if (bad) {
     snprintf(err, errsz, "%s: %s has a value out of range", path, bad);

@@ -132,6 +132,7 @@ typedef struct cli_ckpt_meta {
   int64_t amp;            /* cli_amp, resolved: none, f16 or bf16 */
   double amp_scale;       /* the gradient scaler's state (f16) */
   int64_t amp_growth_tracker;
+  int64_t world_size;     /* processes that trained (mpirun -np); 1 when absent */
   /* The partial epoch (so that a resumed epoch reports the same loss). */
   double epoch_loss_sum;  /* sum over samples of the training loss */
   int64_t epoch_samples;

@@ -309,6 +309,43 @@ static int read_loss(loss_meter *m, cli_progress *pg, int64_t epoch, int64_t bat
   return CLI_OK;
 }
 
+/* ---- Several processes (under mpirun) ---------------------------------------- */
+
+/* Started by mpirun with more than one process: data parallel over the
+ * process group (ctensor/dist.h). Every rank trains on its shard of each
+ * epoch with --batch-size samples per step, gradients are averaged before the
+ * step, and rank 0 alone prints, writes metrics and saves checkpoints. The
+ * ranks hold identical weights, so each evaluates the whole test set. */
+typedef struct dist_run {
+  int rank, world; /* 0 and 1 in a single process */
+} dist_run;
+
+/* OR of `local` over the ranks (as is in one process). NULL on failure. */
+static bool dist_any(const dist_run *d, bool local, ct_device dev, bool *out) {
+  *out = local;
+  if (d->world == 1) return true;
+  ct_tensor *t = ct_scalar(local, &(ct_tensor_opts){.dtype = CT_I32, .device = dev});
+  double v = 0;
+  bool ok = t && ct_dist_all_reduce_(t, CT_DIST_MAX) == CT_OK && ct_item(t, &v) == CT_OK;
+  ct_free(t);
+  *out = v != 0;
+  return ok;
+}
+
+/* Sums of the epoch's loss and sample count over the ranks. */
+static bool dist_sum2(const dist_run *d, ct_device dev, double *a, int64_t *b) {
+  if (d->world == 1) return true;
+  double v[2] = {*a, (double)*b};
+  ct_tensor *h = ct_from_data(v, (int64_t[]){2}, 1, &(ct_tensor_opts){.dtype = CT_F64});
+  ct_tensor *t = ct_to(h, dev, NULL);
+  bool ok = t && ct_dist_all_reduce_(t, CT_DIST_SUM) == CT_OK;
+  ct_tensor *back = ok ? ct_to(t, ct_cpu(), NULL) : NULL;
+  if (back) memcpy(v, ct_data_ptr(back), sizeof v);
+  ct_free(h), ct_free(t), ct_free(back);
+  *a = v[0], *b = (int64_t)v[1];
+  return back != NULL;
+}
+
 static void print_resume_hint(const cli_opts *o) {
   fprintf(stderr, "resume with: ctensor train --resume --checkpoint %s --epochs %lld", o->checkpoint,
           (long long)o->epochs);
@@ -324,6 +361,18 @@ int cmd_train(int argc, char **argv) {
   if (rc != CLI_OK) return rc;
   ct_device dev;
   if ((rc = cli_resolve_device(&o, &dev)) != CLI_OK) return rc;
+  dist_run dr = {.rank = 0, .world = 1};
+  if (ct_dist_env_world_size() > 1) {
+    /* One GPU per rank: cuda:(local rank % visible GPUs). */
+    if (ct_dist_init(&(ct_dist_opts){.device = dev, .device_from_local_rank = dev.type == CT_DEVICE_CUDA}) !=
+        CT_OK) {
+      cli_error("starting the process group (under mpirun)");
+      return CLI_FAIL;
+    }
+    dr = (dist_run){.rank = ct_dist_rank(), .world = ct_dist_world_size()};
+    dev = ct_dist_device();
+    if (dr.rank != 0) o.quiet = true, o.metrics = NULL; /* rank 0 speaks and writes */
+  }
 
   run r = {0};
   char err[1024];
@@ -343,12 +392,21 @@ int cmd_train(int argc, char **argv) {
     }
     start_epoch = r.ck.meta.epoch;
     start_batch = r.ck.meta.batch;
-    if (start_epoch >= o.epochs) {
-      printf("%s already holds %lld epoch(s); nothing to do (ask for more with --epochs)\n", o.checkpoint,
-             (long long)start_epoch);
-      if (r.ck.meta.accuracy >= 0) printf("test accuracy: %.2f%%\n", 100 * r.ck.meta.accuracy);
+    if (start_batch > 0 && r.ck.meta.world_size != dr.world) {
+      fprintf(stderr,
+              "ctensor train: the checkpoint stopped mid-epoch with %lld process(es); resume it with as many, "
+              "not %d\n",
+              (long long)r.ck.meta.world_size, dr.world);
       run_free(&r);
-      return CLI_OK;
+      return CLI_USAGE;
+    }
+    if (start_epoch >= o.epochs) {
+      if (dr.rank == 0)
+        printf("%s already holds %lld epoch(s); nothing to do (ask for more with --epochs)\n", o.checkpoint,
+               (long long)start_epoch);
+      if (r.ck.meta.accuracy >= 0 && dr.rank == 0) printf("test accuracy: %.2f%%\n", 100 * r.ck.meta.accuracy);
+      run_free(&r);
+      return ct_dist_finalize() == CT_OK ? CLI_OK : CLI_FAIL;
     }
   }
   fill_defaults(&o);
@@ -372,6 +430,8 @@ int cmd_train(int argc, char **argv) {
                                                                    .shuffle = true,
                                                                    .seed = o.seed,
                                                                    .num_workers = o.workers,
+                                                                   .shard_rank = dr.rank,
+                                                                   .shard_count = dr.world,
                                                                    .device = dev});
   r.test_dl = ct_dataloader_new(r.test_ds, &(ct_dataloader_opts){.batch_size = EVAL_BATCH,
                                                                  .num_workers = o.workers,
@@ -411,6 +471,11 @@ int cmd_train(int argc, char **argv) {
     }
     ct_generator_set_state(ct_default_generator(), r.ck.meta.rng_seed, r.ck.meta.rng_offset);
   }
+  if (dr.world > 1 && ct_dist_broadcast_module_(r.model, 0) != CT_OK) {
+    cli_error("broadcasting the model from rank 0");
+    run_free(&r);
+    return CLI_FAIL;
+  }
   /* Keep the metadata, drop the checkpoint's tensors (a copy of the model). */
   const cli_ckpt_meta resumed = r.ck.meta;
   cli_checkpoint_free(&r.ck);
@@ -446,8 +511,12 @@ int cmd_train(int argc, char **argv) {
     if (o.augment) printf(", augment %s", cli_augment_name(o.augment));
     if (o.label_smoothing > 0) printf(", label smoothing %g", o.label_smoothing);
     if (o.amp != AMP_NONE) printf(", amp %s", cli_amp_name(o.amp));
-    printf(", batch %lld, %lld epoch(s), seed %llu\n", (long long)o.batch_size, (long long)o.epochs,
+    printf(", batch %lld, %lld epoch(s), seed %llu", (long long)o.batch_size, (long long)o.epochs,
            (unsigned long long)o.seed);
+    if (dr.world > 1)
+      printf(", %d processes (%s; batch %lld each)", dr.world, ct_dist_backend_name(ct_dist_get_backend()),
+             (long long)o.batch_size);
+    printf("\n");
     if (o.resume)
       printf("resuming from %s at epoch %lld, batch %lld/%lld\n", o.checkpoint, (long long)start_epoch + 1,
              (long long)start_batch, (long long)nb);
@@ -461,7 +530,10 @@ int cmd_train(int argc, char **argv) {
   for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
     bool partial = epoch == start_epoch && start_batch > 0;
     int64_t skip = partial ? start_batch : 0;
-    int64_t samples = partial ? resumed.epoch_samples : 0, samples_here = 0;
+    /* A resumed epoch's totals so far (over all ranks) restart on rank 0 alone:
+     * the ranks' sums are added at the end of the epoch. */
+    bool carry = partial && dr.rank == 0;
+    int64_t samples = carry ? resumed.epoch_samples : 0, samples_here = 0;
     double prior_seconds = partial ? resumed.epoch_seconds : 0;
     double wait = partial ? resumed.epoch_wait_seconds : 0;
     if (skip > nb) {
@@ -481,7 +553,7 @@ int cmd_train(int argc, char **argv) {
     cli_progress pg;
     cli_progress_begin(&pg, o.quiet, epoch, o.epochs, nb, skip);
     ct_module_train(r.model, true);
-    if (!meter_start(&r.loss, partial ? resumed.epoch_loss_sum : 0, skip)) {
+    if (!meter_start(&r.loss, carry ? resumed.epoch_loss_sum : 0, skip)) {
       cli_error("resetting the loss sum");
       run_free(&r);
       return CLI_FAIL;
@@ -507,6 +579,7 @@ int cmd_train(int argc, char **argv) {
       if (o.amp != AMP_NONE) ct_autocast_end();
       ct_optimizer_zero_grad(r.opt);
       bool ok = loss && ct_backward(ct_grad_scaler_scale(r.scaler, loss), NULL, NULL) == CT_OK &&
+                (dr.world == 1 || ct_dist_average_gradients(r.model) == CT_OK) &&
                 ct_grad_scaler_step(r.scaler, r.opt, NULL) == CT_OK &&
                 ct_grad_scaler_update(r.scaler) == CT_OK && meter_add(&r.loss, loss, n);
       ct_scope_end();
@@ -529,7 +602,24 @@ int cmd_train(int argc, char **argv) {
         cli_progress_update(&pg, batch, r.loss.sum / (double)samples, samples_here);
       }
       if (interrupt_after > 0 && batches_run == interrupt_after) raise(SIGINT);
-      if (g_interrupted) break;
+      if (dr.world > 1) {
+        /* The ranks must stop at the same batch: they agree on a signal any of
+         * them got, after every batch on the CPU, every 16 on a GPU (an
+         * agreement waits for the queued work). */
+        bool stop = false;
+        if (batch % (dev.type == CT_DEVICE_CUDA ? 16 : 1) == 0 || batch == nb) {
+          if (!dist_any(&dr, g_interrupted != 0, dev, &stop)) {
+            cli_progress_end(&pg);
+            cli_error("agreeing on a stop across the processes");
+            run_free(&r);
+            return CLI_FAIL;
+          }
+          if (stop && !g_interrupted) g_interrupted = SIGINT;
+        }
+        if (stop) break;
+      } else if (g_interrupted) {
+        break;
+      }
     }
     /* The last read (a no-op when the last batch's was one) also waits for
      * the GPU's queued work, which belongs in the epoch's time. */
@@ -538,6 +628,12 @@ int cmd_train(int argc, char **argv) {
       return rc;
     }
     double loss_sum = r.loss.sum;
+    if (!dist_sum2(&dr, dev, &loss_sum, &samples)) {
+      cli_progress_end(&pg);
+      cli_error("adding up the epoch's loss across the processes");
+      run_free(&r);
+      return CLI_FAIL;
+    }
     double seconds = prior_seconds + (cli_now() - t0);
     cli_progress_end(&pg);
 
@@ -549,7 +645,7 @@ int cmd_train(int argc, char **argv) {
                           .augment = o.augment, .label_smoothing = o.label_smoothing,
                           .amp = o.amp, .amp_scale = ct_grad_scaler_get_state(r.scaler).scale,
                           .amp_growth_tracker = ct_grad_scaler_get_state(r.scaler).growth_tracker,
-                          .accuracy = last_accuracy};
+                          .world_size = dr.world, .accuracy = last_accuracy};
     ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
 
     if (g_interrupted && batch < nb) {
@@ -560,9 +656,14 @@ int cmd_train(int argc, char **argv) {
       meta.epoch_samples = samples;
       meta.epoch_seconds = seconds;
       meta.epoch_wait_seconds = wait;
+      int code = 128 + g_interrupted;
+      if (dr.rank != 0) { /* rank 0 reports and saves */
+        run_free(&r);
+        ct_dist_finalize();
+        return code;
+      }
       fprintf(stderr, "\ninterrupted at epoch %lld, batch %lld/%lld\n", (long long)epoch + 1, (long long)batch,
               (long long)nb);
-      int code = 128 + g_interrupted;
       if (!o.checkpoint) {
         fprintf(stderr, "no --checkpoint was given: nothing saved\n");
       } else if (cli_checkpoint_save(o.checkpoint, r.model, r.opt, &meta) != CT_OK) {
@@ -573,6 +674,7 @@ int cmd_train(int argc, char **argv) {
         print_resume_hint(&o);
       }
       run_free(&r);
+      ct_dist_finalize(); /* a no-op in one process */
       return code;
     }
 
@@ -608,7 +710,7 @@ int cmd_train(int argc, char **argv) {
       fprintf(r.metrics, "}\n");
       fflush(r.metrics);
     }
-    if (o.checkpoint) {
+    if (o.checkpoint && dr.rank == 0) {
       meta.epoch = epoch + 1;
       meta.batch = 0;
       meta.accuracy = accuracy;
@@ -617,6 +719,20 @@ int cmd_train(int argc, char **argv) {
         run_free(&r);
         return CLI_FAIL;
       }
+    }
+    if (dr.world > 1) { /* a signal during the evaluation: stop together */
+      bool stop = false;
+      if (!dist_any(&dr, g_interrupted != 0, dev, &stop)) {
+        cli_error("agreeing on a stop across the processes");
+        run_free(&r);
+        return CLI_FAIL;
+      }
+      if (stop && !g_interrupted) g_interrupted = SIGINT;
+    }
+    if (g_interrupted && epoch + 1 < o.epochs && dr.rank != 0) {
+      run_free(&r);
+      ct_dist_finalize();
+      return 128 + g_interrupted;
     }
     if (g_interrupted && epoch + 1 < o.epochs) {
       fprintf(stderr, "\ninterrupted after epoch %lld\n", (long long)epoch + 1);
@@ -627,12 +743,13 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "no --checkpoint was given: nothing saved\n");
       }
       run_free(&r);
+      ct_dist_finalize();
       return 128 + g_interrupted;
     }
   }
-  if (ev.total)
+  if (ev.total && dr.rank == 0)
     printf("test accuracy: %.2f%% (%lld/%lld)\n", 100.0 * (double)ev.correct / (double)ev.total,
            (long long)ev.correct, (long long)ev.total);
   run_free(&r);
-  return CLI_OK;
+  return ct_dist_finalize() == CT_OK ? CLI_OK : CLI_FAIL;
 }
