@@ -51,7 +51,9 @@ int main(int argc, char **argv) {
     }
   }
   ct_device_type type = (ct_device_type)device.type;
-  ct_dtype half = !dtype_name ? ct_autocast_dtype(type) : !strcmp(dtype_name, "f16") ? CT_F16 : CT_BF16;
+  ct_dtype half = !dtype_name                  ? ct_autocast_dtype(type)
+                  : !strcmp(dtype_name, "f16") ? CT_F16
+                                               : CT_BF16;
 
   ct_manual_seed(0);
   ct_module *model = ct_sequential_new();
@@ -72,8 +74,10 @@ int main(int argc, char **argv) {
   ct_free(input_cpu);
   ct_free(target_cpu);
   int rc = 0;
-  if (!optimizer || !scaler || !input || !target) rc = fail("setup");
-  else printf("784-128-10 on %s, autocast to %s\n", ct_device_name(device), ct_dtype_name(half));
+  if (!optimizer || !scaler || !input || !target)
+    rc = fail("setup");
+  else
+    printf("784-128-10 on %s, autocast to %s\n", ct_device_name(device), ct_dtype_name(half));
 
   double first = 0, loss_value = 0;
   for (int step = 0; step < steps && !rc; step++) {
@@ -85,18 +89,20 @@ int main(int argc, char **argv) {
     ct_autocast_end();
     bool stepped = false;
     if (!output || !loss || ct_backward(ct_grad_scaler_scale(scaler, loss), NULL, NULL) != CT_OK ||
-        ct_grad_scaler_step(scaler, optimizer, &stepped) != CT_OK || ct_grad_scaler_update(scaler) != CT_OK ||
-        ct_item(loss, &loss_value) != CT_OK) {
+        ct_grad_scaler_step(scaler, optimizer, &stepped) != CT_OK ||
+        ct_grad_scaler_update(scaler) != CT_OK || ct_item(loss, &loss_value) != CT_OK) {
       rc = fail("training step");
     } else {
-      printf("step %2d  output %s  loss %s %.6f  scale %g%s\n", step + 1, ct_dtype_name(ct_dtype_of(output)),
-             ct_dtype_name(ct_dtype_of(loss)), loss_value, ct_grad_scaler_get_scale(scaler),
+      printf("step %2d  output %s  loss %s %.6f  scale %g%s\n", step + 1,
+             ct_dtype_name(ct_dtype_of(output)), ct_dtype_name(ct_dtype_of(loss)), loss_value,
+             ct_grad_scaler_get_scale(scaler),
              stepped ? "" : "  (step skipped: gradients overflowed)");
     }
     if (step == 0) first = loss_value;
     ct_scope_end();
   }
-  if (!rc && !(loss_value < first)) rc = 1, fprintf(stderr, "mixed_precision: the loss did not fall\n");
+  if (!rc && !(loss_value < first))
+    rc = 1, fprintf(stderr, "mixed_precision: the loss did not fall\n");
   ct_grad_scaler_free(scaler);
   ct_optimizer_free(optimizer);
   ct_free(input);

@@ -35,7 +35,8 @@ CT_TEST(autocast_runs_each_op_list_in_its_dtype) {
   for (int h = 0; h < 2; h++) {
     ct_dtype half = HALVES[h];
     ct_tensor *x = make(X, CT_SHAPE(4, 3), CT_F32), *w = make(W, CT_SHAPE(3, 2), CT_F32);
-    ct_tensor *wt = ct_transpose(w, 0, 1), *b = ct_zeros(CT_SHAPE(2), &(ct_tensor_opts){.device = ct_test_device()});
+    ct_tensor *wt = ct_transpose(w, 0, 1),
+              *b = ct_zeros(CT_SHAPE(2), &(ct_tensor_opts){.device = ct_test_device()});
     CHECK(!ct_autocast_is_enabled(dev_type()));
     CHECK_STATUS_OK(ct_autocast_begin(dev_type(), half, true));
     CHECK(ct_autocast_is_enabled(dev_type()) && ct_autocast_dtype(dev_type()) == half);
@@ -51,7 +52,8 @@ CT_TEST(autocast_runs_each_op_list_in_its_dtype) {
     CHECK_OK(lin);
     CHECK(ct_dtype_of(lin) == half);
     CHECK_CLOSE(lin, expect, ct_test_rtol(half), ct_test_atol(half));
-    ct_tensor *img = ct_reshape(x, CT_SHAPE(1, 1, 4, 3)), *k = ct_reshape(ct_slice(w, 0, 0, 1, 1), CT_SHAPE(1, 1, 1, 2));
+    ct_tensor *img = ct_reshape(x, CT_SHAPE(1, 1, 4, 3)),
+              *k = ct_reshape(ct_slice(w, 0, 0, 1, 1), CT_SHAPE(1, 1, 1, 2));
     ct_tensor *conv = ct_conv2d(img, k, NULL, NULL);
     CHECK_OK(conv);
     CHECK(ct_dtype_of(conv) == half);
@@ -59,7 +61,8 @@ CT_TEST(autocast_runs_each_op_list_in_its_dtype) {
     /* f32: softmax, log_softmax, the losses; inputs y are half here */
     CHECK(ct_dtype_of(ct_softmax(y, 1)) == CT_F32);
     CHECK(ct_dtype_of(ct_log_softmax(y, 1)) == CT_F32);
-    ct_tensor *target = ct_zeros(CT_SHAPE(4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+    ct_tensor *target =
+        ct_zeros(CT_SHAPE(4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
     ct_tensor *ce = ct_cross_entropy(y, target, NULL);
     CHECK_OK(ce);
     CHECK(ct_dtype_of(ce) == CT_F32);
@@ -97,7 +100,8 @@ CT_TEST(autocast_gradients_reach_f32_leaves) {
     for (int amp = 0; amp < 2; amp++) {
       ct_tensor *x = make(X, CT_SHAPE(4, 3), CT_F32);
       ct_tensor *w = ct_requires_grad_(make(W, CT_SHAPE(2, 3), CT_F32), true);
-      ct_tensor *target = ct_test_make((double[]){0, 1, 1, 0}, CT_SHAPE(4), CT_I64, CT_LAYOUT_CONTIG);
+      ct_tensor *target =
+          ct_test_make((double[]){0, 1, 1, 0}, CT_SHAPE(4), CT_I64, CT_LAYOUT_CONTIG);
       if (amp) CHECK_STATUS_OK(ct_autocast_begin(dev_type(), half, true));
       ct_tensor *logits = ct_linear(x, w, NULL);
       ct_tensor *loss = ct_cross_entropy(logits, target, NULL);
@@ -122,7 +126,8 @@ CT_TEST(autocast_gradients_reach_f32_leaves) {
 CT_TEST(autocast_errors) {
   CHECK_ERR(ct_autocast_begin(dev_type(), CT_F32, true) == CT_OK, CT_ERR_DTYPE);
   CHECK_ERR(ct_autocast_begin((ct_device_type)7, CT_F16, true) == CT_OK, CT_ERR_ARG);
-  for (int i = 0; i < CT_AUTOCAST_MAX_DEPTH; i++) CHECK_STATUS_OK(ct_autocast_begin(dev_type(), CT_BF16, true));
+  for (int i = 0; i < CT_AUTOCAST_MAX_DEPTH; i++)
+    CHECK_STATUS_OK(ct_autocast_begin(dev_type(), CT_BF16, true));
   CHECK_ERR_MSG(ct_autocast_begin(dev_type(), CT_BF16, true) == CT_OK, CT_ERR_STATE, "nested");
   for (int i = 0; i < CT_AUTOCAST_MAX_DEPTH; i++) ct_autocast_end();
   CHECK(!ct_autocast_is_enabled(dev_type()));
@@ -140,7 +145,9 @@ static ct_tensor *param(void) {
   return p;
 }
 
-static ct_tensor *loss_of(ct_tensor *p) { return ct_sum(ct_mul(p, make(C, CT_SHAPE(4), CT_F32)), NULL); }
+static ct_tensor *loss_of(ct_tensor *p) {
+  return ct_sum(ct_mul(p, make(C, CT_SHAPE(4), CT_F32)), NULL);
+}
 
 CT_TEST(grad_scaler_scales_unscales_and_steps) {
   ct_tensor *p = param();
@@ -161,7 +168,7 @@ CT_TEST(grad_scaler_scales_unscales_and_steps) {
     CHECK_MSG(l == l0 * scales[it], "scaled loss %g, expected %g x %g", l, l0, scales[it]);
     CHECK_STATUS_OK(ct_backward(scaled, NULL, NULL));
     CHECK_STATUS_OK(ct_grad_scaler_unscale_(s, opt)); /* explicit, as before clipping */
-    CHECK_CLOSE(ct_grad(p), C, 0, 0);                  /* exact: the scale is a power of 2 */
+    CHECK_CLOSE(ct_grad(p), C, 0, 0);                 /* exact: the scale is a power of 2 */
     bool stepped = false;
     CHECK_STATUS_OK(ct_grad_scaler_step(s, opt, &stepped));
     CHECK(stepped);
@@ -231,7 +238,8 @@ CT_TEST(grad_scaler_recovers_from_a_real_f16_overflow) {
     CHECK_STATUS_OK(ct_grad_scaler_step(s, opt, &steps[it]));
     CHECK_STATUS_OK(ct_grad_scaler_update(s));
   }
-  CHECK_MSG(!steps[0] && steps[1], "stepped: %d %d (expected a skip, then a step)", steps[0], steps[1]);
+  CHECK_MSG(!steps[0] && steps[1], "stepped: %d %d (expected a skip, then a step)", steps[0],
+            steps[1]);
   CHECK(ct_grad_scaler_get_scale(s) == 32768);
   double expect[6];
   for (int i = 0; i < 6; i++) expect[i] = W[i] - 0.125 * gw[i];
@@ -280,10 +288,13 @@ CT_TEST(grad_scaler_errors) {
   CHECK_ERR_MSG(ct_grad_scaler_step(s, opt, NULL) == CT_OK, CT_ERR_STATE, "already");
   CHECK_STATUS_OK(ct_grad_scaler_update(s));
   CHECK_ERR(ct_grad_scaler_step(NULL, opt, NULL) == CT_OK, CT_ERR_ARG);
-  CHECK_ERR(ct_grad_scaler_load_state(s, (ct_grad_scaler_state){.scale = NAN}) == CT_OK, CT_ERR_ARG);
-  CHECK_ERR(ct_grad_scaler_load_state(s, (ct_grad_scaler_state){.scale = 8, .growth_tracker = -1}) == CT_OK,
+  CHECK_ERR(ct_grad_scaler_load_state(s, (ct_grad_scaler_state){.scale = NAN}) == CT_OK,
             CT_ERR_ARG);
-  CHECK_STATUS_OK(ct_grad_scaler_load_state(s, (ct_grad_scaler_state){.scale = 8, .growth_tracker = 5}));
+  CHECK_ERR(ct_grad_scaler_load_state(
+                s, (ct_grad_scaler_state){.scale = 8, .growth_tracker = -1}) == CT_OK,
+            CT_ERR_ARG);
+  CHECK_STATUS_OK(
+      ct_grad_scaler_load_state(s, (ct_grad_scaler_state){.scale = 8, .growth_tracker = 5}));
   ct_grad_scaler_state st = ct_grad_scaler_get_state(s);
   CHECK(st.scale == 8 && st.growth_tracker == 5);
   ct_grad_scaler_free(s);

@@ -20,8 +20,8 @@ typedef enum ct__autocast_list {
 
 #define CT__AUTOCAST_MAX_ARGS 3
 typedef struct ct__autocast_args {
-  const ct_tensor *t[CT__AUTOCAST_MAX_ARGS];  /* the inputs to run the op on */
-  ct_tensor *owned[CT__AUTOCAST_MAX_ARGS];    /* casts made here (released by done) */
+  const ct_tensor *t[CT__AUTOCAST_MAX_ARGS]; /* the inputs to run the op on */
+  ct_tensor *owned[CT__AUTOCAST_MAX_ARGS];   /* casts made here (released by done) */
 } ct__autocast_args;
 
 /* Whether the calling thread is in an autocast region for the device type of

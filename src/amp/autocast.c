@@ -24,11 +24,13 @@ ct_status ct_autocast_begin(ct_device_type device_type, ct_dtype dtype, bool ena
   if ((unsigned)device_type >= N_DEVICE_TYPES)
     return ct__fail_status(CT_ERR_ARG, "autocast_begin: unknown device type %d", (int)device_type);
   if (enabled && dtype != CT_F16 && dtype != CT_BF16)
-    return ct__fail_status(CT_ERR_DTYPE, "autocast_begin: expected f16 or bf16, got %s",
-                           (unsigned)dtype < CT_DTYPE_COUNT ? ct_dtype_name(dtype) : "an invalid dtype");
+    return ct__fail_status(
+        CT_ERR_DTYPE, "autocast_begin: expected f16 or bf16, got %s",
+        (unsigned)dtype < CT_DTYPE_COUNT ? ct_dtype_name(dtype) : "an invalid dtype");
   if (tls_depth == CT_AUTOCAST_MAX_DEPTH)
-    return ct__fail_status(CT_ERR_STATE, "autocast_begin: more than %d nested regions (a missing ct_autocast_end?)",
-                           CT_AUTOCAST_MAX_DEPTH);
+    return ct__fail_status(
+        CT_ERR_STATE, "autocast_begin: more than %d nested regions (a missing ct_autocast_end?)",
+        CT_AUTOCAST_MAX_DEPTH);
   tls_saved[tls_depth++] = tls_state;
   unsigned shift = SLOT_BITS * (unsigned)device_type;
   unsigned bits = enabled ? SLOT_ENABLED | (dtype == CT_BF16 ? SLOT_BF16 : 0) : 0;

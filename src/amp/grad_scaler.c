@@ -31,11 +31,13 @@ ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_opts *opts) {
   if (o.backoff_factor == 0) o.backoff_factor = 0.5;
   if (o.growth_interval == 0) o.growth_interval = 2000;
   if (!(o.init_scale > 0) || !isfinite(o.init_scale))
-    return ct__fail(CT_ERR_ARG, "grad_scaler: init_scale must be finite and positive, got %g", o.init_scale);
+    return ct__fail(CT_ERR_ARG, "grad_scaler: init_scale must be finite and positive, got %g",
+                    o.init_scale);
   if (!(o.growth_factor > 1) || !isfinite(o.growth_factor))
     return ct__fail(CT_ERR_ARG, "grad_scaler: growth_factor must be > 1, got %g", o.growth_factor);
   if (!(o.backoff_factor > 0 && o.backoff_factor < 1))
-    return ct__fail(CT_ERR_ARG, "grad_scaler: backoff_factor must be in (0, 1), got %g", o.backoff_factor);
+    return ct__fail(CT_ERR_ARG, "grad_scaler: backoff_factor must be in (0, 1), got %g",
+                    o.backoff_factor);
   if (o.growth_interval < 0)
     return ct__fail(CT_ERR_ARG, "grad_scaler: growth_interval must be positive, got %lld",
                     (long long)o.growth_interval);
@@ -59,7 +61,8 @@ static int record_of(ct_grad_scaler *s, const ct_optimizer *opt, const char *op)
   for (int i = 0; i < s->n_seen; i++)
     if (s->seen[i].opt == opt) return i;
   if (s->n_seen == MAX_OPTIMIZERS) {
-    ct__fail_status(CT_ERR_ARG, "grad_scaler.%s: more than %d optimizers between updates", op, MAX_OPTIMIZERS);
+    ct__fail_status(CT_ERR_ARG, "grad_scaler.%s: more than %d optimizers between updates", op,
+                    MAX_OPTIMIZERS);
     return -1;
   }
   s->seen[s->n_seen].opt = opt;
@@ -91,8 +94,10 @@ static ct_status unscale_grads(ct_grad_scaler *s, ct_optimizer *opt, bool *found
     ct_tensor *ok = ct_all(ct_isfinite(g), NULL);
     int f = 0;
     while (f < n_flags && !ct_device_equal(ct_device_of(flags[f]), ct_device_of(g))) f++;
-    if (f == n_flags) n_flags++, flags[f] = ok;
-    else flags[f] = ct_logical_and(flags[f], ok);
+    if (f == n_flags)
+      n_flags++, flags[f] = ok;
+    else
+      flags[f] = ct_logical_and(flags[f], ok);
     if (!flags[f] || !ct_mul_scalar_(g, inv_scale)) st = ct_last_error();
   }
   *found_inf = false;
@@ -109,15 +114,19 @@ static ct_status unscale_grads(ct_grad_scaler *s, ct_optimizer *opt, bool *found
 }
 
 ct_status ct_grad_scaler_unscale_(ct_grad_scaler *s, ct_optimizer *opt) {
-  if (!s || !opt) return ct__fail_status(CT_ERR_ARG, "grad_scaler.unscale_: %s is NULL", s ? "optimizer" : "scaler");
+  if (!s || !opt)
+    return ct__fail_status(CT_ERR_ARG, "grad_scaler.unscale_: %s is NULL",
+                           s ? "optimizer" : "scaler");
   if (s->o.disabled) return CT_OK;
   int r = record_of(s, opt, "unscale_");
   if (r < 0) return ct_last_error();
   if (s->seen[r].stage & OPT_UNSCALED)
-    return ct__fail_status(CT_ERR_STATE,
-                           "grad_scaler.unscale_: already called on this optimizer since the last update()");
+    return ct__fail_status(
+        CT_ERR_STATE,
+        "grad_scaler.unscale_: already called on this optimizer since the last update()");
   if (s->seen[r].stage & OPT_STEPPED)
-    return ct__fail_status(CT_ERR_STATE, "grad_scaler.unscale_: called after step(); call update() first");
+    return ct__fail_status(CT_ERR_STATE,
+                           "grad_scaler.unscale_: called after step(); call update() first");
   bool found = false;
   ct_status st = unscale_grads(s, opt, &found);
   if (st != CT_OK) return st;
@@ -128,7 +137,8 @@ ct_status ct_grad_scaler_unscale_(ct_grad_scaler *s, ct_optimizer *opt) {
 
 ct_status ct_grad_scaler_step(ct_grad_scaler *s, ct_optimizer *opt, bool *stepped) {
   if (stepped) *stepped = false;
-  if (!s || !opt) return ct__fail_status(CT_ERR_ARG, "grad_scaler.step: %s is NULL", s ? "optimizer" : "scaler");
+  if (!s || !opt)
+    return ct__fail_status(CT_ERR_ARG, "grad_scaler.step: %s is NULL", s ? "optimizer" : "scaler");
   if (s->o.disabled) {
     ct_status st = ct_optimizer_step(opt);
     if (stepped) *stepped = st == CT_OK;
@@ -137,8 +147,8 @@ ct_status ct_grad_scaler_step(ct_grad_scaler *s, ct_optimizer *opt, bool *steppe
   int r = record_of(s, opt, "step");
   if (r < 0) return ct_last_error();
   if (s->seen[r].stage & OPT_STEPPED)
-    return ct__fail_status(CT_ERR_STATE,
-                           "grad_scaler.step: already called on this optimizer since the last update()");
+    return ct__fail_status(
+        CT_ERR_STATE, "grad_scaler.step: already called on this optimizer since the last update()");
   if (!(s->seen[r].stage & OPT_UNSCALED)) {
     ct_status st = ct_grad_scaler_unscale_(s, opt);
     if (st != CT_OK) return st;
@@ -179,7 +189,8 @@ ct_grad_scaler_state ct_grad_scaler_get_state(const ct_grad_scaler *s) {
 ct_status ct_grad_scaler_load_state(ct_grad_scaler *s, ct_grad_scaler_state state) {
   if (!s) return ct__fail_status(CT_ERR_ARG, "grad_scaler.load_state: scaler is NULL");
   if (!(state.scale > 0) || !isfinite(state.scale) || state.growth_tracker < 0)
-    return ct__fail_status(CT_ERR_ARG, "grad_scaler.load_state: invalid state (scale %g, growth_tracker %lld)",
+    return ct__fail_status(CT_ERR_ARG,
+                           "grad_scaler.load_state: invalid state (scale %g, growth_tracker %lld)",
                            state.scale, (long long)state.growth_tracker);
   s->scale = state.scale;
   s->growth_tracker = state.growth_tracker;
