@@ -320,7 +320,8 @@ typedef struct dist_run {
   int rank, world; /* 0 and 1 in a single process */
 } dist_run;
 
-/* OR of `local` over the ranks (as is in one process). NULL on failure. */
+/* *out = OR of `local` over the ranks (local itself in one process); false on
+ * failure (the library's error). */
 static bool dist_any(const dist_run *d, bool local, ct_device dev, bool *out) {
   *out = local;
   if (d->world == 1) return true;
@@ -332,7 +333,8 @@ static bool dist_any(const dist_run *d, bool local, ct_device dev, bool *out) {
   return ok;
 }
 
-/* Sums of the epoch's loss and sample count over the ranks. */
+/* Sums of the epoch's loss and sample count over the ranks, in place; false on
+ * failure. */
 static bool dist_sum2(const dist_run *d, ct_device dev, double *a, int64_t *b) {
   if (d->world == 1) return true;
   double v[2] = {*a, (double)*b};
@@ -401,10 +403,11 @@ int cmd_train(int argc, char **argv) {
       return CLI_USAGE;
     }
     if (start_epoch >= o.epochs) {
-      if (dr.rank == 0)
+      if (dr.rank == 0) {
         printf("%s already holds %lld epoch(s); nothing to do (ask for more with --epochs)\n", o.checkpoint,
                (long long)start_epoch);
-      if (r.ck.meta.accuracy >= 0 && dr.rank == 0) printf("test accuracy: %.2f%%\n", 100 * r.ck.meta.accuracy);
+        if (r.ck.meta.accuracy >= 0) printf("test accuracy: %.2f%%\n", 100 * r.ck.meta.accuracy);
+      }
       run_free(&r);
       return ct_dist_finalize() == CT_OK ? CLI_OK : CLI_FAIL;
     }
@@ -461,11 +464,16 @@ int cmd_train(int argc, char **argv) {
   }
   if (o.resume) {
     if (!cli_checkpoint_restore_model(&r.ck, r.model, err, sizeof err) ||
-        !cli_checkpoint_restore_optimizer(&r.ck, r.opt, err, sizeof err) ||
-        (o.amp == AMP_F16 &&
-         ct_grad_scaler_load_state(r.scaler, (ct_grad_scaler_state){r.ck.meta.amp_scale,
-                                                                    r.ck.meta.amp_growth_tracker}) != CT_OK)) {
+        !cli_checkpoint_restore_optimizer(&r.ck, r.opt, err, sizeof err)) {
       fprintf(stderr, "ctensor train: cannot resume from %s: %s\n", o.checkpoint, err);
+      run_free(&r);
+      return CLI_FAIL;
+    }
+    /* The loader validated the scaler's fields (finite positive scale, tracker >= 0). */
+    if (o.amp == AMP_F16 &&
+        ct_grad_scaler_load_state(r.scaler, (ct_grad_scaler_state){r.ck.meta.amp_scale,
+                                                                   r.ck.meta.amp_growth_tracker}) != CT_OK) {
+      cli_error("restoring the gradient scaler");
       run_free(&r);
       return CLI_FAIL;
     }
@@ -637,15 +645,15 @@ int cmd_train(int argc, char **argv) {
     double seconds = prior_seconds + (cli_now() - t0);
     cli_progress_end(&pg);
 
+    ct_grad_scaler_state scaler_state = ct_grad_scaler_get_state(r.scaler);
     cli_ckpt_meta meta = {.model = o.model, .dataset = o.dataset, .optim = o.optim, .seed = o.seed,
                           .step_count = ct_optimizer_step_count(r.opt), .batch_size = o.batch_size,
                           .lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay,
                           .limit_train = o.limit_train, .limit_test = o.limit_test,
                           .schedule = o.schedule, .step_size = o.step_size, .gamma = o.gamma,
                           .augment = o.augment, .label_smoothing = o.label_smoothing,
-                          .amp = o.amp, .amp_scale = ct_grad_scaler_get_state(r.scaler).scale,
-                          .amp_growth_tracker = ct_grad_scaler_get_state(r.scaler).growth_tracker,
-                          .world_size = dr.world, .accuracy = last_accuracy};
+                          .amp = o.amp, .amp_scale = scaler_state.scale,
+                          .amp_growth_tracker = scaler_state.growth_tracker, .world_size = dr.world, .accuracy = last_accuracy};
     ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
 
     if (g_interrupted && batch < nb) {
