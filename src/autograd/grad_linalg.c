@@ -51,11 +51,13 @@ typedef struct linear_node {
   ct_saved x, w;
 } linear_node;
 
-/* t (..., c) as a (rows, c) matrix. */
+/* t (..., c) as a (rows, c) matrix (rows: the product of the leading dims,
+ * also when c is 0). */
 static ct_tensor *as_rows(ct_bw *c, const ct_tensor *t) {
   if (!t) return NULL;
-  int64_t cols = t->ndim ? t->shape[t->ndim - 1] : 1;
-  return bw_reshape(c, t, (int64_t[]){cols ? t->numel / cols : 0, cols}, 2);
+  int64_t cols = t->ndim ? t->shape[t->ndim - 1] : 1, rows = 1;
+  for (int d = 0; d + 1 < t->ndim; d++) rows *= t->shape[d];
+  return bw_reshape(c, t, (int64_t[]){rows, cols}, 2);
 }
 
 static void linear_backward(ct_bw *c, const ct_tensor *g) {

@@ -4,7 +4,9 @@
  * weight (w[t_i] valid_i (1 - eps), or 1 - eps) and p = softmax:
  *   d loss / d logits[i]  = s_i (b_i p_i - a_i onehot(t_i) - (eps / C))
  *   d loss / d logp[i, c] = -s_i a_i onehot(t_i)
- * (b_i = a_i with weights or ignore_index, else 1). */
+ * (b_i = a_i with weights or ignore_index, else 1). Rows with a_i = 0 (an
+ * ignored target) get 0 even when every target is ignored and the mean's
+ * divisor is 0 (the loss is then nan, its gradient 0, as PyTorch's). */
 #include <math.h>
 
 #include "autograd/node.h"
@@ -54,6 +56,7 @@ static void class_loss_backward(ct_bw *c, const ct_tensor *g) {
   else
     gs = denom ? bw_div(c, gc, denom) : bw_scale(c, gc, M ? 1.0 / (double)M : NAN);
   ct_tensor *sa = a ? bw_mul(c, gs, a) : bw_scale(c, gs, 1 - s->eps); /* s_i a_i */
+  if (a && denom) sa = bw_where(c, bw_is_zero(c, a), bw_zero(c, sa), sa);
   /* -s_i a_i as an (M, 1) tensor of its own: scatter's source */
   ct_tensor *neg = bw_scale(c, sa, -1.0);
   ct_tensor *neg_rows = neg && neg->numel == 1 && M != 1

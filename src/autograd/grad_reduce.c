@@ -3,11 +3,12 @@
  * output), then broadcasts over them. Formulas as PyTorch's, including its
  * values where the plain derivative is undefined:
  *   sum: g        mean: g / N        logsumexp: g exp(x - y)
- *   prod: g y / x
+ *   prod: g y / x without zeros in the slice; with one zero, the product of
+ *         the others at the zero and 0 elsewhere; with more, 0
  *   max/min (no dim): g split evenly among the elements equal to y
- *   var: g 2 (x - mean) / (N - c)    std: g (x - mean) / ((N - c) y)
- *   norm: p = 2: g x / y (0 where y == 0); 1: g sign x; inf: max of |x|;
- *         else g sign(x) |x|^(p-1) / y^(p-1) */
+ *   var: g 2 (x - mean) / (N - c)    std: g (x - mean) / ((N - c) y), 0 where y
+ * == 0 norm: p = 2: g x / y; 1: g sign x; inf: max of |x|; else g sign(x)
+ * |x|^(p-1) / y^(p-1); all 0 where y == 0 or x == 0 */
 #include <math.h>
 
 #include "autograd/node.h"
@@ -86,9 +87,18 @@ static ct_tensor *mean_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
 }
 static ct_tensor *prod_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
                             const ct_tensor *yk) {
-  return bw_mul(c, gk, bw_div(c, yk, x));
+  ct_reduce_opts r = same_dims(c, s);
+  ct_tensor *zero = bw_is_zero(c, x);
+  ct_tensor *zeros_in_slice = bw_reduce(c, CT_ROP_SUM, bw_cast(c, zero, x->dtype), &r);
+  ct_tensor *others = bw_reduce(c, CT_ROP_PROD, bw_where(c, zero, bw_const(c, x, 1), x), &r);
+  ct_tensor *at_lone_zero =
+      bw_binary(c, CT_BOP_LOGICAL_AND, zero, bw_scalar(c, CT_BOP_EQ, zeros_in_slice, 1));
+  ct_tensor *with_zeros = bw_where(c, at_lone_zero, others, bw_zero(c, x));
+  ct_tensor *d = bw_where(c, bw_is_zero(c, zeros_in_slice), bw_div(c, yk, x), with_zeros);
+  return bw_mul(c, gk, d);
 }
-/* An even split of g among the elements of x equal to yk (m: |x| for norm inf). */
+/* An even split of g among the elements of x equal to yk (m: |x| for norm inf).
+ */
 static ct_tensor *even_split(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
                              const ct_tensor *m, const ct_tensor *yk) {
   ct_reduce_opts r = same_dims(c, s);
@@ -113,7 +123,8 @@ static ct_tensor *var_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, 
 }
 static ct_tensor *std_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
                            const ct_tensor *yk) {
-  return bw_mul(c, bw_div(c, gk, yk), bw_scale(c, centered(c, s, x), 1.0 / (s->count - s->p)));
+  ct_tensor *g_y = bw_where(c, bw_is_zero(c, yk), bw_zero(c, gk), bw_div(c, gk, yk));
+  return bw_mul(c, g_y, bw_scale(c, centered(c, s, x), 1.0 / (s->count - s->p)));
 }
 static ct_tensor *norm_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
                             const ct_tensor *yk) {
@@ -122,10 +133,15 @@ static ct_tensor *norm_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
   if (p == 0) return bw_zeros(c, x->shape, x->ndim, gk->dtype, ct__device(gk));
   if (p == 1) return bw_mul(c, gk, sign);
   if (isinf(p)) return bw_mul(c, sign, even_split(c, s, gk, bw_unary(c, CT_UOP_ABS, x), yk));
-  if (p == 2)
-    return bw_mul(c, gk, bw_where(c, bw_is_zero(c, yk), bw_zero(c, gk), bw_div(c, x, yk)));
-  ct_tensor *num = bw_scalar(c, CT_BOP_POW, bw_unary(c, CT_UOP_ABS, x), p - 1);
-  return bw_mul(c, gk, bw_mul(c, sign, bw_div(c, num, bw_scalar(c, CT_BOP_POW, yk, p - 1))));
+  ct_tensor *d;
+  if (p == 2) {
+    d = bw_div(c, x, yk);
+  } else { /* sign(x) |x|^(p-1) / y^(p-1) */
+    ct_tensor *num = bw_scalar(c, CT_BOP_POW, bw_unary(c, CT_UOP_ABS, x), p - 1);
+    d = bw_mul(c, sign, bw_div(c, num, bw_scalar(c, CT_BOP_POW, yk, p - 1)));
+  }
+  ct_tensor *undefined = bw_binary(c, CT_BOP_LOGICAL_OR, bw_is_zero(c, x), bw_is_zero(c, yk));
+  return bw_mul(c, gk, bw_where(c, undefined, bw_zero(c, gk), d));
 }
 
 enum { READS_X = 1, READS_Y = 2 };
@@ -183,7 +199,8 @@ ct_tensor *ct__ag_reduce(ct_tensor *r, int op, const ct_tensor *x, const ct_redu
   return ct__ag_record(r, n);
 }
 
-/* ---- max/min along a dim (values): g scattered to the saved indices ------------ */
+/* ---- max/min along a dim (values): g scattered to the saved indices
+ * ------------ */
 
 typedef struct max_dim_node {
   int dim;
@@ -217,7 +234,8 @@ ct_tensor *ct__ag_max_dim(ct_tensor *values, const ct_tensor *indices, const ct_
   return ct__ag_record(values, n);
 }
 
-/* ---- softmax / log_softmax: from the output, by the backend's kernel ----------- */
+/* ---- softmax / log_softmax: from the output, by the backend's kernel
+ * ----------- */
 
 typedef struct softmax_node {
   int dim;

@@ -215,9 +215,9 @@ static ct_tensor *smoothed_composite(const char *op, const ct_tensor *x, const c
   }
   ct_tensor *smooth = ct_neg(ct_sum(lw, &(ct_reduce_opts){.dims = {cdim}, .ndims = 1}));
   ct_tensor *valid = NULL;
-  if (o->has_ignore_index) {
+  if (o->has_ignore_index) { /* masked, not multiplied: 0, not inf * 0, when all are ignored */
     valid = ct_ne_scalar(target, (double)o->ignore_index);
-    smooth = ct_mul(smooth, ct_cast(valid, x->dtype));
+    smooth = ct_masked_fill(smooth, ct_logical_not(valid), 0.0);
   }
   ct_tensor *ret = NULL;
   if (o->reduction == CT_REDUCTION_NONE) {
