@@ -27,8 +27,8 @@ static const char *TORCH_SCRIPT =
     "def chain(): y = x * 2; y.add_(1); y.exp_(); return (y * w).sum()\n"
     "def sin_(): y = x * 2; y.sin_(); return (y * w).sum()\n"
     "def binary():\n"
-    "    y = x[:, :2] * x[:, :2] + 0.5; y.mul_(b); y.div_(b + 1); y.sub_(z); y.atan2_(b); "
-    "y.pow_(b)\n"
+    "    y = x[:, :2] * x[:, :2] + 0.5; y.mul_(b); y.div_(b + 1); y.sub_(z)\n"
+    "    y.atan2_(b); y.pow_(b)\n"
     "    return (y * w[:, :2]).sum()\n"
     "def view(): y = x * 1; v = y[:, 1:3]; v.mul_(b); return (y * w).sum()\n"
     "def stale_view(): y = x * 2; v = y[1]; y.mul_(3); return (v * w[1]).sum() + (y * w).sum()\n"
@@ -40,13 +40,13 @@ static const char *TORCH_SCRIPT =
     "def masks():\n"
     "    y = x * 1.5; y.clamp_(-0.8, 0.8); y.masked_fill_(x.detach() > 0.5, 0); y.relu_()\n"
     "    return (y * w).sum()\n"
-    "def scatter(): y = x * 1; y.scatter_(1, idx, z); y.scatter_add_(1, idx, b); return (y * "
-    "w).sum()\n"
+    "def scatter():\n"
+    "    y = x * 1; y.scatter_(1, idx, z); y.scatter_add_(1, idx, b); return (y * w).sum()\n"
     "for f in (chain, sin_, binary, view, stale_view, two_views, t_exp, copy_view,\n"
     "          zero_view, masks, scatter):\n"
     "    run(f.__name__, f)\n"
-    "y = x * 2; y.retain_grad(); y.add_(1); (y * w).sum().backward(); save('retain_grad', "
-    "y.grad)\n";
+    "y = x * 2; y.retain_grad(); y.add_(1); (y * w).sum().backward()\n"
+    "save('retain_grad', y.grad)\n";
 
 static const char *torch_dir;
 static bool torch_data(void) {
@@ -56,17 +56,7 @@ static bool torch_data(void) {
 }
 static ct_tensor *tload(const char *name) { return ct_test_load_output(torch_dir, name); }
 
-static void check_like(const char *what, const ct_tensor *got, const char *name) {
-  ct_tensor *ref = tload(name);
-  if (!got || !ref) {
-    ct_test_fail(__FILE__, __LINE__, "%s: missing result (%s)", what, ct_last_error_message());
-    return;
-  }
-  double *rv = ct_test_values(ref);
-  ct_test_check_shape(__FILE__, __LINE__, what, got, ct_shape(ref), ct_ndim(ref));
-  ct_test_check_close(__FILE__, __LINE__, what, got, rv, 1e-10, 1e-12);
-  free(rv);
-}
+#define check_like(what, got, name) CHECK_LIKE_TORCH(torch_dir, what, got, name, 1e-10, 1e-12)
 
 /* ---- The scenarios, as the script's ---------------------------------------------- */
 

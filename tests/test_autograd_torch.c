@@ -16,15 +16,15 @@ static const char *TORCH_SCRIPT =
     "def grad(name, f, x):\n"
     "    x = torch.tensor(x, dtype=torch.float64, requires_grad=True); y = f(x)\n"
     "    y.backward(torch.ones_like(y)); save(name, y); save(name + '_g', x.grad)\n"
-    "z1 = [2., 0., 3., 4.]; z2 = [2., 0., 3., 0.]; z0 = [2., 1.5, 3., 4.]\n"
-    "m = [[2., 0., 3.], [0., 0., 1.], [1., 2., 3.]]\n"
-    "c = [[[1., 0.], [2., 3.], [0., 0.]], [[1., 2.], [0., 1.], [4., 5.]], [[2., 2.], [1., 1.], "
-    "[3., 0.]]]\n"
-    "grad('prod_one_zero', lambda x: x.prod(), z1); grad('prod_two_zeros', lambda x: x.prod(), "
-    "z2)\n"
-    "grad('prod_no_zero', lambda x: x.prod(), z0); grad('prod_dim', lambda x: x.prod(1), m)\n"
-    "grad('prod_dims', lambda x: x.permute(1, 0, 2).reshape(3, 6).prod(1, keepdim=True).reshape(1, "
-    "3, 1), c)\n"
+    "prod = lambda x: x.prod()\n"
+    "grad('prod_one_zero', prod, [2., 0., 3., 4.])\n"
+    "grad('prod_two_zeros', prod, [2., 0., 3., 0.])\n"
+    "grad('prod_no_zero', prod, [2., 1.5, 3., 4.])\n"
+    "grad('prod_dim', lambda x: x.prod(1), [[2., 0., 3.], [0., 0., 1.], [1., 2., 3.]])\n"
+    "c = [[[1., 0.], [2., 3.], [0., 0.]], [[1., 2.], [0., 1.], [4., 5.]],\n"
+    "     [[2., 2.], [1., 1.], [3., 0.]]]\n"
+    "prod02 = lambda x: x.permute(1, 0, 2).reshape(3, 6).prod(1, keepdim=True).reshape(1, 3, 1)\n"
+    "grad('prod_dims', prod02, c)\n"
     "flat = [2., 2., 2.]\n"
     "grad('std_flat', lambda x: x.std(), flat); grad('var_flat', lambda x: x.var(), flat)\n"
     "grad('std_rows', lambda x: x.std(1), [[2., 2.], [1., 3.]])\n"
@@ -33,31 +33,28 @@ static const char *TORCH_SCRIPT =
     "for p, n in ((2, '2'), (1, '1'), (3, '3'), (0.5, 'half'), (float('inf'), 'inf')):\n"
     "    grad('norm' + n + '_zero', lambda x: x.norm(p), [0., 0., 0.])\n"
     "    grad('norm' + n + '_mixed', lambda x: x.norm(p), [0., 1., -2.])\n"
-    "x = torch.randn(3, 4, dtype=torch.float64); save('ce_x', x); t = torch.tensor([1, 1, 1]); "
-    "save('ce_t', t)\n"
-    "wt = torch.rand(4, dtype=torch.float64) + 0.5; save('ce_w', wt)\n"
+    "x = torch.randn(3, 4, dtype=torch.float64); t = torch.tensor([1, 1, 1])\n"
+    "wt = torch.rand(4, dtype=torch.float64) + 0.5\n"
+    "save('ce_x', x); save('ce_t', t); save('ce_w', wt)\n"
     "for red in ('mean', 'sum', 'none'):\n"
-    "    for name, fn in (('ce', lambda x: F.cross_entropy(x, t, ignore_index=1, reduction=red)),\n"
-    "                     ('nll', lambda x: F.nll_loss(x, t, ignore_index=1, reduction=red)),\n"
-    "                     ('cew', lambda x: F.cross_entropy(x, t, weight=wt, ignore_index=1, "
-    "reduction=red)),\n"
-    "                     ('ces', lambda x: F.cross_entropy(x, t, ignore_index=1, reduction=red, "
-    "label_smoothing=0.1))):\n"
+    "    kw = dict(ignore_index=1, reduction=red)\n"
+    "    for name, fn in (('ce', lambda x: F.cross_entropy(x, t, **kw)),\n"
+    "                     ('nll', lambda x: F.nll_loss(x, t, **kw)),\n"
+    "                     ('cew', lambda x: F.cross_entropy(x, t, weight=wt, **kw)),\n"
+    "                     ('ces', lambda x: F.cross_entropy(x, t, label_smoothing=0.1, **kw))):\n"
     "        xx = x.clone().requires_grad_(); l = fn(xx); l.sum().backward()\n"
     "        save(f'{name}_{red}', l); save(f'{name}_{red}_g', xx.grad)\n"
     "lx = torch.zeros(3, 0, dtype=torch.float64, requires_grad=True)\n"
     "lw = torch.zeros(2, 0, dtype=torch.float64, requires_grad=True)\n"
     "lb = torch.randn(2, dtype=torch.float64); save('lin_b', lb); lb.requires_grad_()\n"
-    "y = F.linear(lx, lw, lb); y.backward(torch.ones_like(y)); save('lin_y', y); save('lin_gb', "
-    "lb.grad)\n"
+    "y = F.linear(lx, lw, lb); y.backward(torch.ones_like(y)); save('lin_y', y)\n"
+    "save('lin_gb', lb.grad)\n"
     "ops = dict(neg=torch.neg, abs=torch.abs, exp=torch.exp, expm1=torch.expm1, log=torch.log,\n"
     "    log1p=torch.log1p, log2=torch.log2, sqrt=torch.sqrt, rsqrt=torch.rsqrt, sin=torch.sin,\n"
     "    cos=torch.cos, tan=torch.tan, tanh=torch.tanh, erf=torch.erf, sigmoid=torch.sigmoid,\n"
-    "    relu=torch.relu, gelu=F.gelu, gelu_tanh=lambda v: F.gelu(v, approximate='tanh'), "
-    "silu=F.silu,\n"
-    "    softplus=F.softplus, floor=torch.floor, ceil=torch.ceil, round=torch.round, "
-    "trunc=torch.trunc,\n"
-    "    sign=torch.sign, reciprocal=torch.reciprocal, square=torch.square,\n"
+    "    relu=torch.relu, gelu=F.gelu, gelu_tanh=lambda v: F.gelu(v, approximate='tanh'),\n"
+    "    silu=F.silu, softplus=F.softplus, floor=torch.floor, ceil=torch.ceil, round=torch.round,\n"
+    "    trunc=torch.trunc, sign=torch.sign, reciprocal=torch.reciprocal, square=torch.square,\n"
     "    clamp=lambda v: torch.clamp(v, -0.5, 0.5), leaky_relu=lambda v: F.leaky_relu(v, 0.1))\n"
     "for n, f in ops.items():\n"
     "    xx = torch.tensor([0.3, 0.7, 1.3], dtype=torch.float64, requires_grad=True); h = xx * 1\n"
@@ -73,17 +70,7 @@ static bool torch_data(void) {
 }
 static ct_tensor *tload(const char *name) { return ct_test_load_output(torch_dir, name); }
 
-static void check_like(const char *what, const ct_tensor *got, const char *name) {
-  ct_tensor *ref = tload(name);
-  if (!got || !ref) {
-    ct_test_fail(__FILE__, __LINE__, "%s: missing result (%s)", what, ct_last_error_message());
-    return;
-  }
-  double *rv = ct_test_values(ref);
-  ct_test_check_shape(__FILE__, __LINE__, what, got, ct_shape(ref), ct_ndim(ref));
-  ct_test_check_close(__FILE__, __LINE__, what, got, rv, 1e-10, 1e-12);
-  free(rv);
-}
+#define check_like(what, got, name) CHECK_LIKE_TORCH(torch_dir, what, got, name, 1e-10, 1e-12)
 
 static ct_tensor *leaf(const double *v, const int64_t *shape, int ndim) {
   return ct_requires_grad_(ct_test_make(v, shape, ndim, CT_F64, CT_LAYOUT_CONTIG), true);

@@ -211,3 +211,23 @@ ct_tensor *bw_scatter_add_into_zeros(ct_bw *b, const int64_t *shape, int ndim, i
   ct_tensor *ic = bw_contiguous(b, index), *sc = bw_contiguous(b, src);
   return z && ic && sc && ct__scatter(z, dim, ic, sc, true, true) ? z : (bw_fail(b), NULL);
 }
+
+void ct__view_geometry_of(ct_view_geometry *geo, const ct_tensor *view, const ct_tensor *base) {
+  memcpy(geo->view_shape, view->shape, sizeof geo->view_shape);
+  memcpy(geo->view_strides, view->strides, sizeof geo->view_strides);
+  memcpy(geo->base_strides, base->strides, sizeof geo->base_strides);
+  geo->view_offset = view->offset;
+  geo->base_offset = base->offset;
+  geo->view_ndim = view->ndim;
+}
+
+bool bw_base_layout(ct_bw *b, const ct_view_geometry *geo, const ct_input_meta *base,
+                    const ct_tensor *like, ct_tensor **whole, ct_tensor **part) {
+  int64_t span = ct__shape_numel(base->shape, base->ndim) ? 1 : 0;
+  for (int d = 0; d < base->ndim && span; d++) span += (base->shape[d] - 1) * geo->base_strides[d];
+  ct_tensor *buf = bw_zeros(b, &span, 1, like->dtype, ct__device(like));
+  *whole = bw_view(b, buf, base->shape, geo->base_strides, base->ndim, 0);
+  *part = bw_view(b, buf, geo->view_shape, geo->view_strides, geo->view_ndim,
+                  geo->view_offset - geo->base_offset);
+  return *whole && *part;
+}

@@ -34,42 +34,24 @@ static void identity_backward(ct_bw *c, const ct_tensor *g) {
   BW_GRAD(c, 0, g); /* the engine sums broadcast dims and casts to the input's dtype */
 }
 
-/* A view by geometry: v's elements (view_*) within its input's (in_*), both
- * in the storage's coordinates. */
+/* A view by geometry (slices, and views regenerated over their base). */
 typedef struct strided_node {
-  int64_t view_shape[CT_MAX_DIMS], view_strides[CT_MAX_DIMS], view_offset;
-  int view_ndim;
-  int64_t in_strides[CT_MAX_DIMS], in_offset;
+  ct_view_geometry geo;
 } strided_node;
 
 static void strided_backward(ct_bw *c, const ct_tensor *g) {
-  const strided_node *s = CT_BW_STATE(c, strided_node);
-  const ct_input_meta *in = &c->node->in[0];
-  if (!bw_needs(c, 0)) return;
-  /* zeros laid out as the input, in a buffer spanning its strides */
-  int64_t span = ct__shape_numel(in->shape, in->ndim) ? 1 : 0;
-  for (int d = 0; d < in->ndim && span; d++) span += (in->shape[d] - 1) * s->in_strides[d];
-  ct_tensor *buf = bw_zeros(c, &span, 1, g->dtype, ct__device(g));
-  ct_tensor *slot =
-      bw_view(c, buf, s->view_shape, s->view_strides, s->view_ndim, s->view_offset - s->in_offset);
-  if (slot && bw_ok(c, ct__backend_of(buf)->copy(slot, g)))
-    bw_set(c, 0, bw_view(c, buf, in->shape, s->in_strides, in->ndim, 0));
-}
-
-static void set_geometry(strided_node *s, const ct_tensor *v, const ct_tensor *in) {
-  memcpy(s->view_shape, v->shape, sizeof s->view_shape);
-  memcpy(s->view_strides, v->strides, sizeof s->view_strides);
-  memcpy(s->in_strides, in->strides, sizeof s->in_strides);
-  s->view_offset = v->offset;
-  s->in_offset = in->offset;
-  s->view_ndim = v->ndim;
+  ct_tensor *whole, *part; /* zeros laid out as the input, g copied into the view's elements */
+  if (bw_needs(c, 0) &&
+      bw_base_layout(c, &CT_BW_STATE(c, strided_node)->geo, &c->node->in[0], g, &whole, &part) &&
+      bw_ok(c, ct__backend_of(part)->copy(part, g)))
+    bw_set(c, 0, whole);
 }
 
 ct_node *ct__as_strided_node(const ct_tensor *v, const ct_tensor *base, ct_edge base_edge) {
   const ct_tensor *none = NULL;
   ct_node *n = CT_NODE_NEW(strided_node, "AsStridedBackward", strided_backward, 1, &none);
   if (!n) return NULL;
-  set_geometry(CT_NODE_STATE(n, strided_node), v, base);
+  ct__view_geometry_of(&CT_NODE_STATE(n, strided_node)->geo, v, base);
   ct_input_meta *in = &n->in[0];
   memcpy(in->shape, base->shape, sizeof in->shape);
   in->ndim = base->ndim;
@@ -103,7 +85,7 @@ ct_tensor *ct__ag_view(ct_tensor *v, const ct_tensor *t, int kind, const int *pe
       break;
     default:
       if ((n = CT_NODE_NEW(strided_node, "AsStridedBackward", strided_backward, 1, &t)))
-        set_geometry(CT_NODE_STATE(n, strided_node), v, t);
+        ct__view_geometry_of(&CT_NODE_STATE(n, strided_node)->geo, v, t);
       break;
   }
   if (!(v = ct__ag_record(v, n))) return NULL;

@@ -7,8 +7,6 @@
  *   d base  = g with the view's elements replaced by d f / d view (of g[view])
  *   d other = d f / d other (of g[view])
  * as torch's CopySlices. */
-#include <stdlib.h>
-
 #include "autograd/node.h"
 #include "ops/ops_internal.h"
 
@@ -55,46 +53,33 @@ bool ct__ag_inplace_begin(ct_inplace *ip, const char *op, ct_tensor *self,
 /* ---- CopySlices ----------------------------------------------------------------- */
 
 typedef struct copy_slices_node {
-  int64_t base_strides[CT_MAX_DIMS], base_offset; /* base geometry (shape in in[0]) */
-  int64_t view_shape[CT_MAX_DIMS], view_strides[CT_MAX_DIMS], view_offset;
-  int view_ndim;
+  ct_view_geometry geo; /* the view written, within the base */
 } copy_slices_node;
 
-static void copy_slices_backward(ct_bw *b, const ct_tensor *g) {
-  const copy_slices_node *s = CT_BW_STATE(b, copy_slices_node);
-  const ct_input_meta *base = &b->node->in[0];
-  ct_node *fn = b->node->inner;
-  /* the gradient laid out as the base, in a buffer spanning its strides */
-  int64_t span = ct__shape_numel(base->shape, base->ndim) ? 1 : 0;
-  for (int d = 0; d < base->ndim && span; d++) span += (base->shape[d] - 1) * s->base_strides[d];
-  ct_tensor *buf = bw_zeros(b, &span, 1, g->dtype, ct__device(g));
-  ct_tensor *result = bw_view(b, buf, base->shape, s->base_strides, base->ndim, 0);
-  if (!result || !bw_ok(b, ct__copy_into(result, g))) return;
-  ct_tensor *slice = bw_view(b, buf, s->view_shape, s->view_strides, s->view_ndim,
-                             s->view_offset - s->base_offset);
-  ct_tensor *g_slice = bw_clone(b, slice);
-  if (!g_slice) return;
-  ct_tensor *small[4] = {0}, **grads = fn->n_inputs <= 4
-                                           ? small
-                                           : ct__ag_calloc(sizeof *grads * (size_t)fn->n_inputs);
-  if (!grads) {
-    bw_ok(b, ct__fail_status(CT_ERR_OOM, "backward: out of host memory"));
+static void copy_slices_backward(ct_bw *c, const ct_tensor *g) {
+  const copy_slices_node *s = CT_BW_STATE(c, copy_slices_node);
+  ct_node *fn = c->node->inner;
+  /* g laid out as the base; the view's elements go through fn */
+  ct_tensor *result, *slice;
+  if (!bw_base_layout(c, &s->geo, &c->node->in[0], g, &result, &slice) ||
+      !bw_ok(c, ct__copy_into(result, g)))
     return;
-  }
-  ct_status st = ct__node_apply(fn, g_slice, grads, b->retain);
-  if (bw_ok(b, st)) {
+  ct_tensor *g_slice = bw_clone(c, slice);
+  if (!g_slice) return;
+  ct_tensor *grads[4] = {0}; /* in-place ops have at most 4 inputs (copy_slices_new) */
+  if (bw_ok(c, ct__node_apply(fn, g_slice, grads, c->retain))) {
     /* the view's elements get d f / d view (none: they were overwritten) */
-    st = grads[0] ? ct__copy_into(slice, grads[0]) : ct__backend_of(slice)->fill(slice, 0.0);
-    if (bw_ok(b, st)) bw_set(b, 0, result);
+    ct_status st =
+        grads[0] ? ct__copy_into(slice, grads[0]) : ct__backend_of(slice)->fill(slice, 0.0);
+    if (bw_ok(c, st)) bw_set(c, 0, result);
   }
   for (int k = 1; k < fn->n_inputs; k++) {
-    if (b->st == CT_OK)
-      b->grad_in[k] = grads[k];
+    if (c->st == CT_OK)
+      c->grad_in[k] = grads[k];
     else
       ct__release(grads[k]);
   }
   ct__release(grads[0]);
-  if (grads != small) free(grads);
 }
 
 /* The base's node for fn, the in-place op on `view` (input 0 of fn): input
@@ -107,13 +92,7 @@ static ct_node *copy_slices_new(ct_tensor *base, const ct_tensor *view, ct_node 
     ct__node_release(fn);
     return NULL;
   }
-  copy_slices_node *s = CT_NODE_STATE(c, copy_slices_node);
-  memcpy(s->base_strides, base->strides, sizeof s->base_strides);
-  memcpy(s->view_shape, view->shape, sizeof s->view_shape);
-  memcpy(s->view_strides, view->strides, sizeof s->view_strides);
-  s->base_offset = base->offset;
-  s->view_offset = view->offset;
-  s->view_ndim = view->ndim;
+  ct__view_geometry_of(&CT_NODE_STATE(c, copy_slices_node)->geo, view, base);
   for (int k = 1; k < fn->n_inputs; k++) {
     c->in[k] = fn->in[k];
     c->next[k] = fn->next[k];

@@ -229,6 +229,20 @@ ct_tensor *bw_empty(ct_bw *b, const int64_t *shape, int ndim, ct_dtype dtype, ct
 /* A backend call's status: a failure goes to b->st; true when it succeeded. */
 bool bw_ok(ct_bw *b, ct_status st);
 
+/* Where a view's elements lie within its base's, both in storage
+ * coordinates (views of views record the root base). */
+typedef struct ct_view_geometry {
+  int64_t view_shape[CT_MAX_DIMS], view_strides[CT_MAX_DIMS], view_offset;
+  int view_ndim;
+  int64_t base_strides[CT_MAX_DIMS], base_offset; /* the base's shape: its input meta */
+} ct_view_geometry;
+void ct__view_geometry_of(ct_view_geometry *geo, const ct_tensor *view, const ct_tensor *base);
+/* Zeros laid out as the base (a buffer spanning its strides, of like's dtype
+ * and device): *whole views them as the base, *part as the view. false (b->st
+ * set) on failure. */
+bool bw_base_layout(ct_bw *b, const ct_view_geometry *geo, const ct_input_meta *base,
+                    const ct_tensor *like, ct_tensor **whole, ct_tensor **part);
+
 /* Zeros of shape, then scatter_add(dim, index, src) into them (index i64). */
 ct_tensor *bw_scatter_add_into_zeros(ct_bw *b, const int64_t *shape, int ndim, int dim,
                                      const ct_tensor *index, const ct_tensor *src);
