@@ -4,8 +4,8 @@
  *
  * Ownership: a tensor's autograd meta holds a reference to the node that made
  * it (grad_fn); a node holds references to the nodes (or leaf tensors) of its
- * inputs and to the tensors it saved. A saved output is a detached alias (no
- * autograd meta), so a result never owns a path back to itself. A view made
+ * inputs and to the tensors it saved, as detached aliases (no autograd meta),
+ * so no tensor owns a path back to itself. A view made
  * by a recorded op holds a reference to its base (the tensor that owns the
  * memory), so an in-place write through the view can rewrite the base's
  * history (CopySlices). */
@@ -29,7 +29,8 @@ struct ct_autograd_meta {
    * the base's (ct__grad_fn_of). */
   ct_tensor *view_base;
   ct_node *view_base_fn;
-  ct_inplace *inplace; /* the in-place write in progress on this tensor */
+  ct_inplace *inplace;    /* the in-place write in progress on this tensor */
+  ct_tensor *saved_alias; /* a detached alias shared by the nodes that save this tensor */
 };
 
 /* ---- Grad mode ---- */

@@ -53,16 +53,14 @@ void bw_set(ct_bw *b, int k, const ct_tensor *g) {
   b->grad_in[k] = ct__retain(g);
 }
 
-/* "[f32 (2, 3)], which is output 0 of MulBackward" (torch's wording). */
-static void describe(const ct_node *n, const ct_saved *slot, char *buf, size_t size) {
-  const ct_tensor *t = slot->t;
+/* "[f32 (2, 3)], which is output 0 of MulBackward" (torch's wording; the
+ * node that made it when it was saved). */
+static void describe(const ct_saved *slot, char *buf, size_t size) {
   char shape[CT_SHAPE_STR_MAX];
-  const char *of = slot->is_output                       ? n->name
-                   : t->autograd && t->autograd->grad_fn ? t->autograd->grad_fn->name
-                                                         : NULL;
-  snprintf(buf, size, "[%s %s]%s%s%s", ct_dtype_name(t->dtype),
-           ct__shape_str(t, shape, sizeof shape), of ? ", which is output 0 of " : "", of ? of : "",
-           of ? "," : "");
+  const char *of = slot->made_by;
+  snprintf(buf, size, "[%s %s]%s%s%s", ct_dtype_name(slot->t->dtype),
+           ct__shape_str(slot->t, shape, sizeof shape), of ? ", which is output 0 of " : "",
+           of ? of : "", of ? "," : "");
 }
 
 const ct_tensor *bw_saved(ct_bw *b, const ct_saved *slot) {
@@ -82,7 +80,7 @@ const ct_tensor *bw_saved(ct_bw *b, const ct_saved *slot) {
   uint32_t v = atomic_load(&slot->t->storage->version);
   if (v != slot->version) {
     char what[CT_SHAPE_STR_MAX + 96];
-    describe(n, slot, what, sizeof what);
+    describe(slot, what, sizeof what);
     bw_ok(b, ct__fail_status(CT_ERR_STATE,
                              "backward: one of the variables needed for gradient computation has "
                              "been modified by an inplace operation: %s is at version %u; expected "

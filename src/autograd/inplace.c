@@ -35,7 +35,7 @@ bool ct__ag_inplace_begin(ct_inplace *ip, const char *op, ct_tensor *self,
                     "out-of-place form",
                     op),
            false;
-  if (!self_rg && atomic_load(&self->storage->refcount) > 1)
+  if (!self_rg && atomic_load(&self->storage->refcount) > 1 + (m && m->saved_alias))
     return ct__fail(CT_ERR_STATE,
                     "%s: an operand requires grad, and the tensor written shares its memory with "
                     "other tensors (a view, or the base of one) whose history autograd can't "

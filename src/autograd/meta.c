@@ -59,6 +59,7 @@ static void meta_free(struct ct_autograd_meta *m) {
   drop_grad_fn(m);
   ct__release(m->grad);
   ct__release(m->view_base);
+  ct__release(m->saved_alias);
   free(m);
 }
 

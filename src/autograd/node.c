@@ -84,36 +84,46 @@ void ct__node_release(ct_node *n) {
 
 /* ---- Saving -------------------------------------------------------------------------- */
 
-static void save_into(ct_node *n, ct_saved *slot, ct_tensor *t, bool is_output) {
+static void save_into(ct_node *n, ct_saved *slot, ct_tensor *t, bool is_output,
+                      const char *made_by) {
   CT_ASSERT(n->n_saved < CT_NODE_MAX_SAVED && !slot->t);
-  slot->t = t;
-  slot->version = atomic_load(&t->storage->version);
-  slot->is_output = is_output;
+  *slot = (ct_saved){t, atomic_load(&t->storage->version), is_output, made_by};
   n->saved[n->n_saved++] = slot;
+}
+
+static ct_tensor *alias_of(const ct_tensor *t) {
+  return ct__view_of(t, t->dtype, t->shape, t->strides, t->ndim, t->offset);
 }
 
 void ct__save(ct_node *n, ct_saved *slot, const ct_tensor *t) {
   if (!n || !t || n->broken) return;
-  ct_inplace *ip = t->autograd ? t->autograd->inplace : NULL;
-  if (ip &&
-      !ip->original) { /* written in place right after: its old value (torch's original_self) */
-    if (!(ip->original = ct__clone(t))) {
-      n->broken = true;
-      return;
-    }
-    t = ip->original;
+  struct ct_autograd_meta *m = t->autograd;
+  ct_tensor *keep;
+  if (m && m->inplace && !m->inplace->original) {
+    /* written in place right after: its old value (torch's original_self) */
+    keep = m->inplace->original = ct__clone(t);
+    ct__retain(keep);
+  } else if (m) { /* one alias per tensor, however many nodes save it (weights: every step) */
+    if (!m->saved_alias) m->saved_alias = alias_of(t);
+    keep = ct__retain(m->saved_alias);
+  } else {
+    keep = alias_of(t);
   }
-  save_into(n, slot, ct__retain(t), false);
+  if (!keep) {
+    n->broken = true;
+    return;
+  }
+  save_into(n, slot, keep, false, m && m->grad_fn ? m->grad_fn->name : NULL);
 }
 
 void ct__save_output(ct_node *n, ct_saved *slot, const ct_tensor *r) {
   if (!n || !r || n->broken) return;
-  ct_tensor *alias = ct__view_of(r, r->dtype, r->shape, r->strides, r->ndim, r->offset);
+  ct_tensor *alias = alias_of(r);
   if (!alias) {
     n->broken = true;
     return;
   }
-  save_into(n, slot, alias, true);
+  save_into(n, slot, alias, true, n->name);
 }
 
 /* ---- Attaching --------------------------------------------------------------------- */

@@ -56,15 +56,17 @@ typedef struct ct_input_meta {
   ct_device device;
 } ct_input_meta;
 
-/* A tensor a formula reads in backward, with the version it had when saved.
- * An input is kept by reference (the node already holds its history, so no
- * cycle forms); a node's own output as a detached alias (a handle without
- * autograd state: the output owns the node); the old value of a tensor
- * written in place as a copy taken before the write. t == NULL: not saved. */
+/* A tensor a formula reads in backward, with the version it had when saved:
+ * a detached alias (a handle without autograd state, so that no saved
+ * tensor can lead back to the node: neither a node's own output, which owns
+ * the node, nor an input whose history an in-place write later rewrites to
+ * pass through the node), or a copy of the old value of a tensor written in
+ * place. t == NULL: not saved. */
 typedef struct ct_saved {
   ct_tensor *t;
   uint32_t version;
   bool is_output;
+  const char *made_by; /* the grad_fn that made it when saved, for messages */
 } ct_saved;
 
 typedef struct ct_bw ct_bw;
