@@ -225,90 +225,98 @@ typedef struct scalar_node {
   ct_saved x, y; /* the tensor operand, the output */
 } scalar_node;
 
-/* d(x op s)/dx, or d(s op x)/dx reversed (g times the derivative). */
-static ct_tensor *scalar_grad(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
-  double s = n->s;
-  bool rev = n->reversed;
-  switch (n->op) {
-    case CT_BOP_ADD:
-      return (ct_tensor *)g;
-    case CT_BOP_SUB:
-      return rev ? bw_neg(c, g) : (ct_tensor *)g;
-    case CT_BOP_MUL:
-      return bw_scale(c, g, s);
-    case CT_BOP_DIV: { /* x / s: 1 / s;  s / x: -s / x² = -y² / s */
-      if (!rev) return bw_scale(c, g, 1.0 / s);
-      if (s == 0) return bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g));
-      const ct_tensor *y = bw_saved(c, &n->y);
-      return bw_mul(c, g, bw_scale(c, bw_mul(c, y, y), -1.0 / s));
-    }
-    case CT_BOP_POW: {
-      if (!rev) { /* x^s: s x^(s-1), 0 for s == 0 */
-        if (s == 0) return bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g));
-        return bw_mul(c, g, bw_scale(c, bw_scalar(c, CT_BOP_POW, bw_saved(c, &n->x), s - 1), s));
-      }
-      /* s^x: y ln s, 0 where s == 0 and x >= 0 */
-      ct_tensor *d = bw_mul(c, g, bw_scale(c, bw_saved(c, &n->y), log(s)));
-      if (s != 0) return d;
-      return bw_where(c, bw_scalar(c, CT_BOP_GE, bw_saved(c, &n->x), 0), bw_zero(c, g), d);
-    }
-    case CT_BOP_MAXIMUM:
-    case CT_BOP_MINIMUM: {
-      const ct_tensor *x = bw_saved(c, &n->x);
-      ct_tensor *sv = bw_zero(c, x);
-      if (!sv || !bw_ok(c, ct__backend_of(sv)->fill(sv, s))) return NULL;
-      return route(c, g, x, sv, n->op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT);
-    }
-    case CT_BOP_FMOD:
-    case CT_BOP_REMAINDER: { /* x mod s: 1;  s mod x: -trunc/floor(s / x) */
-      if (!rev) return (ct_tensor *)g;
-      ct_tensor *q = bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, bw_saved(c, &n->x), s, true));
-      return bw_neg(
-          c, bw_mul(c, g, bw_unary(c, n->op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR, q)));
-    }
-    case CT_BOP_ATAN2: { /* atan2(x, s): s / (x² + s²);  atan2(s, x): -s / (x² + s²) */
-      const ct_tensor *x = bw_saved(c, &n->x);
-      ct_tensor *r2 = bw_scalar(c, CT_BOP_ADD, bw_mul(c, x, x), s * s);
-      return bw_mul(c, g, bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, r2, rev ? -s : s, true)));
-    }
-    default:
-      bw_ok(c, ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable",
-                               ct__binary_info[n->op].name));
-      return NULL;
-  }
+/* g times d(x op s)/dx, or d(s op x)/dx when reversed. */
+typedef ct_tensor *(*scalar_formula)(ct_bw *c, const scalar_node *n, const ct_tensor *g);
+
+static ct_tensor *zeros_like_grad(ct_bw *c, const ct_tensor *g) {
+  return bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g));
 }
+static ct_tensor *add_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return (ct_tensor *)g;
+}
+static ct_tensor *sub_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return n->reversed ? bw_neg(c, g) : (ct_tensor *)g;
+}
+static ct_tensor *mul_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return bw_scale(c, g, n->s);
+}
+static ct_tensor *div_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  if (!n->reversed) return bw_scale(c, g, 1.0 / n->s); /* x / s: 1 / s */
+  if (n->s == 0) return zeros_like_grad(c, g);         /* 0 / x */
+  const ct_tensor *y = bw_saved(c, &n->y);             /* s / x: -s / x² = -y² / s */
+  return bw_mul(c, g, bw_scale(c, bw_mul(c, y, y), -1.0 / n->s));
+}
+static ct_tensor *pow_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  double s = n->s;
+  if (!n->reversed) { /* x^s: s x^(s-1), 0 for s == 0 */
+    if (s == 0) return zeros_like_grad(c, g);
+    return bw_mul(c, g, bw_scale(c, bw_scalar(c, CT_BOP_POW, bw_saved(c, &n->x), s - 1), s));
+  }
+  /* s^x: y ln s, 0 where s == 0 and x >= 0 */
+  ct_tensor *d = bw_mul(c, g, bw_scale(c, bw_saved(c, &n->y), log(s)));
+  if (s != 0) return d;
+  return bw_where(c, bw_scalar(c, CT_BOP_GE, bw_saved(c, &n->x), 0), bw_zero(c, g), d);
+}
+static ct_tensor *maximum_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  const ct_tensor *x = bw_saved(c, &n->x);
+  ct_tensor *sv = bw_const(c, x, n->s);
+  return route(c, g, x, sv, n->op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT);
+}
+static ct_tensor *fmod_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  if (!n->reversed) return (ct_tensor *)g; /* x mod s: 1;  s mod x: -trunc/floor(s / x) */
+  ct_tensor *q = bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, bw_saved(c, &n->x), n->s, true));
+  ct_unary_op round = n->op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR;
+  return bw_neg(c, bw_mul(c, g, bw_unary(c, round, q)));
+}
+static ct_tensor *atan2_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* atan2(x, s): s / (x² + s²);  atan2(s, x): -s / (x² + s²) */
+  const ct_tensor *x = bw_saved(c, &n->x);
+  ct_tensor *r2 = bw_scalar(c, CT_BOP_ADD, bw_mul(c, x, x), n->s * n->s);
+  double num = n->reversed ? -n->s : n->s;
+  return bw_mul(c, g, bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, r2, num, true)));
+}
+
+typedef struct scalar_rule {
+  const char *name;
+  scalar_formula grad;            /* NULL: not differentiable */
+  unsigned char reads, reads_rev; /* READ_A (x) / READ_Y, for x op s and s op x */
+} scalar_rule;
+
+static const scalar_rule SCALAR[CT_BOP_COUNT] = {
+    [CT_BOP_ADD] = {"AddBackward", add_s, 0, 0},
+    [CT_BOP_SUB] = {"SubBackward", sub_s, 0, 0},
+    [CT_BOP_MUL] = {"MulBackward", mul_s, 0, 0},
+    [CT_BOP_DIV] = {"DivBackward", div_s, 0, READ_Y},
+    [CT_BOP_FLOOR_DIVIDE] = {"FloorDivideBackward", NULL, 0, 0},
+    [CT_BOP_POW] = {"PowBackward", pow_s, READ_A, READ_A | READ_Y},
+    [CT_BOP_MAXIMUM] = {"ClampMinBackward", maximum_s, READ_A, READ_A},
+    [CT_BOP_MINIMUM] = {"ClampMaxBackward", maximum_s, READ_A, READ_A},
+    [CT_BOP_FMOD] = {"FmodBackward", fmod_s, 0, READ_A},
+    [CT_BOP_REMAINDER] = {"RemainderBackward", fmod_s, 0, READ_A},
+    [CT_BOP_ATAN2] = {"Atan2Backward", atan2_s, READ_A, READ_A},
+};
 
 static void scalar_backward(ct_bw *c, const ct_tensor *g) {
-  BW_GRAD(c, 0, scalar_grad(c, CT_BW_STATE(c, scalar_node), g));
+  const scalar_node *n = CT_BW_STATE(c, scalar_node);
+  if (!SCALAR[n->op].grad) {
+    bw_ok(c, ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable",
+                             ct__binary_info[n->op].name));
+    return;
+  }
+  BW_GRAD(c, 0, SCALAR[n->op].grad(c, n, g));
 }
-
-static const char *const SCALAR_NAMES[CT_BOP_COUNT] = {
-    [CT_BOP_ADD] = "AddBackward",
-    [CT_BOP_SUB] = "SubBackward",
-    [CT_BOP_MUL] = "MulBackward",
-    [CT_BOP_DIV] = "DivBackward",
-    [CT_BOP_FLOOR_DIVIDE] = "FloorDivideBackward",
-    [CT_BOP_POW] = "PowBackward",
-    [CT_BOP_MAXIMUM] = "ClampMinBackward",
-    [CT_BOP_MINIMUM] = "ClampMaxBackward",
-    [CT_BOP_FMOD] = "FmodBackward",
-    [CT_BOP_REMAINDER] = "RemainderBackward",
-    [CT_BOP_ATAN2] = "Atan2Backward",
-};
 
 ct_tensor *ct__ag_binary_scalar(ct_tensor *r, int op, const ct_tensor *a, double s, bool reversed) {
   if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE || !ct__ag_needed(&a, 1)) return r;
-  CT_ASSERT(SCALAR_NAMES[op] != NULL);
-  ct_node *n = CT_NODE_NEW(scalar_node, SCALAR_NAMES[op], scalar_backward, 1, &a);
+  const scalar_rule *rule = &SCALAR[op];
+  CT_ASSERT(rule->name != NULL); /* every arithmetic op needs a row in SCALAR */
+  ct_node *n = CT_NODE_NEW(scalar_node, rule->name, scalar_backward, 1, &a);
   if (n) {
     scalar_node *st = CT_NODE_STATE(n, scalar_node);
     *st = (scalar_node){.op = (ct_binary_op)op, .s = s, .reversed = reversed};
-    bool reads_x = op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM || op == CT_BOP_ATAN2 ||
-                   (op == CT_BOP_POW && (!reversed || s == 0)) ||
-                   ((op == CT_BOP_FMOD || op == CT_BOP_REMAINDER) && reversed);
-    bool reads_y = reversed && ((op == CT_BOP_DIV && s != 0) || op == CT_BOP_POW);
-    if (reads_x) ct__save(n, &st->x, a);
-    if (reads_y) ct__save_output(n, &st->y, r);
+    unsigned reads = reversed ? rule->reads_rev : rule->reads;
+    if (reads & READ_A) ct__save(n, &st->x, a);
+    if (reads & READ_Y) ct__save_output(n, &st->y, r);
   }
   return ct__ag_record(r, n);
 }
