@@ -8,6 +8,9 @@
  *   sum_10M_f32      sum of 10M floats, next to an AVX-512/AVX2 C loop
  *   matmul_1024_f32  1024x1024 @ 1024x1024, fresh result
  *   add_1elem_f32    per-op cost of a 1-element add, result created and freed
+ *   mul_1elem_grad_f32  the same for a 1-element mul whose input requires grad:
+ *                    the op plus recording its autograd node (what each op of a
+ *                    small-batch training step pays), node freed with the result
  *   linreg_1000      the NumPy linear-regression loop (manual gradient), 1000 epochs
  *   fma_peak         the machine's measured f32 FMA throughput (the GEMM roofline)
  *
@@ -231,6 +234,25 @@ static void bench_small(void) {
   ct_free(m.b);
 }
 
+static void run_ct_mul_grad(void *p) {
+  mat_ctx *m = p;
+  ct_free(ct_mul(m->a, m->b));
+}
+
+static void bench_small_grad(void) {
+  const char *name = "mul_1elem_grad_f32";
+  mat_ctx m = {ct_full(CT_SHAPE(1), 1.0, &(ct_tensor_opts){.requires_grad = true}),
+               ct_full(CT_SHAPE(1), 2.0, NULL)};
+  ct_tensor *r = ct_mul(m.a, m.b);
+  if (!r || !ct_requires_grad(r))
+    emit_error(name, "ctensor", r ? "not recorded" : ct_last_error_message());
+  else
+    emit(name, "ctensor", time_it(run_ct_mul_grad, &m), "ns_per_op", SCALED, 1e9);
+  ct_free(r);
+  ct_free(m.a);
+  ct_free(m.b);
+}
+
 /* The NumPy loop of the reference documents, 1000 epochs per call. */
 typedef struct linreg_ctx {
   ct_tensor *X, *y, *W;
@@ -323,6 +345,7 @@ int main(int argc, char **argv) {
   }
   if (bench_want(only, "matmul_1024_f32")) bench_matmul();
   if (bench_want(only, "add_1elem_f32")) bench_small();
+  if (bench_want(only, "mul_1elem_grad_f32")) bench_small_grad();
   if (bench_want(only, "linreg_1000")) bench_linreg();
   if (bench_want(only, "fma_peak_f32")) bench_fma_peak();
   if (big.sink == 12345.0) fprintf(stderr, "(sink)\n"); /* keeps results observable */

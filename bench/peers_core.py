@@ -62,6 +62,11 @@ def bench_small():
     emit("add_1elem_f32", "torch", lambda: ta + tb, "ns_per_op", scaled(1e9))
 
 
+def bench_small_grad():
+    ta, tb = torch.ones(1, requires_grad=True), torch.full((1,), 2.0)
+    emit("mul_1elem_grad_f32", "torch", lambda: ta * tb, "ns_per_op", scaled(1e9))
+
+
 def linreg_numpy(X, y, W):
     """The reference loop, verbatim (manual gradient)."""
     for _ in range(1000):
@@ -99,6 +104,7 @@ def main():
                       "python": sys.version.split()[0]}), flush=True)
     for name, fn in (("add_10M_f32", bench_add), ("sum_10M_f32", bench_sum),
                      ("matmul_1024_f32", bench_matmul), ("add_1elem_f32", bench_small),
+                     ("mul_1elem_grad_f32", bench_small_grad),
                      ("linreg_1000", bench_linreg)):
         if want(name):
             fn()

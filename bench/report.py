@@ -39,6 +39,7 @@ WORKLOADS = {
     "sum_10M_f32": "sum of 10M f32",
     "matmul_1024_f32": "matmul 1024x1024 f32",
     "add_1elem_f32": "1-element add (create + free result)",
+    "mul_1elem_grad_f32": "1-element mul recording its autograd node (create + free)",
     "linreg_1000": "linear regression, manual gradient, 1000 epochs",
     "fma_peak_f32": "f32 FMA throughput (roofline)",
     "train_linreg_1000": "linear regression, autograd + SGD, 1000 epochs",

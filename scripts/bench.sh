@@ -73,6 +73,7 @@ echo "{\"meta\":\"run\",\"cpu_busy_before_pct\":$busy,\"rounds\":$rounds}" >"$ra
 # workload:C program:Python peer (- : none)
 workloads="add_10M_f32:bench_core:peers_core sum_10M_f32:bench_core:peers_core
   matmul_1024_f32:bench_core:peers_core add_1elem_f32:bench_core:peers_core
+  mul_1elem_grad_f32:bench_core:peers_core
   linreg_1000:bench_core:peers_core fma_peak_f32:bench_core:-
   train_linreg_1000:bench_train:peers_train train_mlp_step:bench_train:peers_train
   train_cnn_step:bench_train:peers_train train_fashion_cnn_step:bench_train:peers_train"

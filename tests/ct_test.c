@@ -251,6 +251,19 @@ ct_tensor *ct_test_load_output(const char *dir, const char *name) {
   return ct_to(t, ct_test_device(), NULL);
 }
 
+void ct_test_check_like_torch(const char *file, int line, const char *dir, const char *what,
+                              const ct_tensor *got, const char *name, double rtol, double atol) {
+  ct_tensor *ref = ct_test_load_output(dir, name);
+  if (!got || !ref) {
+    ct_test_fail(file, line, "%s: missing result (%s)", what, ct_last_error_message());
+    return;
+  }
+  double *rv = ct_test_values(ref);
+  ct_test_check_shape(file, line, what, got, ct_shape(ref), ct_ndim(ref));
+  ct_test_check_close(file, line, what, got, rv, rtol, atol);
+  free(rv);
+}
+
 int main(int argc, char **argv) {
   const char *dev = "cpu";
   const char *only = NULL;

@@ -155,6 +155,14 @@ const char *ct_test_torch_outputs(const char *tag, const char *script);
  * reported failure if it can't be read). */
 ct_tensor *ct_test_load_output(const char *dir, const char *name);
 
+/* Compares got with the torch output <dir>/<name>.npy: same shape, values
+ * within rtol/atol (nan matches nan); a missing result is a failure naming
+ * the library's error. `what` names the comparison in messages. */
+#define CHECK_LIKE_TORCH(dir, what, got, name, rtol, atol) \
+  ct_test_check_like_torch(__FILE__, __LINE__, dir, what, got, name, rtol, atol)
+void ct_test_check_like_torch(const char *file, int line, const char *dir, const char *what,
+                              const ct_tensor *got, const char *name, double rtol, double atol);
+
 /* Marks the running test as skipped with a reason (the process exits 77 if
  * every test skipped). */
 void ct_test_skip(const char *reason);

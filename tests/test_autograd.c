@@ -270,7 +270,8 @@ CT_TEST(modified_saved_tensor_is_refused) {
   ct_tensor *x = ct_full(CT_SHAPE(3), 2.0, &(ct_tensor_opts){.device = ct_test_device()});
   ct_tensor *y = ct_sum(ct_mul(w, x), NULL); /* saves x */
   ct_add_scalar_(x, 1.0);                     /* modifies it */
-  CHECK_ERR_MSG(ct_backward(y, NULL, NULL) == CT_OK, CT_ERR_STATE, "modified by an in-place");
+  CHECK_ERR_MSG(ct_backward(y, NULL, NULL) == CT_OK, CT_ERR_STATE,
+                "modified by an inplace operation");
 }
 
 CT_TEST(backward_errors) {

@@ -11,9 +11,37 @@
  *   ct_tensor *g = ct_grad(W);        // borrowed: owned by W
  *
  * Gradients flow back through ct_to across devices: a CPU leaf moved to a GPU
- * gets its gradient on the CPU. A tensor saved for backward and then modified
- * in place makes backward fail with CT_ERR_STATE (version counters), as in
- * PyTorch. Integer tensors never require grad.
+ * gets its gradient on the CPU. Integer tensors never require grad.
+ *
+ * In-place ops (ct_add_, ct_exp_, ct_copy_, ct_fill_, ...) follow PyTorch:
+ *  - on a tensor made by recorded ops they rewrite its history: after
+ *    y = x * 2; ct_add_scalar_(y, 1); ct_exp_(y), y's grad_fn is ExpBackward,
+ *    whose input is the AddBackward of the add_, whose input is the
+ *    MulBackward. A formula that needs the old value of y gets a copy taken
+ *    before the write (sin_, mul_ by a tensor that requires grad).
+ *  - on a tensor that doesn't require grad, with an operand that does, the
+ *    tensor becomes a non-leaf that requires grad (an accumulator).
+ *  - through a view of a tensor that requires grad, they rewrite the history
+ *    of the view's base (CopySlices: the base's gradient gets the view's
+ *    elements' gradient from the op) and of the view; other views of the
+ *    base read the base's new history from then on.
+ *  - a leaf that requires grad, or a view of one, can't be written while grad
+ *    mode is on (CT_ERR_STATE naming the op: "a leaf tensor that requires
+ *    grad is being used in an in-place operation"); write inside
+ *    ct_no_grad_begin/ct_no_grad_end, as optimizers do.
+ *  - Unlike PyTorch, autograd tracks only views of tensors that require grad:
+ *    a tensor that doesn't require grad and shares its memory with other
+ *    tensors (a view of a plain buffer, or the base of one) can't be written
+ *    with an operand that requires grad (CT_ERR_STATE): the other tensors'
+ *    history could not follow. Write into a tensor of its own or use the
+ *    out-of-place form (ct_cat, ct_where...).
+ * Version counters: each op saves what its gradient reads (exp, tanh,
+ * sigmoid, sqrt, rsqrt, relu, reciprocal, tan, expm1 only their output, so
+ * their input may change afterwards). A saved tensor modified in place
+ * before backward makes backward fail with CT_ERR_STATE and PyTorch's
+ * message: "one of the variables needed for gradient computation has been
+ * modified by an inplace operation: [f32 (3,)], which is output 0 of
+ * SigmoidBackward, is at version 2; expected version 1 instead".
  */
 #ifndef CTENSOR_AUTOGRAD_H
 #define CTENSOR_AUTOGRAD_H
@@ -55,8 +83,9 @@ void ct_no_grad_end(void);
 bool ct_is_grad_enabled(void);
 /* A view of t's data that does not require grad and records nothing. */
 ct_tensor *ct_detach(const ct_tensor *t);
-/* The name of the node that produced t ("MulBackward", ...), or NULL for a
- * leaf or a tensor that does not require grad. */
+/* The name of the node that produced t ("MulBackward", "CopySlices", ...;
+ * PyTorch's names without the trailing digit), or NULL for a leaf or a
+ * tensor that does not require grad. */
 const char *ct_grad_fn_name(const ct_tensor *t);
 
 #ifdef __cplusplus

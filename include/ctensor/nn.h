@@ -81,7 +81,9 @@ typedef struct ct_loss_opts {
 
 /* mean((input - target)^2) (or sum/none). */
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts);
-/* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...). */
+/* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...).
+ * When every target is ignored, the mean is nan (0 / 0) and the gradient 0,
+ * as PyTorch's (sum: 0; none: zeros); so for nll_loss. */
 ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
                             const ct_loss_opts *opts);
 /* Negative log-likelihood of log-probabilities (N, C) at integer targets (N). */

@@ -7,6 +7,12 @@
  *                           x's dtype (no float into an integer tensor).
  *  - ct_op_out(out, x, ...) writes into an existing `out` of the result's shape
  *                           and returns out (no new reference).
+ * Under autograd (ctensor/autograd.h), in-place forms are differentiable as in
+ * PyTorch: writing a tensor made by recorded ops rewrites its history, a
+ * write through a view rewrites its base's, and a leaf that requires grad
+ * (or a view of one) can only be written inside ct_no_grad_begin/end. _out
+ * forms are not recorded: they refuse (CT_ERR_STATE) an out or an input that
+ * requires grad while grad mode is on.
  *  - ct_op_scalar(x, s)     the other operand is a number.
  * Binary operations broadcast as NumPy does and promote dtypes as PyTorch
  * (ct_promote_types). A scalar takes the tensor's dtype, except that a
@@ -152,7 +158,11 @@ typedef struct ct_reduce_opts {
 
 /* sum and prod of integers/bool give i64; mean, var, std, norm, logsumexp need
  * floating input. f32 sums are accurate for long inputs (blocked pairwise
- * summation). Each has a ct_NAME_out(out, x, r) form. */
+ * summation). Each has a ct_NAME_out(out, x, r) form.
+ * Gradients where the derivative is undefined are PyTorch's: prod at a zero
+ * gets the product of the other elements (0 with two zeros in the slice);
+ * max/min split the gradient evenly among tied elements; std at zero spread
+ * and norm at zero give 0 (var and std with N - correction <= 0 give nan). */
 ct_tensor *ct_sum(const ct_tensor *x, const ct_reduce_opts *r);
 ct_tensor *ct_mean(const ct_tensor *x, const ct_reduce_opts *r);
 ct_tensor *ct_prod(const ct_tensor *x, const ct_reduce_opts *r);
@@ -201,7 +211,9 @@ ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b);
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b);
 /* 1-d dot product. */
 ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b);
-/* x @ w^T + bias, as torch.nn.functional.linear (bias may be NULL). */
+/* x @ w^T + bias, as torch.nn.functional.linear (bias may be NULL). With 0
+ * input features the result is the bias (zeros without one), and x and w
+ * get empty gradients. */
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 
 /* ---- Indexing, joining, splitting -------------------------------------- */

@@ -1,68 +1,36 @@
-/* The autograd tape: nodes, edges, saved tensors, and the recording helpers
- * the op layer calls after computing a result.
+/* The recording interface between the op layer and autograd: grad mode, the
+ * ct__ag_* calls an op makes after computing its result, and the in-place
+ * protocol. Nodes and formulas are private to src/autograd (node.h).
  *
  * Ownership: a tensor's autograd meta holds a reference to the node that made
  * it (grad_fn); a node holds references to the nodes (or leaf tensors) of its
- * inputs and to the tensors it saved. Saved outputs are stored as detached
- * aliases (no autograd meta), so a result never owns a path back to itself. */
+ * inputs and to the tensors it saved, as detached aliases (no autograd meta),
+ * so no tensor owns a path back to itself. A view made
+ * by a recorded op holds a reference to its base (the tensor that owns the
+ * memory), so an in-place write through the view can rewrite the base's
+ * history (CopySlices). */
 #ifndef CT_AUTOGRAD_INTERNAL_H
 #define CT_AUTOGRAD_INTERNAL_H
 
-#include "core/internal.h"
+#include "backend/backend.h"
 
 typedef struct ct_node ct_node;
-
-/* Where the gradient of one input goes: the node that produced it, or the
- * leaf to accumulate into, or nowhere (both NULL: no grad needed). */
-typedef struct ct_edge {
-  ct_node *fn;
-  ct_tensor *leaf;
-} ct_edge;
-
-/* What backward needs to know of an input to shape its gradient. */
-typedef struct ct_input_meta {
-  int64_t shape[CT_MAX_DIMS];
-  int ndim;
-  ct_dtype dtype;
-  ct_device device;
-} ct_input_meta;
-
-/* Computes the gradient of each input from the gradient of the output.
- * grad_in[k] is set to a new (untracked) reference, or left NULL when input k
- * needs no gradient (ct__node_needs(n, k) is false) or gets none. Shapes may
- * be broadcast shapes: the engine reduces them to the input's shape and casts
- * to its dtype. Records an error and returns its code on failure. */
-typedef ct_status (*ct_backward_fn)(ct_node *n, const ct_tensor *grad_out, ct_tensor **grad_in);
-
-#define CT_NODE_MAX_SAVED 4
-
-struct ct_node {
-  atomic_int refcount;
-  const char *name;          /* "MulBackward" */
-  ct_backward_fn backward;
-  int n_inputs;
-  ct_edge *next;             /* n_inputs edges */
-  ct_input_meta *in;         /* n_inputs metas */
-  ct_tensor *saved[CT_NODE_MAX_SAVED];
-  uint32_t saved_version[CT_NODE_MAX_SAVED];
-  bool saved_freed;          /* backward ran without retain_graph */
-  bool has_saved;            /* ct__node_save was called */
-  /* op parameters */
-  int op;                    /* the op's enum value, for table-driven formulas */
-  double p[4];
-  int64_t ip[4 * CT_MAX_DIMS + 4]; /* integer parameters (view geometry, dims) */
-  int n_ip;
-  /* engine state during one backward */
-  ct_tensor *pending;        /* sum of gradients received so far */
-  int deps;                  /* incoming edges not yet delivered */
-  struct ct_autograd_meta *retain_meta; /* output asked for retain_grad */
-};
+typedef struct ct_inplace ct_inplace;
 
 struct ct_autograd_meta {
   bool requires_grad;
   bool retains_grad;
   ct_tensor *grad;  /* accumulated gradient (leaves; non-leaves with retain_grad) */
   ct_node *grad_fn; /* NULL for leaves */
+  /* A view made by a recorded op: its base (the root tensor owning the
+   * memory, a reference) and the base's grad_fn when this view's grad_fn was
+   * made; when the base's grad_fn has changed since (an in-place write to the
+   * base or to another view of it), the view's history is regenerated from
+   * the base's (ct__grad_fn_of). */
+  ct_tensor *view_base;
+  ct_node *view_base_fn;
+  ct_inplace *inplace;    /* the in-place write in progress on this tensor */
+  ct_tensor *saved_alias; /* a detached alias shared by the nodes that save this tensor */
 };
 
 /* ---- Grad mode ---- */
@@ -70,25 +38,6 @@ bool ct__grad_enabled(void);
 bool ct__requires_grad(const ct_tensor *t);
 /* Grad mode on and any non-NULL input requiring grad. */
 bool ct__ag_needed(const ct_tensor *const *inputs, int n);
-
-/* ---- Building nodes ---- */
-/* A node for `inputs` (edges from their grad_fn or leaf; NULL inputs or inputs
- * that don't require grad get empty edges). NULL on out of memory. */
-ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n_inputs,
-                      const ct_tensor *const *inputs);
-void ct__node_release(ct_node *n);
-/* Saves t (a detached alias, with t's current version) in slot i. */
-bool ct__node_save(ct_node *n, int i, const ct_tensor *t);
-/* The saved tensor of slot i (borrowed), or NULL with CT_ERR_STATE if it was
- * modified in place since it was saved or the graph was already freed. */
-const ct_tensor *ct__node_saved(ct_node *n, int i);
-/* Whether input k needs a gradient. */
-static inline bool ct__node_needs(const ct_node *n, int k) {
-  return n->next[k].fn || n->next[k].leaf;
-}
-/* Makes `result` the output of node n: it now requires grad and owns n.
- * Returns result; on failure releases both and returns NULL. */
-ct_tensor *ct__ag_attach(ct_tensor *result, ct_node *n);
 
 /* ---- Recording, called by the public op functions ----
  * Each takes the op's untracked result `r` (NULL passes through), records a
@@ -98,20 +47,14 @@ ct_tensor *ct__ag_unary(ct_tensor *r, int op, const ct_tensor *x, double p0, dou
 ct_tensor *ct__ag_binary(ct_tensor *r, int op, const ct_tensor *a, const ct_tensor *b);
 ct_tensor *ct__ag_binary_scalar(ct_tensor *r, int op, const ct_tensor *a, double s, bool reversed);
 ct_tensor *ct__ag_add_scaled(ct_tensor *r, const ct_tensor *a, const ct_tensor *b, double alpha);
-ct_tensor *ct__ag_where(ct_tensor *r, const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
-
-/* In-place and `_out` writes under autograd. Call BEFORE writing `self`
- * (the tensor written) with the other inputs. Fails with CT_ERR_STATE when
- * grad mode is on and self requires grad (in-place history rewriting is not
- * supported: use the out-of-place form), or when an input requires grad and
- * the op can't be recorded in place (`recordable` false). Otherwise returns
- * true and, if an input requires grad, a prepared node in *node (for add_,
- * sub_, add_scaled_: finish with ct__ag_finish_inplace after the write). */
-bool ct__ag_inplace_begin(const char *op, const ct_tensor *self, const ct_tensor *const *inputs,
-                          int n, bool recordable);
-/* Records the in-place add/sub/axpy `self op= alpha * b` (alpha: 1 for add_,
- * -1 for sub_) after it was written. Returns self or NULL. */
-ct_tensor *ct__ag_inplace_axpy(ct_tensor *self, const ct_tensor *b, double alpha);
+ct_tensor *ct__ag_where(ct_tensor *r, const ct_tensor *cond, const ct_tensor *a,
+                        const ct_tensor *b);
+/* r overwritten with values that do not depend on x (fill_, zero_, random
+ * fills): x gets a zero gradient. name: "FillBackward", ... */
+ct_tensor *ct__ag_overwrite(ct_tensor *r, const ct_tensor *x, const char *name);
+/* dst (its old value) and src of copy_: dst's old value gets zero, src the
+ * gradient moved back to its device. */
+ct_tensor *ct__ag_copy(ct_tensor *r, const ct_tensor *dst, const ct_tensor *src);
 
 /* Views: records that v (untracked) is a view of t. kind: CT_VIEW_RESHAPE
  * (any same-numel reinterpretation: view, reshape, flatten, squeeze,
@@ -123,16 +66,20 @@ ct_tensor *ct__ag_view(ct_tensor *v, const ct_tensor *t, int kind, const int *pe
 /* Identity-gradient ops that make a new tensor from t: contiguous, clone,
  * cast (the engine casts the gradient back). */
 ct_tensor *ct__ag_identity(ct_tensor *r, const ct_tensor *t, const char *name);
+/* ct_to across devices: the gradient goes back to t's device. */
+ct_tensor *ct__autograd_record_to(ct_tensor *r, const ct_tensor *t);
 
 /* Reductions (opts as given to the op), values of max/min along a dim, softmax. */
-ct_tensor *ct__ag_reduce(ct_tensor *r, int op, const ct_tensor *x, const ct_reduce_opts *opts, double p);
+ct_tensor *ct__ag_reduce(ct_tensor *r, int op, const ct_tensor *x, const ct_reduce_opts *opts,
+                         double p);
 ct_tensor *ct__ag_max_dim(ct_tensor *values, const ct_tensor *indices, const ct_tensor *x, int dim,
                           bool keepdim);
 ct_tensor *ct__ag_softmax(ct_tensor *r, const ct_tensor *x, int dim, bool log);
 
 /* matmul (torch.matmul semantics) and linear. */
 ct_tensor *ct__ag_matmul(ct_tensor *r, const ct_tensor *a, const ct_tensor *b);
-ct_tensor *ct__ag_linear(ct_tensor *r, const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
+ct_tensor *ct__ag_linear(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                         const ct_tensor *bias);
 
 /* Indexing, masking, joining. */
 ct_tensor *ct__ag_index_select(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index);
@@ -144,13 +91,88 @@ ct_tensor *ct__ag_masked_fill(ct_tensor *r, const ct_tensor *x, const ct_tensor 
 ct_tensor *ct__ag_cat(ct_tensor *r, ct_tensor *const *tensors, int count, int dim, bool stack);
 ct_tensor *ct__ag_triangle(ct_tensor *r, const ct_tensor *x, int64_t k, bool upper);
 
-/* ct_to across devices: the gradient goes back to t's device. */
-ct_tensor *ct__autograd_record_to(ct_tensor *r, const ct_tensor *t);
+/* Layers (src/nn). The inputs give the edges; the prepared tensors the
+ * forward computed with (contiguous, 4-d / 3-d) are what backward reads. */
+ct_tensor *ct__ag_conv2d(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                         const ct_tensor *bias, const ct_tensor *x4, const ct_tensor *w_c,
+                         const ct_conv2d_params *p, bool unbatched);
+/* indices: the argmax of max pooling (NULL for average pooling). */
+ct_tensor *ct__ag_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max, const ct_tensor *indices,
+                         const ct_pool2d_params *p);
+/* x3: x as (N, C, S); mean and invstd of the batch (training) or the
+ * running statistics (evaluation). */
+ct_tensor *ct__ag_batch_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                             const ct_tensor *bias, const ct_tensor *x3, const ct_tensor *w_c,
+                             const ct_tensor *mean, const ct_tensor *invstd, bool training);
+/* x_c: x contiguous; rows of `cols` elements normalized (the last nd dims). */
+ct_tensor *ct__ag_layer_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                             const ct_tensor *bias, const ct_tensor *x_c, const ct_tensor *w_c,
+                             const ct_tensor *mean, const ct_tensor *rstd, int64_t cols, int nd);
+/* flat: the indices as a 1-d i64 tensor. */
+ct_tensor *ct__ag_embedding(ct_tensor *r, const ct_tensor *indices, const ct_tensor *weight,
+                            const ct_tensor *flat);
+/* The fused cross_entropy (logits) / nll_loss of src/nn/loss.c over rows
+ * (M, C): logp the log-probabilities (M, C) (logits only), target (M, 1) i64,
+ * a the per-row factor (M, 1) or NULL (then 1 - eps), denom the mean's
+ * divisor (0-d) or NULL (then M). */
+typedef struct ct_class_loss_args {
+  const ct_tensor *logp, *target, *a, *denom;
+  ct_reduction reduction;
+  double eps;
+  int64_t M, C;
+  bool logits;
+} ct_class_loss_args;
+ct_tensor *ct__ag_class_loss(ct_tensor *r, const ct_tensor *x, const ct_class_loss_args *s);
 
-/* ---- Helpers for formulas ---- */
+/* ---- In-place writes ----
+ * An in-place op records the same node as its out-of-place form, with the
+ * written tensor (self) as both an input (its history before the write) and
+ * the output (its history after), as PyTorch rewrites history:
+ *
+ *   ct_inplace ip;
+ *   if (!ct__ag_inplace_begin(&ip, "mul_", a, &b, 1)) return NULL;
+ *   if (ip.record && !ct__ag_binary(a, CT_BOP_MUL, a, b)) return ct__ag_inplace_end(&ip, NULL);
+ *   return ct__ag_inplace_end(&ip, ct__binary(CT_BOP_MUL, a, a, b));
+ *
+ * The recording runs before the write: a formula that saves self gets a copy
+ * of its old value (torch's original_self), one that saves the output gets
+ * self after the write. A write through a view of a tensor that requires
+ * grad rewrites the base's history (CopySlices) and the view's. Refused
+ * (with the op's name): a leaf that requires grad, or a view of one (torch's
+ * rule); a target that doesn't require grad but shares its memory with other
+ * tensors while an operand requires grad (the history of those tensors
+ * can't be rewritten: autograd only tracks views of tensors that require
+ * grad). */
+struct ct_inplace {
+  const char *op;
+  ct_tensor *self;
+  bool record;         /* the write is recorded: call the op's ct__ag_* with r = self */
+  bool failed;         /* recording failed (error recorded) */
+  ct_node *node;       /* the recorded node, attached by ct__ag_inplace_end */
+  ct_node *base_node;  /* self is a view: the base's CopySlices node */
+  ct_tensor *original; /* self's value before the write, if a formula saved it */
+};
+bool ct__ag_inplace_begin(ct_inplace *ip, const char *op, ct_tensor *self,
+                          const ct_tensor *const *others, int n_others);
+/* After the write: `written` is self, or NULL if the write (or the
+ * recording) failed. Attaches the recorded history, or drops it on failure;
+ * returns written. Never fails after a successful write. */
+ct_tensor *ct__ag_inplace_end(ct_inplace *ip, ct_tensor *written);
+
+/* `_out` forms don't record (as torch's out=): false with CT_ERR_STATE when
+ * grad mode is on and out or an input requires grad. */
+bool ct__ag_out_allowed(const char *op, const ct_tensor *out, const ct_tensor *const *inputs,
+                        int n);
+
+/* ---- Helpers for the op layer ---- */
 /* A zero-filled contiguous tensor. */
 ct_tensor *ct__zeros(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device);
 /* Sums g over broadcast dims so it has `shape` (g's shape broadcasts to it). */
 ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
+
+/* Test hook: the next n autograd host allocations succeed, the one after
+ * fails (as out of memory) and turns the hook off; n < 0 turns it off.
+ * Returns the previous countdown (-1: off, or it fired). Per thread. */
+int ct__ag_fail_alloc_after(int n);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "amp/amp_internal.h"
-#include "autograd/autograd_internal.h"
+#include "autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/ops_internal.h"
 
@@ -19,7 +19,7 @@ typedef struct node_list {
 static bool list_push(node_list *l, ct_node *n) {
   if (l->count == l->cap) {
     int64_t cap = l->cap ? 2 * l->cap : 64;
-    ct_node **g = realloc(l->items, (size_t)cap * sizeof *g);
+    ct_node **g = ct__ag_realloc(l->items, (size_t)cap * sizeof *g);
     if (!g) return false;
     l->items = g;
     l->cap = cap;
@@ -83,42 +83,52 @@ static ct_tensor *fit_to_input(const ct_node *n, int k, ct_tensor *g) {
   return g;
 }
 
+ct_status ct__node_apply(ct_node *n, const ct_tensor *g, ct_tensor **grads, bool retain) {
+  ct_bw b = {.node = n, .grad_in = grads, .retain = retain, .cap_tmp = 16};
+  b.tmp = b.tmp_small;
+  if (n->saved_freed && n->n_saved > 0)
+    b.st = ct__fail_status(CT_ERR_STATE,
+                           "backward: trying to backward through %s a second time, but its saved "
+                           "tensors were freed; pass retain_graph = true to the first backward",
+                           n->name);
+  else
+    n->backward(&b, g);
+  for (int i = 0; i < b.n_tmp; i++) ct__release(b.tmp[i]);
+  if (b.tmp != b.tmp_small) free(b.tmp);
+  if (!retain) ct__node_free_saved(n);
+  for (int k = 0; k < n->n_inputs; k++) {
+    if (!grads[k]) continue;
+    if (b.st != CT_OK || !bw_needs(&b, k)) {
+      ct__release(grads[k]);
+      grads[k] = NULL;
+    } else if (!(grads[k] = fit_to_input(n, k, grads[k]))) {
+      b.st = ct_last_error();
+    }
+  }
+  return b.st;
+}
+
 static ct_status run_node(ct_node *n, bool retain_graph) {
   ct_tensor *grad_in_small[4] = {0};
-  ct_tensor **grad_in = n->n_inputs <= 4 ? grad_in_small : calloc((size_t)n->n_inputs, sizeof *grad_in);
+  ct_tensor **grad_in =
+      n->n_inputs <= 4 ? grad_in_small : ct__ag_calloc((size_t)n->n_inputs * sizeof *grad_in);
   if (!grad_in) return ct__fail_status(CT_ERR_OOM, "backward: out of host memory");
   ct_tensor *g = n->pending;
   n->pending = NULL;
   ct_status st = CT_OK;
-  if (n->saved_freed && n->has_saved)
-    st = ct__fail_status(CT_ERR_STATE,
-                         "backward: trying to backward through %s a second time, but its saved "
-                         "tensors were freed; pass retain_graph = true to the first backward",
-                         n->name);
-  if (st == CT_OK && n->retain_meta) st = accumulate_grad(n->retain_meta, ct__retain(g));
-  if (st == CT_OK) st = n->backward(n, g, grad_in);
+  if (n->retain_meta) st = accumulate_grad(n->retain_meta, ct__retain(g));
+  if (st == CT_OK)
+    st = ct__node_apply(n, g, grad_in, retain_graph);
+  else if (!retain_graph)
+    ct__node_free_saved(n);
   ct__release(g);
-  if (!retain_graph) {
-    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
-      ct__release(n->saved[i]);
-      n->saved[i] = NULL;
-    }
-    n->saved_freed = true;
-  }
   for (int k = 0; k < n->n_inputs; k++) {
     ct_tensor *gk = grad_in[k];
     grad_in[k] = NULL;
     if (!gk) continue;
-    if (st != CT_OK || !ct__node_needs(n, k)) {
+    if (st != CT_OK) {
       ct__release(gk);
-      continue;
-    }
-    gk = fit_to_input(n, k, gk);
-    if (!gk) {
-      st = ct_last_error();
-      continue;
-    }
-    if (n->next[k].leaf) {
+    } else if (n->next[k].leaf) {
       st = accumulate_grad(n->next[k].leaf->autograd, gk);
     } else {
       st = accumulate(&n->next[k].fn->pending, gk);
@@ -129,7 +139,9 @@ static ct_status run_node(ct_node *n, bool retain_graph) {
 }
 
 ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_opts *opts) {
-  if (!root) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "backward: root is NULL");
+  if (!root)
+    return ct_last_error() ? ct_last_error()
+                           : ct__fail_status(CT_ERR_ARG, "backward: root is NULL");
   bool retain = opts && opts->retain_graph;
   char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
   if (!ct__requires_grad(root))
@@ -159,36 +171,46 @@ ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_
   }
   if (!g0) return ct_last_error();
 
-  ct_node *top = root->autograd->grad_fn;
+  ct_node *top;
+  if (!ct__grad_fn_of(root, &top)) {
+    ct__release(g0);
+    return ct_last_error();
+  }
   if (!top) /* the root is a leaf */
     return accumulate_grad(root->autograd, g0);
 
-  /* Discover the graph and count, for each node, the edges into it. */
+  /* Discover the graph (deps = -1 marks a node listed) and count, for each
+   * node, the edges into it. */
   node_list all = {0}, stack = {0};
-  ct_status st = CT_OK;
-  if (!list_push(&stack, top)) st = CT_ERR_OOM;
-  top->deps = 0;
-  /* mark visited with deps = -1 first */
+  ct_status st = list_push(&stack, top) ? CT_OK : CT_ERR_OOM;
   while (st == CT_OK && stack.count) {
     ct_node *n = stack.items[--stack.count];
     if (n->deps == -1) continue;
+    if (!list_push(&all, n)) {
+      st = CT_ERR_OOM;
+      break;
+    }
     n->deps = -1;
-    if (!list_push(&all, n)) st = CT_ERR_OOM;
     for (int k = 0; k < n->n_inputs && st == CT_OK; k++)
       if (n->next[k].fn && n->next[k].fn->deps != -1 && !list_push(&stack, n->next[k].fn))
         st = CT_ERR_OOM;
   }
   for (int64_t i = 0; i < all.count; i++) all.items[i]->deps = 0;
-  for (int64_t i = 0; i < all.count; i++)
+  for (int64_t i = 0; i < all.count && st == CT_OK; i++)
     for (int k = 0; k < all.items[i]->n_inputs; k++)
       if (all.items[i]->next[k].fn) all.items[i]->next[k].fn->deps++;
+  stack.count = 0;
+  if (st != CT_OK || !list_push(&stack, top)) {
+    for (int64_t i = 0; i < all.count; i++) all.items[i]->deps = 0;
+    free(all.items);
+    free(stack.items);
+    ct__release(g0);
+    return ct__fail_status(CT_ERR_OOM, "backward: out of host memory ordering the graph");
+  }
 
   /* Run nodes whose gradients are complete (Kahn's algorithm). */
   ct__release(top->pending);
   top->pending = g0;
-  stack.count = 0;
-  if (st == CT_OK && !list_push(&stack, top)) st = CT_ERR_OOM;
-  if (st == CT_ERR_OOM) ct__fail_status(st, "backward: out of host memory ordering the graph");
   ct_no_grad_begin(); /* gradients themselves are not recorded */
   unsigned autocast = ct__autocast_suspend();
   while (st == CT_OK && stack.count) {

@@ -1,343 +1,399 @@
-/* Backward formulas of the elementwise families: unary (through the fused
- * unary_backward kernel), binary, binary with a scalar, add_scaled, where,
- * and the in-place axpy forms. */
+/* Backward of the elementwise family: unary ops (the fused unary_backward
+ * kernel), binary ops and their scalar forms, add_scaled, where, and the
+ * writes that replace values (fill_, random fills, copy_).
+ *
+ * Each op saves what its gradient reads and nothing else, as PyTorch does:
+ * exp, tanh, sigmoid, sqrt, relu... save their output only, so their input
+ * may be modified in place afterwards; mul saves b only if a needs a
+ * gradient. The same recording serves the in-place forms (a.mul_(b)). */
 #include <math.h>
 
-#include "autograd/autograd_internal.h"
+#include "autograd/node.h"
 #include "ops/elementwise.h"
 
-/* ---- Unary ------------------------------------------------------------------ */
+/* ---- Unary ------------------------------------------------------------------------- */
 
-static ct_status unary_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  const ct_tensor *x = ct__node_saved(n, 0), *y = ct__node_saved(n, 1);
-  if (!x || !y) return ct_last_error();
-  ct_tensor *gc = ct__cast(g, y->dtype), *xc = ct__cast(x, y->dtype);
-  ct_tensor *gx = gc && xc ? ct__empty(y->shape, y->ndim, y->dtype, ct__device(y)) : NULL;
-  ct_status st = gx ? ct__backend_of(gx)->unary_backward((ct_unary_op)n->op, gx, gc, xc, y, n->p[0],
-                                                        n->p[1])
-                    : ct_last_error();
-  ct__release(gc);
-  ct__release(xc);
-  if (st != CT_OK) {
-    ct__release(gx);
-    return st;
-  }
-  grad_in[0] = gx;
-  return CT_OK;
+typedef struct unary_node {
+  ct_unary_op op;
+  double p0, p1; /* clamp: lo, hi; leaky_relu: slope */
+  ct_saved x, y; /* input, output: whichever the derivative reads */
+} unary_node;
+
+/* What d op / dx reads (the kernels' formulas: backend/cpu/unary_backward.c). */
+enum { READS_NONE, READS_X, READS_Y };
+typedef struct unary_rule {
+  const char *name; /* NULL: not differentiable (bool results) */
+  unsigned char reads;
+} unary_rule;
+
+static const unary_rule UNARY[] = {
+    [CT_UOP_NEG] = {"NegBackward", READS_NONE},
+    [CT_UOP_ABS] = {"AbsBackward", READS_X},
+    [CT_UOP_EXP] = {"ExpBackward", READS_Y},
+    [CT_UOP_EXPM1] = {"Expm1Backward", READS_Y},
+    [CT_UOP_LOG] = {"LogBackward", READS_X},
+    [CT_UOP_LOG1P] = {"Log1PBackward", READS_X},
+    [CT_UOP_LOG2] = {"Log2Backward", READS_X},
+    [CT_UOP_SQRT] = {"SqrtBackward", READS_Y},
+    [CT_UOP_RSQRT] = {"RsqrtBackward", READS_Y},
+    [CT_UOP_SIN] = {"SinBackward", READS_X},
+    [CT_UOP_COS] = {"CosBackward", READS_X},
+    [CT_UOP_TAN] = {"TanBackward", READS_Y},
+    [CT_UOP_TANH] = {"TanhBackward", READS_Y},
+    [CT_UOP_ERF] = {"ErfBackward", READS_X},
+    [CT_UOP_SIGMOID] = {"SigmoidBackward", READS_Y},
+    [CT_UOP_RELU] = {"ReluBackward", READS_Y}, /* y > 0 exactly where x > 0 */
+    [CT_UOP_GELU] = {"GeluBackward", READS_X},
+    [CT_UOP_GELU_TANH] = {"GeluBackward", READS_X},
+    [CT_UOP_SILU] = {"SiluBackward", READS_X},
+    [CT_UOP_SOFTPLUS] = {"SoftplusBackward", READS_X},
+    [CT_UOP_FLOOR] = {"FloorBackward", READS_NONE}, /* zero gradient */
+    [CT_UOP_CEIL] = {"CeilBackward", READS_NONE},
+    [CT_UOP_ROUND] = {"RoundBackward", READS_NONE},
+    [CT_UOP_TRUNC] = {"TruncBackward", READS_NONE},
+    [CT_UOP_SIGN] = {"SignBackward", READS_NONE},
+    [CT_UOP_RECIPROCAL] = {"ReciprocalBackward", READS_Y},
+    [CT_UOP_SQUARE] = {"PowBackward", READS_X},
+    [CT_UOP_CLAMP] = {"ClampBackward", READS_X},
+    [CT_UOP_LEAKY_RELU] = {"LeakyReluBackward", READS_X},
+    [CT_UOP_ISNAN] = {NULL},
+    [CT_UOP_ISINF] = {NULL},
+    [CT_UOP_ISFINITE] = {NULL},
+    [CT_UOP_LOGICAL_NOT] = {NULL},
+};
+_Static_assert(sizeof UNARY / sizeof UNARY[0] == CT_UOP_COUNT,
+               "UNARY needs one entry per unary op");
+
+static void unary_backward(ct_bw *c, const ct_tensor *g) {
+  const unary_node *s = CT_BW_STATE(c, unary_node);
+  const ct_tensor *x = s->x.t ? bw_saved(c, &s->x) : NULL, *y = s->y.t ? bw_saved(c, &s->y) : NULL;
+  if (c->st != CT_OK) return;
+  /* The kernel takes both x and y and reads the one the derivative needs:
+   * the saved one stands for both (the gradient for neither). */
+  const ct_tensor *xy = x ? x : y ? y : g;
+  ct_dtype dt = xy == g ? g->dtype : xy->dtype;
+  ct_tensor *gc = bw_cast(c, g, dt), *xc = bw_cast(c, xy, dt);
+  ct_tensor *gx = bw_empty(c, g->shape, g->ndim, dt, ct__device(g));
+  if (gx && gc && xc &&
+      bw_ok(c, ct__backend_of(gx)->unary_backward(s->op, gx, gc, xc, xc, s->p0, s->p1)))
+    bw_set(c, 0, gx);
 }
 
 ct_tensor *ct__ag_unary(ct_tensor *r, int op, const ct_tensor *x, double p0, double p1) {
+  const unary_rule *rule = &UNARY[op];
   if (!r || !ct__ag_needed(&x, 1) || !ct_dtype_is_floating(r->dtype)) return r;
-  ct_node *n = ct__node_new(ct__unary_info[op].name, unary_backward, 1, &x);
-  if (!n || !ct__node_save(n, 0, x) || !ct__node_save(n, 1, r)) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
+  CT_ASSERT(rule->name != NULL); /* a floating result needs a row in UNARY */
+  ct_node *n = CT_NODE_NEW(unary_node, rule->name, unary_backward, 1, &x);
+  if (n) {
+    unary_node *s = CT_NODE_STATE(n, unary_node);
+    *s = (unary_node){.op = (ct_unary_op)op, .p0 = p0, .p1 = p1};
+    if (rule->reads == READS_X) ct__save(n, &s->x, x);
+    if (rule->reads == READS_Y) ct__save_output(n, &s->y, r);
   }
-  n->op = op;
-  n->p[0] = p0;
-  n->p[1] = p1;
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }
 
-/* ---- Binary ------------------------------------------------------------------ */
+/* ---- Binary -------------------------------------------------------------------------- */
 
-/* Small helpers: each returns a new untracked tensor or NULL. */
-static ct_tensor *mul(const ct_tensor *a, const ct_tensor *b) { return ct__binary(CT_BOP_MUL, NULL, a, b); }
-static ct_tensor *divide(const ct_tensor *a, const ct_tensor *b) { return ct__binary(CT_BOP_DIV, NULL, a, b); }
-static ct_tensor *scal(const ct_tensor *a, double s) { return ct__binary_scalar(CT_BOP_MUL, NULL, a, s, false); }
-static ct_tensor *neg(const ct_tensor *a) { return ct__unary(CT_UOP_NEG, NULL, a, 0, 0); }
+typedef struct binary_node {
+  ct_binary_op op;
+  ct_saved a, b, y; /* operands and output: what the needed gradients read */
+} binary_node;
 
-/* grad * (mask ? 1 : 0) + grad * 0.5 * (a == b): maximum/minimum routing. */
-static ct_tensor *route(const ct_tensor *g, const ct_tensor *a, const ct_tensor *b, ct_binary_op wins) {
-  ct_tensor *win = ct__binary(wins, NULL, a, b);
-  ct_tensor *tie = ct__binary(CT_BOP_EQ, NULL, a, b);
-  ct_tensor *half = tie ? scal(g, 0.5) : NULL;
-  ct_tensor *zero = half ? ct__zeros(NULL, 0, g->dtype, ct__device(g)) : NULL;
-  ct_tensor *t1 = zero ? ct__where(NULL, tie, half, zero) : NULL;
-  ct_tensor *r = t1 && win ? ct__where(NULL, win, g, t1) : NULL;
-  ct__release(win), ct__release(tie), ct__release(half), ct__release(zero), ct__release(t1);
-  return r;
+/* g where a wins against b, g / 2 where they tie, 0 elsewhere (maximum /
+ * minimum; wins: GT or LT). */
+static ct_tensor *route(ct_bw *c, const ct_tensor *g, const ct_tensor *a, const ct_tensor *b,
+                        ct_binary_op wins) {
+  ct_tensor *tie = bw_where(c, bw_binary(c, CT_BOP_EQ, a, b), bw_scale(c, g, 0.5), bw_zero(c, g));
+  return bw_where(c, bw_binary(c, wins, a, b), g, tie);
 }
 
-static ct_status binary_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *a = NULL, *b = NULL, *y = NULL;
-  ct_binary_op op = (ct_binary_op)n->op;
-  bool need_a = ct__node_needs(n, 0), need_b = ct__node_needs(n, 1);
-  if (n->saved[0] && !(a = ct__node_saved(n, 0))) return ct_last_error();
-  if (n->saved[1] && !(b = ct__node_saved(n, 1))) return ct_last_error();
-  if (n->saved[2] && !(y = ct__node_saved(n, 2))) return ct_last_error();
-  switch (op) {
-  case CT_BOP_ADD:
-    if (need_a) gi[0] = ct__retain(g);
-    if (need_b) gi[1] = ct__retain(g);
-    break;
-  case CT_BOP_SUB:
-    if (need_a) gi[0] = ct__retain(g);
-    if (need_b && !(gi[1] = neg(g))) return ct_last_error();
-    break;
-  case CT_BOP_MUL:
-    if (need_a && !(gi[0] = mul(g, b))) return ct_last_error();
-    if (need_b && !(gi[1] = mul(g, a))) return ct_last_error();
-    break;
-  case CT_BOP_DIV: {
-    ct_tensor *ga = divide(g, b);
-    if (!ga) return ct_last_error();
-    if (need_b) { /* -g * y / b = -ga * y */
-      ct_tensor *t = mul(ga, y);
-      gi[1] = t ? neg(t) : NULL;
-      ct__release(t);
-      if (!gi[1]) return ct__release(ga), ct_last_error();
-    }
-    if (need_a) gi[0] = ga;
-    else ct__release(ga);
-    break;
+typedef void (*binary_formula)(ct_bw *c, const binary_node *s, const ct_tensor *g);
+
+static void add_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  BW_GRAD(c, 0, g);
+  BW_GRAD(c, 1, g);
+}
+static void sub_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  BW_GRAD(c, 0, g);
+  BW_GRAD(c, 1, bw_neg(c, g));
+}
+static void mul_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  BW_GRAD(c, 0, bw_mul(c, g, bw_saved(c, &s->b)));
+  BW_GRAD(c, 1, bw_mul(c, g, bw_saved(c, &s->a)));
+}
+static void div_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  const ct_tensor *b = bw_saved(c, &s->b);
+  ct_tensor *g_b = bw_div(c, g, b); /* d/da = 1 / b */
+  BW_GRAD(c, 0, g_b);
+  BW_GRAD(c, 1, bw_neg(c, bw_div(c, bw_mul(c, g_b, bw_saved(c, &s->a)), b))); /* -a / b^2 */
+}
+static void pow_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  const ct_tensor *a = bw_saved(c, &s->a), *b = bw_saved(c, &s->b);
+  /* d/da = b a^(b-1), 0 where b == 0 */
+  if (bw_needs(c, 0)) {
+    ct_tensor *d = bw_mul(c, b, bw_binary(c, CT_BOP_POW, a, bw_scalar(c, CT_BOP_SUB, b, 1)));
+    bw_set(c, 0, bw_mul(c, g, bw_where(c, bw_is_zero(c, b), bw_zero(c, g), d)));
   }
-  case CT_BOP_POW: {
-    if (need_a) { /* g * b * a^(b-1) */
-      ct_tensor *bm1 = ct__binary_scalar(CT_BOP_SUB, NULL, b, 1, false);
-      ct_tensor *p = bm1 ? ct__binary(CT_BOP_POW, NULL, a, bm1) : NULL;
-      ct_tensor *t = p ? mul(p, b) : NULL;
-      gi[0] = t ? mul(g, t) : NULL;
-      ct__release(bm1), ct__release(p), ct__release(t);
-      if (!gi[0]) return ct_last_error();
-    }
-    if (need_b) { /* g * y * log(a), 0 where a == 0 and b >= 0 (as torch) */
-      ct_tensor *la = ct__unary(CT_UOP_LOG, NULL, a, 0, 0);
-      ct_tensor *t = la ? mul(y, la) : NULL;
-      ct_tensor *az = t ? ct__binary_scalar(CT_BOP_EQ, NULL, a, 0, false) : NULL;
-      ct_tensor *bp = az ? ct__binary_scalar(CT_BOP_GE, NULL, b, 0, false) : NULL;
-      ct_tensor *m = bp ? ct__binary(CT_BOP_LOGICAL_AND, NULL, az, bp) : NULL;
-      ct_tensor *z = m ? ct__zeros(NULL, 0, t->dtype, ct__device(t)) : NULL;
-      ct_tensor *safe = z ? ct__where(NULL, m, z, t) : NULL;
-      gi[1] = safe ? mul(g, safe) : NULL;
-      ct__release(la), ct__release(t), ct__release(az), ct__release(bp), ct__release(m);
-      ct__release(z), ct__release(safe);
-      if (!gi[1]) return ct_last_error();
-    }
-    break;
+  /* d/db = y log a, 0 where a == 0 and b >= 0 */
+  if (bw_needs(c, 1)) {
+    ct_tensor *d = bw_mul(c, bw_saved(c, &s->y), bw_unary(c, CT_UOP_LOG, a));
+    ct_tensor *zero =
+        bw_binary(c, CT_BOP_LOGICAL_AND, bw_is_zero(c, a), bw_scalar(c, CT_BOP_GE, b, 0));
+    bw_set(c, 1, bw_mul(c, g, bw_where(c, zero, bw_zero(c, g), d)));
   }
-  case CT_BOP_MAXIMUM:
-  case CT_BOP_MINIMUM: {
-    ct_binary_op a_wins = op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT;
-    if (need_a && !(gi[0] = route(g, a, b, a_wins))) return ct_last_error();
-    if (need_b && !(gi[1] = route(g, b, a, a_wins))) return ct_last_error();
-    break;
+}
+static void maximum_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  ct_binary_op wins = s->op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT;
+  const ct_tensor *a = bw_saved(c, &s->a), *b = bw_saved(c, &s->b);
+  BW_GRAD(c, 0, route(c, g, a, b, wins));
+  BW_GRAD(c, 1, route(c, g, b, a, wins));
+}
+static void fmod_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* d/da = 1; d/db = -trunc(a / b) (fmod) or -floor(a / b) (remainder) */
+  ct_unary_op round = s->op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR;
+  BW_GRAD(c, 0, g);
+  BW_GRAD(c, 1,
+          bw_neg(c, bw_mul(c, g,
+                           bw_unary(c, round, bw_div(c, bw_saved(c, &s->a), bw_saved(c, &s->b))))));
+}
+static void atan2_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* d/da = b / (a² + b²), d/db = -a / (a² + b²) */
+  const ct_tensor *a = bw_saved(c, &s->a), *b = bw_saved(c, &s->b);
+  ct_tensor *g_r2 = bw_div(c, g, bw_add(c, bw_mul(c, a, a), bw_mul(c, b, b)));
+  BW_GRAD(c, 0, bw_mul(c, g_r2, b));
+  BW_GRAD(c, 1, bw_neg(c, bw_mul(c, g_r2, a)));
+}
+
+enum { READ_A = 1, READ_B = 2, READ_Y = 4 };
+typedef struct binary_rule {
+  const char *name;
+  binary_formula grad;        /* NULL: not differentiable */
+  unsigned char for_a, for_b; /* what d/da and d/db read */
+} binary_rule;
+
+static const binary_rule BINARY[CT_BOP_COUNT] = {
+    [CT_BOP_ADD] = {"AddBackward", add_grad, 0, 0},
+    [CT_BOP_SUB] = {"SubBackward", sub_grad, 0, 0},
+    [CT_BOP_MUL] = {"MulBackward", mul_grad, READ_B, READ_A},
+    [CT_BOP_DIV] = {"DivBackward", div_grad, READ_B, READ_A | READ_B},
+    [CT_BOP_FLOOR_DIVIDE] = {"FloorDivideBackward", NULL, 0, 0},
+    [CT_BOP_POW] = {"PowBackward", pow_grad, READ_A | READ_B, READ_A | READ_B | READ_Y},
+    [CT_BOP_MAXIMUM] = {"MaximumBackward", maximum_grad, READ_A | READ_B, READ_A | READ_B},
+    [CT_BOP_MINIMUM] = {"MinimumBackward", maximum_grad, READ_A | READ_B, READ_A | READ_B},
+    [CT_BOP_FMOD] = {"FmodBackward", fmod_grad, 0, READ_A | READ_B},
+    [CT_BOP_REMAINDER] = {"RemainderBackward", fmod_grad, 0, READ_A | READ_B},
+    [CT_BOP_ATAN2] = {"Atan2Backward", atan2_grad, READ_A | READ_B, READ_A | READ_B},
+    /* comparisons and logical ops: bool results, never recorded */
+};
+
+static void binary_backward(ct_bw *c, const ct_tensor *g) {
+  const binary_node *s = CT_BW_STATE(c, binary_node);
+  const binary_rule *rule = &BINARY[s->op];
+  if (!rule->grad) {
+    bw_ok(c, ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable",
+                             ct__binary_info[s->op].name));
+    return;
   }
-  case CT_BOP_FMOD:
-  case CT_BOP_REMAINDER: {
-    if (need_a) gi[0] = ct__retain(g);
-    if (need_b) { /* -g * trunc(a / b) (fmod) or -g * floor(a / b) (remainder) */
-      ct_tensor *q = divide(a, b);
-      ct_tensor *r = q ? ct__unary(op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR, NULL, q, 0, 0) : NULL;
-      ct_tensor *t = r ? mul(g, r) : NULL;
-      gi[1] = t ? neg(t) : NULL;
-      ct__release(q), ct__release(r), ct__release(t);
-      if (!gi[1]) return ct_last_error();
-    }
-    break;
-  }
-  case CT_BOP_ATAN2: { /* d/da = b / (a²+b²), d/db = -a / (a²+b²) */
-    ct_tensor *a2 = mul(a, a), *b2 = mul(b, b);
-    ct_tensor *den = a2 && b2 ? ct__binary(CT_BOP_ADD, NULL, a2, b2) : NULL;
-    ct_tensor *gd = den ? divide(g, den) : NULL;
-    if (need_a && gd) gi[0] = mul(gd, b);
-    if (need_b && gd) {
-      ct_tensor *t = mul(gd, a);
-      gi[1] = t ? neg(t) : NULL;
-      ct__release(t);
-    }
-    ct__release(a2), ct__release(b2), ct__release(den), ct__release(gd);
-    if ((need_a && !gi[0]) || (need_b && !gi[1])) return ct_last_error();
-    break;
-  }
-  default:
-    return ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable",
-                           ct__binary_info[op].name);
-  }
-  return CT_OK;
+  rule->grad(c, s, g);
 }
 
 ct_tensor *ct__ag_binary(ct_tensor *r, int op, const ct_tensor *a, const ct_tensor *b) {
   const ct_tensor *ins[2] = {a, b};
   if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE || !ct__ag_needed(ins, 2)) return r;
-  ct_node *n = ct__node_new(ct__binary_info[op].name, binary_backward, 2, ins);
-  if (!n) return ct__ag_attach(r, NULL);  /* releases r; the error is recorded */
-  n->op = op;
-  bool ok = true;
-  switch (op) {
-  case CT_BOP_ADD:
-  case CT_BOP_SUB: break;
-  case CT_BOP_DIV: ok = ct__node_save(n, 1, b) && ct__node_save(n, 2, r); break;
-  case CT_BOP_POW: ok = ct__node_save(n, 0, a) && ct__node_save(n, 1, b) && ct__node_save(n, 2, r); break;
-  default: ok = ct__node_save(n, 0, a) && ct__node_save(n, 1, b); break;
+  const binary_rule *rule = &BINARY[op];
+  CT_ASSERT(rule->name != NULL); /* every arithmetic op needs a row in BINARY */
+  ct_node *n = CT_NODE_NEW(binary_node, rule->name, binary_backward, 2, ins);
+  if (n) {
+    binary_node *s = CT_NODE_STATE(n, binary_node);
+    s->op = (ct_binary_op)op;
+    unsigned reads =
+        (ct__requires_grad(a) ? rule->for_a : 0) | (ct__requires_grad(b) ? rule->for_b : 0);
+    if (reads & READ_A) ct__save(n, &s->a, a);
+    if (reads & READ_B) ct__save(n, &s->b, b);
+    if (reads & READ_Y) ct__save_output(n, &s->y, r);
   }
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }
 
-/* ---- Binary with a scalar --------------------------------------------------- */
+/* ---- Binary with a scalar: x op s, or s op x (reversed) ------------------------------- */
 
-static ct_status scalar_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  ct_binary_op op = (ct_binary_op)n->op;
-  double s = n->p[0];
-  bool rev = n->p[1] != 0;
-  const ct_tensor *a = NULL, *y = NULL;
-  if (n->saved[0] && !(a = ct__node_saved(n, 0))) return ct_last_error();
-  if (n->saved[1] && !(y = ct__node_saved(n, 1))) return ct_last_error();
-  ct_tensor *r = NULL;
-  switch (op) {
-  case CT_BOP_ADD: r = ct__retain(g); break;
-  case CT_BOP_SUB: r = rev ? neg(g) : ct__retain(g); break;
-  case CT_BOP_MUL: r = scal(g, s); break;
-  case CT_BOP_DIV:
-    if (!rev) {
-      r = scal(g, 1.0 / s);
-    } else { /* d(s/a) = -s/a² = -y/a */
-      ct_tensor *t = divide(y, a);
-      ct_tensor *u = t ? mul(g, t) : NULL;
-      r = u ? neg(u) : NULL;
-      ct__release(t), ct__release(u);
-    }
-    break;
-  case CT_BOP_POW:
-    if (!rev) { /* s * a^(s-1) */
-      ct_tensor *p = s == 0 ? NULL : ct__binary_scalar(CT_BOP_POW, NULL, a, s - 1, false);
-      ct_tensor *t = p ? scal(p, s) : s == 0 ? ct__zeros(a->shape, a->ndim, g->dtype, ct__device(g)) : NULL;
-      r = t ? mul(g, t) : NULL;
-      ct__release(p), ct__release(t);
-    } else { /* d(s^a) = s^a * ln s */
-      ct_tensor *t = scal(y, log(s));
-      r = t ? mul(g, t) : NULL;
-      ct__release(t);
-    }
-    break;
-  case CT_BOP_MAXIMUM:
-  case CT_BOP_MINIMUM: {
-    ct_tensor *sv = ct__zeros(NULL, 0, a->dtype, ct__device(a));
-    if (sv && ct__backend_of(sv)->fill(sv, s) == CT_OK)
-      r = route(g, a, sv, op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT);
-    ct__release(sv);
-    break;
+typedef struct scalar_node {
+  ct_binary_op op;
+  double s;
+  bool reversed;
+  ct_saved x, y; /* the tensor operand, the output */
+} scalar_node;
+
+/* g times d(x op s)/dx, or d(s op x)/dx when reversed. */
+typedef ct_tensor *(*scalar_formula)(ct_bw *c, const scalar_node *n, const ct_tensor *g);
+
+static ct_tensor *zeros_like_grad(ct_bw *c, const ct_tensor *g) {
+  return bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g));
+}
+static ct_tensor *add_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return (ct_tensor *)g;
+}
+static ct_tensor *sub_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return n->reversed ? bw_neg(c, g) : (ct_tensor *)g;
+}
+static ct_tensor *mul_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  return bw_scale(c, g, n->s);
+}
+static ct_tensor *div_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  if (!n->reversed) return bw_scale(c, g, 1.0 / n->s); /* x / s: 1 / s */
+  if (n->s == 0) return zeros_like_grad(c, g);         /* 0 / x */
+  const ct_tensor *y = bw_saved(c, &n->y);             /* s / x: -s / x² = -y² / s */
+  return bw_mul(c, g, bw_scale(c, bw_mul(c, y, y), -1.0 / n->s));
+}
+static ct_tensor *pow_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  double s = n->s;
+  if (!n->reversed) { /* x^s: s x^(s-1), 0 for s == 0 */
+    if (s == 0) return zeros_like_grad(c, g);
+    return bw_mul(c, g, bw_scale(c, bw_scalar(c, CT_BOP_POW, bw_saved(c, &n->x), s - 1), s));
   }
-  case CT_BOP_FMOD:
-  case CT_BOP_REMAINDER:
-    if (!rev) {
-      r = ct__retain(g);
-    } else { /* d(s mod a)/da = -trunc/floor(s / a) */
-      ct_tensor *q = ct__binary_scalar(CT_BOP_DIV, NULL, a, s, true);
-      ct_tensor *f = q ? ct__unary(op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR, NULL, q, 0, 0) : NULL;
-      ct_tensor *t = f ? mul(g, f) : NULL;
-      r = t ? neg(t) : NULL;
-      ct__release(q), ct__release(f), ct__release(t);
-    }
-    break;
-  case CT_BOP_ATAN2: { /* atan2(a, s): s/(a²+s²); atan2(s, a): -s/(a²+s²) */
-    ct_tensor *a2 = mul(a, a);
-    ct_tensor *den = a2 ? ct__binary_scalar(CT_BOP_ADD, NULL, a2, s * s, false) : NULL;
-    ct_tensor *t = den ? ct__binary_scalar(CT_BOP_DIV, NULL, den, rev ? -s : s, true) : NULL;
-    r = t ? mul(g, t) : NULL;
-    ct__release(a2), ct__release(den), ct__release(t);
-    break;
+  /* s^x: y ln s, 0 where s == 0 and x >= 0 */
+  ct_tensor *d = bw_mul(c, g, bw_scale(c, bw_saved(c, &n->y), log(s)));
+  if (s != 0) return d;
+  return bw_where(c, bw_scalar(c, CT_BOP_GE, bw_saved(c, &n->x), 0), bw_zero(c, g), d);
+}
+static ct_tensor *maximum_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  const ct_tensor *x = bw_saved(c, &n->x);
+  ct_tensor *sv = bw_const(c, x, n->s);
+  return route(c, g, x, sv, n->op == CT_BOP_MAXIMUM ? CT_BOP_GT : CT_BOP_LT);
+}
+static ct_tensor *fmod_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  if (!n->reversed) return (ct_tensor *)g; /* x mod s: 1;  s mod x: -trunc/floor(s / x) */
+  ct_tensor *q = bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, bw_saved(c, &n->x), n->s, true));
+  ct_unary_op round = n->op == CT_BOP_FMOD ? CT_UOP_TRUNC : CT_UOP_FLOOR;
+  return bw_neg(c, bw_mul(c, g, bw_unary(c, round, q)));
+}
+static ct_tensor *atan2_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* atan2(x, s): s / (x² + s²);  atan2(s, x): -s / (x² + s²) */
+  const ct_tensor *x = bw_saved(c, &n->x);
+  ct_tensor *r2 = bw_scalar(c, CT_BOP_ADD, bw_mul(c, x, x), n->s * n->s);
+  double num = n->reversed ? -n->s : n->s;
+  return bw_mul(c, g, bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, r2, num, true)));
+}
+
+typedef struct scalar_rule {
+  const char *name;
+  scalar_formula grad;            /* NULL: not differentiable */
+  unsigned char reads, reads_rev; /* READ_A (x) / READ_Y, for x op s and s op x */
+} scalar_rule;
+
+static const scalar_rule SCALAR[CT_BOP_COUNT] = {
+    [CT_BOP_ADD] = {"AddBackward", add_s, 0, 0},
+    [CT_BOP_SUB] = {"SubBackward", sub_s, 0, 0},
+    [CT_BOP_MUL] = {"MulBackward", mul_s, 0, 0},
+    [CT_BOP_DIV] = {"DivBackward", div_s, 0, READ_Y},
+    [CT_BOP_FLOOR_DIVIDE] = {"FloorDivideBackward", NULL, 0, 0},
+    [CT_BOP_POW] = {"PowBackward", pow_s, READ_A, READ_A | READ_Y},
+    [CT_BOP_MAXIMUM] = {"ClampMinBackward", maximum_s, READ_A, READ_A},
+    [CT_BOP_MINIMUM] = {"ClampMaxBackward", maximum_s, READ_A, READ_A},
+    [CT_BOP_FMOD] = {"FmodBackward", fmod_s, 0, READ_A},
+    [CT_BOP_REMAINDER] = {"RemainderBackward", fmod_s, 0, READ_A},
+    [CT_BOP_ATAN2] = {"Atan2Backward", atan2_s, READ_A, READ_A},
+};
+
+static void scalar_backward(ct_bw *c, const ct_tensor *g) {
+  const scalar_node *n = CT_BW_STATE(c, scalar_node);
+  if (!SCALAR[n->op].grad) {
+    bw_ok(c, ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable",
+                             ct__binary_info[n->op].name));
+    return;
   }
-  default:
-    return ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable", ct__binary_info[op].name);
-  }
-  if (!r) return ct_last_error();
-  gi[0] = r;
-  return CT_OK;
+  BW_GRAD(c, 0, SCALAR[n->op].grad(c, n, g));
 }
 
 ct_tensor *ct__ag_binary_scalar(ct_tensor *r, int op, const ct_tensor *a, double s, bool reversed) {
   if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE || !ct__ag_needed(&a, 1)) return r;
-  ct_node *n = ct__node_new(ct__binary_info[op].name, scalar_backward, 1, &a);
-  if (!n) return ct__ag_attach(r, NULL);
-  n->op = op;
-  n->p[0] = s;
-  n->p[1] = reversed;
-  bool ok = true;
-  if (op != CT_BOP_ADD && op != CT_BOP_SUB && op != CT_BOP_MUL) ok = ct__node_save(n, 0, a);
-  if (ok && (op == CT_BOP_DIV || op == CT_BOP_POW)) ok = ct__node_save(n, 1, r);
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
+  const scalar_rule *rule = &SCALAR[op];
+  CT_ASSERT(rule->name != NULL); /* every arithmetic op needs a row in SCALAR */
+  ct_node *n = CT_NODE_NEW(scalar_node, rule->name, scalar_backward, 1, &a);
+  if (n) {
+    scalar_node *st = CT_NODE_STATE(n, scalar_node);
+    *st = (scalar_node){.op = (ct_binary_op)op, .s = s, .reversed = reversed};
+    unsigned reads = reversed ? rule->reads_rev : rule->reads;
+    if (reads & READ_A) ct__save(n, &st->x, a);
+    if (reads & READ_Y) ct__save_output(n, &st->y, r);
   }
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }
 
-/* ---- add_scaled and where ----------------------------------------------------- */
+/* ---- add_scaled (a + alpha b) and where -------------------------------------------- */
 
-static ct_status add_scaled_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  if (ct__node_needs(n, 0)) gi[0] = ct__retain(g);
-  if (ct__node_needs(n, 1) && !(gi[1] = n->p[0] == 1 ? ct__retain(g) : scal(g, n->p[0])))
-    return ct_last_error();
-  return CT_OK;
+typedef struct add_scaled_node {
+  double alpha;
+} add_scaled_node;
+
+static void add_scaled_backward(ct_bw *c, const ct_tensor *g) {
+  double alpha = CT_BW_STATE(c, add_scaled_node)->alpha;
+  BW_GRAD(c, 0, g);
+  BW_GRAD(c, 1, alpha == 1 ? g : bw_scale(c, g, alpha));
 }
 
 ct_tensor *ct__ag_add_scaled(ct_tensor *r, const ct_tensor *a, const ct_tensor *b, double alpha) {
   const ct_tensor *ins[2] = {a, b};
   if (!r || !ct__ag_needed(ins, 2)) return r;
-  ct_node *n = ct__node_new("add", add_scaled_backward, 2, ins);
-  if (!n) return ct__ag_attach(r, NULL);
-  n->p[0] = alpha;
-  return ct__ag_attach(r, n);
+  ct_node *n = CT_NODE_NEW(add_scaled_node, "AddBackward", add_scaled_backward, 2, ins);
+  if (n) CT_NODE_STATE(n, add_scaled_node)->alpha = alpha;
+  return ct__ag_record(r, n);
 }
 
-static ct_status where_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *c = ct__node_saved(n, 0);
-  if (!c) return ct_last_error();
-  ct_tensor *z = ct__zeros(NULL, 0, g->dtype, ct__device(g));
-  if (!z) return ct_last_error();
-  if (ct__node_needs(n, 1)) gi[1] = ct__where(NULL, c, g, z);
-  if (ct__node_needs(n, 2)) gi[2] = ct__where(NULL, c, z, g);
-  ct__release(z);
-  if ((ct__node_needs(n, 1) && !gi[1]) || (ct__node_needs(n, 2) && !gi[2])) return ct_last_error();
-  return CT_OK;
+typedef struct where_node {
+  ct_saved cond;
+} where_node;
+
+static void where_backward(ct_bw *c, const ct_tensor *g) {
+  const ct_tensor *cond = bw_saved(c, &CT_BW_STATE(c, where_node)->cond);
+  BW_GRAD(c, 1, bw_where(c, cond, g, bw_zero(c, g)));
+  BW_GRAD(c, 2, bw_where(c, cond, bw_zero(c, g), g));
 }
 
-ct_tensor *ct__ag_where(ct_tensor *r, const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+ct_tensor *ct__ag_where(ct_tensor *r, const ct_tensor *cond, const ct_tensor *a,
+                        const ct_tensor *b) {
   const ct_tensor *ins[3] = {cond, a, b};
   if (!r || !ct__ag_needed(ins, 3)) return r;
-  ct_node *n = ct__node_new("where", where_backward, 3, ins);
-  if (!n || !ct__node_save(n, 0, cond)) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
+  ct_node *n = CT_NODE_NEW(where_node, "WhereBackward", where_backward, 3, ins);
+  if (n) ct__save(n, &CT_NODE_STATE(n, where_node)->cond, cond);
+  return ct__ag_record(r, n);
+}
+
+/* ---- Writes that replace values: fill_, zero_, random fills, copy_ ------------------- */
+
+typedef struct overwrite_node {
+  char unused; /* the gradient needs nothing */
+} overwrite_node;
+
+static void overwrite_backward(ct_bw *c, const ct_tensor *g) {
+  const ct_input_meta *in = &c->node->in[0];
+  BW_GRAD(c, 0, bw_zeros(c, in->shape, in->ndim, g->dtype, ct__device(g)));
+}
+
+ct_tensor *ct__ag_overwrite(ct_tensor *r, const ct_tensor *x, const char *name) {
+  if (!r || !ct__ag_needed(&x, 1) || !ct_dtype_is_floating(r->dtype)) return r;
+  return ct__ag_record(r, CT_NODE_NEW(overwrite_node, name, overwrite_backward, 1, &x));
+}
+
+/* dst's old value: 0; src: g moved back to src's device (cast by the engine). */
+static void copy_backward(ct_bw *c, const ct_tensor *g) {
+  overwrite_backward(c, g);
+  if (!bw_needs(c, 1)) return;
+  ct_device dev = c->node->in[1].device;
+  if (ct_device_equal(dev, ct__device(g))) {
+    bw_set(c, 1, g);
+    return;
   }
-  return ct__ag_attach(r, n);
+  ct_tensor *moved = ct_to(g, dev, NULL); /* tracked only inside a scope: take our own reference */
+  bw_set(c, 1, moved);
+  ct_free(moved);
 }
 
-/* ---- In place ----------------------------------------------------------------- */
-
-bool ct__ag_inplace_begin(const char *op, const ct_tensor *self, const ct_tensor *const *inputs,
-                          int n, bool recordable) {
-  if (!ct__grad_enabled()) return true;
-  if (ct__requires_grad(self))
-    return ct__fail(CT_ERR_STATE,
-                    "%s: in-place write to a tensor that requires grad (%s); use the out-of-place "
-                    "form, or write inside ct_no_grad_begin/ct_no_grad_end",
-                    op, ct_is_leaf(self) ? "a leaf" : "made by a recorded op"),
-           false;
-  if (!recordable && ct__ag_needed(inputs, n))
-    return ct__fail(CT_ERR_STATE,
-                    "%s: in-place / out= forms don't record gradients, and an input requires grad; "
-                    "use the out-of-place form",
-                    op),
-           false;
-  return true;
-}
-
-ct_tensor *ct__ag_inplace_axpy(ct_tensor *self, const ct_tensor *b, double alpha) {
-  if (!self || !ct__ag_needed(&b, 1)) return self;
-  const ct_tensor *ins[2] = {NULL, b}; /* self had no history (checked before) */
-  ct_node *n = ct__node_new("add_", add_scaled_backward, 2, ins);
-  if (!n) return NULL;
-  n->p[0] = alpha;
-  ct__retain(self); /* ct__ag_attach releases its result on failure */
-  if (!ct__ag_attach(self, n)) return NULL;
-  ct__release(self);
-  return self;
+ct_tensor *ct__ag_copy(ct_tensor *r, const ct_tensor *dst, const ct_tensor *src) {
+  const ct_tensor *ins[2] = {dst, src};
+  if (!r || !ct__ag_needed(ins, 2) || !ct_dtype_is_floating(r->dtype)) return r;
+  return ct__ag_record(r, CT_NODE_NEW(overwrite_node, "CopyBackwards", copy_backward, 2, ins));
 }
 
 ct_tensor *ct__zeros(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {

@@ -7,101 +7,78 @@
  *   cat / stack: slices of g;  tril / triu: the same triangle of g */
 #include <stdlib.h>
 
-#include "autograd/autograd_internal.h"
+#include "autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 
-static ct_tensor *as_i64(const ct_tensor *t) { return ct__cast(t, CT_I64); }
+/* index_select, gather, scatter, scatter_add: the index (as i64) and the dim. */
+typedef struct indexed_node {
+  int dim;
+  bool add; /* scatter_add (else scatter) */
+  ct_saved index;
+} indexed_node;
 
-/* zeros of `shape`, then scatter_add(dim, index, src) into it. */
-static ct_tensor *scatter_into_zeros(const int64_t *shape, int ndim, int dim, const ct_tensor *index,
-                                     const ct_tensor *src) {
-  ct_tensor *z = ct__zeros(shape, ndim, src->dtype, ct__device(src));
-  ct_tensor *ic = z ? ct__contiguous(index) : NULL;
-  ct_tensor *sc = ic ? ct__contiguous(src) : NULL;
-  ct_tensor *r = sc ? ct__scatter(z, dim, ic, sc, true, true) : NULL;
-  ct__release(ic), ct__release(sc);
-  if (!r) {
-    ct__release(z);
-    return NULL;
-  }
-  return z;
-}
-
-/* ---- index_select ---- */
-static ct_status index_select_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *idx = ct__node_saved(n, 0);
-  if (!idx) return ct_last_error();
-  int dim = (int)n->ip[0];
+static void index_select_backward(ct_bw *c, const ct_tensor *g) {
+  const indexed_node *s = CT_BW_STATE(c, indexed_node);
+  const ct_tensor *idx = bw_saved(c, &s->index);
+  if (!idx) return;
   /* the index broadcast over g's shape along dim */
   int64_t strides[CT_MAX_DIMS] = {0};
-  if (g->ndim) strides[dim] = idx->ndim ? idx->strides[0] : 0;
-  ct_tensor *ix = ct__view_of(idx, idx->dtype, g->shape, strides, g->ndim, idx->offset);
-  gi[0] = ix ? scatter_into_zeros(n->in[0].shape, n->in[0].ndim, dim, ix, g) : NULL;
-  ct__release(ix);
-  return gi[0] ? CT_OK : ct_last_error();
+  if (g->ndim) strides[s->dim] = idx->ndim ? idx->strides[0] : 0;
+  ct_tensor *ix = bw_view(c, idx, g->shape, strides, g->ndim, idx->offset);
+  const ct_input_meta *in = &c->node->in[0];
+  BW_GRAD(c, 0, bw_scatter_add_into_zeros(c, in->shape, in->ndim, s->dim, ix, g));
 }
 
-/* Records r = op(x, dim, index) with inputs ins[0..n_ins) (x first): the
- * node saves the index as i64 (slot 0), the wrapped dim (ip[0]) and `flag`
- * (ip[1]). */
+static void gather_backward(ct_bw *c, const ct_tensor *g) {
+  const indexed_node *s = CT_BW_STATE(c, indexed_node);
+  const ct_input_meta *in = &c->node->in[0];
+  BW_GRAD(c, 0,
+          bw_scatter_add_into_zeros(c, in->shape, in->ndim, s->dim, bw_saved(c, &s->index), g));
+}
+
+/* inputs: x, index, src */
+static void scatter_backward(ct_bw *c, const ct_tensor *g) {
+  const indexed_node *s = CT_BW_STATE(c, indexed_node);
+  const ct_tensor *idx = bw_saved(c, &s->index);
+  if (!idx) return;
+  if (bw_needs(c, 0) && s->add) {
+    bw_set(c, 0, g);
+  } else if (bw_needs(c, 0)) { /* positions overwritten by src get no gradient */
+    ct_tensor *gx = bw_clone(c, g),
+              *z = bw_zeros(c, idx->shape, idx->ndim, g->dtype, ct__device(g));
+    ct_tensor *ic = bw_contiguous(c, idx);
+    bw_set(c, 0, gx && z && ic && ct__scatter(gx, s->dim, ic, z, false, true) ? gx : NULL);
+  }
+  BW_GRAD(c, 2, bw_keep(c, ct__gather(g, s->dim, idx)));
+}
+
+/* Records r = op(x, dim, index) with inputs ins[0..n_ins) (x first). */
 static ct_tensor *record_indexed(ct_tensor *r, const char *name, ct_backward_fn fn,
                                  const ct_tensor *const *ins, int n_ins, int dim,
-                                 const ct_tensor *index, int64_t flag) {
+                                 const ct_tensor *index, bool add) {
   if (!r || !ct__ag_needed(ins, n_ins)) return r;
-  ct_node *n = ct__node_new(name, fn, n_ins, ins);
-  ct_tensor *i64 = n ? as_i64(index) : NULL;
-  bool ok = i64 && ct__node_save(n, 0, i64);
-  ct__release(i64);
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
+  ct_node *n = CT_NODE_NEW(indexed_node, name, fn, n_ins, ins);
+  if (n) {
+    indexed_node *s = CT_NODE_STATE(n, indexed_node);
+    s->dim = dim < 0 ? dim + ins[0]->ndim : dim;
+    s->add = add;
+    ct_tensor *i64 = ct__cast(index, CT_I64);
+    if (!i64) n->broken = true;
+    ct__save(n, &s->index, i64);
+    ct__release(i64);
   }
-  n->ip[0] = dim < 0 ? dim + ins[0]->ndim : dim;
-  n->ip[1] = flag;
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }
 
 ct_tensor *ct__ag_index_select(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index) {
   const ct_tensor *ins[2] = {x, NULL};
-  return record_indexed(r, "IndexSelectBackward", index_select_backward, ins, 2, dim, index, 0);
-}
-
-/* ---- gather / scatter / scatter_add ---- */
-static ct_status gather_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *idx = ct__node_saved(n, 0);
-  if (!idx) return ct_last_error();
-  gi[0] = scatter_into_zeros(n->in[0].shape, n->in[0].ndim, (int)n->ip[0], idx, g);
-  return gi[0] ? CT_OK : ct_last_error();
+  return record_indexed(r, "IndexSelectBackward", index_select_backward, ins, 2, dim, index, false);
 }
 
 ct_tensor *ct__ag_gather(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index) {
   const ct_tensor *ins[2] = {x, NULL};
-  return record_indexed(r, "GatherBackward", gather_backward, ins, 2, dim, index, 0);
-}
-
-/* inputs: x, index, src */
-static ct_status scatter_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *idx = ct__node_saved(n, 0);
-  if (!idx) return ct_last_error();
-  int dim = (int)n->ip[0];
-  bool add = n->ip[1] != 0;
-  ct_status st = CT_OK;
-  if (ct__node_needs(n, 0)) {
-    if (add) {
-      gi[0] = ct__retain(g);
-    } else { /* positions overwritten by src get no gradient */
-      ct_tensor *gc = ct__clone(g);
-      ct_tensor *z = gc ? ct__zeros(idx->shape, idx->ndim, g->dtype, ct__device(g)) : NULL;
-      ct_tensor *ic = z ? ct__contiguous(idx) : NULL;
-      ct_tensor *r = ic ? ct__scatter(gc, dim, ic, z, false, true) : NULL;
-      ct__release(z), ct__release(ic);
-      if (r) gi[0] = gc;
-      else ct__release(gc), st = ct_last_error();
-    }
-  }
-  if (st == CT_OK && ct__node_needs(n, 2) && !(gi[2] = ct__gather(g, dim, idx))) st = ct_last_error();
-  return st;
+  return record_indexed(r, "GatherBackward", gather_backward, ins, 2, dim, index, false);
 }
 
 ct_tensor *ct__ag_scatter(ct_tensor *r, const ct_tensor *x, int dim, const ct_tensor *index,
@@ -112,122 +89,114 @@ ct_tensor *ct__ag_scatter(ct_tensor *r, const ct_tensor *x, int dim, const ct_te
 }
 
 /* ---- masked_select / masked_fill ---- */
-static ct_status masked_select_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *mask = ct__node_saved(n, 0);
-  if (!mask) return ct_last_error();
-  /* shape the selection was made in: broadcast of x and mask */
+
+typedef struct masked_node {
+  ct_saved mask;
+} masked_node;
+
+static void masked_select_backward(ct_bw *c, const ct_tensor *g) {
+  const ct_tensor *mask = bw_saved(c, &CT_BW_STATE(c, masked_node)->mask);
+  if (!mask || !bw_needs(c, 0)) return;
+  /* the selection was made in the broadcast shape of x and the mask */
   int64_t shape[CT_MAX_DIMS];
   int nd;
-  ct__broadcast_shapes(n->in[0].shape, n->in[0].ndim, mask->shape, mask->ndim, shape, &nd);
+  ct__broadcast_shapes(c->node->in[0].shape, c->node->in[0].ndim, mask->shape, mask->ndim, shape,
+                       &nd);
   int64_t numel = ct__shape_numel(shape, nd);
   /* flat positions of the selected elements, in selection order */
-  ct_tensor *pos = ct__empty(shape, nd, CT_I64, ct__device(g));
-  ct_status st = pos ? CT_OK : ct_last_error();
-  if (st == CT_OK) { /* pos = 0, 1, 2, ... written through a host buffer */
-    int64_t *h = malloc(sizeof(int64_t) * (size_t)(numel ? numel : 1));
-    if (!h) st = ct__fail_status(CT_ERR_OOM, "masked_select backward: out of host memory");
-    for (int64_t i = 0; h && i < numel; i++) h[i] = i;
-    if (h && numel) st = ct__backend_of(pos)->copy_from_host(pos, h, sizeof(int64_t) * (size_t)numel, false);
-    free(h);
+  ct_tensor *pos = bw_empty(c, shape, nd, CT_I64, ct__device(g));
+  if (!pos) return;
+  int64_t *h = ct__ag_malloc(sizeof(int64_t) * (size_t)(numel ? numel : 1));
+  if (!h) {
+    bw_ok(c, ct__fail_status(CT_ERR_OOM, "masked_select backward: out of host memory"));
+    return;
   }
-  ct_tensor *sel = st == CT_OK ? ct__masked_select(pos, mask) : NULL;
-  if (st == CT_OK && sel) {
-    ct_tensor *flat = scatter_into_zeros(&numel, 1, 0, sel, g);
-    if (flat) {
-      int64_t strides[CT_MAX_DIMS];
-      ct__contiguous_strides(shape, nd, strides);
-      gi[0] = ct__view_of(flat, flat->dtype, shape, strides, nd, 0);
-      ct__release(flat);
-    }
-  }
-  if (st == CT_OK && !gi[0]) st = ct_last_error();
-  ct__release(pos), ct__release(sel);
-  return st;
+  for (int64_t i = 0; i < numel; i++) h[i] = i;
+  ct_status st =
+      numel ? ct__backend_of(pos)->copy_from_host(pos, h, sizeof(int64_t) * (size_t)numel, false)
+            : CT_OK;
+  free(h);
+  if (!bw_ok(c, st)) return;
+  ct_tensor *flat =
+      bw_scatter_add_into_zeros(c, &numel, 1, 0, bw_keep(c, ct__masked_select(pos, mask)), g);
+  bw_set(c, 0, bw_reshape(c, flat, shape, nd));
 }
 
 ct_tensor *ct__ag_masked_select(ct_tensor *r, const ct_tensor *x, const ct_tensor *mask) {
   if (!r || !ct__ag_needed(&x, 1)) return r;
   const ct_tensor *ins[2] = {x, NULL};
-  ct_node *n = ct__node_new("MaskedSelectBackward", masked_select_backward, 2, ins);
-  if (!n || !ct__node_save(n, 0, mask)) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  return ct__ag_attach(r, n);
+  ct_node *n = CT_NODE_NEW(masked_node, "MaskedSelectBackward", masked_select_backward, 2, ins);
+  if (n) ct__save(n, &CT_NODE_STATE(n, masked_node)->mask, mask);
+  return ct__ag_record(r, n);
 }
 
-static ct_status masked_fill_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *mask = ct__node_saved(n, 0);
-  if (!mask) return ct_last_error();
-  ct_tensor *z = ct__zeros(NULL, 0, g->dtype, ct__device(g));
-  gi[0] = z ? ct__where(NULL, mask, z, g) : NULL;
-  ct__release(z);
-  return gi[0] ? CT_OK : ct_last_error();
+static void masked_fill_backward(ct_bw *c, const ct_tensor *g) {
+  const ct_tensor *mask = bw_saved(c, &CT_BW_STATE(c, masked_node)->mask);
+  BW_GRAD(c, 0, bw_where(c, mask, bw_zero(c, g), g));
 }
 
 ct_tensor *ct__ag_masked_fill(ct_tensor *r, const ct_tensor *x, const ct_tensor *mask) {
   if (!r || !ct__ag_needed(&x, 1)) return r;
   const ct_tensor *ins[2] = {x, NULL};
-  ct_node *n = ct__node_new("MaskedFillBackward", masked_fill_backward, 2, ins);
-  if (!n || !ct__node_save(n, 0, mask)) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  return ct__ag_attach(r, n);
+  ct_node *n = CT_NODE_NEW(masked_node, "MaskedFillBackward", masked_fill_backward, 2, ins);
+  if (n) ct__save(n, &CT_NODE_STATE(n, masked_node)->mask, mask);
+  return ct__ag_record(r, n);
 }
 
-/* ---- cat / stack ---- */
-static ct_status cat_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  int dim = (int)n->ip[0];
-  bool stack = n->ip[1] != 0;
+/* ---- cat / stack: each input gets its slice of g ---- */
+
+typedef struct cat_node {
+  int dim;
+  bool stack;
+} cat_node;
+
+static void cat_backward(ct_bw *c, const ct_tensor *g) {
+  const cat_node *s = CT_BW_STATE(c, cat_node);
   int64_t offset = 0;
-  for (int k = 0; k < n->n_inputs; k++) {
-    const ct_input_meta *in = &n->in[k];
-    int64_t len = stack ? 1 : in->shape[dim];
-    if (ct__node_needs(n, k)) {
+  for (int k = 0; k < c->node->n_inputs; k++) {
+    int64_t len = s->stack ? 1 : c->node->in[k].shape[s->dim];
+    if (bw_needs(c, k)) {
       int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
       int nd = 0;
       for (int d = 0; d < g->ndim; d++) {
-        if (stack && d == dim) continue; /* select: drop the stacked dim */
-        shape[nd] = d == dim ? len : g->shape[d];
+        if (s->stack && d == s->dim) continue; /* select: drop the stacked dim */
+        shape[nd] = d == s->dim ? len : g->shape[d];
         strides[nd++] = g->strides[d];
       }
-      gi[k] = ct__view_of(g, g->dtype, shape, strides, nd, g->offset + offset * g->strides[dim]);
-      if (!gi[k]) return ct_last_error();
+      bw_set(c, k, bw_view(c, g, shape, strides, nd, g->offset + offset * g->strides[s->dim]));
     }
     offset += len;
   }
-  return CT_OK;
 }
 
 ct_tensor *ct__ag_cat(ct_tensor *r, ct_tensor *const *tensors, int count, int dim, bool stack) {
   if (!r || !ct__ag_needed((const ct_tensor *const *)tensors, count)) return r;
-  ct_node *n = ct__node_new(stack ? "StackBackward" : "CatBackward", cat_backward, count,
-                            (const ct_tensor *const *)tensors);
-  if (!n) return ct__ag_attach(r, NULL);
-  int nd = stack ? r->ndim : tensors[0]->ndim;
-  n->ip[0] = dim < 0 ? dim + nd : dim;
-  n->ip[1] = stack;
-  return ct__ag_attach(r, n);
+  ct_node *n = CT_NODE_NEW(cat_node, stack ? "StackBackward" : "CatBackward", cat_backward, count,
+                           (const ct_tensor *const *)tensors);
+  if (n) {
+    int nd = stack ? r->ndim : tensors[0]->ndim;
+    *CT_NODE_STATE(n, cat_node) = (cat_node){.dim = dim < 0 ? dim + nd : dim, .stack = stack};
+  }
+  return ct__ag_record(r, n);
 }
 
 /* ---- tril / triu ---- */
-static ct_status triangle_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  ct_tensor *gc = ct__clone(g);
-  ct_tensor *r = gc ? ct__triangle(gc, n->ip[0], n->ip[1] != 0, true) : NULL;
-  if (!r) {
-    ct__release(gc);
-    return ct_last_error();
-  }
-  gi[0] = gc;
-  return CT_OK;
+
+typedef struct triangle_node {
+  int64_t k;
+  bool upper;
+} triangle_node;
+
+static void triangle_backward(ct_bw *c, const ct_tensor *g) {
+  const triangle_node *s = CT_BW_STATE(c, triangle_node);
+  ct_tensor *gx = bw_clone(c, g);
+  BW_GRAD(c, 0, gx && ct__triangle(gx, s->k, s->upper, true) ? gx : NULL);
 }
 
 ct_tensor *ct__ag_triangle(ct_tensor *r, const ct_tensor *x, int64_t k, bool upper) {
   if (!r || !ct__ag_needed(&x, 1)) return r;
-  ct_node *n = ct__node_new(upper ? "TriuBackward" : "TrilBackward", triangle_backward, 1, &x);
-  if (!n) return ct__ag_attach(r, NULL);
-  n->ip[0] = k;
-  n->ip[1] = upper;
-  return ct__ag_attach(r, n);
+  ct_node *n =
+      CT_NODE_NEW(triangle_node, upper ? "TriuBackward" : "TrilBackward", triangle_backward, 1, &x);
+  if (n) *CT_NODE_STATE(n, triangle_node) = (triangle_node){.k = k, .upper = upper};
+  return ct__ag_record(r, n);
 }

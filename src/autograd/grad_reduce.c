@@ -1,14 +1,17 @@
-/* Backward formulas of reductions, max/min along a dim, and softmax. The
- * output gradient is first given back the reduced dims (size 1), then
- * broadcast over them:
- *   sum: g        mean: g / N      prod: g * y / x
- *   max/min: g split evenly among the elements equal to the extreme
- *   logsumexp: g * exp(x - y)      var: g * 2 (x - mean) / (N - c)
- *   std: g * (x - mean) / ((N - c) y)
- *   norm: g * sign(x) |x|^(p-1) / y^(p-1)   (p = 2: g x / y, 0 where y == 0) */
+/* Backward of reductions, max/min along a dim, and softmax. The output
+ * gradient g first gets back the reduced dims (size 1: gk, and yk for the
+ * output), then broadcasts over them. Formulas as PyTorch's, including its
+ * values where the plain derivative is undefined:
+ *   sum: g        mean: g / N        logsumexp: g exp(x - y)
+ *   prod: g y / x without zeros in the slice; with one zero, the product of
+ *         the others at the zero and 0 elsewhere; with more, 0
+ *   max/min (no dim): g split evenly among the elements equal to y
+ *   var: g 2 (x - mean) / (N - c)    std: g (x - mean) / ((N - c) y), 0 where y
+ * == 0 norm: p = 2: g x / y; 1: g sign x; inf: max of |x|; else g sign(x)
+ * |x|^(p-1) / y^(p-1); all 0 where y == 0 or x == 0 */
 #include <math.h>
 
-#include "autograd/autograd_internal.h"
+#include "autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/reduce.h"
@@ -31,232 +34,234 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim) 
   ct_reduce_opts r = {.keepdim = true};
   for (int d = 0; d < g->ndim; d++)
     if (d < lead || (shape[d - lead] == 1 && g->shape[d] != 1)) r.dims[r.ndims++] = d;
-  ct_tensor *s;
-  if (r.ndims == 0) s = ct__retain(g);
-  else s = ct__reduce(CT_ROP_SUM, NULL, g, &r, 0);
+  ct_tensor *s = r.ndims == 0 ? ct__retain(g) : ct__reduce(CT_ROP_SUM, NULL, g, &r, 0);
   if (!s) return NULL;
   ct_tensor *out = contiguous_as(s, shape, ndim); /* drops the size-1 leading dims */
   ct__release(s);
   return out;
 }
 
-/* g with size-1 dims put back where mask[d] (a view), for keepdim == false. */
-static ct_tensor *unsqueeze_reduced(const ct_tensor *g, const ct_node *n) {
-  const ct_input_meta *in = &n->in[0];
-  bool keepdim = n->ip[CT_MAX_DIMS] != 0;
-  if (keepdim || g->ndim == in->ndim) return ct__retain(g);
+typedef struct reduce_node {
+  ct_reduce_op op;
+  bool reduced[CT_MAX_DIMS]; /* which dims of x were reduced */
+  bool keepdim;
+  double p;      /* var/std: the correction; norm: the order */
+  double count;  /* N, the number of elements reduced into each output */
+  ct_saved x, y; /* input, output: what the formula reads */
+} reduce_node;
+
+/* t with size-1 dims put back where reduced (a view), for keepdim == false. */
+static ct_tensor *unsqueeze_reduced(ct_bw *c, const ct_tensor *t, const bool *reduced,
+                                    bool keepdim) {
+  const ct_input_meta *in = &c->node->in[0];
+  if (!t || keepdim || t->ndim == in->ndim) return (ct_tensor *)t;
   int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
   for (int d = 0, k = 0; d < in->ndim; d++) {
-    if (n->ip[d]) {
+    if (reduced[d])
       shape[d] = 1, strides[d] = 0;
-    } else {
-      shape[d] = g->shape[k], strides[d] = g->strides[k];
-      k++;
-    }
+    else
+      shape[d] = t->shape[k], strides[d] = t->strides[k], k++;
   }
-  return ct__view_of(g, g->dtype, shape, strides, in->ndim, g->offset);
+  return bw_view(c, t, shape, strides, in->ndim, t->offset);
 }
 
-static ct_tensor *expand_to_input(const ct_tensor *t, const ct_node *n) {
-  return ct__broadcast_to(t, n->in[0].shape, n->in[0].ndim);
-}
-
-static ct_tensor *mul(const ct_tensor *a, const ct_tensor *b) { return ct__binary(CT_BOP_MUL, NULL, a, b); }
-static ct_tensor *sub(const ct_tensor *a, const ct_tensor *b) { return ct__binary(CT_BOP_SUB, NULL, a, b); }
-static ct_tensor *divide(const ct_tensor *a, const ct_tensor *b) { return ct__binary(CT_BOP_DIV, NULL, a, b); }
-static ct_tensor *scal(const ct_tensor *a, double s) { return ct__binary_scalar(CT_BOP_MUL, NULL, a, s, false); }
-
-/* The reduce opts the node was recorded with (keepdim forced on). */
-static ct_reduce_opts node_opts(const ct_node *n) {
+/* The reduced dims, kept (sums over the same elements as the forward). */
+static ct_reduce_opts same_dims(const ct_bw *c, const reduce_node *s) {
   ct_reduce_opts r = {.keepdim = true};
-  for (int d = 0; d < n->in[0].ndim; d++)
-    if (n->ip[d]) r.dims[r.ndims++] = d;
+  for (int d = 0; d < c->node->in[0].ndim; d++)
+    if (s->reduced[d]) r.dims[r.ndims++] = d;
   return r;
 }
 
-static ct_status reduce_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  ct_reduce_op op = (ct_reduce_op)n->op;
-  const ct_tensor *x = NULL, *y = NULL;
-  if (n->saved[0] && !(x = ct__node_saved(n, 0))) return ct_last_error();
-  if (n->saved[1] && !(y = ct__node_saved(n, 1))) return ct_last_error();
-  double N = n->p[1], p = n->p[0];
-  ct_tensor *gk = unsqueeze_reduced(g, n);
-  ct_tensor *yk = y ? unsqueeze_reduced(y, n) : NULL;
-  ct_tensor *local = NULL; /* d out / d x, of x's shape (or broadcastable) */
-  ct_reduce_opts r = node_opts(n);
-  switch (op) {
-  case CT_ROP_SUM: local = NULL; break;
-  case CT_ROP_MEAN: local = NULL; break;
-  case CT_ROP_PROD: local = divide(yk, x); break;
-  case CT_ROP_MAX:
-  case CT_ROP_MIN: {
-    ct_tensor *mask = ct__binary(CT_BOP_EQ, NULL, x, yk);
-    ct_tensor *mf = mask ? ct__cast(mask, g->dtype) : NULL;
-    ct_tensor *cnt = mf ? ct__reduce(CT_ROP_SUM, NULL, mf, &r, 0) : NULL;
-    local = cnt ? divide(mf, cnt) : NULL;
-    ct__release(mask), ct__release(mf), ct__release(cnt);
-    break;
+/* d loss / dx of each reduction, from gk and yk (reduced dims restored). */
+typedef ct_tensor *(*reduce_formula)(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
+                                     const ct_tensor *x, const ct_tensor *yk);
+
+static ct_tensor *sum_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                           const ct_tensor *yk) {
+  return bw_expand(c, gk, c->node->in[0].shape, c->node->in[0].ndim);
+}
+static ct_tensor *mean_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                            const ct_tensor *yk) {
+  return bw_expand(c, bw_scale(c, gk, 1.0 / s->count), c->node->in[0].shape, c->node->in[0].ndim);
+}
+static ct_tensor *prod_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                            const ct_tensor *yk) {
+  ct_reduce_opts r = same_dims(c, s);
+  ct_tensor *zero = bw_is_zero(c, x);
+  ct_tensor *zeros_in_slice = bw_reduce(c, CT_ROP_SUM, bw_cast(c, zero, x->dtype), &r);
+  ct_tensor *others = bw_reduce(c, CT_ROP_PROD, bw_where(c, zero, bw_const(c, x, 1), x), &r);
+  ct_tensor *at_lone_zero =
+      bw_binary(c, CT_BOP_LOGICAL_AND, zero, bw_scalar(c, CT_BOP_EQ, zeros_in_slice, 1));
+  ct_tensor *with_zeros = bw_where(c, at_lone_zero, others, bw_zero(c, x));
+  ct_tensor *d = bw_where(c, bw_is_zero(c, zeros_in_slice), bw_div(c, yk, x), with_zeros);
+  return bw_mul(c, gk, d);
+}
+/* An even split of g among the elements of x equal to yk (m: |x| for norm inf).
+ */
+static ct_tensor *even_split(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
+                             const ct_tensor *m, const ct_tensor *yk) {
+  ct_reduce_opts r = same_dims(c, s);
+  ct_tensor *mask = bw_cast(c, bw_binary(c, CT_BOP_EQ, m, yk), gk->dtype);
+  return bw_mul(c, gk, bw_div(c, mask, bw_reduce(c, CT_ROP_SUM, mask, &r)));
+}
+static ct_tensor *max_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                           const ct_tensor *yk) {
+  return even_split(c, s, gk, x, yk);
+}
+static ct_tensor *logsumexp_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk,
+                                 const ct_tensor *x, const ct_tensor *yk) {
+  return bw_mul(c, gk, bw_unary(c, CT_UOP_EXP, bw_sub(c, x, yk)));
+}
+static ct_tensor *centered(ct_bw *c, const reduce_node *s, const ct_tensor *x) {
+  ct_reduce_opts r = same_dims(c, s);
+  return bw_sub(c, x, bw_reduce(c, CT_ROP_MEAN, x, &r));
+}
+static ct_tensor *var_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                           const ct_tensor *yk) {
+  return bw_mul(c, gk, bw_scale(c, centered(c, s, x), 2.0 / (s->count - s->p)));
+}
+static ct_tensor *std_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                           const ct_tensor *yk) {
+  ct_tensor *g_y = bw_where(c, bw_is_zero(c, yk), bw_zero(c, gk), bw_div(c, gk, yk));
+  return bw_mul(c, g_y, bw_scale(c, centered(c, s, x), 1.0 / (s->count - s->p)));
+}
+static ct_tensor *norm_grad(ct_bw *c, const reduce_node *s, const ct_tensor *gk, const ct_tensor *x,
+                            const ct_tensor *yk) {
+  double p = s->p;
+  ct_tensor *sign = bw_unary(c, CT_UOP_SIGN, x);
+  if (p == 0) return bw_zeros(c, x->shape, x->ndim, gk->dtype, ct__device(gk));
+  if (p == 1) return bw_mul(c, gk, sign);
+  if (isinf(p)) return bw_mul(c, sign, even_split(c, s, gk, bw_unary(c, CT_UOP_ABS, x), yk));
+  ct_tensor *d;
+  if (p == 2) {
+    d = bw_div(c, x, yk);
+  } else { /* sign(x) |x|^(p-1) / y^(p-1) */
+    ct_tensor *num = bw_scalar(c, CT_BOP_POW, bw_unary(c, CT_UOP_ABS, x), p - 1);
+    d = bw_mul(c, sign, bw_div(c, num, bw_scalar(c, CT_BOP_POW, yk, p - 1)));
   }
-  case CT_ROP_LOGSUMEXP: {
-    ct_tensor *d = sub(x, yk);
-    local = d ? ct__unary(CT_UOP_EXP, NULL, d, 0, 0) : NULL;
-    ct__release(d);
-    break;
-  }
-  case CT_ROP_VAR:
-  case CT_ROP_STD: {
-    ct_tensor *mean = ct__reduce(CT_ROP_MEAN, NULL, x, &r, 0);
-    ct_tensor *d = mean ? sub(x, mean) : NULL;
-    if (op == CT_ROP_VAR) {
-      local = d ? scal(d, 2.0 / (N - p)) : NULL;
-    } else {
-      ct_tensor *t = d ? scal(d, 1.0 / (N - p)) : NULL;
-      local = t ? divide(t, yk) : NULL;
-      ct__release(t);
-    }
-    ct__release(mean), ct__release(d);
-    break;
-  }
-  case CT_ROP_NORM: {
-    ct_tensor *sg = ct__unary(CT_UOP_SIGN, NULL, x, 0, 0);
-    if (p == 2) {
-      ct_tensor *t = divide(x, yk);
-      ct_tensor *z = ct__binary_scalar(CT_BOP_EQ, NULL, yk, 0, false);
-      ct_tensor *zero = ct__zeros(NULL, 0, g->dtype, ct__device(g));
-      local = t && z && zero ? ct__where(NULL, z, zero, t) : NULL;
-      ct__release(t), ct__release(z), ct__release(zero);
-    } else if (p == 1) {
-      local = ct__retain(sg);
-    } else if (isinf(p)) {
-      ct_tensor *ax = ct__unary(CT_UOP_ABS, NULL, x, 0, 0);
-      ct_tensor *mask = ax ? ct__binary(CT_BOP_EQ, NULL, ax, yk) : NULL;
-      ct_tensor *mf = mask ? ct__cast(mask, g->dtype) : NULL;
-      ct_tensor *cnt = mf ? ct__reduce(CT_ROP_SUM, NULL, mf, &r, 0) : NULL;
-      ct_tensor *t = cnt ? divide(mf, cnt) : NULL;
-      local = t && sg ? mul(t, sg) : NULL;
-      ct__release(ax), ct__release(mask), ct__release(mf), ct__release(cnt), ct__release(t);
-    } else if (p == 0) {
-      local = ct__zeros(NULL, 0, g->dtype, ct__device(g));
-    } else { /* sign(x) |x|^(p-1) / y^(p-1) */
-      ct_tensor *ax = ct__unary(CT_UOP_ABS, NULL, x, 0, 0);
-      ct_tensor *num = ax ? ct__binary_scalar(CT_BOP_POW, NULL, ax, p - 1, false) : NULL;
-      ct_tensor *den = ct__binary_scalar(CT_BOP_POW, NULL, yk, p - 1, false);
-      ct_tensor *t = num && den ? divide(num, den) : NULL;
-      local = t && sg ? mul(t, sg) : NULL;
-      ct__release(ax), ct__release(num), ct__release(den), ct__release(t);
-    }
-    ct__release(sg);
-    break;
-  }
-  default:
-    ct__release(gk), ct__release(yk);
-    return ct__fail_status(CT_ERR_STATE, "backward: %s is not differentiable", ct__reduce_names[op]);
-  }
-  ct_status st = CT_OK;
-  ct_tensor *res = NULL;
-  if (op == CT_ROP_SUM) {
-    res = expand_to_input(gk, n);
-  } else if (op == CT_ROP_MEAN) {
-    ct_tensor *t = scal(gk, 1.0 / N);
-    res = t ? expand_to_input(t, n) : NULL;
-    ct__release(t);
-  } else {
-    res = local ? mul(gk, local) : NULL;
-  }
-  if (!res) st = ct_last_error();
-  gi[0] = res;
-  ct__release(gk), ct__release(yk), ct__release(local);
-  return st;
+  ct_tensor *undefined = bw_binary(c, CT_BOP_LOGICAL_OR, bw_is_zero(c, x), bw_is_zero(c, yk));
+  return bw_mul(c, gk, bw_where(c, undefined, bw_zero(c, gk), d));
 }
 
-ct_tensor *ct__ag_reduce(ct_tensor *r, int op, const ct_tensor *x, const ct_reduce_opts *opts, double p) {
-  if (!r || !ct__ag_needed(&x, 1) || op == CT_ROP_ALL || op == CT_ROP_ANY) return r;
+enum { READS_X = 1, READS_Y = 2 };
+typedef struct reduce_rule {
+  const char *name;
+  reduce_formula grad; /* NULL: bool results (all, any) */
+  unsigned char reads;
+} reduce_rule;
+
+static const reduce_rule REDUCE[] = {
+    [CT_ROP_SUM] = {"SumBackward", sum_grad, 0},
+    [CT_ROP_MEAN] = {"MeanBackward", mean_grad, 0},
+    [CT_ROP_PROD] = {"ProdBackward", prod_grad, READS_X | READS_Y},
+    [CT_ROP_MAX] = {"MaxBackward", max_grad, READS_X | READS_Y},
+    [CT_ROP_MIN] = {"MinBackward", max_grad, READS_X | READS_Y},
+    [CT_ROP_LOGSUMEXP] = {"LogsumexpBackward", logsumexp_grad, READS_X | READS_Y},
+    [CT_ROP_ALL] = {NULL},
+    [CT_ROP_ANY] = {NULL},
+    [CT_ROP_VAR] = {"VarBackward", var_grad, READS_X},
+    [CT_ROP_STD] = {"StdBackward", std_grad, READS_X | READS_Y},
+    [CT_ROP_NORM] = {"NormBackward", norm_grad, READS_X | READS_Y},
+};
+_Static_assert(sizeof REDUCE / sizeof REDUCE[0] == CT_ROP_COUNT,
+               "REDUCE needs one entry per reduction");
+
+static void reduce_backward(ct_bw *c, const ct_tensor *g) {
+  const reduce_node *s = CT_BW_STATE(c, reduce_node);
+  const ct_tensor *x = s->x.t ? bw_saved(c, &s->x) : NULL, *y = s->y.t ? bw_saved(c, &s->y) : NULL;
+  if (c->st != CT_OK) return;
+  ct_tensor *gk = unsqueeze_reduced(c, g, s->reduced, s->keepdim);
+  ct_tensor *yk = unsqueeze_reduced(c, y, s->reduced, s->keepdim);
+  BW_GRAD(c, 0, REDUCE[s->op].grad(c, s, gk, x, yk));
+}
+
+ct_tensor *ct__ag_reduce(ct_tensor *r, int op, const ct_tensor *x, const ct_reduce_opts *opts,
+                         double p) {
+  const reduce_rule *rule = &REDUCE[op];
+  if (!r || !ct__ag_needed(&x, 1) || !ct_dtype_is_floating(r->dtype)) return r; /* all, any */
+  CT_ASSERT(rule->grad != NULL); /* a floating result needs a row in REDUCE */
   bool mask[CT_MAX_DIMS];
   int64_t shape[CT_MAX_DIMS];
   int nd;
-  if (!ct__reduce_dims(ct__reduce_names[op], x, opts, mask, shape, &nd)) return ct__ag_attach(r, NULL);
-  ct_node *n = ct__node_new(ct__reduce_names[op], reduce_backward, 1, &x);
-  if (!n) return ct__ag_attach(r, NULL);
-  n->op = op;
-  n->p[0] = p;
-  double count = 1;
-  for (int d = 0; d < x->ndim; d++) {
-    n->ip[d] = mask[d];
-    if (mask[d]) count *= (double)x->shape[d];
+  if (!ct__reduce_dims(ct__reduce_names[op], x, opts, mask, shape, &nd))
+    return ct__ag_record(r, NULL);
+  ct_node *n = CT_NODE_NEW(reduce_node, rule->name, reduce_backward, 1, &x);
+  if (n) {
+    reduce_node *s = CT_NODE_STATE(n, reduce_node);
+    *s =
+        (reduce_node){.op = (ct_reduce_op)op, .keepdim = opts && opts->keepdim, .p = p, .count = 1};
+    for (int d = 0; d < x->ndim; d++)
+      if ((s->reduced[d] = mask[d])) s->count *= (double)x->shape[d];
+    if (rule->reads & READS_X) ct__save(n, &s->x, x);
+    if (rule->reads & READS_Y) ct__save_output(n, &s->y, r);
   }
-  n->ip[CT_MAX_DIMS] = opts && opts->keepdim;
-  n->p[1] = count;
-  bool ok = true;
-  if (op != CT_ROP_SUM && op != CT_ROP_MEAN) ok = ct__node_save(n, 0, x);
-  if (ok && op != CT_ROP_SUM && op != CT_ROP_MEAN && op != CT_ROP_VAR) ok = ct__node_save(n, 1, r);
-  if (!ok) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
-  }
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }
 
-/* ---- max/min along a dim (values) ------------------------------------------- */
+/* ---- max/min along a dim (values): g scattered to the saved indices
+ * ------------ */
 
-static ct_status max_dim_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *idx = ct__node_saved(n, 0);
-  if (!idx) return ct_last_error();
-  int dim = (int)n->ip[CT_MAX_DIMS + 1];
-  ct_tensor *gk = unsqueeze_reduced(g, n);
-  ct_tensor *ik = unsqueeze_reduced(idx, n);
-  ct_tensor *z = ct__zeros(n->in[0].shape, n->in[0].ndim, g->dtype, ct__device(g));
-  ct_tensor *gc = gk ? ct__contiguous(gk) : NULL;
-  ct_tensor *ic = ik ? ct__contiguous(ik) : NULL;
-  ct_tensor *r = z && gc && ic ? ct__scatter(z, dim, ic, gc, false, true) : NULL;
-  ct_status st = r ? CT_OK : ct_last_error();
-  if (r) gi[0] = ct__retain(z);
-  ct__release(gk), ct__release(ik), ct__release(z), ct__release(gc), ct__release(ic);
-  return st;
+typedef struct max_dim_node {
+  int dim;
+  bool keepdim;
+  bool reduced[CT_MAX_DIMS];
+  ct_saved indices;
+} max_dim_node;
+
+static void max_dim_backward(ct_bw *c, const ct_tensor *g) {
+  const max_dim_node *s = CT_BW_STATE(c, max_dim_node);
+  const ct_input_meta *in = &c->node->in[0];
+  ct_tensor *gk = unsqueeze_reduced(c, g, s->reduced, s->keepdim);
+  ct_tensor *ik = unsqueeze_reduced(c, bw_saved(c, &s->indices), s->reduced, s->keepdim);
+  ct_tensor *z = bw_zeros(c, in->shape, in->ndim, g->dtype, ct__device(g));
+  ct_tensor *gc = bw_contiguous(c, gk), *ic = bw_contiguous(c, ik);
+  if (z && gc && ic && !ct__scatter(z, s->dim, ic, gc, false, true)) bw_fail(c);
+  BW_GRAD(c, 0, z);
 }
 
 ct_tensor *ct__ag_max_dim(ct_tensor *values, const ct_tensor *indices, const ct_tensor *x, int dim,
                           bool keepdim) {
   if (!values || !ct__ag_needed(&x, 1)) return values;
-  ct_node *n = ct__node_new("MaxBackward", max_dim_backward, 1, &x);
-  if (!n || !ct__node_save(n, 0, indices)) {
-    ct__node_release(n);
-    return ct__ag_attach(values, NULL);
+  ct_node *n = CT_NODE_NEW(max_dim_node, "MaxBackward", max_dim_backward, 1, &x);
+  if (n) {
+    max_dim_node *s = CT_NODE_STATE(n, max_dim_node);
+    s->dim = dim;
+    s->keepdim = keepdim;
+    for (int d = 0; d < x->ndim; d++) s->reduced[d] = d == dim;
+    ct__save(n, &s->indices, indices);
   }
-  for (int d = 0; d < x->ndim; d++) n->ip[d] = d == dim;
-  n->ip[CT_MAX_DIMS] = keepdim;
-  n->ip[CT_MAX_DIMS + 1] = dim;
-  return ct__ag_attach(values, n);
+  return ct__ag_record(values, n);
 }
 
-/* ---- softmax ------------------------------------------------------------------- */
+/* ---- softmax / log_softmax: from the output, by the backend's kernel
+ * ----------- */
 
-static ct_status softmax_backward(ct_node *n, const ct_tensor *g, ct_tensor **gi) {
-  const ct_tensor *y = ct__node_saved(n, 0);
-  if (!y) return ct_last_error();
-  ct_tensor *gc = ct__cast(g, y->dtype);
-  ct_tensor *gcc = gc ? ct__contiguous(gc) : NULL;
-  ct_tensor *yc = ct__contiguous(y);
-  ct_tensor *gx = gcc && yc ? ct__empty(y->shape, y->ndim, y->dtype, ct__device(y)) : NULL;
-  ct_status st = gx ? ct__backend_of(gx)->softmax_backward(gx, gcc, yc, (int)n->ip[0], n->ip[1] != 0)
-                    : ct_last_error();
-  ct__release(gc), ct__release(gcc), ct__release(yc);
-  if (st != CT_OK) {
-    ct__release(gx);
-    return st;
-  }
-  gi[0] = gx;
-  return CT_OK;
+typedef struct softmax_node {
+  int dim;
+  bool log;
+  ct_saved y;
+} softmax_node;
+
+static void softmax_backward(ct_bw *c, const ct_tensor *g) {
+  const softmax_node *s = CT_BW_STATE(c, softmax_node);
+  const ct_tensor *y = bw_saved(c, &s->y);
+  if (!y) return;
+  ct_tensor *gc = bw_contiguous(c, bw_cast(c, g, y->dtype)), *yc = bw_contiguous(c, y);
+  ct_tensor *gx = bw_empty(c, y->shape, y->ndim, y->dtype, ct__device(y));
+  if (gc && yc && gx && bw_ok(c, ct__backend_of(gx)->softmax_backward(gx, gc, yc, s->dim, s->log)))
+    bw_set(c, 0, gx);
 }
 
 ct_tensor *ct__ag_softmax(ct_tensor *r, const ct_tensor *x, int dim, bool log) {
   if (!r || !ct__ag_needed(&x, 1)) return r;
-  ct_node *n = ct__node_new(log ? "LogSoftmaxBackward" : "SoftmaxBackward", softmax_backward, 1, &x);
-  if (!n || !ct__node_save(n, 0, r)) {
-    ct__node_release(n);
-    return ct__ag_attach(r, NULL);
+  ct_node *n = CT_NODE_NEW(softmax_node, log ? "LogSoftmaxBackward" : "SoftmaxBackward",
+                           softmax_backward, 1, &x);
+  if (n) {
+    softmax_node *s = CT_NODE_STATE(n, softmax_node);
+    s->dim = dim < 0 ? dim + (x->ndim > 0 ? x->ndim : 1) : dim;
+    s->log = log;
+    ct__save_output(n, &s->y, r);
   }
-  if (dim < 0) dim += x->ndim > 0 ? x->ndim : 1;
-  n->ip[0] = dim;
-  n->ip[1] = log;
-  return ct__ag_attach(r, n);
+  return ct__ag_record(r, n);
 }

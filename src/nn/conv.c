@@ -1,44 +1,10 @@
-/* ct_conv2d: checks, output geometry, the backend call and the autograd node
- * (ConvolutionBackward: grad_x, grad_w, grad_b from the backend's
- * conv2d_backward slot). Unbatched (C, H, W) input runs as a batch of one. */
+/* ct_conv2d: checks, output geometry, the backend call and the recording of
+ * its node (autograd/grad_nn.c). Unbatched (C, H, W) input runs as a batch of
+ * one. */
 #include "amp/amp_internal.h"
 #include "nn/functional_internal.h"
 
 static const char OP[] = "conv2d";
-
-static ct_status conv2d_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  const ct_tensor *x = ct__node_saved(n, 0), *w = ct__node_saved(n, 1);
-  if (!x || !w) return ct_last_error();
-  ct_conv2d_params p = {.stride = {n->ip[0], n->ip[1]}, .padding = {n->ip[2], n->ip[3]},
-                        .dilation = {n->ip[4], n->ip[5]}, .groups = n->ip[6]};
-  bool unbatched = n->ip[7] != 0, ok = true;
-  const ct_backend *be = ct__backend_of(x);
-  ct_tensor *gc = ct__nn_prep(g, x->dtype, &ok), *g4 = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-  if (!ok) return ct_last_error();
-  int64_t oshape[4] = {x->shape[0], w->shape[0], 0, 0};
-  oshape[2] = gc->shape[gc->ndim - 2], oshape[3] = gc->shape[gc->ndim - 1];
-  g4 = ct__nn_reshape(gc, oshape, 4);
-  ct_device dev = ct__device(x);
-  if (ct__node_needs(n, 0)) gx = ct__empty(x->shape, 4, x->dtype, dev), ok = ok && gx;
-  if (ct__node_needs(n, 1)) gw = ct__empty(w->shape, 4, x->dtype, dev), ok = ok && gw;
-  if (n->n_inputs > 2 && ct__node_needs(n, 2))
-    gb = ct__empty(w->shape, 1, x->dtype, dev), ok = ok && gb;
-  ct_status st = ok && g4 ? be->conv2d_backward(gx, gw, gb, g4, x, w, &p) : ct_last_error();
-  ct__release(gc);
-  ct__release(g4);
-  if (st == CT_OK && gx && unbatched) {
-    ct_tensor *v = ct__nn_reshape(gx, x->shape + 1, 3);
-    ct__release(gx);
-    gx = v;
-    if (!gx) st = ct_last_error();
-  }
-  if (st != CT_OK) {
-    ct__release(gx), ct__release(gw), ct__release(gb);
-    return st;
-  }
-  grad_in[0] = gx, grad_in[1] = gw, grad_in[2] = gb;
-  return CT_OK;
-}
 
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_opts *opts) {
@@ -124,21 +90,7 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     ct__release(r);
     r = v;
   }
-  const ct_tensor *ins[3] = {x, weight, bias};
-  if (r && ct__ag_needed(ins, 3)) {
-    ct_node *n = ct__node_new("ConvolutionBackward", conv2d_backward, 3, ins);
-    if (!n || !ct__node_save(n, 0, x4) || !ct__node_save(n, 1, wc)) {
-      ct__node_release(n);
-      ct__release(r);
-      r = NULL;
-    } else {
-      int64_t ip[8] = {p.stride[0], p.stride[1], p.padding[0], p.padding[1],
-                       p.dilation[0], p.dilation[1], p.groups, unbatched};
-      memcpy(n->ip, ip, sizeof ip);
-      n->n_ip = 8;
-      r = ct__ag_attach(r, n);
-    }
-  }
+  r = ct__ag_conv2d(r, x, weight, bias, x4, wc, &p, unbatched);
   ct__release(x4), ct__release(wc);
   return ct__track(r);
 }

@@ -1,35 +1,13 @@
-/* ct_embedding (rows of a weight matrix at integer indices; backward
- * scatter-adds the gradient rows into a dense zero gradient) and ct_dropout
- * (a Philox Bernoulli mask scaled by 1/(1-p), recorded as a multiplication). */
+/* ct_embedding (rows of a weight matrix at integer indices; its backward,
+ * in autograd/grad_nn.c, scatter-adds the gradient rows into a dense zero
+ * gradient) and ct_dropout (a Philox Bernoulli mask scaled by 1/(1-p),
+ * recorded as a multiplication). */
 #include <stdio.h>
 
 #include "nn/functional_internal.h"
 #include "ops/index.h"
 
 /* ---- Embedding ------------------------------------------------------------------ */
-
-static ct_status embedding_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  const ct_tensor *idx = ct__node_saved(n, 0); /* (M,) i64 */
-  if (!idx) return ct_last_error();
-  const ct_input_meta *wm = &n->in[1];
-  int64_t M = idx->numel, D = wm->shape[1];
-  bool ok = true;
-  ct_tensor *gc = ct__nn_prep(g, g->dtype, &ok);
-  if (!ok) return ct_last_error();
-  ct_tensor *g2 = ct__nn_reshape(gc, (int64_t[]){M, D}, 2);
-  /* index (M, D): each row's index repeated along the row (stride 0) */
-  ct_tensor *ix = ct__view_of(idx, CT_I64, (int64_t[]){M, D}, (int64_t[]){idx->strides[0], 0}, 2,
-                              idx->offset);
-  ct_tensor *gw = g2 && ix ? ct__zeros(wm->shape, 2, g->dtype, ct__device(g)) : NULL;
-  ct_tensor *r = gw ? ct__scatter(gw, 0, ix, g2, true, true) : NULL;
-  ct__release(gc), ct__release(g2), ct__release(ix);
-  if (!r) {
-    ct__release(gw);
-    return ct_last_error();
-  }
-  grad_in[1] = gw;
-  return CT_OK;
-}
 
 ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight) {
   static const char op[] = "embedding";
@@ -67,17 +45,7 @@ ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight) {
   shape[indices->ndim] = D;
   ct_tensor *r = ct__nn_reshape(rows, shape, indices->ndim + 1);
   ct__release(rows);
-  const ct_tensor *ins[2] = {indices, weight};
-  if (r && ct__ag_needed(ins, 2)) {
-    ct_node *n = ct__node_new("EmbeddingBackward", embedding_backward, 2, ins);
-    if (!n || !ct__node_save(n, 0, flat)) {
-      ct__node_release(n);
-      ct__release(r);
-      r = NULL;
-    } else {
-      r = ct__ag_attach(r, n);
-    }
-  }
+  r = ct__ag_embedding(r, indices, weight, flat);
   ct__release(flat);
   return ct__track(r);
 }

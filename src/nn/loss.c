@@ -10,8 +10,9 @@
  * mean divides the sum by sum_i w[t_i] valid_i. The gradient w.r.t. the logits
  * of row i is s_i (b_i softmax_i - a_i onehot(t_i) - (eps / C) w), with s_i the
  * upstream factor and b_i = a_i + eps * sum(w) / C * valid_i. The fused node
- * covers eps = 0, and eps > 0 without weights or ignore_index (b_i = 1);
- * smoothing with weights or ignore_index is composed of recorded ops. */
+ * (autograd/grad_loss.c) covers eps = 0, and eps > 0 without weights or
+ * ignore_index (b_i = 1); smoothing with weights or ignore_index is composed
+ * of recorded ops. */
 #include <math.h>
 #include <stdio.h>
 
@@ -67,80 +68,6 @@ static ct_tensor *as_rows(const ct_tensor *x, int64_t M, int64_t C) {
   ct_tensor *r = c ? ct__nn_reshape(c, (int64_t[]){M, C}, 2) : NULL;
   ct__release(c);
   return r;
-}
-
-/* Rows (M, C) back to the input's geometry (shape, ndim). */
-static ct_tensor *from_rows(ct_tensor *rows, const int64_t *shape, int nd) {
-  if (nd <= 2) return ct__nn_reshape(rows, shape, nd);
-  int64_t sh[CT_MAX_DIMS], cst[CT_MAX_DIMS], st[CT_MAX_DIMS];
-  sh[0] = shape[0];
-  for (int d = 2; d < nd; d++) sh[d - 1] = shape[d];
-  sh[nd - 1] = shape[1];
-  ct__contiguous_strides(sh, nd, cst);
-  /* permute (N, d..., C) back to (N, C, d...) */
-  st[0] = cst[0], st[1] = cst[nd - 1];
-  for (int d = 2; d < nd; d++) st[d] = cst[d - 1];
-  ct_tensor *v = ct__view_of(rows, rows->dtype, shape, st, nd, rows->offset);
-  ct_tensor *c = v ? ct__clone(v) : NULL;
-  ct__release(v);
-  return c;
-}
-
-/* ---- Fused node ---------------------------------------------------------------- */
-
-enum { SAVE_LOGP, SAVE_TARGET, SAVE_A, SAVE_DENOM };
-
-static ct_status class_loss_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  ct_reduction red = (ct_reduction)n->ip[0];
-  bool has_a = n->ip[1], has_denom = n->ip[2], logits = n->ip[3];
-  int64_t M = n->ip[4], C = n->ip[5];
-  double eps = n->p[0], a0 = n->p[1];
-  const ct_tensor *t = ct__node_saved(n, SAVE_TARGET), *logp = NULL, *a = NULL, *denom = NULL;
-  if (!t) return ct_last_error();
-  if (logits && !(logp = ct__node_saved(n, SAVE_LOGP))) return ct_last_error();
-  if (has_a && !(a = ct__node_saved(n, SAVE_A))) return ct_last_error();
-  if (has_denom && !(denom = ct__node_saved(n, SAVE_DENOM))) return ct_last_error();
-  const ct_input_meta *in = &n->in[0];
-  ct_dtype dt = in->dtype;
-  ct_device dev = in->device;
-  tmps L = {0};
-  bool ok = true;
-  ct_tensor *gc = tmp(&L, ct__nn_prep(g, dt, &ok)), *gs = NULL;
-  if (!ok) return ct_last_error();
-  if (red == CT_REDUCTION_NONE) gs = tmp(&L, ct__nn_reshape(gc, (int64_t[]){M, 1}, 2));
-  else if (red == CT_REDUCTION_SUM) gs = gc;
-  else gs = tmp(&L, has_denom ? ct__binary(CT_BOP_DIV, NULL, gc, denom) : scal(gc, M ? 1.0 / (double)M : NAN));
-  /* s_i a_i, negated and materialized (M, 1) as scatter's source */
-  ct_tensor *sa = tmp(&L, a ? mul(gs, a) : scal(gs, a0));
-  ct_tensor *neg = tmp(&L, scal(sa, -1.0));
-  ct_tensor *negb = NULL;
-  if (neg && neg->numel == 1 && M != 1) {
-    ct_tensor *ex = tmp(&L, ct__broadcast_to(neg, (int64_t[]){M, 1}, 2));
-    negb = tmp(&L, ex ? ct__clone(ex) : NULL);
-  } else if (neg) {
-    negb = tmp(&L, ct__nn_reshape(neg, (int64_t[]){M, 1}, 2));
-  }
-  ct_tensor *grad = NULL;
-  if (negb && logits) {
-    ct_tensor *p = tmp(&L, ct__unary(CT_UOP_EXP, NULL, logp, 0, 0));
-    grad = p ? mul(p, a ? sa : gs) : NULL; /* b_i = a_i, or 1 */
-    if (grad && eps > 0 && !ct__add_scaled(grad, grad, gs, -eps / (double)C)) {
-      ct__release(grad);
-      grad = NULL;
-    }
-  } else if (negb) {
-    grad = ct__zeros((int64_t[]){M, C}, 2, dt, dev);
-  }
-  if (grad && !ct__scatter(grad, 1, t, negb, true, true)) {
-    ct__release(grad);
-    grad = NULL;
-  }
-  ct_tensor *r = grad ? from_rows(grad, in->shape, in->ndim) : NULL;
-  ct__release(grad);
-  tmps_free(&L);
-  if (!r) return ct_last_error();
-  grad_in[0] = r;
-  return CT_OK;
 }
 
 /* Checks shared by cross_entropy and nll_loss; fills M, C. */
@@ -241,21 +168,9 @@ static ct_tensor *class_loss(const char *op, const ct_tensor *x, const ct_tensor
     }
   }
   if (!r) goto fail;
-  if (ct__ag_needed(&x, 1)) {
-    ct_node *n = ct__node_new(logits ? "CrossEntropyLossBackward" : "NllLossBackward",
-                              class_loss_backward, 1, &x);
-    if (!n || (logits && !ct__node_save(n, SAVE_LOGP, logp)) || !ct__node_save(n, SAVE_TARGET, ts) ||
-        (a && !ct__node_save(n, SAVE_A, a)) || (denom && !ct__node_save(n, SAVE_DENOM, denom))) {
-      ct__node_release(n);
-      ct__release(r);
-      goto fail;
-    }
-    n->p[0] = eps, n->p[1] = 1 - eps;
-    int64_t ip[6] = {o->reduction, a != NULL, denom != NULL, logits, M, C};
-    memcpy(n->ip, ip, sizeof ip);
-    n->n_ip = 6;
-    r = ct__ag_attach(r, n);
-  }
+  ct_class_loss_args args = {.logp = logp, .target = ts, .a = a, .denom = denom};
+  args.reduction = o->reduction, args.eps = eps, args.M = M, args.C = C, args.logits = logits;
+  r = ct__ag_class_loss(r, x, &args);
   tmps_free(&L);
   return ct__track(r);
 fail:
@@ -300,9 +215,9 @@ static ct_tensor *smoothed_composite(const char *op, const ct_tensor *x, const c
   }
   ct_tensor *smooth = ct_neg(ct_sum(lw, &(ct_reduce_opts){.dims = {cdim}, .ndims = 1}));
   ct_tensor *valid = NULL;
-  if (o->has_ignore_index) {
+  if (o->has_ignore_index) { /* masked, not multiplied: 0, not inf * 0, when all are ignored */
     valid = ct_ne_scalar(target, (double)o->ignore_index);
-    smooth = ct_mul(smooth, ct_cast(valid, x->dtype));
+    smooth = ct_masked_fill(smooth, ct_logical_not(valid), 0.0);
   }
   ct_tensor *ret = NULL;
   if (o->reduction == CT_REDUCTION_NONE) {

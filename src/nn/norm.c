@@ -1,44 +1,14 @@
 /* ct_batch_norm and ct_layer_norm: checks, the backend's normalization
- * slots and their autograd nodes. Statistics (saved for backward) are of x's
- * dtype, f32 for f16/bf16 input. Batch norm's backward in training flows
- * through the batch statistics; in evaluation the running statistics are
- * constants. */
+ * slots and the recording of their nodes (autograd/grad_nn.c). Statistics
+ * (saved for backward) are of x's dtype, f32 for f16/bf16 input. Batch
+ * norm's backward in training flows through the batch statistics; in
+ * evaluation the running statistics are constants. */
 #include "amp/amp_internal.h"
 #include "nn/functional_internal.h"
 
 static ct_dtype stats_dtype(ct_dtype d) { return d == CT_F16 || d == CT_BF16 ? CT_F32 : d; }
 
 /* ---- Batch norm --------------------------------------------------------------- */
-
-static ct_status batch_norm_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  const ct_tensor *x = ct__node_saved(n, 0), *mean = ct__node_saved(n, 1);
-  const ct_tensor *invstd = ct__node_saved(n, 2), *w = NULL;
-  if (!x || !mean || !invstd) return ct_last_error();
-  if (n->ip[1] && !(w = ct__node_saved(n, 3))) return ct_last_error();
-  bool training = n->ip[0] != 0, ok = true;
-  ct_tensor *gc = ct__nn_prep(g, x->dtype, &ok), *g3 = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-  if (ok) g3 = ct__nn_reshape(gc, x->shape, 3), ok = g3 != NULL;
-  ct_device dev = ct__device(x);
-  int64_t C = x->shape[1];
-  if (ok && ct__node_needs(n, 0)) gx = ct__empty(x->shape, 3, x->dtype, dev), ok = gx != NULL;
-  if (ok && ct__node_needs(n, 1)) gw = ct__empty(&C, 1, x->dtype, dev), ok = gw != NULL;
-  if (ok && ct__node_needs(n, 2)) gb = ct__empty(&C, 1, x->dtype, dev), ok = gb != NULL;
-  ct_status st = ok ? ct__backend_of(x)->batch_norm_backward(gx, gw, gb, g3, x, w, mean, invstd, training)
-                    : ct_last_error();
-  ct__release(gc), ct__release(g3);
-  if (st == CT_OK && gx) {
-    ct_tensor *v = ct__nn_reshape(gx, n->in[0].shape, n->in[0].ndim);
-    ct__release(gx);
-    gx = v;
-    if (!gx) st = ct_last_error();
-  }
-  if (st != CT_OK) {
-    ct__release(gx), ct__release(gw), ct__release(gb);
-    return st;
-  }
-  grad_in[0] = gx, grad_in[1] = gw, grad_in[2] = gb;
-  return CT_OK;
-}
 
 /* A (C,) parameter or statistic: shape and device checked. */
 static bool check_vec(const char *op, const char *what, const ct_tensor *t, const ct_tensor *x,
@@ -109,20 +79,8 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
     if (running_var) ct__bump_version(running_var);
   }
   ct__release(xc), ct__release(bc), ct__release(r3);
-  const ct_tensor *ins[3] = {x, weight, bias};
-  if (st == CT_OK && ct__ag_needed(ins, 3)) {
-    ct_node *n = ct__node_new("NativeBatchNormBackward", batch_norm_backward, 3, ins);
-    if (!n || !ct__node_save(n, 0, x3) || !ct__node_save(n, 1, mean) ||
-        !ct__node_save(n, 2, invstd) || (wc && !ct__node_save(n, 3, wc))) {
-      ct__node_release(n);
-      st = ct_last_error();
-      if (st == CT_OK) st = CT_ERR_OOM;
-    } else {
-      n->ip[0] = training, n->ip[1] = wc != NULL, n->n_ip = 2;
-      r = ct__ag_attach(r, n);
-      if (!r) st = ct_last_error();
-    }
-  }
+  if (st == CT_OK && !(r = ct__ag_batch_norm(r, x, weight, bias, x3, wc, mean, invstd, training)))
+    st = ct_last_error();
   ct__release(wc), ct__release(x3), ct__release(mean), ct__release(invstd);
   if (st != CT_OK) {
     ct__release(r);
@@ -132,31 +90,6 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
 }
 
 /* ---- Layer norm --------------------------------------------------------------- */
-
-static ct_status layer_norm_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  const ct_tensor *x = ct__node_saved(n, 0), *mean = ct__node_saved(n, 1);
-  const ct_tensor *rstd = ct__node_saved(n, 2), *w = NULL;
-  if (!x || !mean || !rstd) return ct_last_error();
-  if (n->ip[1] && !(w = ct__node_saved(n, 3))) return ct_last_error();
-  int64_t cols = n->ip[0];
-  int nd = (int)n->ip[2];
-  bool ok = true;
-  ct_tensor *gc = ct__nn_prep(g, x->dtype, &ok), *gx = NULL, *gw = NULL, *gb = NULL;
-  ct_device dev = ct__device(x);
-  const int64_t *wshape = x->shape + x->ndim - nd;
-  if (ok && ct__node_needs(n, 0)) gx = ct__empty(x->shape, x->ndim, x->dtype, dev), ok = gx != NULL;
-  if (ok && ct__node_needs(n, 1)) gw = ct__empty(wshape, nd, x->dtype, dev), ok = gw != NULL;
-  if (ok && ct__node_needs(n, 2)) gb = ct__empty(wshape, nd, x->dtype, dev), ok = gb != NULL;
-  ct_status st = ok ? ct__backend_of(x)->layer_norm_backward(gx, gw, gb, gc, x, w, mean, rstd, cols)
-                    : ct_last_error();
-  ct__release(gc);
-  if (st != CT_OK) {
-    ct__release(gx), ct__release(gw), ct__release(gb);
-    return st;
-  }
-  grad_in[0] = gx, grad_in[1] = gw, grad_in[2] = gb;
-  return CT_OK;
-}
 
 ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
                          const ct_tensor *bias, double eps) {
@@ -200,20 +133,8 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
   ct_tensor *rstd = mean ? ct__empty(&rows, 1, sd, ct__device(x)) : NULL;
   ct_status st = rstd ? be->layer_norm(r, mean, rstd, xc, wc, bc, cols, eps) : ct_last_error();
   ct__release(bc);
-  const ct_tensor *ins[3] = {x, weight, bias};
-  if (st == CT_OK && ct__ag_needed(ins, 3)) {
-    ct_node *n = ct__node_new("NativeLayerNormBackward", layer_norm_backward, 3, ins);
-    if (!n || !ct__node_save(n, 0, xc) || !ct__node_save(n, 1, mean) ||
-        !ct__node_save(n, 2, rstd) || (wc && !ct__node_save(n, 3, wc))) {
-      ct__node_release(n);
-      st = ct_last_error();
-      if (st == CT_OK) st = CT_ERR_OOM;
-    } else {
-      n->ip[0] = cols, n->ip[1] = wc != NULL, n->ip[2] = nd, n->n_ip = 3;
-      r = ct__ag_attach(r, n);
-      if (!r) st = ct_last_error();
-    }
-  }
+  if (st == CT_OK && !(r = ct__ag_layer_norm(r, x, weight, bias, xc, wc, mean, rstd, cols, nd)))
+    st = ct_last_error();
   ct__release(xc), ct__release(wc), ct__release(mean), ct__release(rstd);
   if (st != CT_OK) {
     ct__release(r);

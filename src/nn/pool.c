@@ -1,6 +1,6 @@
 /* ct_max_pool2d and ct_avg_pool2d: checks, output geometry (floor or ceil
- * mode, as torch), the backend's pool2d slot and the autograd nodes (max:
- * gradients routed to the saved argmax indices; avg: spread over windows). */
+ * mode, as torch), the backend's pool2d slot and the recording of their
+ * nodes (autograd/grad_nn.c; max pooling keeps its argmax indices for it). */
 #include "nn/functional_internal.h"
 
 /* Fills p and the output size (oh, ow) from opts; false with an error. */
@@ -46,48 +46,6 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
   return true;
 }
 
-static void params_from_node(const ct_node *n, ct_pool2d_params *p) {
-  for (int i = 0; i < 2; i++) {
-    p->kernel[i] = n->ip[i], p->stride[i] = n->ip[2 + i], p->padding[i] = n->ip[4 + i];
-  }
-  p->count_include_pad = n->ip[6] != 0;
-}
-
-/* in[0]'s shape as 4-d (N, C, H, W). */
-static void shape4(const ct_input_meta *m, int64_t s[4]) {
-  if (m->ndim == 3) s[0] = 1, memcpy(s + 1, m->shape, 3 * sizeof(int64_t));
-  else memcpy(s, m->shape, 4 * sizeof(int64_t));
-}
-
-static ct_status pool_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
-  bool is_max = n->op != 0, ok = true;
-  const ct_tensor *idx = NULL;
-  if (is_max && !(idx = ct__node_saved(n, 0))) return ct_last_error();
-  ct_pool2d_params p;
-  params_from_node(n, &p);
-  int64_t xs[4], gs[4];
-  shape4(&n->in[0], xs);
-  ct_tensor *gc = ct__nn_prep(g, g->dtype, &ok);
-  if (!ok) return ct_last_error();
-  gs[0] = xs[0], gs[1] = xs[1], gs[2] = gc->shape[gc->ndim - 2], gs[3] = gc->shape[gc->ndim - 1];
-  ct_tensor *g4 = ct__nn_reshape(gc, gs, 4);
-  ct_tensor *gx = g4 ? ct__empty(xs, 4, g->dtype, ct__device(g)) : NULL;
-  ct_status st = gx ? ct__backend_of(gx)->pool2d_backward(is_max, gx, g4, idx, &p) : ct_last_error();
-  ct__release(gc), ct__release(g4);
-  if (st == CT_OK && n->in[0].ndim == 3) {
-    ct_tensor *v = ct__nn_reshape(gx, n->in[0].shape, 3);
-    ct__release(gx);
-    gx = v;
-    if (!gx) st = ct_last_error();
-  }
-  if (st != CT_OK) {
-    ct__release(gx);
-    return st;
-  }
-  grad_in[0] = gx;
-  return CT_OK;
-}
-
 static ct_tensor *pool2d(const char *op, bool is_max, const ct_tensor *x, const ct_pool2d_opts *opts) {
   if (!x) return NULL;
   char s[CT_SHAPE_STR_MAX];
@@ -122,22 +80,7 @@ static ct_tensor *pool2d(const char *op, bool is_max, const ct_tensor *x, const 
     ct__release(r);
     r = v;
   }
-  if (r && need_grad) {
-    ct_node *n = ct__node_new(is_max ? "MaxPool2DWithIndicesBackward" : "AvgPool2DBackward",
-                              pool_backward, 1, &x);
-    if (!n || (is_max && !ct__node_save(n, 0, idx))) {
-      ct__node_release(n);
-      ct__release(r);
-      r = NULL;
-    } else {
-      n->op = is_max;
-      int64_t ip[7] = {p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
-                       p.padding[0], p.padding[1], p.count_include_pad};
-      memcpy(n->ip, ip, sizeof ip);
-      n->n_ip = 7;
-      r = ct__ag_attach(r, n);
-    }
-  }
+  if (need_grad) r = ct__ag_pool2d(r, x, is_max, idx, &p);
   ct__release(idx);
   return ct__track(r);
 }

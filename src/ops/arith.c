@@ -126,26 +126,27 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
   X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod) X(REMAINDER, remainder)          \
   X(ATAN2, atan2)
 
-/* Autograd: out-of-place forms record a node. In-place forms refuse to write
- * a tensor that requires grad; add_/sub_ record the gradient of `b`, the
- * others refuse a `b` that requires grad (its gradient would need a's old
- * value). _out forms don't record and refuse inputs that require grad. */
+/* Autograd: out-of-place and in-place forms record the same node (an
+ * in-place write rewrites the history of a, as PyTorch); _out forms don't
+ * record and refuse inputs that require grad. */
 static ct_tensor *binary_inplace(ct_binary_op op, const char *name, ct_tensor *a, const ct_tensor *b) {
-  bool axpy = op == CT_BOP_ADD || op == CT_BOP_SUB;
-  if (a && b && !ct__ag_inplace_begin(name, a, &b, 1, axpy)) return NULL;
-  ct_tensor *r = ct__binary(op, a, a, b);
-  return r && axpy ? ct__ag_inplace_axpy(r, b, op == CT_BOP_ADD ? 1 : -1) : r;
+  ct_inplace ip;
+  if (!b || !ct__ag_inplace_begin(&ip, name, a, &b, 1)) return NULL;
+  if (ip.record && !ct__ag_binary(a, op, a, b)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__binary(op, a, a, b));
 }
 static ct_tensor *binary_out(ct_binary_op op, const char *name, ct_tensor *out, const ct_tensor *a,
                              const ct_tensor *b) {
   const ct_tensor *ins[2] = {a, b};
-  if (!a || !b || !ct__ew_need_out(name, out) || !ct__ag_inplace_begin(name, out, ins, 2, false))
+  if (!a || !b || !ct__ew_need_out(name, out) || !ct__ag_out_allowed(name, out, ins, 2))
     return NULL;
   return ct__binary(op, out, a, b);
 }
 static ct_tensor *scalar_inplace(ct_binary_op op, const char *name, ct_tensor *a, double s) {
-  if (a && !ct__ag_inplace_begin(name, a, NULL, 0, true)) return NULL;
-  return ct__binary_scalar(op, a, a, s, false);
+  ct_inplace ip;
+  if (!ct__ag_inplace_begin(&ip, name, a, NULL, 0)) return NULL;
+  if (ip.record && !ct__ag_binary_scalar(a, op, a, s, false)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__binary_scalar(op, a, a, s, false));
 }
 
 #define DEFINE_PUBLIC_BINARY(E, name)                                                    \
@@ -177,6 +178,8 @@ ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double alpha) {
   return ct__track(ct__ag_add_scaled(ct__add_scaled(NULL, a, b, alpha), a, b, alpha));
 }
 ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha) {
-  if (a && b && !ct__ag_inplace_begin("add_scaled_", a, &b, 1, true)) return NULL;
-  return ct__ag_inplace_axpy(ct__add_scaled(a, a, b, alpha), b, alpha);
+  ct_inplace ip;
+  if (!b || !ct__ag_inplace_begin(&ip, "add_scaled_", a, &b, 1)) return NULL;
+  if (ip.record && !ct__ag_add_scaled(a, a, b, alpha)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__add_scaled(a, a, b, alpha));
 }

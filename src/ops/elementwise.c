@@ -157,15 +157,18 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) X(SIGN, sign)                         \
   X(RECIPROCAL, reciprocal) X(SQUARE, square)
 
-/* Autograd: out-of-place forms record a node; in-place and _out forms refuse
- * to write a tensor that requires grad (ct__ag_inplace_begin). */
+/* Autograd: out-of-place and in-place forms record the same node (an
+ * in-place write rewrites the history of x, as PyTorch); _out forms don't
+ * record and refuse inputs that require grad. */
 static ct_tensor *unary_inplace(ct_unary_op op, const char *name, ct_tensor *x, double p0, double p1) {
-  if (x && !ct__ag_inplace_begin(name, x, NULL, 0, true)) return NULL;
-  return ct__unary(op, x, x, p0, p1);
+  ct_inplace ip;
+  if (!ct__ag_inplace_begin(&ip, name, x, NULL, 0)) return NULL;
+  if (ip.record && !ct__ag_unary(x, op, x, p0, p1)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__unary(op, x, x, p0, p1));
 }
 static ct_tensor *unary_out(ct_unary_op op, const char *name, ct_tensor *out, const ct_tensor *x,
                             double p0, double p1) {
-  if (!x || !ct__ew_need_out(name, out) || !ct__ag_inplace_begin(name, out, &x, 1, false)) return NULL;
+  if (!x || !ct__ew_need_out(name, out) || !ct__ag_out_allowed(name, out, &x, 1)) return NULL;
   return ct__unary(op, out, x, p0, p1);
 }
 static ct_tensor *unary_new(ct_unary_op op, const ct_tensor *x, double p0, double p1) {

@@ -200,9 +200,17 @@ ct_tensor *ct_scatter(const ct_tensor *x, int dim, const ct_tensor *index, const
   return ct__track(ct__ag_scatter(ct__scatter((ct_tensor *)x, dim, index, src, false, false), x, dim,
                                   index, src, false));
 }
+/* In place: the out-of-place node, recorded on x (its history rewritten). */
+static ct_tensor *scatter_inplace(const char *name, ct_tensor *x, int dim, const ct_tensor *index,
+                                  const ct_tensor *src, bool add) {
+  ct_inplace ip;
+  if (!index || !src || !ct__ag_inplace_begin(&ip, name, x, &src, 1)) return NULL;
+  if (ip.record && !ct__ag_scatter(x, x, dim, index, src, add))
+    return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__scatter(x, dim, index, src, add, true));
+}
 ct_tensor *ct_scatter_(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src) {
-  if (x && !ct__ag_inplace_begin("scatter_", x, &src, 1, false)) return NULL;
-  return ct__scatter(x, dim, index, src, false, true);
+  return scatter_inplace("scatter_", x, dim, index, src, false);
 }
 ct_tensor *ct_scatter_add(const ct_tensor *x, int dim, const ct_tensor *index,
                           const ct_tensor *src) {
@@ -210,8 +218,7 @@ ct_tensor *ct_scatter_add(const ct_tensor *x, int dim, const ct_tensor *index,
                                   index, src, true));
 }
 ct_tensor *ct_scatter_add_(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src) {
-  if (x && !ct__ag_inplace_begin("scatter_add_", x, &src, 1, false)) return NULL;
-  return ct__scatter(x, dim, index, src, true, true);
+  return scatter_inplace("scatter_add_", x, dim, index, src, true);
 }
 
 /* ---- masked_select / masked_fill ------------------------------------------------ */
@@ -303,8 +310,10 @@ ct_tensor *ct_masked_fill(const ct_tensor *x, const ct_tensor *mask, double valu
   return ct__track(ct__ag_masked_fill(ct__masked_fill((ct_tensor *)x, mask, value, false), x, mask));
 }
 ct_tensor *ct_masked_fill_(ct_tensor *x, const ct_tensor *mask, double value) {
-  if (x && !ct__ag_inplace_begin("masked_fill_", x, NULL, 0, true)) return NULL;
-  return ct__masked_fill(x, mask, value, true);
+  ct_inplace ip;
+  if (!mask || !ct__ag_inplace_begin(&ip, "masked_fill_", x, NULL, 0)) return NULL;
+  if (ip.record && !ct__ag_masked_fill(x, x, mask)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__masked_fill(x, mask, value, true));
 }
 
 /* ---- one_hot --------------------------------------------------------------------- */
@@ -426,11 +435,11 @@ ct_tensor *ct_tril(const ct_tensor *x, int64_t k) {
 ct_tensor *ct_triu(const ct_tensor *x, int64_t k) {
   return ct__track(ct__ag_triangle(ct__triangle((ct_tensor *)x, k, true, false), x, k, true));
 }
-ct_tensor *ct_tril_(ct_tensor *x, int64_t k) {
-  if (x && !ct__ag_inplace_begin("tril_", x, NULL, 0, true)) return NULL;
-  return ct__triangle(x, k, false, true);
+static ct_tensor *triangle_inplace(const char *name, ct_tensor *x, int64_t k, bool upper) {
+  ct_inplace ip;
+  if (!ct__ag_inplace_begin(&ip, name, x, NULL, 0)) return NULL;
+  if (ip.record && !ct__ag_triangle(x, x, k, upper)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, ct__triangle(x, k, upper, true));
 }
-ct_tensor *ct_triu_(ct_tensor *x, int64_t k) {
-  if (x && !ct__ag_inplace_begin("triu_", x, NULL, 0, true)) return NULL;
-  return ct__triangle(x, k, true, true);
-}
+ct_tensor *ct_tril_(ct_tensor *x, int64_t k) { return triangle_inplace("tril_", x, k, false); }
+ct_tensor *ct_triu_(ct_tensor *x, int64_t k) { return triangle_inplace("triu_", x, k, true); }

@@ -186,7 +186,7 @@ ct_tensor *ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b)
     return NULL;
   }
   const ct_tensor *ins[2] = {a, b};
-  if (!ct__ag_inplace_begin("matmul_out", out, ins, 2, false)) return NULL;
+  if (!ct__ag_out_allowed("matmul_out", out, ins, 2)) return NULL;
   return matmul_impl("matmul_out", out, a, b);
 }
 

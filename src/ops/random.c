@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autograd/autograd_internal.h"
 #include "core/philox.h"
 #include "ops/creation.h"
 #include "ops/ops_internal.h"
@@ -283,31 +284,33 @@ static bool check_inplace(const char *op, const ct_tensor *t) {
   if (ct__has_internal_overlap(t))
     return ct__fail(CT_ERR_ARG, "%s: the tensor has elements that share memory (an expanded view)", op),
            false;
-  if (ct_is_grad_enabled() && ct_requires_grad(t) && ct_is_leaf(t))
-    return ct__fail(CT_ERR_ARG,
-                    "%s: a leaf tensor that requires grad can't be modified in place "
-                    "(wrap the call in ct_no_grad_begin/ct_no_grad_end)",
-                    op),
-           false;
   return true;
+}
+
+/* Fills t in place; under autograd its old values get a zero gradient (a
+ * leaf that requires grad is refused, as every in-place write). */
+static ct_tensor *fill_inplace(const char *op, const char *node, ct_tensor *t, ct_random_params *p,
+                               ct_generator *g) {
+  ct_inplace ip;
+  if (!ct__ag_inplace_begin(&ip, op, t, NULL, 0)) return NULL;
+  if (ip.record && !ct__ag_overwrite(t, t, node)) return ct__ag_inplace_end(&ip, NULL);
+  bool ok = random_fill(op, t, p, g) == CT_OK;
+  if (ok) ct__bump_version(t);
+  return ct__ag_inplace_end(&ip, ok ? t : NULL);
 }
 
 ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g) {
   if (!t) return NULL;
   if (!check_inplace("uniform_", t) || !check_uniform("uniform_", low, high, t->dtype)) return NULL;
   ct_random_params p = {.kind = CT_RANDOM_UNIFORM, .a = low, .b = high};
-  if (random_fill("uniform_", t, &p, g) != CT_OK) return NULL;
-  ct__bump_version(t);
-  return t;
+  return fill_inplace("uniform_", "UniformBackward", t, &p, g);
 }
 
 ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g) {
   if (!t) return NULL;
   if (!check_inplace("normal_", t) || !check_normal("normal_", mean, std)) return NULL;
   ct_random_params p = {.kind = CT_RANDOM_NORMAL, .a = mean, .b = std};
-  if (random_fill("normal_", t, &p, g) != CT_OK) return NULL;
-  ct__bump_version(t);
-  return t;
+  return fill_inplace("normal_", "NormalBackward", t, &p, g);
 }
 
 /* ---- randperm ------------------------------------------------------------------------ */

@@ -137,14 +137,14 @@ static ct_tensor *reduce_new(ct_reduce_op op, const ct_tensor *x, const ct_reduc
   return ct__track(ct__ag_reduce(ct__reduce(op, NULL, x, r, p), op, x, r, p));
 }
 
-#define DEFINE_REDUCE(E, n)                                                        \
-  ct_tensor *ct_##n(const ct_tensor *x, const ct_reduce_opts *r) {                 \
-    return reduce_new(CT_ROP_##E, x, r, 0.0);                                      \
-  }                                                                                \
+#define DEFINE_REDUCE(E, n)                                                              \
+  ct_tensor *ct_##n(const ct_tensor *x, const ct_reduce_opts *r) {                       \
+    return reduce_new(CT_ROP_##E, x, r, 0.0);                                            \
+  }                                                                                      \
   ct_tensor *ct_##n##_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r) { \
-    if (!out) return null_out(#n);                                                 \
-    if (x && !ct__ag_inplace_begin(#n "_out", out, &x, 1, false)) return NULL;     \
-    return ct__reduce(CT_ROP_##E, out, x, r, 0.0);                                 \
+    if (!out) return null_out(#n);                                                       \
+    if (x && !ct__ag_out_allowed(#n "_out", out, &x, 1)) return NULL;                    \
+    return ct__reduce(CT_ROP_##E, out, x, r, 0.0);                                       \
   }
 DEFINE_REDUCE(SUM, sum)
 DEFINE_REDUCE(MEAN, mean)

@@ -29,8 +29,7 @@ static ct_tensor *softmax_out(ct_tensor *out, const ct_tensor *x, int dim, bool 
     if (ct_last_error() != CT_OK) return NULL;
     return ct__fail(CT_ERR_ARG, "%s_out: out is NULL", log ? "log_softmax" : "softmax");
   }
-  if (x && !ct__ag_inplace_begin(log ? "log_softmax_out" : "softmax_out", out, &x, 1, false))
-    return NULL;
+  if (x && !ct__ag_out_allowed(log ? "log_softmax_out" : "softmax_out", out, &x, 1)) return NULL;
   return ct__softmax(out, x, dim, log);
 }
 

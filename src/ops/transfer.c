@@ -86,18 +86,7 @@ ct_tensor *ct_to(const ct_tensor *t, ct_device device, const ct_to_opts *opts) {
   return ct__track(ct__autograd_record_to(r, t));
 }
 
-ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
-  if (!dst || !src) return NULL;
-  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
-  int64_t bs[CT_MAX_DIMS];
-  int bn;
-  if (!ct__broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, bs, &bn) || bn != dst->ndim ||
-      memcmp(bs, dst->shape, sizeof(int64_t) * (size_t)bn) != 0)
-    return ct__fail(CT_ERR_SHAPE, "copy_: source of shape %s can't be broadcast to destination %s",
-                    ct__shape_str(src, a, sizeof a), ct__shape_str(dst, b, sizeof b));
-  if (ct__has_internal_overlap(dst))
-    return ct__fail(CT_ERR_ARG, "copy_: the destination has elements that share memory");
-  if (!ct__ag_inplace_begin("copy_", dst, &src, 1, false)) return NULL;
+static ct_tensor *copy_into(ct_tensor *dst, const ct_tensor *src) {
   ct_status st;
   if (ct_device_equal(ct__device(dst), ct__device(src))) {
     /* A source that partially overlaps the destination (x[1:] from x[:-1])
@@ -115,6 +104,25 @@ ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
   if (st != CT_OK) return NULL;
   ct__bump_version(dst);
   return dst;
+}
+
+/* Under autograd dst's old values get a zero gradient and src the gradient
+ * of dst (moved back to src's device): CopyBackwards. */
+ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+  if (!dst || !src) return NULL;
+  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+  int64_t bs[CT_MAX_DIMS];
+  int bn;
+  if (!ct__broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, bs, &bn) ||
+      bn != dst->ndim || memcmp(bs, dst->shape, sizeof(int64_t) * (size_t)bn) != 0)
+    return ct__fail(CT_ERR_SHAPE, "copy_: source of shape %s can't be broadcast to destination %s",
+                    ct__shape_str(src, a, sizeof a), ct__shape_str(dst, b, sizeof b));
+  if (ct__has_internal_overlap(dst))
+    return ct__fail(CT_ERR_ARG, "copy_: the destination has elements that share memory");
+  ct_inplace ip;
+  if (!ct__ag_inplace_begin(&ip, "copy_", dst, &src, 1)) return NULL;
+  if (ip.record && !ct__ag_copy(dst, dst, src)) return ct__ag_inplace_end(&ip, NULL);
+  return ct__ag_inplace_end(&ip, copy_into(dst, src));
 }
 
 ct_tensor *ct_pin_memory(const ct_tensor *t) {
