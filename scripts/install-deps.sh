@@ -20,6 +20,7 @@ need=(
   "libopenblas-dev:/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h"
   "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
   "zlib1g-dev:/usr/include/zlib.h"
+  "libdlpack-dev:/usr/include/dlpack/dlpack.h"
 )
 if [ "$want_tests" = 1 ]; then
   # PyTorch and NumPy serve as oracles in the tests; clang for the fuzz targets.
