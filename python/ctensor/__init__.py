@@ -14,10 +14,23 @@ Every operation runs in the C library: this package is a CPython extension
 (ctensor._C) and thin modules mapping names onto it. docs: python/README.md.
 """
 
-from ._C import (  # noqa: F401  the extension's own names
+
+def _load_bundled_library():
+    # A pip install bundles libctensor.so.0 next to the extension: load it first, so that the
+    # extension's dependency on it is met by this copy whatever its rpath says.
+    import os
+    bundled = os.path.join(os.path.dirname(__file__), "libctensor.so.0")
+    if os.path.exists(bundled):
+        import ctypes
+        ctypes.CDLL(bundled)
+
+
+_load_bundled_library()
+
+from ._C import (  # noqa: E402,F401  the extension's own names
     Tensor, Device, dtype, Error, ArgumentError, ShapeError, DTypeError, DeviceError, OutOfMemoryError,
     CudaError, FileError, FormatError, UnavailableError, StateError, InternalError,
-    get_default_device, set_default_device, synchronize, build_info, set_num_threads, get_num_threads,
+    get_default_device, set_default_device, synchronize, build_info, memory_stats, set_num_threads, get_num_threads,
     promote_types, is_grad_enabled, backward, same_storage, manual_seed, from_dlpack, asarray,
     zeros, ones, empty, full, zeros_like, ones_like, empty_like, full_like, arange, linspace, eye,
     rand, randn, randint, randperm, normal, uniform, bernoulli, uniform_, normal_,
@@ -26,10 +39,10 @@ from ._C import (  # noqa: F401  the extension's own names
     allclose, softmax, log_softmax, logsumexp, norm, view, flatten, transpose, unsqueeze, diagonal,
     split, chunk, expand_as,
 )
-from ._C import __version__  # noqa: F401
-from . import _api
-from ._api import *  # noqa: F401,F403  the array API namespace
-from ._api import __array_api_version__, __array_namespace_info__  # noqa: F401
+from ._C import __version__  # noqa: E402,F401
+from . import _api  # noqa: E402
+from ._api import *  # noqa: E402,F401,F403  the array API namespace
+from ._api import __array_api_version__, __array_namespace_info__  # noqa: E402,F401
 
 ndarray = Tensor  # NumPy's and CuPy's name of the array type
 

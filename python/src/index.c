@@ -34,9 +34,11 @@ static int step(index_state *s, ct_tensor *r) {
   return 0;
 }
 
+/* None, Ellipsis, a slice, or an integer (also NumPy's integer scalars, but
+ * not arrays, which are sequences, nor bools) */
 static bool is_basic(PyObject *o) {
   return o == Py_None || o == Py_Ellipsis || PySlice_Check(o) ||
-         (PyIndex_Check(o) && !ctpy_is_tensor(o) && !PyBool_Check(o));
+         (PyIndex_Check(o) && !PyBool_Check(o) && !ctpy_is_tensor(o) && !PySequence_Check(o));
 }
 
 /* An index item that is not basic, as a tensor on `device` (owned). */

@@ -374,6 +374,17 @@ static PyObject *py_synchronize(PyObject *m, PyObject *args) {
   Py_END_ALLOW_THREADS if (ctpy_check(st) < 0) return NULL;
   Py_RETURN_NONE;
 }
+static PyObject *py_memory_stats(PyObject *m, PyObject *args) {
+  PyObject *dev = Py_None;
+  if (!PyArg_ParseTuple(args, "|O:memory_stats", &dev)) return NULL;
+  ct_device d;
+  ct_memory_stats s;
+  if (ctpy_parse_device(dev, &d) < 0 || ctpy_check(ct_memory_stats_get(d, &s)) < 0) return NULL;
+  return Py_BuildValue("{s:n,s:n,s:n,s:K,s:K}", "allocated", (Py_ssize_t)s.allocated, "reserved",
+                       (Py_ssize_t)s.reserved, "peak_allocated", (Py_ssize_t)s.peak_allocated,
+                       "num_allocs", (unsigned long long)s.num_allocs, "num_cache_hits",
+                       (unsigned long long)s.num_cache_hits);
+}
 static PyObject *py_build_info(PyObject *m, PyObject *unused) {
   return PyUnicode_FromString(ct_build_info());
 }
@@ -424,6 +435,10 @@ static PyMethodDef module_methods[] = {
     {"synchronize", py_synchronize, METH_VARARGS,
      "synchronize(device=None): waits for the device's queued work."},
     {"build_info", py_build_info, METH_NOARGS, "The C library's build options."},
+    {"memory_stats", py_memory_stats, METH_VARARGS,
+     "memory_stats(device=None): the caching allocator's bytes allocated, reserved, peak; (for the "
+     "CPU: blocks "
+     "of 32 KiB and more)"},
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads used by large operations."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads used by large operations."},
     {"promote_types", py_promote_types, METH_VARARGS,

@@ -24,10 +24,11 @@
   X(atan2, false, true, NULL)
 
 /* bool results: no in-place form; a float scalar compares as it is */
-#define CTPY_COMPARE_OPS(X)                                                            \
-  X(eq, true)                                                                          \
-  X(ne, true) X(lt, false) X(le, false) X(gt, false) X(ge, false) X(logical_and, true) \
-      X(logical_or, true) X(logical_xor, true)
+#define CTPY_COMPARE_OPS(X)                                                                    \
+  X(eq, true)                                                                                  \
+  X(ne, true)                                                                                  \
+  X(lt, false) X(le, false) X(gt, false) X(ge, false) X(logical_and, true) X(logical_or, true) \
+      X(logical_xor, true)
 
 #define DEF_ARITH(name, commut, floatres, st)                                  \
   static const ctpy_binop op_##name = {                                        \
@@ -310,10 +311,11 @@ static const ct_tensor *arg_tensor(PyObject *o, ct_tensor **owned) {
   return ctpy_operand(o, ctpy_default_device(), owned);
 }
 
-#define CTPY_UNARY_OPS(X)                                                                          \
-  X(neg)                                                                                           \
-  X(abs) X(exp) X(expm1) X(log) X(log1p) X(log2) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh)     \
-      X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) X(floor) X(ceil) X(round) \
+#define CTPY_UNARY_OPS(X)                                                                      \
+  X(neg)                                                                                       \
+  X(abs)                                                                                       \
+  X(exp) X(expm1) X(log) X(log1p) X(log2) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) \
+      X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) X(floor) X(ceil) X(round)    \
           X(trunc) X(sign) X(reciprocal) X(square)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 

@@ -477,9 +477,10 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
 
 #define CTPY_FORWARDED(X)                                                                         \
   X(sum, false)                                                                                   \
-  X(mean, false) X(prod, false) X(max, false) X(min, false) X(std, false) X(var, false)           \
-      X(all, false) X(any, false) X(argmax, false) X(argmin, false) X(logsumexp, false)           \
-          X(norm, false) X(softmax, false) X(log_softmax, false) X(reshape, true) X(view, true)   \
+  X(mean, false)                                                                                  \
+  X(prod, false) X(max, false) X(min, false) X(std, false) X(var, false) X(all, false)            \
+      X(any, false) X(argmax, false) X(argmin, false) X(logsumexp, false) X(norm, false)          \
+          X(softmax, false) X(log_softmax, false) X(reshape, true) X(view, true)                  \
               X(permute_dims, true) X(broadcast_to, true) X(transpose, false) X(flatten, false)   \
                   X(unsqueeze, false) X(diagonal, false) X(matmul, false) X(clamp, false)         \
                       X(exp, false) X(log, false) X(sqrt, false) X(abs, false) X(relu, false)     \
@@ -576,8 +577,15 @@ static PyMappingMethods tensor_mapping = {
     .mp_ass_subscript = ctpy_setitem,
 };
 
-/* len() also as a sequence, so that iteration stops at the end */
-static PySequenceMethods tensor_sequence = {.sq_length = tensor_len};
+/* The sequence protocol too: iteration over the first dim (t[0], t[1], ...). */
+static PyObject *tensor_item(PyObject *self, Py_ssize_t i) {
+  PyObject *key = PyLong_FromSsize_t(i);
+  if (!key) return NULL;
+  PyObject *r = ctpy_getitem(self, key);
+  Py_DECREF(key);
+  return r;
+}
+static PySequenceMethods tensor_sequence = {.sq_length = tensor_len, .sq_item = tensor_item};
 
 PyTypeObject CtpyTensor_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctensor.Tensor",
