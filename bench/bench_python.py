@@ -1,6 +1,7 @@
 """bench_python.py: the cost of ctensor from Python next to NumPy and PyTorch, in the same run.
 
   /usr/bin/python3 bench/bench_python.py [--pythonpath build/python] [--budget 1.5] [--imports 9]
+                                         [--also cpu-only=build-cpu/python]
 
 Two things:
   * per-operation overhead: tiny operations (a 1-element add, a scalar multiply, exp, a sum, an
@@ -27,6 +28,8 @@ def extra(p):
                    help="where the ctensor package is (the CMake build's python/ folder)")
     p.add_argument("--imports", type=int, default=9, help="fresh interpreters per import measurement")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--also", action="append", default=[], metavar="LABEL=PATH",
+                   help="also time `import ctensor` from another build's python/ folder (a CPU-only build...)")
 
 
 ARGS = peers_util.init(__doc__.splitlines()[0], extra)
@@ -66,15 +69,21 @@ def workloads():
 
 def import_times():
     """Median seconds of `import <module>` in fresh interpreters, alternating the modules."""
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(ARGS.pythonpath))
     code = "import time; t = time.perf_counter(); import {m}; print(time.perf_counter() - t)"
-    times = {m: [] for m in ("ctensor", "numpy", "torch")}
+    cases = {"ctensor": ("ctensor", ARGS.pythonpath)}
+    for extra in ARGS.also:
+        label, path = extra.split("=", 1)
+        cases[f"ctensor ({label})"] = ("ctensor", path)
+    cases["numpy"] = ("numpy", ARGS.pythonpath)
+    cases["torch"] = ("torch", ARGS.pythonpath)
+    times = {c: [] for c in cases}
     for _ in range(ARGS.imports):
-        for m in times:
-            out = subprocess.run([sys.executable, "-c", code.format(m=m)], env=env, check=True,
+        for c, (module, path) in cases.items():
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
+            out = subprocess.run([sys.executable, "-c", code.format(m=module)], env=env, check=True,
                                  capture_output=True, text=True).stdout
-            times[m].append(float(out))
-    return {m: statistics.median(v) for m, v in times.items()}
+            times[c].append(float(out))
+    return {c: statistics.median(v) for c, v in times.items()}
 
 
 def main():
@@ -108,8 +117,9 @@ def main():
     print()
     print("| module | time | `import torch` / this |")
     print("| --- | ---: | ---: |")
-    for m, s in imports.items():
-        print(f"| `import {m}` | {s * 1e3:.0f} ms | {imports['torch'] / s:.1f} |")
+    for case, t in imports.items():
+        name, _, label = case.partition(" ")
+        print(f"| `import {name}` {label} | {t * 1e3:.0f} ms | {imports['torch'] / t:.1f} |")
     print()
     print(f"ctensor build: {ct.build_info()}")
     print(f"NumPy {np.__version__}, PyTorch {torch.__version__}, Python {sys.version.split()[0]}")

@@ -349,6 +349,18 @@ static ct_tensor *finish(ct_tensor *src, const ctpy_asarray_opts *o, ct_device d
   return src;
 }
 
+int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
+                            ctpy_asarray_opts *o) {
+  *o = (ctpy_asarray_opts){.copy = -1};
+  if (ctpy_parse_dtype(dtype, &o->dtype, &o->has_dtype) < 0) return -1;
+  if (device && device != Py_None) {
+    if (ctpy_parse_device(device, &o->device) < 0) return -1;
+    o->has_device = true;
+  }
+  if (copy && copy != Py_None && (o->copy = PyObject_IsTrue(copy)) < 0) return -1;
+  return 0;
+}
+
 ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
   ct_device device;
   if (ctpy_is_tensor(obj)) {
@@ -380,8 +392,7 @@ ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
   if (PyObject_HasAttrString(obj, "__dlpack__")) {
     ct_tensor *t = ctpy_import_dlpack(obj);
     if (!t) return NULL;
-    if (!o->has_device) device = ct_device_of(t); /* stays where the producer has it */
-    return finish(t, o, device, false, false);
+    return finish(t, o, device, false, false); /* to the default device, as NumPy arrays go */
   }
   return from_sequence(obj, o, device);
 }

@@ -199,13 +199,8 @@ static PyObject *f_asarray(PyObject *m, PyObject *args, PyObject *kwargs) {
                                    CTPY_KW("obj", "dtype", "device", "copy"), &obj, &dtype, &device,
                                    &copy))
     return NULL;
-  ctpy_asarray_opts o = {.copy = -1};
-  if (ctpy_parse_dtype(dtype, &o.dtype, &o.has_dtype) < 0) return NULL;
-  if (device != Py_None) {
-    if (ctpy_parse_device(device, &o.device) < 0) return NULL;
-    o.has_device = true;
-  }
-  if (copy != Py_None && (o.copy = PyObject_IsTrue(copy)) < 0) return NULL;
+  ctpy_asarray_opts o;
+  if (ctpy_asarray_opts_parse(dtype, device, copy, &o) < 0) return NULL;
   if (ctpy_is_tensor(obj) && o.copy != 1 && (!o.has_dtype || o.dtype == ct_dtype_of(ctpy_t(obj))) &&
       (!o.has_device || ct_device_equal(o.device, ct_device_of(ctpy_t(obj)))))
     return Py_NewRef(obj);

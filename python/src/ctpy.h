@@ -89,6 +89,9 @@ typedef struct ctpy_asarray_opts {
  * the buffer protocol or __dlpack__, a nested sequence, a Python scalar).
  * NULL with a Python exception. */
 ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *opts);
+/* asarray's dtype, device and copy keywords (each may be None). 0, or -1 with an exception. */
+int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
+                            ctpy_asarray_opts *opts);
 /* An operand of an op: a Tensor (borrowed, *owned = NULL) or anything
  * asarray takes, made on `device` (*owned holds the new reference to free). */
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);

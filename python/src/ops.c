@@ -24,10 +24,11 @@
   X(atan2, false, true, NULL)
 
 /* bool results: no in-place form; a float scalar compares as it is */
-#define CTPY_COMPARE_OPS(X)                                                                    \
-  X(eq, true)                                                                                  \
-  X(ne, true)                                                                                  \
-  X(lt, false) X(le, false) X(gt, false) X(ge, false) X(logical_and, true) X(logical_or, true) \
+#define CTPY_COMPARE_OPS(X)                                                       \
+  X(eq, true)                                                                     \
+  X(ne, true)                                                                     \
+  X(lt, false)                                                                    \
+  X(le, false) X(gt, false) X(ge, false) X(logical_and, true) X(logical_or, true) \
       X(logical_xor, true)
 
 #define DEF_ARITH(name, commut, floatres, st)                                  \
@@ -311,12 +312,13 @@ static const ct_tensor *arg_tensor(PyObject *o, ct_tensor **owned) {
   return ctpy_operand(o, ctpy_default_device(), owned);
 }
 
-#define CTPY_UNARY_OPS(X)                                                                      \
-  X(neg)                                                                                       \
-  X(abs)                                                                                       \
-  X(exp) X(expm1) X(log) X(log1p) X(log2) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) \
-      X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) X(floor) X(ceil) X(round)    \
-          X(trunc) X(sign) X(reciprocal) X(square)
+#define CTPY_UNARY_OPS(X)                                                                          \
+  X(neg)                                                                                           \
+  X(abs)                                                                                           \
+  X(exp)                                                                                           \
+  X(expm1) X(log) X(log1p) X(log2) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) \
+      X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign)  \
+          X(reciprocal) X(square)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \
@@ -847,39 +849,27 @@ static PyObject *f_equal(PyObject *m, PyObject *const *args, Py_ssize_t n) {
 /* ---- Functions: views and shapes
  * ----------------------------------------------------------------- */
 
-static PyObject *f_reshape(PyObject *m, PyObject *args) {
+/* reshape/view/broadcast_to(x, shape) */
+static PyObject *with_shape(PyObject *args, const char *fmt,
+                            ct_tensor *(*fn)(const ct_tensor *, const int64_t *, int)) {
   PyObject *xo, *so;
-  if (!PyArg_ParseTuple(args, "OO:reshape", &xo, &so)) return NULL;
+  if (!PyArg_ParseTuple(args, fmt, &xo, &so)) return NULL;
   int64_t shape[CT_MAX_DIMS];
-  int n = ctpy_parse_shape(so, shape, "reshape");
+  int n = ctpy_parse_shape(so, shape, fmt + 3);
   if (n < 0) return NULL;
   ct_tensor *owned;
   const ct_tensor *x = arg_tensor(xo, &owned);
   if (!x) return NULL;
-  ct_tensor *r = ct_reshape(x, shape, n);
+  ct_tensor *r = fn(x, shape, n);
   ct_free(owned);
   return ctpy_wrap(r);
 }
-static PyObject *f_view(PyObject *m, PyObject *args) {
-  PyObject *xo, *so;
-  if (!PyArg_ParseTuple(args, "O!O:view", &CtpyTensor_Type, &xo, &so)) return NULL;
-  int64_t shape[CT_MAX_DIMS];
-  int n = ctpy_parse_shape(so, shape, "view");
-  if (n < 0) return NULL;
-  return ctpy_wrap(ct_view(ctpy_t(xo), shape, n));
+static PyObject *f_reshape(PyObject *m, PyObject *a) {
+  return with_shape(a, "OO:reshape", ct_reshape);
 }
-static PyObject *f_broadcast_to(PyObject *m, PyObject *args) {
-  PyObject *xo, *so;
-  if (!PyArg_ParseTuple(args, "OO:broadcast_to", &xo, &so)) return NULL;
-  int64_t shape[CT_MAX_DIMS];
-  int n = ctpy_parse_shape(so, shape, "broadcast_to");
-  if (n < 0) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_expand(x, shape, n);
-  ct_free(owned);
-  return ctpy_wrap(r);
+static PyObject *f_view(PyObject *m, PyObject *a) { return with_shape(a, "OO:view", ct_view); }
+static PyObject *f_broadcast_to(PyObject *m, PyObject *a) {
+  return with_shape(a, "OO:broadcast_to", ct_expand);
 }
 static PyObject *f_permute(PyObject *m, PyObject *args) {
   PyObject *xo, *ao;
