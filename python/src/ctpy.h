@@ -151,7 +151,14 @@ PyObject *ctpy_richcompare(PyObject *a, PyObject *b, int op);
 /* Fills a reduce-opts from axis (None, an int or a tuple) and keepdims. */
 int ctpy_reduce_axes(PyObject *axis, bool keepdims, int ndim, ct_reduce_opts *r);
 
+/* Whether an op on these tensors is large enough to run without the GIL (b may be NULL). */
+bool ctpy_is_big(const ct_tensor *a, const ct_tensor *b);
+/* An argument that must be tensor-like, as a tensor on the default device (*owned: the
+ * reference to free, NULL when o is a Tensor). NULL with an exception. */
+const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned);
+
 extern PyMethodDef ctpy_ops_methods[];
+extern PyMethodDef ctpy_function_methods[];
 extern PyMethodDef ctpy_creation_methods[];
 extern PyMethodDef ctpy_autograd_methods[];
 extern PyMethodDef ctpy_tensor_methods[];
