@@ -356,11 +356,15 @@ def repeat(x, repeats, /, *, axis=None):
         x, axis = _C.reshape(x, (-1,)), 0
     n = x.shape[axis]
     if isinstance(repeats, int):
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be >= 0, got {repeats}")
+        if repeats == 0:
+            return _C.slice(x, axis, 0, 0)
         idx = _C.floor_divide(arange(n * repeats, device=x.device), repeats)
     else:
         counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
-        if len(counts) != n:
-            raise ValueError(f"repeat: {len(counts)} counts for an axis of size {n}")
+        if len(counts) != n or _b.any(c < 0 for c in counts):
+            raise ValueError(f"repeat: {len(counts)} counts (each >= 0) for an axis of size {n}")
         idx = asarray([i for i, c in enumerate(counts) for _ in range(c)], dtype=int64, device=x.device)
     return _C.index_select(x, axis, idx)
 

@@ -380,6 +380,12 @@ ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
                  : PyBool_Check(obj) ? CT_BOOL
                  : is_float          ? CTPY_DEFAULT_FLOAT
                                      : CTPY_DEFAULT_INT;
+    if (!is_float && ct_dtype_is_integral(d)) { /* exact, not through a double; in int64's range */
+      long long v = PyLong_AsLongLong(obj);
+      if (v == -1 && PyErr_Occurred()) return NULL;
+      ct_tensor *exact = ct_from_data(&(int64_t){v}, NULL, 0, &(ct_tensor_opts){.dtype = CT_I64});
+      return exact ? finish(exact, o, device, true, false) : (ctpy_raise(), NULL);
+    }
     ct_tensor *t = ct_scalar(s, &(ct_tensor_opts){.dtype = d, .device = device});
     return t ? t : (ctpy_raise(), NULL);
   }

@@ -311,6 +311,9 @@ def test_manipulation(device, rng):
     assert_close(ct.repeat(x, 2, axis=1), np.repeat(a, 2, axis=1))
     assert_close(ct.repeat(x, 3), np.repeat(a, 3))
     assert_close(ct.repeat(x, [1, 0, 2], axis=1), np.repeat(a, [1, 0, 2], axis=1))
+    assert_close(ct.repeat(x, 0, axis=2), np.repeat(a, 0, axis=2))
+    with pytest.raises(ValueError):
+        ct.repeat(x, -1)
     assert_close(ct.tile(x, (2, 1, 3)), np.tile(a, (2, 1, 3)))
     assert_close(ct.tile(ct.asarray(a[0, 0], device=device), (2, 2)), np.tile(a[0, 0], (2, 2)))
     parts = ct.unstack(x, axis=1)

@@ -224,6 +224,9 @@ def test_python_values():
     assert ct.asarray(2.5).item() == 2.5
     assert isinstance(ct.asarray(3).item(), int)
     assert ct.asarray(2**62).item() == 2**62  # exact, not through a double
+    assert ct.asarray(-(2**62) - 1, dtype=ct.int64).item() == -(2**62) - 1
+    with pytest.raises(OverflowError):
+        ct.asarray(2**70)
     assert ct.asarray(True).item() is True
     assert float(ct.asarray([1.5])) == 1.5
     assert int(ct.asarray([7])) == 7
