@@ -1,6 +1,9 @@
-"""GPUs: availability, the current device (a `with` block, as cupy.cuda.Device), synchronization."""
+"""GPUs: availability, the current device (a `with` block, as cupy.cuda.Device), streams,
+synchronization."""
 
 from . import _C
+
+Stream = _C.Stream
 
 
 def is_available():

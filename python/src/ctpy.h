@@ -169,6 +169,7 @@ extern PyMethodDef ctpy_nn_methods[];
 int ctpy_nn_init(PyObject *module);
 int ctpy_optim_init(PyObject *module);
 int ctpy_data_init(PyObject *module);
+int ctpy_stream_init(PyObject *module);
 
 /* The module ctensor._C (borrowed), for methods that forward to its functions. */
 extern PyObject *ctpy_module;

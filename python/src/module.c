@@ -497,7 +497,7 @@ PyMODINIT_FUNC PyInit__C(void) {
   if (add_methods(m, ctpy_ops_methods) < 0 || add_methods(m, ctpy_function_methods) < 0 ||
       add_methods(m, ctpy_creation_methods) < 0 || add_methods(m, ctpy_autograd_methods) < 0 ||
       add_methods(m, ctpy_nn_methods) < 0 || ctpy_nn_init(m) < 0 || ctpy_optim_init(m) < 0 ||
-      ctpy_data_init(m) < 0)
+      ctpy_data_init(m) < 0 || ctpy_stream_init(m) < 0)
     goto fail;
   if (PyModule_AddStringConstant(m, "__version__", ct_library_version()) < 0) goto fail;
   /* NumPy's operators defer to ours (np.float32(2) * t is a Tensor, not an ndarray) */

@@ -471,24 +471,25 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
   return r;
 }
 
-#define CTPY_FORWARDED(X)                                                                         \
-  X(sum, false)                                                                                   \
-  X(mean, false)                                                                                  \
-  X(prod, false)                                                                                  \
-  X(max, false)                                                                                   \
-  X(min, false)                                                                                   \
-  X(std, false) X(var, false) X(all, false) X(any, false) X(argmax, false) X(argmin, false)       \
-      X(logsumexp, false) X(norm, false) X(softmax, false) X(log_softmax, false) X(reshape, true) \
-          X(view, true) X(permute_dims, true) X(broadcast_to, true) X(transpose, false)           \
-              X(flatten, false) X(unsqueeze, false) X(diagonal, false) X(matmul, false)           \
-                  X(clamp, false) X(exp, false) X(log, false) X(sqrt, false) X(abs, false)        \
-                      X(relu, false) X(sigmoid, false) X(tanh, false) X(square, false)            \
-                          X(pow, false) X(add_, false) X(sub_, false) X(mul_, false)              \
-                              X(div_, false) X(pow_, false) X(clamp_, false) X(relu_, false)      \
-                                  X(exp_, false) X(index_select, false) X(gather, false)          \
-                                      X(masked_fill, false) X(masked_fill_, false)                \
-                                          X(expand_as, false) X(split, false) X(chunk, false)     \
-                                              X(tril, false) X(triu, false)
+#define CTPY_FORWARDED(X)                                                                          \
+  X(sum, false)                                                                                    \
+  X(mean, false)                                                                                   \
+  X(prod, false)                                                                                   \
+  X(max, false)                                                                                    \
+  X(min, false)                                                                                    \
+  X(std, false)                                                                                    \
+  X(var, false)                                                                                    \
+  X(all, false) X(any, false) X(argmax, false) X(argmin, false) X(logsumexp, false) X(norm, false) \
+      X(softmax, false) X(log_softmax, false) X(reshape, true) X(view, true) X(permute_dims, true) \
+          X(broadcast_to, true) X(transpose, false) X(flatten, false) X(unsqueeze, false)          \
+              X(diagonal, false) X(matmul, false) X(clamp, false) X(exp, false) X(log, false)      \
+                  X(sqrt, false) X(abs, false) X(relu, false) X(sigmoid, false) X(tanh, false)     \
+                      X(square, false) X(pow, false) X(add_, false) X(sub_, false) X(mul_, false)  \
+                          X(div_, false) X(pow_, false) X(clamp_, false) X(relu_, false)           \
+                              X(exp_, false) X(index_select, false) X(gather, false)               \
+                                  X(masked_fill, false) X(masked_fill_, false) X(expand_as, false) \
+                                      X(split, false) X(chunk, false) X(tril, false)               \
+                                          X(triu, false)
 #define DEF_FORWARD(name, shape)                                                 \
   static PyObject *fw_##name(PyObject *self, PyObject *args, PyObject *kwargs) { \
     return forward(#name, self, args, kwargs, shape);                            \

@@ -174,3 +174,43 @@ def test_memoryview_of_cpu_tensors():
     with pytest.raises(BufferError, match="bfloat16"):
         memoryview(ct.ones(2, dtype=ct.bfloat16, device="cpu"))
     assert ct.asnumpy(ct.ones(2, dtype=ct.bfloat16, device="cpu")).dtype == np.float32
+
+
+def test_streams_order_dlpack_exchanges(device):
+    # the producer (inside `with side`) exports to a consumer on the default stream (DLPack's
+    # stream 1): the export makes the default stream wait for the side stream's work; on the
+    # emulated GPU, which runs a stream's queue only when something waits, a missing wait
+    # reads memory not yet written
+    side = ct.cuda.Stream(device)
+    assert (side.ptr != 0) == (device.type == "cuda") and side.device == device
+    want = [3.0 * i + 1 for i in range(1000)]
+    with side:
+        x = ct.arange(1000, dtype=ct.float32, device=device) * 3 + 1
+        cap = x.__dlpack__(stream=1 if device.type == "cuda" else None, max_version=(1, 0))
+    y = ct.from_dlpack(cap)
+    assert y.tolist() == want
+    # the consumer side: from_dlpack asks the producer for ctensor's current stream (1, the
+    # legacy default stream, outside any `with`), and copes with producers older than max_version
+    class Producer:
+        def __init__(self, t, old=False):
+            self.t, self.old, self.asked = t, old, []
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+        def __dlpack__(self, stream=None, **kwargs):
+            if self.old and kwargs:
+                raise TypeError("__dlpack__() got an unexpected keyword argument")
+            self.asked.append((stream, kwargs.get("max_version")))
+            return self.t.__dlpack__(stream=stream, **kwargs)
+
+    cuda = device.type == "cuda"
+    other = ct.cuda.Stream(device)
+    p = Producer(x)
+    assert ct.from_dlpack(p).tolist() == want
+    with other:
+        q = Producer(x, old=True)
+        assert ct.from_dlpack(q).data_ptr == x.data_ptr
+    assert p.asked == [(1 if cuda else None, (1, 0))]
+    assert q.asked == [(other.ptr if cuda else None, None)]
+    side.synchronize()
