@@ -14,6 +14,8 @@
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
  *   ctensor/data.h    datasets (MNIST, CIFAR-10), transforms, the data loader
  *   ctensor/dist.h    distributed data parallel over MPI and NCCL (mpirun)
+ * Included on its own (it needs DLPack's header, Debian libdlpack-dev):
+ *   ctensor/dlpack.h  zero-copy exchange with NumPy, PyTorch, CuPy...; ct_from_blob
  *
  *   #include <ctensor.h>
  *   int main(void) {

@@ -120,7 +120,8 @@ have_cblas() { # any one of the places Debian's and others' packages put it
   done
   return 1
 }
-if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/zlib.h ]; then
+if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/zlib.h ] ||
+   [ ! -f /usr/include/dlpack/dlpack.h ]; then
   prefix=/tmp/ct-gpu-deps
   if ls .gpu-deps/debs/*.deb > /dev/null 2>&1; then
     mkdir -p "$prefix/runtime"

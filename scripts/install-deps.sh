@@ -20,12 +20,18 @@ need=(
   "libopenblas-dev:/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h"
   "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
   "zlib1g-dev:/usr/include/zlib.h"
+  "libdlpack-dev:/usr/include/dlpack/dlpack.h"
 )
 if [ "$want_tests" = 1 ]; then
   # PyTorch and NumPy serve as oracles in the tests; clang for the fuzz targets.
   need+=("python3-numpy:/usr/lib/python3/dist-packages/numpy" "python3-torch:/usr/lib/python3/dist-packages/torch")
   # Open MPI: builds src/dist against MPI and runs test_dist as 2 ranks (mpiexec).
   need+=("libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h" "openmpi-bin:/usr/bin/mpiexec.openmpi")
+  # The Python package (python/): built against Debian's python3, tested with pytest, and
+  # installed by pip offline in a venv (setuptools and wheel from Debian, no build isolation).
+  need+=("python3-dev:/usr/include/python3.11/Python.h" "python3-pytest:/usr/lib/python3/dist-packages/pytest"
+         "python3-setuptools:/usr/lib/python3/dist-packages/setuptools" "python3-wheel:/usr/lib/python3/dist-packages/wheel"
+         "python3-venv:/usr/lib/python3.11/ensurepip" "python3-pip:/usr/lib/python3/dist-packages/pip")
 fi
 if [ "$want_data" = 1 ]; then
   need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")

@@ -1,5 +1,6 @@
 /* The public headers compile as strict ISO C11 (no GNU extensions). */
 #include <ctensor.h>
+#include <ctensor/dlpack.h> /* outside the umbrella header: it needs DLPack's */
 
 #include <stdio.h>
 

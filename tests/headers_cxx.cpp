@@ -1,5 +1,6 @@
 // The public headers compile as C++17 and link from C++.
 #include <ctensor.h>
+#include <ctensor/dlpack.h> /* outside the umbrella header: it needs DLPack's */
 
 #include <cstdio>
 

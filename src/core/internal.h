@@ -36,7 +36,9 @@ void ct__assert_fail(const char *file, int line, const char *expr);
 
 /* ---- Storage and tensors ------------------------------------------------ */
 
-enum { CT_STORAGE_PINNED = 1, CT_STORAGE_FOREIGN = 2 };
+/* FOREIGN: data is a separate block of the device's allocator; EXTERNAL: data
+ * belongs to someone else (ct_from_blob, DLPack), handed back by a callback. */
+enum { CT_STORAGE_PINNED = 1, CT_STORAGE_FOREIGN = 2, CT_STORAGE_EXTERNAL = 4 };
 
 /* A reference-counted block of device memory shared by views. */
 typedef struct ct_storage {
@@ -82,6 +84,13 @@ static inline void ct__bump_version(ct_tensor *t) {
 ct_storage *ct__storage_new(ct_device device, size_t nbytes, bool pinned);
 void ct__storage_retain(ct_storage *s);
 void ct__storage_release(ct_storage *s);
+/* A storage over memory ctensor does not own (storage_external.c): release(ctx)
+ * runs once when its last reference goes (NULL release: nothing runs). */
+ct_storage *ct__storage_external(ct_device device, void *data, size_t nbytes, void (*release)(void *ctx),
+                                 void *ctx);
+void ct__storage_external_free(ct_storage *s);
+/* Frees a fresh external storage without running its release (a failed import). */
+void ct__storage_external_abandon(ct_storage *s);
 
 /* A new contiguous tensor with fresh storage; NOT registered in any scope. */
 ct_tensor *ct__empty(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device);

@@ -55,6 +55,10 @@ void ct__storage_retain(ct_storage *s) { atomic_fetch_add_explicit(&s->refcount,
 void ct__storage_release(ct_storage *s) {
   if (!s) return;
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->flags & CT_STORAGE_EXTERNAL) {
+    ct__storage_external_free(s);
+    return;
+  }
   if (s->flags & CT_STORAGE_FOREIGN) {
     bool pinned = (s->flags & CT_STORAGE_PINNED) != 0;
     allocator_of(s->device, pinned)->free(pinned ? -1 : s->device.index, s->data, s->nbytes, pinned);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "ctensor/dlpack.h" /* ct_stream_native_handle */
 
 struct ct_stream {
   ct_device device;
@@ -66,6 +67,8 @@ ct_stream *ct_stream_current(ct_device device) {
   if ((unsigned)device.type > 1) return NULL;
   return tls_current[device.type][device.index & 63];
 }
+
+void *ct_stream_native_handle(const ct_stream *s) { return s ? s->native : NULL; }
 
 ct_status ct_stream_synchronize(ct_stream *s) {
   if (!s) return ct__fail_status(CT_ERR_ARG, "stream_synchronize: stream is NULL");
@@ -154,6 +157,7 @@ ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms) {
 ct_status ct_record_stream(ct_tensor *t, ct_stream *s) {
   if (!t) return ct__fail_status(CT_ERR_ARG, "record_stream: tensor is NULL");
   ct_storage *st = t->storage;
+  if (st->flags & CT_STORAGE_EXTERNAL) return CT_OK; /* not our allocator's memory */
   bool pinned = (st->flags & CT_STORAGE_PINNED) != 0;
   if (pinned) {
     /* host memory: only a CUDA stream's transfers can still be reading it */

@@ -216,7 +216,8 @@ void init_locked() {
 }
 
 Stream *stream_of(cudaStream_t s) {
-  if (!s) return &legacy[visible[current_dev]];
+  /* 0 and cudaStreamLegacy (0x1, as DLPack's consumers name it) */
+  if (!s || s == (cudaStream_t)1) return &legacy[visible[current_dev]];
   for (Stream *u : streams)
     if ((cudaStream_t)u == s) return u;
   return nullptr;

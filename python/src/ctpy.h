@@ -1,0 +1,180 @@
+/* The CPython extension ctensor._C: declarations shared by its files.
+ *
+ * The extension calls only the public C API (ctensor.h, ctensor/dlpack.h).
+ * A Python Tensor owns one reference to a ct_tensor; every ct_ function that
+ * returns a tensor hands over a new reference, which ctpy_wrap gives to a new
+ * Python object (or turns a NULL into the C library's error as a Python
+ * exception). No ct_scope is ever open on a thread running Python code, so
+ * nothing but the Python object releases a tensor. */
+#ifndef CTPY_H
+#define CTPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include <ctensor.h>
+#include <ctensor/dlpack.h>
+
+/* ---- Tensor -------------------------------------------------------------------- */
+
+typedef struct {
+  PyObject_HEAD ct_tensor *t;
+} CtpyTensor;
+
+extern PyTypeObject CtpyTensor_Type;
+static inline bool ctpy_is_tensor(PyObject *o) {
+  return Py_TYPE(o) == &CtpyTensor_Type || PyType_IsSubtype(Py_TYPE(o), &CtpyTensor_Type);
+}
+static inline ct_tensor *ctpy_t(PyObject *o) { return ((CtpyTensor *)o)->t; }
+
+/* A new Python Tensor owning t (a new reference). NULL t: raises the C
+ * library's last error and returns NULL. */
+PyObject *ctpy_wrap(ct_tensor *t);
+/* Tensors at least this large release the GIL while an op runs on them. */
+#define CTPY_NOGIL_NUMEL 65536
+/* Runs `call` (an expression assigned to `result`) without the GIL when `big`. */
+#define CTPY_CALL(result, big, call)          \
+  do {                                        \
+    if (big) {                                \
+      Py_BEGIN_ALLOW_THREADS result = (call); \
+      Py_END_ALLOW_THREADS                    \
+    } else {                                  \
+      result = (call);                        \
+    }                                         \
+  } while (0)
+
+/* ---- Errors (module.c) ---------------------------------------------------------------- */
+
+/* Raises the exception class of the C library's last error with its message
+ * and clears it; returns NULL. */
+PyObject *ctpy_raise(void);
+/* For a status: 0 if CT_OK, else raises (as ctpy_raise) and returns -1. */
+int ctpy_check(ct_status st);
+/* Raises an exception of the class of `code` with a formatted message. */
+PyObject *ctpy_raise_code(ct_status code, const char *fmt, ...);
+extern PyObject *ctpy_error_classes[CT_STATUS_COUNT];
+
+/* ---- dtypes and devices (module.c) --------------------------------------------------------- */
+
+/* The dtype singleton (borrowed). */
+PyObject *ctpy_dtype_object(ct_dtype d);
+/* A dtype argument: a ctensor dtype, a name ("float32", "f32", "int64"...),
+ * a NumPy or PyTorch dtype (by name), or a Python type (bool, int -> int64,
+ * float -> float32). None: *given = false. Returns 0, or -1 with TypeError. */
+int ctpy_parse_dtype(PyObject *o, ct_dtype *out, bool *given);
+/* A new Device object. */
+PyObject *ctpy_device_object(ct_device d);
+/* A device argument: a Device, "cpu", "cuda", "cuda:N", or None (the current
+ * default device). Returns 0, or -1 with an exception. */
+int ctpy_parse_device(PyObject *o, ct_device *out);
+/* Where new tensors go when no device is named: ctensor.set_default_device,
+ * a `with ctensor.cuda.Device(n)` block, else ct_default_device() (CT_DEVICE,
+ * else the first usable GPU, else the CPU). */
+ct_device ctpy_default_device(void);
+/* The default floating dtype (float32) and integer dtype (int64). */
+#define CTPY_DEFAULT_FLOAT CT_F32
+#define CTPY_DEFAULT_INT CT_I64
+
+/* ---- Conversions (convert.c) ---------------------------------------------------------------- */
+
+typedef struct ctpy_asarray_opts {
+  ct_dtype dtype;
+  bool has_dtype;
+  ct_device device;
+  bool has_device;
+  int copy; /* 1 always, 0 never (error if needed), -1 when needed */
+} ctpy_asarray_opts;
+/* asarray: a new reference to a tensor holding obj (a Tensor, an object with
+ * the buffer protocol or __dlpack__, a nested sequence, a Python scalar).
+ * NULL with a Python exception. */
+ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *opts);
+/* asarray's dtype, device and copy keywords (each may be None). 0, or -1 with an exception. */
+int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
+                            ctpy_asarray_opts *opts);
+/* An operand of an op: a Tensor (borrowed, *owned = NULL) or anything
+ * asarray takes, made on `device` (*owned holds the new reference to free). */
+ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
+/* A Python scalar (int, float, bool; not a Tensor): true with the value. */
+bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
+/* A shape argument (an int or a sequence of ints). Returns ndim or -1. */
+int ctpy_parse_shape(PyObject *o, int64_t *shape, const char *what);
+/* The buffer protocol of CPU tensors (Tensor.tp_as_buffer). */
+extern PyBufferProcs ctpy_buffer_procs;
+/* One element of a tensor as a Python int, float or bool (synchronizes). */
+PyObject *ctpy_item(const ct_tensor *t);
+/* Nested lists of the values (tolist). */
+PyObject *ctpy_tolist(const ct_tensor *t);
+
+/* ---- DLPack (dlpack_py.c) ----------------------------------------------------------------- */
+
+PyObject *ctpy_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *ctpy_tensor_dlpack_device(PyObject *self, PyObject *unused);
+/* from_dlpack(x, /, *, device=None, copy=None) */
+PyObject *ctpy_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs);
+/* A tensor from an object with __dlpack__ (a new reference), or NULL with an
+ * exception. */
+ct_tensor *ctpy_import_dlpack(PyObject *obj);
+
+/* ---- Indexing (index.c) ------------------------------------------------------------------ */
+
+PyObject *ctpy_getitem(PyObject *self, PyObject *key);
+int ctpy_setitem(PyObject *self, PyObject *key, PyObject *value);
+
+/* ---- Ops, creation, autograd (ops.c, creation.c, autograd.c) ------------------------------ */
+
+/* One binary op in its forms (some may be NULL). */
+typedef struct ctpy_binop {
+  const char *name;
+  ct_tensor *(*tt)(const ct_tensor *, const ct_tensor *);
+  ct_tensor *(*tt_)(ct_tensor *, const ct_tensor *);
+  ct_tensor *(*ts)(const ct_tensor *, double);
+  ct_tensor *(*ts_)(ct_tensor *, double);
+  ct_tensor *(*st)(const ct_tensor *, double); /* s op t; NULL: commutative or via a 0-d tensor */
+  bool commutative;
+  bool float_result; /* true division: a float scalar never needs the float cast */
+} ctpy_binop;
+/* a op b, either of them a Tensor. `as_operator`: anything else than a
+ * Tensor or a Python scalar that asarray refuses gives NotImplemented (the
+ * number protocol) instead of the TypeError of a function. */
+PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_operator);
+/* a op= b (a is a Tensor). */
+PyObject *ctpy_binary_inplace(PyObject *a, PyObject *b, const ctpy_binop *op);
+
+extern PyNumberMethods ctpy_number_methods;
+/* Conversions of one-element tensors (tensor.c) for the number protocol. */
+PyObject *ctpy_tensor_float(PyObject *self);
+PyObject *ctpy_tensor_int(PyObject *self);
+PyObject *ctpy_tensor_index(PyObject *self);
+int ctpy_tensor_bool(PyObject *self);
+PyObject *ctpy_richcompare(PyObject *a, PyObject *b, int op);
+/* Fills a reduce-opts from axis (None, an int or a tuple) and keepdims. */
+int ctpy_reduce_axes(PyObject *axis, bool keepdims, int ndim, ct_reduce_opts *r);
+
+/* Whether an op on these tensors is large enough to run without the GIL (b may be NULL). */
+bool ctpy_is_big(const ct_tensor *a, const ct_tensor *b);
+/* An argument that must be tensor-like, as a tensor on the default device (*owned: the
+ * reference to free, NULL when o is a Tensor). NULL with an exception. */
+const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned);
+
+extern PyMethodDef ctpy_ops_methods[];
+extern PyMethodDef ctpy_function_methods[];
+extern PyMethodDef ctpy_creation_methods[];
+extern PyMethodDef ctpy_autograd_methods[];
+extern PyMethodDef ctpy_tensor_methods[];
+
+/* ---- nn, optim, data (nn.c, optim.c, data.c) ---------------------------------------------- */
+
+extern PyMethodDef ctpy_nn_methods[];
+int ctpy_nn_init(PyObject *module);
+int ctpy_optim_init(PyObject *module);
+int ctpy_data_init(PyObject *module);
+int ctpy_stream_init(PyObject *module);
+
+/* The module ctensor._C (borrowed), for methods that forward to its functions. */
+extern PyObject *ctpy_module;
+
+/* Helpers for functions taking many keywords. */
+#define CTPY_KW(...) ((char *[]){__VA_ARGS__, NULL})
+
+#endif /* CTPY_H */

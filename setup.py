@@ -1,0 +1,46 @@
+"""pip's way to the Python package `ctensor`: CMake builds the C library and the extension (the
+same build as the README's), and the wheel bundles both with python/ctensor.
+
+    python3 -m venv --system-site-packages venv && venv/bin/pip install --no-build-isolation .
+
+Offline: setuptools and wheel come from Debian (python3-setuptools, python3-wheel), hence
+--no-build-isolation. Environment: CTENSOR_CMAKE_ARGS passes CMake options (for example
+"-DCTENSOR_CUDA=OFF"); CTENSOR_BUILD_DIR reuses a configured build tree instead of a fresh one
+(only the package's targets are built there)."""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+SOURCE = os.path.dirname(os.path.abspath(__file__))
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        build = os.environ.get("CTENSOR_BUILD_DIR") or os.path.join(os.path.abspath(self.build_temp), "cmake")
+        build = os.path.abspath(build)
+        if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+            subprocess.check_call(
+                ["cmake", "-S", SOURCE, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DCTENSOR_PYTHON=ON",
+                 "-DCTENSOR_BUILD_TESTS=OFF", "-DCTENSOR_BUILD_EXAMPLES=OFF", "-DCTENSOR_BUILD_BENCH=OFF",
+                 f"-DPython3_EXECUTABLE={sys.executable}"] + shlex.split(os.environ.get("CTENSOR_CMAKE_ARGS", "")))
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
+        subprocess.check_call(["cmake", "--build", build, "--target", "ctensor_python", "-j", jobs])
+        # the extension and the shared library it links, side by side in the package
+        target = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(build, "python", "ctensor", os.path.basename(target)), target)
+        shutil.copyfile(os.path.realpath(os.path.join(build, "libctensor.so.0")),
+                        os.path.join(os.path.dirname(target), "libctensor.so.0"))
+
+
+setup(
+    ext_modules=[Extension("ctensor._C", sources=[])],
+    cmdclass={"build_ext": CMakeBuild},
+    options={"build": {"build_base": "build/setuptools"}, "egg_info": {"egg_base": "build/setuptools"}},
+)
