@@ -241,9 +241,10 @@ CT_TEST(mnist_rejects_labels_out_of_range) {
       snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", dir);
       unlink(p);
     }
-    CHECK_ERR_MSG(ct_mnist_open(dir, false, NULL), CT_ERR_FORMAT,
-                  gz ? "t10k-labels-idx1-ubyte.gz: label 3 is 10 (MNIST and Fashion-MNIST have classes 0..9)"
-                     : "t10k-labels-idx1-ubyte: label 3 is 10");
+    CHECK_ERR_MSG(
+        ct_mnist_open(dir, false, NULL), CT_ERR_FORMAT,
+        gz ? "t10k-labels-idx1-ubyte.gz: label 3 is 10 (MNIST and Fashion-MNIST have classes 0..9)"
+           : "t10k-labels-idx1-ubyte: label 3 is 10");
     free(lbl);
     rmtree(dir);
   }
@@ -261,11 +262,15 @@ CT_TEST(reader_messages_escape_names) {
   put_be32(lbl, CT_IDX_IMAGES);
   write_file(sub, "train-labels-idx1-ubyte", lbl, size);
   free(lbl);
-  CHECK_ERR_MSG(ct_mnist_open(sub, true, NULL), CT_ERR_FORMAT, "d\\xff\\x1b/train-labels-idx1-ubyte: bad magic");
-  CHECK_ERR_MSG(ct_mnist_open(sub, false, NULL), CT_ERR_IO, "d\\xff\\x1b/t10k-images-idx3-ubyte(.gz) not found");
-  CHECK_ERR_MSG(ct_cifar10_open(sub, false, NULL), CT_ERR_IO, "d\\xff\\x1b/test_batch.bin not found");
+  CHECK_ERR_MSG(ct_mnist_open(sub, true, NULL), CT_ERR_FORMAT,
+                "d\\xff\\x1b/train-labels-idx1-ubyte: bad magic");
+  CHECK_ERR_MSG(ct_mnist_open(sub, false, NULL), CT_ERR_IO,
+                "d\\xff\\x1b/t10k-images-idx3-ubyte(.gz) not found");
+  CHECK_ERR_MSG(ct_cifar10_open(sub, false, NULL), CT_ERR_IO,
+                "d\\xff\\x1b/test_batch.bin not found");
   write_file(sub, "test_batch.bin", (const uint8_t *)"x", 1);
-  CHECK_ERR_MSG(ct_cifar10_open(sub, false, NULL), CT_ERR_FORMAT, "d\\xff\\x1b/test_batch.bin: size 1 bytes");
+  CHECK_ERR_MSG(ct_cifar10_open(sub, false, NULL), CT_ERR_FORMAT,
+                "d\\xff\\x1b/test_batch.bin: size 1 bytes");
   rmtree(sub);
   rmtree(dir);
 }
