@@ -334,10 +334,17 @@ static ct_status write_and_replace(const char *path, const char *tmp, const text
   char shown_tmp[CT_NAME_MSG], shown[CT_NAME_MSG];
   ct_escape_name(tmp, shown_tmp, sizeof shown_tmp);
   ct_escape_name(path, shown, sizeof shown);
-  FILE *f = fopen(tmp, "wb");
-  if (!f)
+  /* A file of this name is stale: this process is the one that saves to it.
+   * O_EXCL creates a new file, never writes through a link planted there. */
+  unlink(tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!f) {
+    int err = errno;
+    if (fd >= 0) close(fd), remove(tmp);
     return ct__fail_status(CT_ERR_IO, "save_safetensors: cannot create %s: %s", shown_tmp,
-                           strerror(errno));
+                           strerror(err));
+  }
   ct_status st = write_body(f, h, tensors, n, shown_tmp);
   if (st == CT_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
     st = ct__fail_status(CT_ERR_IO, "save_safetensors: writing %s: %s", shown_tmp, strerror(errno));
