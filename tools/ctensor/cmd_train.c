@@ -49,24 +49,25 @@ static bool conflict_name(bool set, int given, int saved, const char *opt,
 /* Takes model, dataset, optimizer, hyper-parameters and limits from a
  * checkpoint. Returns CLI_OK or CLI_USAGE. */
 static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
-  bool bad =
-      conflict_name(o->model_set, o->model, (int)m->model, "--model", cli_model_name) |
-      conflict_name(o->dataset_set, o->dataset, (int)m->dataset, "--dataset", cli_dataset_name) |
-      conflict_name(o->optim_set, o->optim, (int)m->optim, "--optimizer", cli_optim_name) |
-      conflict_i64(o->batch_size_set, o->batch_size, m->batch_size, "--batch-size") |
-      conflict_i64(o->seed_set, (int64_t)o->seed, (int64_t)m->seed, "--seed") |
-      conflict_f64(o->lr_set, o->lr, m->lr, "--lr") |
-      conflict_f64(o->momentum_set, o->momentum, m->momentum, "--momentum") |
-      conflict_f64(o->weight_decay_set, o->weight_decay, m->weight_decay, "--weight-decay") |
-      conflict_i64(o->limit_train_set, o->limit_train, m->limit_train, "--limit-train") |
-      conflict_i64(o->limit_test_set, o->limit_test, m->limit_test, "--limit-test") |
+  /* A sum, not ||: every contradiction is reported, not only the first. */
+  int bad =
+      conflict_name(o->model_set, o->model, (int)m->model, "--model", cli_model_name) +
+      conflict_name(o->dataset_set, o->dataset, (int)m->dataset, "--dataset", cli_dataset_name) +
+      conflict_name(o->optim_set, o->optim, (int)m->optim, "--optimizer", cli_optim_name) +
+      conflict_i64(o->batch_size_set, o->batch_size, m->batch_size, "--batch-size") +
+      conflict_i64(o->seed_set, (int64_t)o->seed, (int64_t)m->seed, "--seed") +
+      conflict_f64(o->lr_set, o->lr, m->lr, "--lr") +
+      conflict_f64(o->momentum_set, o->momentum, m->momentum, "--momentum") +
+      conflict_f64(o->weight_decay_set, o->weight_decay, m->weight_decay, "--weight-decay") +
+      conflict_i64(o->limit_train_set, o->limit_train, m->limit_train, "--limit-train") +
+      conflict_i64(o->limit_test_set, o->limit_test, m->limit_test, "--limit-test") +
       conflict_name(o->schedule_set, o->schedule, (int)m->schedule, "--lr-schedule",
-                    cli_schedule_name) |
-      conflict_i64(o->step_size_set, o->step_size, m->step_size, "--lr-step-size") |
-      conflict_f64(o->gamma_set, o->gamma, m->gamma, "--lr-gamma") |
-      conflict_name(o->augment_set, o->augment, (int)m->augment, "--augment", cli_augment_name) |
+                    cli_schedule_name) +
+      conflict_i64(o->step_size_set, o->step_size, m->step_size, "--lr-step-size") +
+      conflict_f64(o->gamma_set, o->gamma, m->gamma, "--lr-gamma") +
+      conflict_name(o->augment_set, o->augment, (int)m->augment, "--augment", cli_augment_name) +
       conflict_f64(o->label_smoothing_set, o->label_smoothing, m->label_smoothing,
-                   "--label-smoothing") |
+                   "--label-smoothing") +
       conflict_name(o->amp_set && o->amp != AMP_AUTO, o->amp, (int)m->amp, "--amp", cli_amp_name);
   if (bad) return CLI_USAGE;
   o->model = (cli_model)m->model;
