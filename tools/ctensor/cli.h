@@ -38,12 +38,6 @@ const char *cli_schedule_name(int schedule); /* NULL for an unknown code */
 const char *cli_amp_name(int amp);           /* NULL for an unknown code */
 /* "none", "hflip", "crop", "crop,hflip"; NULL for a set with unknown bits. */
 const char *cli_augment_name(int augment);
-bool cli_model_parse(const char *s, cli_model *out);
-bool cli_dataset_parse(const char *s, cli_dataset *out);
-bool cli_optim_parse(const char *s, cli_optim *out);
-bool cli_schedule_parse(const char *s, cli_schedule *out);
-/* "none" or a comma-separated list of hflip, crop. */
-bool cli_augment_parse(const char *s, int *out);
 
 /* ---- Options (options.c) ---------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* metrics.c: the --metrics file of `ctensor train`, one JSON line per epoch.
  *
  * Every write is checked and flushed: a full disk (or /dev/full) ends the
- * run with exit 1 and the reason, where lines used to vanish under exit 0.
+ * run with exit 1 and the reason, rather than lines vanishing under exit 0.
  * On --resume the lines of epochs the checkpoint does not hold are dropped
  * first, so that each epoch keeps exactly one line. */
 #include <errno.h>

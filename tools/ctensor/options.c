@@ -48,30 +48,31 @@ const char *cli_optim_name(int o) { return code_name(optims, COUNT(optims), o); 
 const char *cli_schedule_name(int s) { return code_name(schedules, COUNT(schedules), s); }
 const char *cli_augment_name(int a) { return code_name(augments, COUNT(augments), a); }
 const char *cli_amp_name(int a) { return code_name(amps, COUNT(amps), a); }
-bool cli_model_parse(const char *s, cli_model *out) {
+static bool cli_model_parse(const char *s, cli_model *out) {
   int c;
   if (!name_code_parse(models, COUNT(models), s, &c)) return false;
   return *out = (cli_model)c, true;
 }
-bool cli_dataset_parse(const char *s, cli_dataset *out) {
+static bool cli_dataset_parse(const char *s, cli_dataset *out) {
   int c;
   if (!strcmp(s, "fashion_mnist") || !strcmp(s, "fashionmnist")) s = "fashion-mnist";
   if (!strcmp(s, "cifar-10")) s = "cifar10";
   if (!name_code_parse(datasets, COUNT(datasets), s, &c)) return false;
   return *out = (cli_dataset)c, true;
 }
-bool cli_optim_parse(const char *s, cli_optim *out) {
+static bool cli_optim_parse(const char *s, cli_optim *out) {
   int c;
   if (!name_code_parse(optims, COUNT(optims), s, &c)) return false;
   return *out = (cli_optim)c, true;
 }
 
-bool cli_schedule_parse(const char *s, cli_schedule *out) {
+static bool cli_schedule_parse(const char *s, cli_schedule *out) {
   int c;
   if (!name_code_parse(schedules, COUNT(schedules), s, &c)) return false;
   return *out = (cli_schedule)c, true;
 }
-bool cli_augment_parse(const char *s, int *out) {
+/* "none" or a comma-separated list of hflip, crop. */
+static bool cli_augment_parse(const char *s, int *out) {
   if (!strcmp(s, "none")) return *out = 0, true;
   int flags = 0;
   const char *p = s;

@@ -35,8 +35,8 @@ void train_catch_signals(train_run *r) {
 /* ---- The loss ----------------------------------------------------------------- */
 
 /* The epoch's running loss sum (loss_meter, train.h). On the CPU each
- * batch's loss is read at once, as before (ct_item costs
- * nothing there). On a GPU a read synchronizes the device, and one per step
+ * batch's loss is read at once (ct_item costs nothing there). On a GPU a
+ * read synchronizes the device, and one per step
  * would keep the host from queuing the next batch's copy and kernels while
  * the GPU works; so the sum accumulates in an f64 device scalar (no grad;
  * an f32 loss times n is exact in f64, so it is the CPU's sum, bit for bit)
