@@ -143,6 +143,15 @@ static void check_bad_images(const uint8_t *bytes, size_t n, bool gz, const char
   rmtree(dir);
 }
 
+/* Cuts the last `cut` bytes off dir/name (cut < 0: half of the file). */
+static void shorten(const char *dir, const char *name, off_t cut) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  struct stat sb;
+  CHECK(stat(p, &sb) == 0);
+  CHECK(truncate(p, cut < 0 ? sb.st_size / 2 : sb.st_size - cut) == 0);
+}
+
 CT_TEST(mnist_rejects_bad_files) {
   size_t size;
   for (int gz = 0; gz < 2; gz++) {
@@ -182,11 +191,7 @@ CT_TEST(mnist_rejects_bad_files) {
   {
     const char *dir = tmpdir();
     write_mnist(dir, "train", 50, 28, 28, true, false);
-    char p[512];
-    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir);
-    struct stat sb;
-    CHECK(stat(p, &sb) == 0);
-    CHECK(truncate(p, sb.st_size / 2) == 0);
+    shorten(dir, "train-images-idx3-ubyte.gz", -1);
     CHECK_ERR_MSG(ct_mnist_open(dir, true, NULL), CT_ERR_FORMAT, "truncated");
     write_file(dir, "train-images-idx3-ubyte.gz", (const uint8_t *)"\x1f\x8b\x08\x00garbagegarbagegarbage", 24);
     ct_clear_error();
@@ -201,11 +206,7 @@ CT_TEST(mnist_rejects_bad_files) {
   for (int cut = 1; cut <= 8; cut++) {
     const char *dir = tmpdir();
     write_mnist(dir, "train", 5, 4, 3, false, true);
-    char p[512];
-    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", dir);
-    struct stat sb;
-    CHECK(stat(p, &sb) == 0);
-    CHECK(truncate(p, sb.st_size - cut) == 0);
+    shorten(dir, "train-labels-idx1-ubyte.gz", cut);
     CHECK_ERR_MSG(ct_mnist_open(dir, true, NULL), CT_ERR_FORMAT,
                   "train-labels-idx1-ubyte.gz: truncated: the gzip stream ends before its trailer");
     rmtree(dir);
