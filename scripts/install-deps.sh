@@ -18,7 +18,7 @@ done
 # command that shows it is there.
 need=(
   "cmake:cmake" "gcc:gcc" "g++:g++" "make:make" "pkg-config:pkg-config"
-  "libopenblas-dev:/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h"
+  "libopenblas-dev:/usr/share/doc/libopenblas-dev"
   "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
   "zlib1g-dev:/usr/include/zlib.h"
 )

@@ -36,14 +36,14 @@ void train_catch_signals(train_run *r) {
 
 /* The epoch's running loss sum (loss_meter, train.h). On the CPU each
  * batch's loss is read at once (ct_item costs nothing there). On a GPU a
- * read synchronizes the device, and one per step
- * would keep the host from queuing the next batch's copy and kernels while
- * the GPU works; so the sum accumulates in an f64 device scalar (no grad;
- * an f32 loss times n is exact in f64, so it is the CPU's sum, bit for bit)
- * and is read back only when the progress line is due (at most every
- * LOSS_READ_MIN_S), at least every LOSS_READ_MAX_S (so a nan stops the run
- * within about a second), at the end of the epoch and on an interrupt. A
- * non-finite loss is caught at those reads. */
+ * read synchronizes the device, and one per step would keep the host from
+ * queuing the next batch's copy and kernels while the GPU works; so the sum
+ * accumulates in an f64 device scalar (no grad; an f32 loss times n is exact
+ * in f64, so it is the CPU's sum, bit for bit) and is read back only when
+ * the progress line is due (at most every LOSS_READ_MIN_S), at least every
+ * LOSS_READ_MAX_S (so a nan stops the run within about a second), at the end
+ * of the epoch and on an interrupt. A non-finite loss is caught at those
+ * reads. */
 #define LOSS_READ_MIN_S 0.2
 #define LOSS_READ_MAX_S 1.0
 
