@@ -1,6 +1,6 @@
 /* bench_gpu.c: times ctensor's CUDA backend next to raw CUDA runtime calls.
  *
- * Workloads (the targets of the CUDA issue; docs/benchmarks.md, "GPU benchmarks"):
+ * Workloads (the GPU targets of docs/benchmarks.md, "GPU benchmarks"):
  *   gpu_copy_2p28_f32      device-to-device copy of 2^28 f32 (1 GiB): ct_copy_ between
  *                          two CUDA tensors, and a raw cudaMemcpyAsync (the reference
  *                          bandwidth; bytes = read + write = 2 * 4 * 2^28)

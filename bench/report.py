@@ -3,13 +3,13 @@
 
   /usr/bin/python3 bench/report.py core.jsonl peers.jsonl > results.md
 
-Writes (1) the targets of the "ctensor core" issue, each with the ratio it is
+Writes (1) the core targets (docs/benchmarks.md), each with the ratio it is
 stated in (computed from median times measured in the same run) and met/not
 met, and (2) every measurement (median, min, derived metric, page faults).
 Given the lines of bench_train and peers_train.py run with --device cuda, it
 writes the training steps' GPU report (targets against PyTorch eager on the
 same GPU). Given the lines of bench_gpu and peers_gpu.py (workloads named gpu_*), it
-writes the GPU report instead: the targets of the CUDA issue against the
+writes the GPU report instead: the GPU targets (docs/benchmarks.md) against the
 device-to-device copy bandwidth, raw CUDA runtime calls, PyTorch and CuPy.
 Standard library only.
 """
@@ -88,7 +88,7 @@ TARGETS = [
      speedup(["torch"]), 5.0, True, ["numpy", "torch"]),
     ("linreg_1000", "faster than NumPy", "NumPy time / ctensor time (fastest NumPy)",
      speedup(["numpy", "numpy_f64"]), 1.0, True, ["numpy", "numpy_f64", "torch"]),
-    # Training (issue "Autograd, modules, losses and optimizers")
+    # Training
     ("train_linreg_1000", ">= 10x faster than PyTorch", "PyTorch time / ctensor time",
      speedup(["torch"]), 10.0, True, ["torch"]),
     ("train_linreg_1000", "faster than NumPy's manual loop (linreg_1000)",
@@ -447,7 +447,7 @@ def gpu_report(results, meta):
 
 
 # Training steps on a GPU (bench_train/peers_train.py --device cuda): the
-# "Autograd, modules..." issue's GPU targets, against PyTorch eager on the same GPU.
+# training targets on a GPU, against PyTorch eager on the same GPU.
 GPU_TRAIN_TARGETS = {"train_mlp_step": 2.0, "train_cnn_step": 2.0, "train_fashion_cnn_step": 2.0,
                      "train_fashion_cnn_epoch": 2.0}
 

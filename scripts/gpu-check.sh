@@ -1,40 +1,44 @@
 #!/usr/bin/env bash
-# Everything the CUDA backend needs a GPU for, run on a lent GPU machine:
+# Everything the CUDA backend needs a GPU for, run on a GPU machine (possibly
+# without network access):
 #   test      build (Release, CUDA) and the whole ctest suite ([cuda] variants included)
 #   bench     GPU benchmarks: bench/bench_gpu.c against PyTorch and CuPy (bench/peers_gpu.py)
 #   train     training steps on the GPU: bench_train --device cuda:0 against peers_train.py
 #   epoch     Fashion-MNIST CNN epochs and time to 91% on the GPU against PyTorch eager
 #   sanitize  compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the op tests
 #
-#   scripts/gpu-check.sh [STAGE...]      (default: test bench train epoch sanitize)
+#   scripts/gpu-check.sh [--out DIR] [STAGE...]   (default: test bench train epoch sanitize)
 #
-# A device call may run 10 minutes, so the whole run has a budget
-# (GPU_CHECK_SECONDS, default 540): the build comes first whatever the stages,
-# each stage gets a time limit within what is left, and a stage that cannot fit
-# is reported as not run (each command also gets a hard kill 10 s after its
-# limit). The build directory (GPU_CHECK_BUILD, default build-gpu) stays only on
-# a warm machine (30 s after a call), so expect each call to build again:
-#   device run: scripts/gpu-check.sh test bench        carry [".gpu-deps"]
-#   device run: scripts/gpu-check.sh train epoch sanitize   carry [".gpu-deps"]
-# The summary gives each stage's seconds, to plan the next calls by.
-# The GPU machine reaches no package mirror: when it lacks OpenBLAS or zlib
-# headers, the Debian packages gathered here by scripts/gpu-deps.sh (carried in
-# .gpu-deps/) are unpacked into a prefix (GPU_CHECK_UNPACK_DEPS=1 forces it, to
-# test that path). cuDNN may come from PyTorch's wheel.
+# Results go to DIR (default bench/results/gpu-check): gpu-check.md (the
+# summary, also printed), the benchmarks' JSON lines and reports, and
+# gpu-logs.tar.gz (every log of the run in one archive).
 #
-# GPU_CHECK_EMULATED=1 rehearses all of this here, without a GPU, on the
-# emulated GPU of the tests (tests/cuda_emu): the same stages and reports, with
-# the emulated programs at small sizes (bench_gpu --small, --limit-train),
+# The whole run keeps to a time budget (GPU_CHECK_SECONDS, default 540, so
+# that a run fits in 10 minutes): the build comes first whatever the stages,
+# each stage gets a time limit within what is left, and a stage that cannot
+# fit is reported as not run (each command also gets a hard kill 10 s after
+# its limit). The build directory (GPU_CHECK_BUILD, default build-gpu) is
+# reused when it is there; a fresh machine builds first. Two runs cover
+# everything in that budget:
+#   scripts/gpu-check.sh --out DIR test bench
+#   scripts/gpu-check.sh --out DIR train epoch sanitize
+# The summary gives each stage's seconds, to plan the next runs by.
+# A GPU machine without network access may lack OpenBLAS or zlib headers:
+# then the Debian packages gathered beforehand by scripts/gpu-deps.sh (in
+# .gpu-deps/, copied along with the source tree) are unpacked into a prefix
+# (GPU_CHECK_UNPACK_DEPS=1 forces it, to test that path). cuDNN may come
+# from PyTorch's wheel.
+#
+# GPU_CHECK_EMULATED=1 rehearses all of this without a GPU, on the emulated
+# GPU of the tests (tests/cuda_emu): the same stages and reports, with the
+# emulated programs at small sizes (bench_gpu --small, --limit-train),
 # ctest -L cuda_emulated for the suite, no compute-sanitizer, and the PyTorch
 # and CuPy halves skipped where this machine's PyTorch has no CUDA. Run it
-# after changing this script or the benchmarks, before spending GPU time:
+# after changing this script or the benchmarks, before a run on a GPU:
 #   GPU_CHECK_EMULATED=1 scripts/gpu-check.sh   (about 6 minutes on 2 cores, 4 once built)
 #
-# Results: $OUT/gpu-check.md (summary, also printed), the benchmarks' JSON lines
-# and reports, and $OUT/gpu-logs.tar.gz (8 files at most, the device tool's
-# limit); without $OUT, under bench/results/gpu-check/.
-# Commit them as bench/results/<date>-<gpu>*.md. Never changes GPU settings (no
-# nvidia-smi -pm/-pl/-ac/-lgc/-r/-c/-mig).
+# Commit the results as bench/results/<date>-<gpu>*.md. Never changes GPU
+# settings (no nvidia-smi -pm/-pl/-ac/-lgc/-r/-c/-mig).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -46,9 +50,18 @@ if [ "$emulated" = 1 ]; then
 else
   build=${GPU_CHECK_BUILD:-build-gpu}
 fi
-stages=("$@")
+out=bench/results/gpu-check
+stages=()
+while [ $# -gt 0 ]; do
+  case $1 in
+  --out) [ $# -ge 2 ] || { echo "gpu-check.sh: --out needs a folder" >&2; exit 2; }; out=$2; shift 2 ;;
+  --out=*) out=${1#--out=}; shift ;;
+  -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "gpu-check.sh: unknown option $1 (usage: scripts/gpu-check.sh [--out DIR] [STAGE...])" >&2; exit 2 ;;
+  *) stages+=("$1"); shift ;;
+  esac
+done
 [ ${#stages[@]} -eq 0 ] && stages=(test bench train epoch sanitize)
-out=${OUT:-bench/results/gpu-check}
 mkdir -p "$out"
 logs=$(mktemp -d)
 summary=$out/gpu-check.md
@@ -77,9 +90,10 @@ section() { echo; echo "== $* ($(( $(date +%s) - start )) s) =="; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ "$emulated" = 1 ] && gpu="ctensor CUDA emulator (a rehearsal on the CPU, not a GPU run)"
 gpu_tag=$(echo "${gpu:-unknown-gpu}" | tr -cs 'A-Za-z0-9' '-' | sed 's/-$//')
-# The Python with torch (the GPU image's /opt/torch/.venv, with CuPy too; here
-# Debian's): on a GPU, the first of python3 on PATH, the image's venv and
-# /usr/bin/python3 whose torch sees CUDA; else the first that imports torch.
+# The Python with torch (and CuPy, for the GPU benchmarks): on a GPU, the
+# first of python3 on PATH, a virtual environment at /opt/torch/.venv (where
+# some GPU machines keep PyTorch) and /usr/bin/python3 (Debian's) whose torch
+# sees CUDA; else the first that imports torch.
 pys=()
 c=$(command -v python3) && pys+=("$c")
 pys+=(/opt/torch/.venv/bin/python3 /usr/bin/python3)
@@ -110,7 +124,7 @@ fi
   echo '```'
 } > "$summary"
 
-# ---- Dependencies the image may lack ------------------------------------------------------
+# ---- Dependencies the machine may lack ----------------------------------------------------
 cmake_extra=()
 have_cblas() { # any one of the places Debian's and others' packages put it
   local f
@@ -137,7 +151,7 @@ if [ "${GPU_CHECK_UNPACK_DEPS:-0}" = 1 ] || ! have_cblas || [ ! -f /usr/include/
     cmake_extra+=(-DCMAKE_PREFIX_PATH="$prefix/usr")
     note "- dependencies: OpenBLAS/zlib unpacked from .gpu-deps into $prefix"
   else
-    note "- dependencies: no OpenBLAS or zlib headers here and no .gpu-deps/ (run scripts/gpu-deps.sh and carry .gpu-deps)"
+    note "- dependencies: no OpenBLAS or zlib headers here and no .gpu-deps/ (run scripts/gpu-deps.sh where there is network access and copy .gpu-deps/ here)"
   fi
 fi
 # cuDNN: the toolkit's or the system's if it has one (CMake finds it); else
@@ -214,7 +228,7 @@ stage_test() {
 
 # bench_gpu and peers_gpu.py (PyTorch and CuPy, each in its own process: a crash
 # of one keeps the other's rows) in rounds whose order alternates; report.py
-# keeps each implementation's best median and renders the CUDA issue's targets.
+# keeps each implementation's best median and renders the GPU targets.
 stage_bench() {
   local raw=$out/gpu-bench.jsonl rc=0 r who w t0
   local rounds=${CT_GPU_BENCH_ROUNDS:-2} b=${CT_GPU_BENCH_BUDGET:-1.0}

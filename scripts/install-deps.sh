@@ -14,16 +14,17 @@ for arg in "$@"; do
   esac
 done
 
-# package:probe pairs; a probe is a file or a command that shows it is there.
+# package:probe pairs; a probe is a file (a glob pattern: any match) or a
+# command that shows it is there.
 need=(
   "cmake:cmake" "gcc:gcc" "g++:g++" "make:make" "pkg-config:pkg-config"
-  "libopenblas-dev:/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h"
+  "libopenblas-dev:/usr/share/doc/libopenblas-dev"
   "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
   "zlib1g-dev:/usr/include/zlib.h"
   "libdlpack-dev:/usr/include/dlpack/dlpack.h"
 )
 if [ "$want_tests" = 1 ]; then
-  # PyTorch and NumPy serve as oracles in the tests; clang for the fuzz targets.
+  # PyTorch and NumPy serve as oracles in the tests.
   need+=("python3-numpy:/usr/lib/python3/dist-packages/numpy" "python3-torch:/usr/lib/python3/dist-packages/torch")
   # Open MPI: builds src/dist against MPI and runs test_dist as 2 ranks (mpiexec).
   need+=("libopenmpi-dev:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h" "openmpi-bin:/usr/bin/mpiexec.openmpi")
@@ -32,6 +33,9 @@ if [ "$want_tests" = 1 ]; then
   need+=("python3-dev:/usr/include/python3.11/Python.h" "python3-pytest:/usr/lib/python3/dist-packages/pytest"
          "python3-setuptools:/usr/lib/python3/dist-packages/setuptools" "python3-wheel:/usr/lib/python3/dist-packages/wheel"
          "python3-venv:/usr/lib/python3.11/ensurepip" "python3-pip:/usr/lib/python3/dist-packages/pip")
+  # clang with libFuzzer (libclang-rt) and its OpenMP: the readers' fuzz targets (tests/fuzz).
+  need+=("clang:clang" "libclang-rt-dev:/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
+         "libomp-dev:/usr/lib/llvm-*/lib/libomp.so")
 fi
 if [ "$want_data" = 1 ]; then
   need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
@@ -42,7 +46,7 @@ for pair in "${need[@]}"; do
   pkg=${pair%%:*}
   probe=${pair#*:}
   if [[ "$probe" == /* ]]; then
-    [ -e "$probe" ] || missing+=("$pkg")
+    compgen -G "$probe" >/dev/null || missing+=("$pkg")
   else
     command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
   fi

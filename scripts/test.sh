@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds ctensor and runs the whole test suite: a Release build, then an
-# ASan+UBSan (leak checking on) build, each under ctest. Installs missing
-# dependencies first.
-#   scripts/test.sh            both builds
+# ASan+UBSan (leak checking on) build, each under ctest, then the file
+# readers' fuzz targets under libFuzzer (a clang build, build-fuzz; each
+# target fuzzed FUZZ_SECONDS, default 20, from its corpus in tests/fuzz).
+# Installs missing dependencies first.
+#   scripts/test.sh            all three
 #   scripts/test.sh --quick    the Release build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +33,14 @@ if [ "$quick" = 0 ]; then
   # checked by compute-sanitizer in scripts/gpu-check.sh on a GPU machine).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite sanitizer build-asan -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_SANITIZE=ON -DCTENSOR_CUDA=OFF
+  # libFuzzer needs clang; this build holds the library, the program and the
+  # fuzz targets only, all instrumented (CTENSOR_FUZZ).
+  echo "== fuzz build (build-fuzz)"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_FUZZ=ON \
+    -DCT_FUZZ_SECONDS="${FUZZ_SECONDS:-20}" -DCTENSOR_BUILD_TESTS=OFF -DCTENSOR_BUILD_EXAMPLES=OFF \
+    -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_CUDA=OFF -DCTENSOR_MPI=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs"
+  echo "== fuzz targets (${FUZZ_SECONDS:-20} s each)"
+  (cd build-fuzz && ctest -L fuzz --output-on-failure -j "$jobs")
 fi
 echo "== all tests passed"

@@ -290,7 +290,8 @@ CT_TEST(corrupted_files_fail_with_format_errors) {
       {1, "{'descr': '<f8', 'fortran_order': False, }", 48, "missing key 'shape'"},
       {1, "{'fortran_order': False, 'shape': (6,), }", 48, "missing key 'descr'"},
       {1, "{'descr': '<f8', 'shape': (6,), }", 48, "missing key 'fortran_order'"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), 'extra': 1}", 48, "unexpected key 'extra'"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), 'extra': 1}", 48,
+       "unexpected key 'extra'"},
       {1, "{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (6,)}", 48, "twice"},
       {1, "{'descr': '<x9', 'fortran_order': False, 'shape': (6,), }", 48, "'descr'"},
       {1, "{'descr': '<f3', 'fortran_order': False, 'shape': (6,), }", 48, "'descr'"},
@@ -300,17 +301,31 @@ CT_TEST(corrupted_files_fail_with_format_errors) {
       {1, "{'descr': 42, 'fortran_order': False, 'shape': (6,), }", 48, "'descr'"},
       {1, "{'descr': '<f8', 'fortran_order': maybe, 'shape': (6,), }", 48, "'fortran_order'"},
       {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (-1, 6), }", 48, "negative dimension"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 48, "overflow"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976,), }", 48, "too many elements"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,), }", 48, "too large"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,6), }", 48, "more than 8"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 48,
+       "overflow"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976,), }", 48,
+       "too large"},
+      /* Empty, yet the other dims make the strides overflow: refused, not a 0-element tensor. */
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", 48,
+       "shape' (0, 4294967296, 4294967296) is too large"},
+      {1, "{'descr': '|u1', 'fortran_order': False, 'shape': (9223372036854775807, 2, 0), }", 48,
+       "too large"},
+      {1, "{'descr': '<f2', 'fortran_order': True, 'shape': (0, 4611686018427387904), }", 48,
+       "too large"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,), }", 48,
+       "too large"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,6), }", 48,
+       "more than 8"},
       {1, "{'descr': '<f8', 'fortran_order': False, 'shape': 6, }", 48, "'shape' must be a tuple"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': [6], }", 48, "'shape' must be a tuple"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6, 'a'), }", 48, "'shape' must hold integers"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': [6], }", 48,
+       "'shape' must be a tuple"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6, 'a'), }", 48,
+       "'shape' must hold integers"},
       {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6 6), }", 48, "'shape'"},
       {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,", 48, "'shape'"},
       {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), } junk", 48, "after the dict"},
-      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,) 'x': 1}", 48, "expected ',' or '}'"},
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,) 'x': 1}", 48,
+       "expected ',' or '}'"},
       {1, "{'descr: '<f8', 'fortran_order': False, 'shape': (6,), }", 48, "header"},
       {1, "{'descr': '<f8\n', 'fortran_order': False, 'shape': (6,), }", 48, "'descr'"},
       {1, "['descr', '<f8']", 48, "expected a dict"},
@@ -440,4 +455,32 @@ CT_TEST(io_errors) {
   ct_clear_error();
   CHECK_ERR(ct_load_npy(NULL), CT_ERR_ARG);
   CHECK_ERR(ct_load_npy_buffer(NULL, 10), CT_ERR_ARG);
+}
+
+/* Every error of ct_load_npy names the operation and the file; a name that is
+ * not UTF-8 (or holds control characters) shows escaped, never raw. */
+CT_TEST(errors_name_the_file) {
+  const char *name = tmp_path("bad\xff\x1b[31m.npy");
+  FILE *f = fopen(name, "wb");
+  CHECK(f && fwrite("\x93NUMPY\x01\x00\x04\x00{}  ", 1, 14, f) == 14);
+  if (f) fclose(f);
+  CHECK_ERR_MSG(ct_load_npy(name), CT_ERR_FORMAT, "load_npy: ");
+  CHECK_ERR_MSG(ct_load_npy(name), CT_ERR_FORMAT, "bad\\xff\\x1b[31m.npy: header: missing key");
+  ct_load_npy(name);
+  const char *msg = ct_last_error_message();
+  bool raw = false;
+  for (const char *c = msg; *c; c++) raw |= (unsigned char)*c >= 0x80 || (unsigned char)*c < 0x20;
+  CHECK_MSG(!raw, "raw bytes in: %s", msg);
+  CHECK_ERR_MSG(ct_load_npy(tmp_path("missing\xfe.npy")), CT_ERR_IO,
+                "missing\\xfe.npy: cannot open");
+  CHECK_ERR_MSG(ct_load_npy_buffer("xx", 2), CT_ERR_FORMAT, "load_npy_buffer: bad magic");
+  /* Valid UTF-8 stays as it is. */
+  char buf[64];
+  CHECK(!strcmp(ct_escape_name("d\xc3\xa9j\xc3\xa0/\xe2\x82\xac.npy", buf, sizeof buf),
+                "d\xc3\xa9j\xc3\xa0/\xe2\x82\xac.npy"));
+  CHECK(!strcmp(ct_escape_name("a\\b\tc\xc2\x85\xed\xa0\x80", buf, sizeof buf),
+                "a\\\\b\\x09c\\xc2\\x85\\xed\\xa0\\x80"));
+  CHECK(!strcmp(ct_escape_name("abcdefghij", buf, 8), "abcd..."));
+  CHECK(!strcmp(ct_escape_name("abcdefg", buf, 8), "abcdefg"));
+  CHECK(!strcmp(ct_escape_name(NULL, buf, sizeof buf), "(null)"));
 }

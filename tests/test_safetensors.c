@@ -1,6 +1,8 @@
 /* safetensors: round trips of every dtype and layout, interoperability with
  * files built from PyTorch tensors (and read back by Python), and a table of
  * malformed files that must fail with CT_ERR_FORMAT. */
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ct_test.h"
@@ -77,6 +79,88 @@ CT_TEST(save_errors) {
             CT_ERR_ARG);
   CHECK_ERR(ct_save_safetensors("/nonexistent-dir/x.safetensors", ts, (const char *[]){"a"}, 1) == CT_OK,
             CT_ERR_IO);
+  /* The names the reader refuses (malformed_files_fail_with_format_errors). */
+  CHECK_ERR_MSG(ct_save_safetensors("/tmp/x.safetensors", ts, (const char *[]){""}, 1) == CT_OK,
+                CT_ERR_ARG, "name 0 ('') is empty");
+  CHECK_ERR_MSG(
+      ct_save_safetensors("/tmp/x.safetensors", ts, (const char *[]){"ok", "a\xff"}, 2) == CT_OK,
+      CT_ERR_ARG, "name 1 ('a\\xff') is not valid UTF-8");
+  CHECK_ERR_MSG(
+      ct_save_safetensors("/tmp/x.safetensors", ts, (const char *[]){"__metadata__"}, 1) == CT_OK,
+      CT_ERR_ARG, "reserved");
+  /* A folder where the file should be: refused, with the path in the message, no temporary left. */
+  char dir[256], tmp[300];
+  tmp_path(dir, sizeof dir, "dir");
+  CHECK(mkdir(dir, 0700) == 0);
+  CHECK_ERR_MSG(ct_save_safetensors(dir, ts, (const char *[]){"a"}, 1) == CT_OK, CT_ERR_IO,
+                "Is a directory");
+  CHECK_ERR_MSG(ct_save_safetensors(dir, ts, (const char *[]){"a"}, 1) == CT_OK, CT_ERR_IO, dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+  CHECK(access(tmp, F_OK) != 0);
+  rmdir(dir);
+}
+
+/* Temporaries of saves that were killed are removed; nothing else is. */
+CT_TEST(remove_stale_temporaries) {
+  char path[256], name[400];
+  tmp_path(path, sizeof path, "stale");
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  CHECK(child > 0 && waitpid(child, NULL, 0) == child); /* a pid no process holds now */
+  const long pids[] = {(long)child, (long)getpid()};
+  for (int i = 0; i < 2; i++) {
+    snprintf(name, sizeof name, "%s.tmp.%ld", path, pids[i]);
+    FILE *f = fopen(name, "wb");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+  }
+  const char *others[] = {".tmp.abc", ".tmp.", ".tmp.01", ".other", "x.tmp.1"};
+  for (int i = 0; i < 5; i++) {
+    snprintf(name, sizeof name, "%s%s", path, others[i]);
+    FILE *f = fopen(name, "wb");
+    if (f) fclose(f);
+  }
+  /* A symbolic link with a stale name is not followed, nor removed. */
+  char target[300];
+  snprintf(target, sizeof target, "%s.target", path);
+  FILE *f = fopen(target, "wb");
+  if (f) fclose(f);
+  snprintf(name, sizeof name, "%s.tmp.%ld", path, (long)child + 1000000);
+  CHECK(symlink(target, name) == 0);
+  int removed = -1;
+  CHECK_STATUS_OK(ct_safetensors_remove_stale(path, &removed));
+  CHECK_MSG(removed == 1, "removed %d", removed);
+  snprintf(name, sizeof name, "%s.tmp.%ld", path, (long)child);
+  CHECK(access(name, F_OK) != 0);
+  snprintf(name, sizeof name, "%s.tmp.%ld", path, (long)getpid());
+  CHECK(access(name, F_OK) == 0); /* a live process's */
+  remove(name);
+  for (int i = 0; i < 5; i++) {
+    snprintf(name, sizeof name, "%s%s", path, others[i]);
+    CHECK_MSG(access(name, F_OK) == 0, "%s was removed", name);
+    remove(name);
+  }
+  snprintf(name, sizeof name, "%s.tmp.%ld", path, (long)child + 1000000);
+  CHECK(access(target, F_OK) == 0);
+  remove(name);
+  remove(target);
+  CHECK_STATUS_OK(ct_safetensors_remove_stale(path, NULL)); /* nothing to do */
+  CHECK_ERR(ct_safetensors_remove_stale("/nonexistent-dir/x", NULL) == CT_OK, CT_ERR_IO);
+  CHECK_ERR(ct_safetensors_remove_stale("dir/", NULL) == CT_OK, CT_ERR_ARG);
+  CHECK_ERR(ct_safetensors_remove_stale(NULL, NULL) == CT_OK, CT_ERR_ARG);
+}
+
+/* Internal parsers given NULL where they write: an argument error, no crash. */
+CT_TEST(null_outputs) {
+  ct__st_header h;
+  CHECK_ERR(ct__st_parse_header("{}", 2, 0, "x", NULL) == CT_OK, CT_ERR_ARG);
+  CHECK_ERR(ct__st_parse_header(NULL, 2, 0, "x", &h) == CT_OK, CT_ERR_ARG);
+  ct_tensor **t;
+  char **nm;
+  int n;
+  CHECK_ERR(ct__load_safetensors_buffer("", 0, "x", NULL, &nm, &n) == CT_OK, CT_ERR_ARG);
+  CHECK_ERR(ct__load_safetensors_buffer("", 0, "x", &t, NULL, &n) == CT_OK, CT_ERR_ARG);
+  CHECK_ERR(ct_load_safetensors("/tmp", &t, &nm, NULL) == CT_OK, CT_ERR_ARG);
 }
 
 CT_TEST(missing_file_is_io_error) {
@@ -140,37 +224,81 @@ CT_TEST(malformed_files_fail_with_format_errors) {
   } cases[] = {
       {"header size beyond the file", "{}", 0, 100, "header size"},
       {"header size huge", "{}", 0, (int64_t)1 << 62, "header size"},
-      {"unterminated object", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, -1, "close the header"},
+      {"unterminated object", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4,
+       -1, "close the header"},
       {"not JSON", "{\"a\" 1}", 0, -1, "':'"},
       {"trailing garbage", "{} x", 0, -1, "after the header"},
       {"not an object", "[]", 0, -1, "'{'"},
-      {"unknown dtype", "{\"a\":{\"dtype\":\"F128\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16, -1, "F128"},
-      {"overlapping", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, -1, "overlap"},
-      {"gap", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-              "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, -1, "gap"},
-      {"out of range", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, -1, "beyond"},
-      {"uncovered bytes", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, -1, "cover"},
-      {"size != shape x dtype", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, -1, "shape x"},
-      {"overflowing shape", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],"
-                            "\"data_offsets\":[0,4]}}", 4, -1, "overflow"},
-      {"integer too large", "{\"a\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999],"
-                            "\"data_offsets\":[0,4]}}", 4, -1, "too large"},
-      {"negative dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, -1, "non-negative"},
-      {"fractional dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", 4, -1, "fraction"},
-      {"begin after end", "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4, -1, "data_offsets"},
-      {"duplicate name", "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
-                         "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}", 2, -1, "duplicate"},
-      {"duplicate field", "{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1, "duplicate"},
+      {"unknown dtype", "{\"a\":{\"dtype\":\"F128\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16,
+       -1, "F128"},
+      {"overlapping",
+       "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+       12, -1, "overlap"},
+      {"gap",
+       "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+       12, -1, "gap"},
+      {"out of range", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, -1,
+       "beyond"},
+      {"uncovered bytes", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, -1,
+       "cover"},
+      {"size != shape x dtype", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
+       8, -1, "shape x"},
+      {"overflowing shape",
+       "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],"
+       "\"data_offsets\":[0,4]}}",
+       4, -1, "overflow"},
+      {"integer too large",
+       "{\"a\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999],"
+       "\"data_offsets\":[0,4]}}",
+       4, -1, "too large"},
+      {"negative dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, -1,
+       "non-negative"},
+      {"fractional dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", 4,
+       -1, "fraction"},
+      {"begin after end", "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4, -1,
+       "data_offsets"},
+      {"duplicate name",
+       "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+       "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+       2, -1, "duplicate"},
+      {"duplicate field",
+       "{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1,
+       "duplicate"},
       {"missing field", "{\"a\":{\"dtype\":\"U8\",\"shape\":[1]}}", 1, -1, "missing"},
-      {"unknown field", "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1}}", 1, -1, "unknown field"},
-      {"too many dims", "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1, -1, "dims"},
-      {"bool not 0/1", "{\"a\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1, "bool"},
+      {"unknown field", "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1}}",
+       1, -1, "unknown field"},
+      {"too many dims",
+       "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1, -1,
+       "dims"},
+      {"bool not 0/1", "{\"a\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1,
+       "bool"},
       {"metadata not strings", "{\"__metadata__\":{\"k\":1}}", 0, -1, "string"},
-      {"NUL in a name", "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0, -1, "NUL"},
+      {"NUL in a name", "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
+       0, -1, "NUL"},
       {"bad escape", "{\"a\\q\":{}}", 0, -1, "escape"},
       {"raw control char", "{\"a\nb\":{}}", 0, -1, "control"},
       {"unterminated string", "{\"abc", 0, -1, "unterminated"},
+      /* Names the writer refuses, the reader refuses too. */
+      {"empty name", "{\"\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1,
+       "tensor name '' is empty"},
+      {"name not UTF-8", "{\"a\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+       -1, "not valid UTF-8"},
+      {"metadata not UTF-8", "{\"__metadata__\":{\"k\":\"\xc3\"}}", 0, -1, "not valid UTF-8"},
+      {"overlong UTF-8", "{\"\xc0\xaf\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+       1, -1, "not valid UTF-8"},
+      /* Empty, yet the other dims make the strides overflow. */
+      {"empty tensor with overflowing strides",
+       "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4294967296,4294967296],\"data_offsets\":[0,0]}}", 0,
+       -1, "shape (0, 4294967296, 4294967296) is too large"},
+      {"empty u8 tensor with a dim of 2^63-1 and 2",
+       "{\"a\":{\"dtype\":\"U8\",\"shape\":[9223372036854775807,2,0],\"data_offsets\":[0,0]}}", 0,
+       -1, "too large"},
+      /* Names from the file appear escaped in messages. */
+      {"bool not 0/1 in an escaped name",
+       "{\"x\\u001b[2J\\u0085\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, -1,
+       "tensor 'x\\x1b[2J\\xc2\\x85': bool"},
   };
   unsigned char bool_two[1] = {2};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -189,6 +317,10 @@ CT_TEST(malformed_files_fail_with_format_errors) {
               "%s: message '%s' lacks '%s' or the file name", cases[i].what, ct_last_error_message(),
               cases[i].needle);
     CHECK_MSG(t == NULL && nm == NULL && n == 0, "%s: outputs not cleared", cases[i].what);
+    bool raw = false;
+    for (const char *c = ct_last_error_message(); *c; c++)
+      raw |= (unsigned char)*c < 0x20 || (unsigned char)*c >= 0x80;
+    CHECK_MSG(!raw, "%s: raw bytes in the message '%s'", cases[i].what, ct_last_error_message());
     free(b);
   }
   /* Too short for the size field, through the file path too. */

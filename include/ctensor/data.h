@@ -76,11 +76,13 @@ typedef struct ct_transform_opts {
 /* MNIST / Fashion-MNIST IDX files in dir: train-images-idx3-ubyte(.gz),
  * train-labels-idx1-ubyte(.gz), t10k-... (the .gz name is tried first; gzip
  * or raw). Samples: (1, rows, cols) f32 in [0, 1] (28x28 for MNIST; then
- * transforms) and a 0-d i64 label (the label byte, not range-checked). The
- * files are read once into memory. Every header, count and size is checked
- * before allocation; a bad file (wrong magic, truncated, longer than its
- * header says, image and label counts differing) is CT_ERR_FORMAT naming the
- * file and the field; a missing one is CT_ERR_IO saying how to get it. */
+ * transforms) and a 0-d i64 label (0..9). The files are read once into
+ * memory. Every header, count and size is checked before allocation; a bad
+ * file (wrong magic, truncated, a gzip stream without its trailer, longer
+ * than its header says, image and label counts differing, a label above 9)
+ * is CT_ERR_FORMAT naming the file and the field (the first bad label's
+ * index and value); a missing one is CT_ERR_IO saying how to get it. An empty
+ * pair (0 images) opens as a dataset of length 0. */
 ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *transforms);
 /* CIFAR-10 binary batches in dir: data_batch_1.bin .. data_batch_5.bin (train)
  * or test_batch.bin: each exactly 10000 records of 1 label byte (0..9) + 3072

@@ -1,10 +1,11 @@
-/* ctensor/io.h: reading and writing tensors in NumPy's .npy format.
+/* ctensor/io.h: reading and writing tensors in NumPy's .npy format and in
+ * safetensors files.
  *
  * Every dtype but bf16 maps to a NumPy dtype and round-trips (f16 is '<f2');
- * NumPy has no bf16, so a bf16 tensor is saved as f32, exactly. Loading accepts C and Fortran order and both byte
- * orders. A malformed, truncated or hostile file fails with CT_ERR_FORMAT
- * naming the field at fault; sizes are checked with overflow-safe arithmetic
- * before anything is allocated and the header length is capped.
+ * NumPy has no bf16, so a bf16 tensor is saved as f32, exactly. Loading accepts C and Fortran order
+ * and both byte orders. A malformed, truncated or hostile file fails with CT_ERR_FORMAT naming the
+ * field at fault; sizes are checked with overflow-safe arithmetic before anything is allocated and
+ * the header length is capped.
  *
  *   ct_tensor *x = ct_load_npy("x.npy");           // CPU tensor
  *   ct_save_npy("y.npy", y);                        // any device
@@ -49,6 +50,22 @@ ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const
  * ct_safetensors_free. On failure they are NULL and 0. */
 ct_status ct_load_safetensors(const char *path, ct_tensor ***tensors, char ***names, int *n);
 void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
+
+/* Removes what a ct_save_safetensors(path, ...) killed before its rename left
+ * behind: the regular files "<path>.tmp.<pid>" of processes that no longer
+ * run (a live process's temporary, a symbolic link or any other name is left
+ * alone). *removed (if not NULL) receives the count. Call it before saving to
+ * a path a crashed or killed run may have used. CT_ERR_IO if the folder
+ * cannot be read or a file cannot be removed. */
+ct_status ct_safetensors_remove_stale(const char *path, int *removed);
+
+/* A name (a path, a tensor name from a file) as messages show it: well-formed
+ * UTF-8 text as it is; control characters, bytes that are not UTF-8 and the
+ * backslash as \xNN (\\ for the backslash), so that a hostile or mangled name
+ * can neither garble a terminal nor hide what it is. Writes into buf (cap
+ * bytes; a longer result ends in "...") and returns buf; every message of the
+ * readers shows names this way. */
+const char *ct_escape_name(const char *s, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

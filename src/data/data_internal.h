@@ -20,8 +20,8 @@ typedef struct ct__batch_ops {
   /* Writes samples idx[0..count) (already bounds-checked) into the
    * contiguous CPU tensors inputs (count, input_shape...) and targets
    * (count, target_shape...). epoch drives random transforms. Thread-safe. */
-  ct_status (*fill)(void *self, const int64_t *idx, int64_t count, int64_t epoch,
-                    ct_tensor *inputs, ct_tensor *targets);
+  ct_status (*fill)(void *self, const int64_t *idx, int64_t count, int64_t epoch, ct_tensor *inputs,
+                    ct_tensor *targets);
 } ct__batch_ops;
 
 struct ct_dataset {
@@ -42,7 +42,8 @@ typedef struct ct__device_stage ct__device_stage;
 ct__device_stage *ct__device_stage_new(ct_device device);
 void ct__device_stage_free(ct__device_stage *s); /* a copy in flight ends on its own */
 /* Takes ownership of the host batch (pinned) and starts its copy. */
-ct_status ct__device_stage_put(ct__device_stage *s, ct_tensor *inputs, ct_tensor *targets, int64_t index);
+ct_status ct__device_stage_put(ct__device_stage *s, ct_tensor *inputs, ct_tensor *targets,
+                               int64_t index);
 bool ct__device_stage_full(const ct__device_stage *s);
 /* Hands the staged device batch to *out, ordered on the caller's stream. */
 ct_status ct__device_stage_take(ct__device_stage *s, ct_batch *out);
@@ -53,11 +54,11 @@ void ct__device_stage_drop(ct__device_stage *s);
 
 /* n images (c, h, w) u8 in one buffer and their labels. */
 typedef struct ct__image_store {
-  uint8_t *pixels;  /* (n, c, h, w), row-major; malloc'd */
-  uint8_t *labels;  /* (n); malloc'd */
+  uint8_t *pixels; /* (n, c, h, w), row-major; malloc'd */
+  uint8_t *labels; /* (n); malloc'd */
   int64_t n, c, h, w;
   ct_transform_opts tf;
-  int64_t out_h, out_w; /* after the crop */
+  int64_t out_h, out_w;     /* after the crop */
   float scale[3], shift[3]; /* channel k uses [min(k, 2)]: byte * scale + shift */
 } ct__image_store;
 
@@ -68,6 +69,12 @@ ct_status ct__image_store_init_transforms(ct__image_store *s, const ct_transform
 /* The dataset over a copy of *s; takes ownership of s->pixels and s->labels
  * (freed on failure too). */
 ct_dataset *ct__image_dataset_new(const ct__image_store *s);
+
+/* Reads a CIFAR-10 binary batch of exactly `records` records (10000 in a real
+ * file; fewer in the fuzz target) into pixels (records x 3072 bytes) and
+ * labels (records bytes): CT_ERR_FORMAT naming the file (and the record) for
+ * another size or a label above 9, CT_ERR_IO for a missing or unreadable one. */
+ct_status ct__cifar_read_batch(const char *path, int64_t records, uint8_t *pixels, uint8_t *labels);
 
 /* Writes image `index` after transforms (random choices from (seed, epoch,
  * index)) into out, (c, out_h, out_w) f32 contiguous. */

@@ -2,7 +2,9 @@
  * reads uncompressed files transparently) and ct_mnist_open. Every header
  * field is validated and the data size computed with overflow checks before
  * anything is allocated; the buffer then grows with the bytes actually read,
- * so a header that lies about its size costs no more memory than the file. */
+ * so a header that lies about its size costs no more memory than the file. A
+ * gzip stream must end with its trailer (whose CRC-32 zlib checks), and every
+ * label must be a class (0..9). Messages name the file, escaped. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "data/data_internal.h"
 #include "data/idx.h"
+#include "io/io_internal.h"
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
@@ -28,21 +31,29 @@ static const char *describe(const ct__idx *h, char *buf, size_t size) {
 
 ct_status ct__idx_parse_header(const uint8_t *buf, size_t size, const char *name, uint32_t magic,
                                ct__idx *out) {
+  if (!out || (!buf && size) || !name || (magic != CT_IDX_IMAGES && magic != CT_IDX_LABELS))
+    return ct__fail_status(CT_ERR_ARG,
+                           "idx_parse_header: out, buf (%zu bytes) and name must not be "
+                           "NULL and magic 0x%08x must be 0x%08x or 0x%08x",
+                           size, magic, CT_IDX_IMAGES, CT_IDX_LABELS);
   const int ndim = magic == CT_IDX_IMAGES ? 3 : 1;
   const char *kind = ndim == 3 ? "image" : "label";
   *out = (ct__idx){.ndim = ndim, .header_bytes = 4 + 4 * (size_t)ndim};
   if (size < 4)
-    return ct__fail_status(CT_ERR_FORMAT, "%s: truncated header: %zu bytes, an IDX file starts with "
-                           "a 4-byte magic number", name, size);
+    return ct__fail_status(CT_ERR_FORMAT,
+                           "%s: truncated header: %zu bytes, an IDX file starts with "
+                           "a 4-byte magic number",
+                           name, size);
   uint32_t m = be32(buf);
   if (m != magic)
     return ct__fail_status(CT_ERR_FORMAT,
                            "%s: bad magic number 0x%08x (an IDX %s file starts with 0x%08x: "
-                           "unsigned bytes, %d dim%s)", name, m, kind, magic, ndim,
-                           ndim > 1 ? "s" : "");
+                           "unsigned bytes, %d dim%s)",
+                           name, m, kind, magic, ndim, ndim > 1 ? "s" : "");
   if (size < out->header_bytes)
-    return ct__fail_status(CT_ERR_FORMAT, "%s: truncated header: %zu bytes, an IDX %s header has %zu",
-                           name, size, kind, out->header_bytes);
+    return ct__fail_status(CT_ERR_FORMAT,
+                           "%s: truncated header: %zu bytes, an IDX %s header has %zu", name, size,
+                           kind, out->header_bytes);
   uint64_t total = 1;
   bool overflow = false;
   for (int d = 0; d < ndim; d++) {
@@ -65,19 +76,21 @@ static ct_status truncated(const char *name, const ct__idx *h, size_t holds) {
   char what[96];
   return ct__fail_status(CT_ERR_FORMAT,
                          "%s: truncated: header promises %s (%zu bytes), file holds %zu bytes "
-                         "after the %zu-byte header", name, describe(h, what, sizeof what),
-                         h->data_bytes, holds, h->header_bytes);
+                         "after the %zu-byte header",
+                         name, describe(h, what, sizeof what), h->data_bytes, holds,
+                         h->header_bytes);
 }
 
 static ct_status trailing(const char *name, const ct__idx *h) {
   char what[96];
-  return ct__fail_status(CT_ERR_FORMAT,
-                         "%s: longer than its header says: %s (%zu bytes) are followed by more data",
-                         name, describe(h, what, sizeof what), h->data_bytes);
+  return ct__fail_status(
+      CT_ERR_FORMAT, "%s: longer than its header says: %s (%zu bytes) are followed by more data",
+      name, describe(h, what, sizeof what), h->data_bytes);
 }
 
 ct_status ct__idx_parse(const uint8_t *buf, size_t size, const char *name, uint32_t magic,
                         ct__idx *out, const uint8_t **data) {
+  if (!data) return ct__fail_status(CT_ERR_ARG, "idx_parse: data is NULL");
   *data = NULL;
   ct_status st = ct__idx_parse_header(buf, size, name, magic, out);
   if (st != CT_OK) return st;
@@ -111,16 +124,22 @@ static int64_t gz_read_all(gzFile f, const char *name, uint8_t *buf, size_t n) {
 }
 
 ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint8_t **data) {
+  if (!path || !out || !data)
+    return ct__fail_status(CT_ERR_ARG, "idx_read_file: path, out and data must not be NULL");
   *data = NULL;
+  char shown[CT_NAME_MSG];
+  const char *name = ct_escape_name(path, shown, sizeof shown);
+  errno = 0;
   gzFile f = gzopen(path, "rb");
   if (!f)
-    return ct__fail_status(errno == ENOMEM ? CT_ERR_OOM : CT_ERR_IO, "%s: cannot open: %s", path,
+    return ct__fail_status(errno == ENOMEM ? CT_ERR_OOM : CT_ERR_IO, "%s: cannot open: %s", name,
                            errno ? strerror(errno) : "out of memory");
   gzbuffer(f, 1u << 18);
   uint8_t header[16];
   size_t header_max = magic == CT_IDX_IMAGES ? 16 : 8;
-  int64_t got = gz_read_all(f, path, header, header_max);
-  ct_status st = got < 0 ? ct_last_error() : ct__idx_parse_header(header, (size_t)got, path, magic, out);
+  int64_t got = gz_read_all(f, name, header, header_max);
+  ct_status st =
+      got < 0 ? ct_last_error() : ct__idx_parse_header(header, (size_t)got, name, magic, out);
   if (st != CT_OK) {
     gzclose(f);
     return st;
@@ -132,31 +151,42 @@ ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint
   uint8_t *buf = malloc(cap ? cap : 1);
   if (!buf) {
     gzclose(f);
-    return ct__fail_status(CT_ERR_OOM, "%s: out of host memory for %zu bytes", path, cap);
+    return ct__fail_status(CT_ERR_OOM, "%s: out of host memory for %zu bytes", name, cap);
   }
   for (;;) {
-    int64_t r = gz_read_all(f, path, buf + have, cap - have);
+    int64_t r = gz_read_all(f, name, buf + have, cap - have);
     if (r < 0) goto fail;
     have += (size_t)r;
     if (have < cap || cap == need) break;
     size_t grown = cap > need / 2 ? need : 2 * cap;
     uint8_t *nb = realloc(buf, grown);
     if (!nb) {
-      ct__fail(CT_ERR_OOM, "%s: out of host memory for %zu bytes", path, grown);
+      ct__fail(CT_ERR_OOM, "%s: out of host memory for %zu bytes", name, grown);
       goto fail;
     }
     buf = nb;
     cap = grown;
   }
   if (have < need) {
-    truncated(path, out, have);
+    truncated(name, out, have);
     goto fail;
   }
   uint8_t extra;
-  int64_t more = gz_read_all(f, path, &extra, 1);
+  int64_t more = gz_read_all(f, name, &extra, 1);
   if (more < 0) goto fail;
   if (more > 0) {
-    trailing(path, out);
+    trailing(name, out);
+    goto fail;
+  }
+  /* All the data arrived, but a gzip stream cut before its 8-byte trailer
+   * (CRC-32 and length) reads as a clean end: zlib only notes it. */
+  int code = Z_OK;
+  gzerror(f, &code);
+  if (code == Z_BUF_ERROR) {
+    ct__fail(CT_ERR_FORMAT,
+             "%s: truncated: the gzip stream ends before its trailer (CRC-32 and "
+             "length), so the data cannot be verified",
+             name);
     goto fail;
   }
   gzclose(f);
@@ -170,6 +200,8 @@ fail:
 
 /* ---- ct_mnist_open --------------------------------------------------------------- */
 
+enum { MNIST_CLASSES = 10 };
+
 /* dir/base.gz if it exists, else dir/base (which may not exist either). */
 static char *find_file(const char *dir, const char *base) {
   size_t n = strlen(dir) + strlen(base) + 8;
@@ -180,12 +212,27 @@ static char *find_file(const char *dir, const char *base) {
   if (stat(p, &st) == 0) return p;
   snprintf(p, n, "%s/%s", dir, base);
   if (stat(p, &st) == 0) return p;
+  char shown[CT_NAME_MSG];
   ct__fail(CT_ERR_IO,
            "mnist_open: %s/%s(.gz) not found. For Fashion-MNIST install the Debian package "
            "dataset-fashion-mnist (files in /usr/share/datasets/fashion-mnist); MNIST has the "
-           "same file names", dir, base);
+           "same file names",
+           ct_escape_name(dir, shown, sizeof shown), base);
   free(p);
   return NULL;
+}
+
+/* A label outside the classes would surface mid-epoch, as a loss's index
+ * error far from its cause: refuse it here, naming the file and where. */
+static ct_status check_labels(const char *path, const uint8_t *labels, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (labels[i] >= MNIST_CLASSES) {
+      char shown[CT_NAME_MSG];
+      return ct__fail_status(
+          CT_ERR_FORMAT, "%s: label %lld is %u (MNIST and Fashion-MNIST have classes 0..%d)",
+          ct_escape_name(path, shown, sizeof shown), (long long)i, labels[i], MNIST_CLASSES - 1);
+    }
+  return CT_OK;
 }
 
 ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *transforms) {
@@ -203,10 +250,13 @@ ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *
   if (ct__idx_read_file(img_path, CT_IDX_IMAGES, &ih, &s.pixels) != CT_OK) goto done;
   if (ct__idx_read_file(lbl_path, CT_IDX_LABELS, &lh, &s.labels) != CT_OK) goto done;
   if (ih.dims[0] != lh.dims[0]) {
-    ct__fail(CT_ERR_FORMAT, "mnist_open: %s holds %lld images but %s holds %lld labels", img_path,
-             (long long)ih.dims[0], lbl_path, (long long)lh.dims[0]);
+    char a[CT_NAME_MSG], b[CT_NAME_MSG];
+    ct__fail(CT_ERR_FORMAT, "mnist_open: %s holds %lld images but %s holds %lld labels",
+             ct_escape_name(img_path, a, sizeof a), (long long)ih.dims[0],
+             ct_escape_name(lbl_path, b, sizeof b), (long long)lh.dims[0]);
     goto done;
   }
+  if (check_labels(lbl_path, s.labels, lh.dims[0]) != CT_OK) goto done;
   s.n = ih.dims[0];
   s.c = 1;
   s.h = ih.dims[1];

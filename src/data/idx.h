@@ -15,14 +15,15 @@
 enum { CT_IDX_IMAGES = 0x00000803, CT_IDX_LABELS = 0x00000801 };
 
 typedef struct ct__idx {
-  int ndim;          /* 1 or 3 */
-  int64_t dims[3];   /* count, then rows and cols for images */
+  int ndim;        /* 1 or 3 */
+  int64_t dims[3]; /* count, then rows and cols for images */
   size_t header_bytes;
   size_t data_bytes; /* product of dims (overflow-checked) */
 } ct__idx;
 
 /* Parses and validates the header at buf[0..size) of a file called name
- * (for messages), which must have the given magic: the magic, every dim
+ * (for messages, already escaped: ct_escape_name), which must have the given
+ * magic (CT_IDX_IMAGES or CT_IDX_LABELS; NULL pointers are CT_ERR_ARG): the magic, every dim
  * (nonzero rows and cols) and the product of the dims, without overflow.
  * Does not look at the data. CT_ERR_FORMAT naming name and the field. */
 ct_status ct__idx_parse_header(const uint8_t *buf, size_t size, const char *name, uint32_t magic,
@@ -31,10 +32,10 @@ ct_status ct__idx_parse_header(const uint8_t *buf, size_t size, const char *name
  * data_bytes bytes of data, which *data points to (inside buf). */
 ct_status ct__idx_parse(const uint8_t *buf, size_t size, const char *name, uint32_t magic,
                         ct__idx *out, const uint8_t **data);
-/* Reads the file at path (gzip or raw; messages name the path) into a
- * malloc'd buffer of exactly out->data_bytes bytes (*data). A file that
- * cannot be opened: CT_ERR_IO; a bad, truncated or overlong one:
- * CT_ERR_FORMAT. */
+/* Reads the file at path (gzip or raw; messages name the path, escaped) into
+ * a malloc'd buffer of exactly out->data_bytes bytes (*data). A file that
+ * cannot be opened: CT_ERR_IO; a bad, truncated (a gzip stream without its
+ * trailer included) or overlong one: CT_ERR_FORMAT. */
 ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint8_t **data);
 
 #endif /* CT_DATA_IDX_H */

@@ -9,14 +9,15 @@
  * dict is parsed by a small strict tokenizer that never reads past its
  * bounds, every size is computed with overflow checks, and the data size is
  * compared with what the file holds before anything is allocated. Any problem
- * is CT_ERR_FORMAT with a message naming the field at fault. Bytes after the
- * data are ignored, as NumPy does. */
+ * is CT_ERR_FORMAT with a message naming the file (escaped: ct_escape_name)
+ * and the field at fault. Bytes after the data are ignored, as NumPy does. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/io_internal.h"
 #include "ops/ops_internal.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -35,11 +36,10 @@ static bool host_is_big_endian(void) {
 /* ---- Input: a memory buffer or a FILE ------------------------------------ */
 
 typedef struct npy_src {
-  const char *path;         /* for messages; NULL for a buffer */
-  FILE *f;                  /* NULL for a buffer */
+  FILE *f; /* NULL for a buffer */
   const unsigned char *buf;
-  size_t size, pos;         /* buffer: total and consumed bytes */
-  bool io_error;            /* a read error (errno saved in err) */
+  size_t size, pos; /* buffer: total and consumed bytes */
+  bool io_error;    /* a read error (errno saved in err) */
   int err;
 } npy_src;
 
@@ -70,8 +70,7 @@ static size_t src_remaining(npy_src *s) {
 }
 
 static ct_status read_error(npy_src *s) {
-  return ct__fail_status(CT_ERR_IO, "npy: error reading '%s': %s", s->path ? s->path : "(buffer)",
-                         strerror(s->err));
+  return ct__fail_status(CT_ERR_IO, "read error: %s", strerror(s->err));
 }
 
 /* ---- The header dict ---------------------------------------------------------- */
@@ -79,7 +78,7 @@ static ct_status read_error(npy_src *s) {
 typedef struct npy_header {
   ct_dtype dtype;
   size_t elsize;
-  bool swap;     /* stored in the other byte order than the host's */
+  bool swap; /* stored in the other byte order than the host's */
   bool fortran;
   int ndim;
   int64_t shape[CT_MAX_DIMS];
@@ -91,7 +90,8 @@ typedef struct cursor {
 } cursor;
 
 static void skip_ws(cursor *c) {
-  while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' || c->s[c->i] == '\r'))
+  while (c->i < c->n &&
+         (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' || c->s[c->i] == '\r'))
     c->i++;
 }
 static bool at(cursor *c, char ch) { return c->i < c->n && c->s[c->i] == ch; }
@@ -105,8 +105,10 @@ static bool eat(cursor *c, char ch) {
 static const char *near(cursor *c, char buf[8]) {
   if (c->i >= c->n) return "the end of the header";
   unsigned char ch = (unsigned char)c->s[c->i];
-  if (ch >= 0x20 && ch < 0x7f) snprintf(buf, 8, "'%c'", ch);
-  else snprintf(buf, 8, "0x%02x", ch);
+  if (ch >= 0x20 && ch < 0x7f)
+    snprintf(buf, 8, "'%c'", ch);
+  else
+    snprintf(buf, 8, "0x%02x", ch);
   return buf;
 }
 
@@ -115,20 +117,21 @@ static bool parse_string(cursor *c, char *out, size_t cap, const char *what) {
   char nb[8];
   skip_ws(c);
   if (!at(c, '\'') && !at(c, '"'))
-    return ct__fail(CT_ERR_FORMAT, "npy: header: expected a quoted string for %s, found %s at byte %zu", what,
-                    near(c, nb), c->i),
+    return ct__fail(CT_ERR_FORMAT, "header: expected a quoted string for %s, found %s at byte %zu",
+                    what, near(c, nb), c->i),
            false;
   char q = c->s[c->i++];
   size_t len = 0;
   while (c->i < c->n && c->s[c->i] != q) {
     unsigned char ch = (unsigned char)c->s[c->i];
     if (ch == '\\' || ch < 0x20 || ch >= 0x7f)
-      return ct__fail(CT_ERR_FORMAT, "npy: header: unsupported character 0x%02x in %s", ch, what), false;
-    if (len + 1 >= cap) return ct__fail(CT_ERR_FORMAT, "npy: header: %s is too long", what), false;
+      return ct__fail(CT_ERR_FORMAT, "header: unsupported character 0x%02x in %s", ch, what), false;
+    if (len + 1 >= cap) return ct__fail(CT_ERR_FORMAT, "header: %s is too long", what), false;
     out[len++] = (char)ch;
     c->i++;
   }
-  if (c->i >= c->n) return ct__fail(CT_ERR_FORMAT, "npy: header: unterminated string in %s", what), false;
+  if (c->i >= c->n)
+    return ct__fail(CT_ERR_FORMAT, "header: unterminated string in %s", what), false;
   c->i++;
   out[len] = 0;
   return true;
@@ -138,18 +141,18 @@ static bool parse_descr(cursor *c, npy_header *h) {
   char d[32];
   skip_ws(c);
   if (at(c, '['))
-    return ct__fail(CT_ERR_FORMAT, "npy: 'descr' is a structured dtype, which is not supported"), false;
+    return ct__fail(CT_ERR_FORMAT, "'descr' is a structured dtype, which is not supported"), false;
   if (!parse_string(c, d, sizeof d, "'descr'")) return false;
   static const struct {
     char kind;
     int size;
     ct_dtype dtype;
-  } table[] = {{'f', 2, CT_F16}, {'f', 4, CT_F32}, {'f', 8, CT_F64}, {'i', 1, CT_I8},
-               {'i', 2, CT_I16}, {'i', 4, CT_I32}, {'i', 8, CT_I64}, {'u', 1, CT_U8},
-               {'b', 1, CT_BOOL}};
+  } table[] = {{'f', 2, CT_F16}, {'f', 4, CT_F32}, {'f', 8, CT_F64},
+               {'i', 1, CT_I8},  {'i', 2, CT_I16}, {'i', 4, CT_I32},
+               {'i', 8, CT_I64}, {'u', 1, CT_U8},  {'b', 1, CT_BOOL}};
   char order = d[0];
-  if (strlen(d) == 3 && (order == '<' || order == '>' || order == '=' || order == '|') && d[2] >= '1' &&
-      d[2] <= '9') {
+  if (strlen(d) == 3 && (order == '<' || order == '>' || order == '=' || order == '|') &&
+      d[2] >= '1' && d[2] <= '9') {
     for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
       if (table[k].kind == d[1] && table[k].size == d[2] - '0') {
         h->dtype = table[k].dtype;
@@ -161,7 +164,8 @@ static bool parse_descr(cursor *c, npy_header *h) {
     }
   }
   return ct__fail(CT_ERR_FORMAT,
-                  "npy: 'descr' '%s' is not a supported dtype (f2 f4 f8 i1 i2 i4 i8 u1 b1, either byte order)",
+                  "'descr' '%s' is not a supported dtype (f2 f4 f8 i1 i2 i4 i8 u1 b1, either byte "
+                  "order)",
                   d),
          false;
 }
@@ -175,7 +179,7 @@ static bool parse_fortran(cursor *c, npy_header *h) {
     h->fortran = false;
     c->i += 5;
   } else {
-    return ct__fail(CT_ERR_FORMAT, "npy: 'fortran_order' must be True or False"), false;
+    return ct__fail(CT_ERR_FORMAT, "'fortran_order' must be True or False"), false;
   }
   return true;
 }
@@ -183,7 +187,7 @@ static bool parse_fortran(cursor *c, npy_header *h) {
 static bool parse_shape(cursor *c, npy_header *h) {
   char nb[8];
   if (!eat(c, '('))
-    return ct__fail(CT_ERR_FORMAT, "npy: 'shape' must be a tuple, found %s", near(c, nb)), false;
+    return ct__fail(CT_ERR_FORMAT, "'shape' must be a tuple, found %s", near(c, nb)), false;
   h->ndim = 0;
   for (;;) {
     skip_ws(c);
@@ -194,24 +198,25 @@ static bool parse_shape(cursor *c, npy_header *h) {
       c->i++;
     }
     if (!(c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9'))
-      return ct__fail(CT_ERR_FORMAT, "npy: 'shape' must hold integers, found %s", near(c, nb)), false;
+      return ct__fail(CT_ERR_FORMAT, "'shape' must hold integers, found %s", near(c, nb)), false;
     int64_t v = 0;
     while (c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9') {
       int digit = c->s[c->i++] - '0';
       if (v > (INT64_MAX - digit) / 10)
-        return ct__fail(CT_ERR_FORMAT, "npy: 'shape' has a dimension too large for 64 bits"), false;
+        return ct__fail(CT_ERR_FORMAT, "'shape' has a dimension too large for 64 bits"), false;
       v = v * 10 + digit;
     }
     if (at(c, 'L') || at(c, 'l')) c->i++; /* Python 2 long literals, in old files */
     if (neg && v != 0)
-      return ct__fail(CT_ERR_FORMAT, "npy: 'shape' has a negative dimension (-%lld)", (long long)v), false;
+      return ct__fail(CT_ERR_FORMAT, "'shape' has a negative dimension (-%lld)", (long long)v),
+             false;
     if (h->ndim == CT_MAX_DIMS)
-      return ct__fail(CT_ERR_FORMAT, "npy: 'shape' has more than %d dimensions", CT_MAX_DIMS), false;
+      return ct__fail(CT_ERR_FORMAT, "'shape' has more than %d dimensions", CT_MAX_DIMS), false;
     h->shape[h->ndim++] = v;
     if (eat(c, ',')) continue;
     skip_ws(c);
     if (!at(c, ')'))
-      return ct__fail(CT_ERR_FORMAT, "npy: 'shape': expected ',' or ')', found %s", near(c, nb)), false;
+      return ct__fail(CT_ERR_FORMAT, "'shape': expected ',' or ')', found %s", near(c, nb)), false;
   }
   c->i++; /* ')' */
   return true;
@@ -224,7 +229,8 @@ static bool parse_header(const char *text, size_t len, npy_header *h) {
   bool seen[3] = {false, false, false};
   static const char *const keys[3] = {"descr", "fortran_order", "shape"};
   if (!eat(&c, '{'))
-    return ct__fail(CT_ERR_FORMAT, "npy: header: expected a dict starting with '{', found %s", near(&c, nb)),
+    return ct__fail(CT_ERR_FORMAT, "header: expected a dict starting with '{', found %s",
+                    near(&c, nb)),
            false;
   for (;;) {
     skip_ws(&c);
@@ -233,17 +239,19 @@ static bool parse_header(const char *text, size_t len, npy_header *h) {
     if (!parse_string(&c, key, sizeof key, "a header key")) return false;
     int k = 0;
     while (k < 3 && strcmp(key, keys[k]) != 0) k++;
-    if (k == 3) return ct__fail(CT_ERR_FORMAT, "npy: header: unexpected key '%s'", key), false;
-    if (seen[k]) return ct__fail(CT_ERR_FORMAT, "npy: header: key '%s' appears twice", key), false;
+    if (k == 3) return ct__fail(CT_ERR_FORMAT, "header: unexpected key '%s'", key), false;
+    if (seen[k]) return ct__fail(CT_ERR_FORMAT, "header: key '%s' appears twice", key), false;
     seen[k] = true;
     if (!eat(&c, ':'))
-      return ct__fail(CT_ERR_FORMAT, "npy: header: expected ':' after '%s', found %s", key, near(&c, nb)), false;
+      return ct__fail(CT_ERR_FORMAT, "header: expected ':' after '%s', found %s", key,
+                      near(&c, nb)),
+             false;
     bool ok = k == 0 ? parse_descr(&c, h) : k == 1 ? parse_fortran(&c, h) : parse_shape(&c, h);
     if (!ok) return false;
     if (eat(&c, ',')) continue;
     skip_ws(&c);
     if (!at(&c, '}'))
-      return ct__fail(CT_ERR_FORMAT, "npy: header: expected ',' or '}' after '%s', found %s", key,
+      return ct__fail(CT_ERR_FORMAT, "header: expected ',' or '}' after '%s', found %s", key,
                       near(&c, nb)),
              false;
   }
@@ -251,9 +259,9 @@ static bool parse_header(const char *text, size_t len, npy_header *h) {
   skip_ws(&c);
   while (c.i < c.n && c.s[c.i] == 0) c.i++; /* tolerate NUL padding */
   if (c.i < c.n)
-    return ct__fail(CT_ERR_FORMAT, "npy: header: unexpected %s after the dict", near(&c, nb)), false;
+    return ct__fail(CT_ERR_FORMAT, "header: unexpected %s after the dict", near(&c, nb)), false;
   for (int k = 0; k < 3; k++)
-    if (!seen[k]) return ct__fail(CT_ERR_FORMAT, "npy: header: missing key '%s'", keys[k]), false;
+    if (!seen[k]) return ct__fail(CT_ERR_FORMAT, "header: missing key '%s'", keys[k]), false;
   return true;
 }
 
@@ -274,23 +282,26 @@ static ct_tensor *load(npy_src *s) {
   size_t got = src_read(s, pre, 8);
   if (s->io_error) return read_error(s), NULL;
   if (got < NPY_MAGIC_LEN || memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
-    return ct__fail(CT_ERR_FORMAT, "npy: bad magic string (not a .npy file)");
-  if (got < 8) return ct__fail(CT_ERR_FORMAT, "npy: file is truncated in the version field");
+    return ct__fail(CT_ERR_FORMAT, "bad magic string (not a .npy file)");
+  if (got < 8) return ct__fail(CT_ERR_FORMAT, "file is truncated in the version field");
   int major = pre[6], minor = pre[7];
   if (major < 1 || major > 3 || minor != 0)
-    return ct__fail(CT_ERR_FORMAT, "npy: unsupported format version %d.%d (1.0, 2.0 and 3.0 are supported)",
-                    major, minor);
+    return ct__fail(CT_ERR_FORMAT,
+                    "unsupported format version %d.%d (1.0, 2.0 and 3.0 are supported)", major,
+                    minor);
   size_t lenbytes = major == 1 ? 2 : 4;
   got = src_read(s, pre + 8, lenbytes);
   if (s->io_error) return read_error(s), NULL;
-  if (got < lenbytes) return ct__fail(CT_ERR_FORMAT, "npy: file is truncated in the header length field");
+  if (got < lenbytes)
+    return ct__fail(CT_ERR_FORMAT, "file is truncated in the header length field");
   uint32_t hlen = major == 1 ? (uint32_t)pre[8] | (uint32_t)pre[9] << 8
                              : (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 |
                                    (uint32_t)pre[11] << 24;
   if (hlen > NPY_MAX_HEADER)
-    return ct__fail(CT_ERR_FORMAT, "npy: header length %u exceeds the %d-byte limit", hlen, NPY_MAX_HEADER);
+    return ct__fail(CT_ERR_FORMAT, "header length %u exceeds the %d-byte limit", hlen,
+                    NPY_MAX_HEADER);
   char *text = malloc(hlen ? hlen : 1);
-  if (!text) return ct__fail(CT_ERR_OOM, "npy: out of memory for a %u-byte header", hlen);
+  if (!text) return ct__fail(CT_ERR_OOM, "out of memory for a %u-byte header", hlen);
   got = src_read(s, text, hlen);
   if (s->io_error) {
     free(text);
@@ -298,30 +309,36 @@ static ct_tensor *load(npy_src *s) {
   }
   if (got < hlen) {
     free(text);
-    return ct__fail(CT_ERR_FORMAT, "npy: header is truncated: %zu bytes present, %u expected", got, hlen);
+    return ct__fail(CT_ERR_FORMAT, "header is truncated: %zu bytes present, %u expected", got,
+                    hlen);
   }
   npy_header h = {0};
   bool ok = parse_header(text, hlen, &h);
   free(text);
   if (!ok) return NULL;
 
-  /* Sizes, overflow-checked, and compared with the input before allocating. */
-  int64_t numel = 1;
+  /* Sizes, overflow-checked, and compared with the input before allocating.
+   * The product of the dims with each 0 taken as 1, times the element size,
+   * bounds every stride in bytes: a (0, 2^40, 2^40) array holds nothing, yet
+   * its strides overflow, so it is refused like one too large to hold. */
+  uint64_t span = h.elsize;
+  bool empty = false;
   for (int d = 0; d < h.ndim; d++) {
-    if (h.shape[d] != 0 && numel > INT64_MAX / h.shape[d]) {
-      numel = -1;
-      break;
+    empty |= h.shape[d] == 0;
+    if (__builtin_mul_overflow(span, (uint64_t)(h.shape[d] ? h.shape[d] : 1), &span) ||
+        span > (uint64_t)INT64_MAX || span > SIZE_MAX) {
+      char sh[CT_MAX_DIMS * 22 + 4];
+      return ct__fail(CT_ERR_FORMAT,
+                      "'shape' %s is too large: its size in bytes or a stride overflows 64 bits",
+                      ct_shape_format(h.shape, h.ndim, sh, sizeof sh));
     }
-    numel *= h.shape[d];
   }
-  for (int d = 0; d < h.ndim && numel != 0; d++)
-    if (h.shape[d] == 0) numel = 0;
-  if (numel < 0 || (uint64_t)numel > (uint64_t)(INT64_MAX / 8) || (uint64_t)numel > SIZE_MAX / h.elsize)
-    return ct__fail(CT_ERR_FORMAT, "npy: 'shape' has too many elements (the product of its dimensions overflows)");
+  int64_t numel = empty ? 0 : (int64_t)(span / h.elsize);
   size_t nbytes = (size_t)numel * h.elsize;
   size_t avail = src_remaining(s);
   if (avail < nbytes)
-    return ct__fail(CT_ERR_FORMAT, "npy: data is truncated: %zu bytes present, %zu expected", avail, nbytes);
+    return ct__fail(CT_ERR_FORMAT, "data is truncated: %zu bytes present, %zu expected", avail,
+                    nbytes);
 
   /* Fortran order: the data is the C-order tensor of the reversed shape. */
   bool reversed = h.fortran && h.ndim > 1;
@@ -334,7 +351,8 @@ static ct_tensor *load(npy_src *s) {
     if (s->io_error || got < nbytes) {
       ct__release(t);
       if (s->io_error) return read_error(s), NULL;
-      return ct__fail(CT_ERR_FORMAT, "npy: data is truncated: %zu bytes present, %zu expected", got, nbytes);
+      return ct__fail(CT_ERR_FORMAT, "data is truncated: %zu bytes present, %zu expected", got,
+                      nbytes);
     }
   }
   if (h.swap) byteswap(ct__data(t), (size_t)numel, h.elsize);
@@ -355,41 +373,65 @@ static ct_tensor *load(npy_src *s) {
   return t;
 }
 
+/* Puts the operation and the file in front of the error that load recorded. */
+static ct_tensor *name_failure(const char *op, const char *path) {
+  char msg[768], name[CT_NAME_MSG];
+  snprintf(msg, sizeof msg, "%s", ct_last_error_message());
+  if (!path) return ct__fail(ct_last_error(), "%s: %s", op, msg);
+  return ct__fail(ct_last_error(), "%s: %s: %s", op, ct_escape_name(path, name, sizeof name), msg);
+}
+
 ct_tensor *ct_load_npy_buffer(const void *data, size_t size) {
   if (!data && size) return ct__fail(CT_ERR_ARG, "load_npy_buffer: data is NULL");
   npy_src s = {.buf = data, .size = size};
-  return ct__track(load(&s));
+  ct_tensor *t = load(&s);
+  return t ? ct__track(t) : name_failure("load_npy_buffer", NULL);
 }
 
 ct_tensor *ct_load_npy(const char *path) {
   if (!path) return ct__fail(CT_ERR_ARG, "load_npy: path is NULL");
   FILE *f = fopen(path, "rb");
-  if (!f) return ct__fail(CT_ERR_IO, "npy: can't open '%s': %s", path, strerror(errno));
-  npy_src s = {.path = path, .f = f};
+  if (!f) {
+    ct__fail(CT_ERR_IO, "cannot open: %s", strerror(errno));
+    return name_failure("load_npy", path);
+  }
+  npy_src s = {.f = f};
   ct_tensor *t = load(&s);
   fclose(f);
-  return ct__track(t);
+  return t ? ct__track(t) : name_failure("load_npy", path);
 }
 
 /* ---- Saving ------------------------------------------------------------------------ */
 
 static const char *descr_of(ct_dtype d) {
   switch (d) {
-  case CT_F32: return "<f4";
-  case CT_F64: return "<f8";
-  case CT_F16: return "<f2";
-  case CT_I8: return "|i1";
-  case CT_U8: return "|u1";
-  case CT_I16: return "<i2";
-  case CT_I32: return "<i4";
-  case CT_I64: return "<i8";
-  case CT_BOOL: return "|b1";
-  default: return NULL; /* bf16: saved as f32 */
+    case CT_F32:
+      return "<f4";
+    case CT_F64:
+      return "<f8";
+    case CT_F16:
+      return "<f2";
+    case CT_I8:
+      return "|i1";
+    case CT_U8:
+      return "|u1";
+    case CT_I16:
+      return "<i2";
+    case CT_I32:
+      return "<i4";
+    case CT_I64:
+      return "<i8";
+    case CT_BOOL:
+      return "|b1";
+    default:
+      return NULL; /* bf16: saved as f32 */
   }
 }
 
 ct_status ct_save_npy(const char *path, const ct_tensor *t) {
-  if (!t) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "save_npy: tensor is NULL");
+  if (!t)
+    return ct_last_error() ? ct_last_error()
+                           : ct__fail_status(CT_ERR_ARG, "save_npy: tensor is NULL");
   if (!path) return ct__fail_status(CT_ERR_ARG, "save_npy: path is NULL");
 
   /* A contiguous little-endian host image of the elements. */
@@ -404,10 +446,11 @@ ct_status ct_save_npy(const char *path, const ct_tensor *t) {
     data = ct__data(cc);
   } else {
     owned = malloc(nbytes ? nbytes : 1);
-    ct_status st = !owned ? ct__fail_status(CT_ERR_OOM, "save_npy: out of host memory (%zu bytes)", nbytes)
-                   : ct__is_cpu(cc) ? (memcpy(owned, ct__data(cc), nbytes), CT_OK)
-                   : nbytes ? ct__backend_of(cc)->copy_to_host(owned, cc, nbytes, false)
-                            : CT_OK;
+    ct_status st =
+        !owned ? ct__fail_status(CT_ERR_OOM, "save_npy: out of host memory (%zu bytes)", nbytes)
+        : ct__is_cpu(cc) ? (memcpy(owned, ct__data(cc), nbytes), CT_OK)
+        : nbytes         ? ct__backend_of(cc)->copy_to_host(owned, cc, nbytes, false)
+                         : CT_OK;
     if (st != CT_OK) {
       free(owned);
       ct__release(cc);
@@ -423,13 +466,15 @@ ct_status ct_save_npy(const char *path, const ct_tensor *t) {
   size_t sl = 0;
   shape[sl++] = '(';
   for (int d = 0; d < cc->ndim; d++)
-    sl += (size_t)snprintf(shape + sl, sizeof shape - sl, d ? ", %lld" : "%lld", (long long)cc->shape[d]);
+    sl += (size_t)snprintf(shape + sl, sizeof shape - sl, d ? ", %lld" : "%lld",
+                           (long long)cc->shape[d]);
   if (cc->ndim == 1) shape[sl++] = ',';
   shape[sl++] = ')';
   shape[sl] = 0;
   char header[512];
-  int hl = snprintf(header + 10, sizeof header - 10, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                    descr_of(cc->dtype), shape);
+  int hl = snprintf(header + 10, sizeof header - 10,
+                    "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr_of(cc->dtype),
+                    shape);
   size_t total = 10 + (size_t)hl + 1;
   size_t padded = (total + 63) / 64 * 64;
   memset(header + 10 + hl, ' ', padded - total);
@@ -441,11 +486,15 @@ ct_status ct_save_npy(const char *path, const ct_tensor *t) {
   header[9] = (char)((padded - 10) >> 8);
 
   ct_status st = CT_OK;
+  char name[CT_NAME_MSG];
+  ct_escape_name(path, name, sizeof name);
   FILE *f = fopen(path, "wb");
   if (!f) {
-    st = ct__fail_status(CT_ERR_IO, "save_npy: can't open '%s' for writing: %s", path, strerror(errno));
+    st = ct__fail_status(CT_ERR_IO, "save_npy: %s: cannot open for writing: %s", name,
+                         strerror(errno));
   } else {
-    bool ok = fwrite(header, 1, padded, f) == padded && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
+    bool ok = fwrite(header, 1, padded, f) == padded &&
+              (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
     int werr = errno;
     if (fclose(f) != 0 && ok) {
       ok = false;
@@ -453,7 +502,7 @@ ct_status ct_save_npy(const char *path, const ct_tensor *t) {
     }
     /* A partial file is left in place: path may not be ours to remove
      * (a device such as /dev/full, a pipe). */
-    if (!ok) st = ct__fail_status(CT_ERR_IO, "save_npy: error writing '%s': %s", path, strerror(werr));
+    if (!ok) st = ct__fail_status(CT_ERR_IO, "save_npy: %s: write error: %s", name, strerror(werr));
   }
   free(owned);
   ct__release(cc);

@@ -24,12 +24,13 @@ typedef struct ct__st_header {
 } ct__st_header;
 
 /* Parses and validates the JSON header (len bytes, not NUL-terminated) of a
- * file whose data buffer (after the header) has data_size bytes: syntax, no
- * duplicate keys, known dtypes, shapes of at most CT_MAX_DIMS non-negative
- * sizes, numel x dtype size = end - begin without overflow, offsets sorted,
- * contiguous, non-overlapping and covering the buffer exactly, and an optional
- * "__metadata__" object of strings. `what` (the path) prefixes messages. On
- * failure records CT_ERR_FORMAT (or CT_ERR_OOM) and returns its code. */
+ * file whose data buffer (after the header) has data_size bytes: syntax
+ * (UTF-8 strings), names as the writer allows them, no duplicate keys, known dtypes, shapes of at
+ * most CT_MAX_DIMS non-negative sizes, numel x dtype size = end - begin without overflow, offsets
+ * sorted, contiguous, non-overlapping and covering the buffer exactly, strides that fit 64 bits
+ * even in empty tensors, and an optional "__metadata__" object of strings. `what` (the path,
+ * already escaped) prefixes messages. On failure records CT_ERR_FORMAT (or CT_ERR_OOM) and returns
+ * its code. */
 ct_status ct__st_parse_header(const char *json, size_t len, uint64_t data_size, const char *what,
                               ct__st_header *out);
 void ct__st_header_free(ct__st_header *h);

@@ -9,11 +9,15 @@
  *   metadata (key "__metadata__") = "{" string ":" string ... "}"
  *   int     = non-negative integer without sign, fraction, exponent or leading zero
  * Strings take every JSON escape (\uXXXX with surrogate pairs, decoded to
- * UTF-8); a NUL character (\u0000) or a raw control character is rejected. */
+ * UTF-8); a NUL character (\u0000), a raw control character or bytes that
+ * are not UTF-8 are rejected. Tensor names follow the writer's rule
+ * (ct__st_name_problem: non-empty). Names appear in messages escaped
+ * (ct_escape_name). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "io/io_internal.h"
 #include "io/safetensors.h"
 
 typedef struct parser {
@@ -27,7 +31,7 @@ static void fail(parser *p, const char *fmt, ...) CT_PRINTF(2, 3);
 static void fail(parser *p, const char *fmt, ...) {
   if (p->failed) return;
   p->failed = true;
-  char msg[256];
+  char msg[768];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -50,8 +54,10 @@ static bool expect(parser *p, char c, const char *context) {
     p->pos++;
     return true;
   }
-  if (p->pos >= p->len) fail(p, "unexpected end while expecting '%c' %s", c, context);
-  else fail(p, "expected '%c' %s at byte %zu, found '%c'", c, context, p->pos, p->s[p->pos]);
+  if (p->pos >= p->len)
+    fail(p, "unexpected end while expecting '%c' %s", c, context);
+  else
+    fail(p, "expected '%c' %s at byte %zu, found '%c'", c, context, p->pos, p->s[p->pos]);
   return false;
 }
 
@@ -69,8 +75,10 @@ static int hex4(const char *s) {
   int v = 0;
   for (int i = 0; i < 4; i++) {
     char c = s[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -78,7 +86,10 @@ static int hex4(const char *s) {
 }
 
 static size_t put_utf8(char *out, uint32_t cp) {
-  if (cp < 0x80) { out[0] = (char)cp; return 1; }
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
   if (cp < 0x800) {
     out[0] = (char)(0xC0 | (cp >> 6));
     out[1] = (char)(0x80 | (cp & 0x3F));
@@ -128,14 +139,30 @@ static char *parse_string(parser *p, const char *context) {
     char e = p->s[i + 1]; /* exists: end was found by skipping escapes in pairs */
     i += 2;
     switch (e) {
-      case '"': out[o++] = '"'; break;
-      case '\\': out[o++] = '\\'; break;
-      case '/': out[o++] = '/'; break;
-      case 'b': out[o++] = '\b'; break;
-      case 'f': out[o++] = '\f'; break;
-      case 'n': out[o++] = '\n'; break;
-      case 'r': out[o++] = '\r'; break;
-      case 't': out[o++] = '\t'; break;
+      case '"':
+        out[o++] = '"';
+        break;
+      case '\\':
+        out[o++] = '\\';
+        break;
+      case '/':
+        out[o++] = '/';
+        break;
+      case 'b':
+        out[o++] = '\b';
+        break;
+      case 'f':
+        out[o++] = '\f';
+        break;
+      case 'n':
+        out[o++] = '\n';
+        break;
+      case 'r':
+        out[o++] = '\r';
+        break;
+      case 't':
+        out[o++] = '\t';
+        break;
       case 'u': {
         int u = i + 4 <= end ? hex4(p->s + i) : -1;
         if (u < 0) {
@@ -169,6 +196,12 @@ static char *parse_string(parser *p, const char *context) {
     }
   }
   out[o] = '\0';
+  /* JSON text is UTF-8 (RFC 8259, 8.1): raw bytes that are not, in any
+   * string, make the header invalid, as for safetensors' own parser. */
+  if (!ct__utf8_valid(out, o)) {
+    fail(p, "a string starting at byte %zu is not valid UTF-8", start - 1);
+    goto bad;
+  }
   p->pos = end + 1;
   return out;
 bad:
@@ -209,15 +242,16 @@ static bool parse_uint(parser *p, const char *context, uint64_t *v) {
 static const struct {
   const char *name;
   ct_dtype dtype;
-} st_dtypes[] = {{"F64", CT_F64}, {"F32", CT_F32}, {"F16", CT_F16}, {"BF16", CT_BF16},
-                 {"I64", CT_I64}, {"I32", CT_I32}, {"I16", CT_I16}, {"I8", CT_I8},
+} st_dtypes[] = {{"F64", CT_F64}, {"F32", CT_F32},  {"F16", CT_F16}, {"BF16", CT_BF16},
+                 {"I64", CT_I64}, {"I32", CT_I32},  {"I16", CT_I16}, {"I8", CT_I8},
                  {"U8", CT_U8},   {"BOOL", CT_BOOL}};
 _Static_assert(sizeof st_dtypes / sizeof st_dtypes[0] == CT_DTYPE_COUNT,
                "every ctensor dtype has a safetensors name");
 
 /* {"dtype": ..., "shape": [...], "data_offsets": [b, e]} into e. */
 static void parse_tensor(parser *p, ct__st_entry *e) {
-  const char *tn = e->name;
+  char tn[CT_NAME_MSG], shown[64];
+  ct_escape_name(e->name, tn, sizeof tn);
   bool have_dtype = false, have_shape = false, have_offsets = false;
   if (!expect(p, '{', "to open a tensor entry")) return;
   if (accept(p, '}')) {
@@ -229,17 +263,25 @@ static void parse_tensor(parser *p, ct__st_entry *e) {
     if (!key) return;
     if (!expect(p, ':', "after a field name")) goto done;
     if (!strcmp(key, "dtype")) {
-      if (have_dtype) { fail(p, "tensor '%s': duplicate field \"dtype\"", tn); goto done; }
+      if (have_dtype) {
+        fail(p, "tensor '%s': duplicate field \"dtype\"", tn);
+        goto done;
+      }
       have_dtype = true;
       char *d = parse_string(p, "(the dtype)");
       if (!d) goto done;
       size_t k = 0, nd = sizeof st_dtypes / sizeof st_dtypes[0];
       while (k < nd && strcmp(st_dtypes[k].name, d)) k++;
-      if (k == nd) fail(p, "tensor '%s': unknown dtype \"%.32s\"", tn, d);
-      else e->dtype = st_dtypes[k].dtype;
+      if (k == nd)
+        fail(p, "tensor '%s': unknown dtype \"%s\"", tn, ct_escape_name(d, shown, sizeof shown));
+      else
+        e->dtype = st_dtypes[k].dtype;
       free(d);
     } else if (!strcmp(key, "shape")) {
-      if (have_shape) { fail(p, "tensor '%s': duplicate field \"shape\"", tn); goto done; }
+      if (have_shape) {
+        fail(p, "tensor '%s': duplicate field \"shape\"", tn);
+        goto done;
+      }
       have_shape = true;
       if (!expect(p, '[', "to open the shape")) goto done;
       if (!accept(p, ']')) {
@@ -255,14 +297,18 @@ static void parse_tensor(parser *p, ct__st_entry *e) {
         if (!expect(p, ']', "to close the shape")) goto done;
       }
     } else if (!strcmp(key, "data_offsets")) {
-      if (have_offsets) { fail(p, "tensor '%s': duplicate field \"data_offsets\"", tn); goto done; }
+      if (have_offsets) {
+        fail(p, "tensor '%s': duplicate field \"data_offsets\"", tn);
+        goto done;
+      }
       have_offsets = true;
       if (!expect(p, '[', "to open data_offsets") || !parse_uint(p, "in data_offsets", &e->begin) ||
           !expect(p, ',', "between the two data_offsets") ||
-          !parse_uint(p, "in data_offsets", &e->end) || !expect(p, ']', "after the two data_offsets"))
+          !parse_uint(p, "in data_offsets", &e->end) ||
+          !expect(p, ']', "after the two data_offsets"))
         goto done;
     } else {
-      fail(p, "tensor '%s': unknown field \"%.32s\"", tn, key);
+      fail(p, "tensor '%s': unknown field \"%s\"", tn, ct_escape_name(key, shown, sizeof shown));
     }
   done:
     free(key);
@@ -271,7 +317,9 @@ static void parse_tensor(parser *p, ct__st_entry *e) {
   if (!expect(p, '}', "to close a tensor entry")) return;
   if (!have_dtype || !have_shape || !have_offsets)
     fail(p, "tensor '%s': missing field \"%s\"", tn,
-         !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+         !have_dtype   ? "dtype"
+         : !have_shape ? "shape"
+                       : "data_offsets");
 }
 
 static void parse_metadata(parser *p) {
@@ -279,8 +327,9 @@ static void parse_metadata(parser *p) {
   do {
     char *k = parse_string(p, "(a __metadata__ key)");
     if (!k) return;
-    char *v = expect(p, ':', "after a __metadata__ key") ? parse_string(p, "(a __metadata__ value, "
-                                                                           "which must be a string)")
+    char *v = expect(p, ':', "after a __metadata__ key") ? parse_string(p,
+                                                                        "(a __metadata__ value, "
+                                                                        "which must be a string)")
                                                          : NULL;
     free(k);
     free(v);
@@ -307,42 +356,55 @@ static int cmp_names(const void *a, const void *b) {
   return strcmp((*(ct__st_entry *const *)a)->name, (*(ct__st_entry *const *)b)->name);
 }
 
+/* Bytes of an entry's tensor into *bytes. The product of the dims with each
+ * 0 taken as 1, times the dtype size, bounds every stride in bytes: a tensor
+ * (0, 2^40, 2^40) holds nothing, yet its strides overflow, so it is refused
+ * like one too large to hold. */
+static bool entry_bytes(const ct__st_entry *e, uint64_t *bytes) {
+  uint64_t span = ct_dtype_size(e->dtype);
+  bool empty = false;
+  for (int d = 0; d < e->ndim; d++) {
+    empty |= e->shape[d] == 0;
+    if (__builtin_mul_overflow(span, (uint64_t)(e->shape[d] ? e->shape[d] : 1), &span) ||
+        span > (uint64_t)INT64_MAX)
+      return false;
+  }
+  *bytes = empty ? 0 : span;
+  return true;
+}
+
 /* Sizes and offsets: each tensor's bytes, then the layout of the buffer. */
 static ct_status check_layout(ct__st_header *h, uint64_t data_size, const char *what) {
+  char tn[CT_NAME_MSG];
   for (int i = 0; i < h->n; i++) {
     ct__st_entry *e = &h->entries[i];
-    uint64_t bytes = ct_dtype_size(e->dtype);
-    bool overflow = false;
-    for (int d = 0; d < e->ndim; d++) {
-      uint64_t s = (uint64_t)e->shape[d];
-      if (s != 0 && bytes > (uint64_t)INT64_MAX / s) overflow = true;
-      else bytes *= s;
-    }
-    if (overflow) {
-      bool zero = false;
-      for (int d = 0; d < e->ndim; d++) zero = zero || e->shape[d] == 0;
-      if (!zero)
-        return ct__fail_status(CT_ERR_FORMAT, "load_safetensors: %s: tensor '%s': shape overflows",
-                               what, e->name);
-      bytes = 0;
+    ct_escape_name(e->name, tn, sizeof tn);
+    uint64_t bytes;
+    if (!entry_bytes(e, &bytes)) {
+      char sh[CT_MAX_DIMS * 22 + 4];
+      return ct__fail_status(
+          CT_ERR_FORMAT,
+          "load_safetensors: %s: tensor '%s': shape %s is too large: its size in "
+          "bytes or a stride overflows 64 bits",
+          what, tn, ct_shape_format(e->shape, e->ndim, sh, sizeof sh));
     }
     if (e->begin > e->end)
       return ct__fail_status(CT_ERR_FORMAT,
                              "load_safetensors: %s: tensor '%s': data_offsets [%llu, %llu] end "
-                             "before they begin", what, e->name, (unsigned long long)e->begin,
-                             (unsigned long long)e->end);
+                             "before they begin",
+                             what, tn, (unsigned long long)e->begin, (unsigned long long)e->end);
     if (e->end - e->begin != bytes)
       return ct__fail_status(CT_ERR_FORMAT,
                              "load_safetensors: %s: tensor '%s': data_offsets [%llu, %llu] hold "
-                             "%llu bytes but shape x %s size is %llu", what, e->name,
-                             (unsigned long long)e->begin, (unsigned long long)e->end,
+                             "%llu bytes but shape x %s size is %llu",
+                             what, tn, (unsigned long long)e->begin, (unsigned long long)e->end,
                              (unsigned long long)(e->end - e->begin), ct_dtype_name(e->dtype),
                              (unsigned long long)bytes);
     if (e->end > data_size)
       return ct__fail_status(CT_ERR_FORMAT,
                              "load_safetensors: %s: tensor '%s': data_offsets [%llu, %llu] beyond "
-                             "the data buffer of %llu bytes", what, e->name,
-                             (unsigned long long)e->begin, (unsigned long long)e->end,
+                             "the data buffer of %llu bytes",
+                             what, tn, (unsigned long long)e->begin, (unsigned long long)e->end,
                              (unsigned long long)data_size);
   }
   ct__st_entry **order = malloc(sizeof *order * (size_t)(h->n ? h->n : 1));
@@ -353,7 +415,7 @@ static ct_status check_layout(ct__st_header *h, uint64_t data_size, const char *
   for (int i = 1; i < h->n && st == CT_OK; i++)
     if (!strcmp(order[i - 1]->name, order[i]->name))
       st = ct__fail_status(CT_ERR_FORMAT, "load_safetensors: %s: header: duplicate tensor '%s'",
-                           what, order[i]->name);
+                           what, ct_escape_name(order[i]->name, tn, sizeof tn));
   qsort(order, (size_t)h->n, sizeof *order, cmp_offsets);
   uint64_t at = 0;
   for (int i = 0; i < h->n && st == CT_OK; i++) {
@@ -361,7 +423,8 @@ static ct_status check_layout(ct__st_header *h, uint64_t data_size, const char *
     if (e->begin != at)
       st = ct__fail_status(CT_ERR_FORMAT,
                            "load_safetensors: %s: tensor '%s': data_offsets [%llu, %llu] %s "
-                           "(expected to begin at %llu)", what, e->name,
+                           "(expected to begin at %llu)",
+                           what, ct_escape_name(e->name, tn, sizeof tn),
                            (unsigned long long)e->begin, (unsigned long long)e->end,
                            e->begin < at ? "overlap another tensor" : "leave a gap",
                            (unsigned long long)at);
@@ -370,13 +433,16 @@ static ct_status check_layout(ct__st_header *h, uint64_t data_size, const char *
   if (st == CT_OK && at != data_size)
     st = ct__fail_status(CT_ERR_FORMAT,
                          "load_safetensors: %s: the tensors cover %llu bytes of a data buffer of "
-                         "%llu bytes", what, (unsigned long long)at, (unsigned long long)data_size);
+                         "%llu bytes",
+                         what, (unsigned long long)at, (unsigned long long)data_size);
   free(order);
   return st;
 }
 
 ct_status ct__st_parse_header(const char *json, size_t len, uint64_t data_size, const char *what,
                               ct__st_header *out) {
+  if (!out || (!json && len) || !what)
+    return ct__fail_status(CT_ERR_ARG, "load_safetensors: header parser: out, json and what must not be NULL");
   *out = (ct__st_header){0};
   parser p = {.s = json, .len = len, .what = what};
   int cap = 0;
@@ -411,6 +477,13 @@ ct_status ct__st_parse_header(const char *json, size_t len, uint64_t data_size, 
       }
       ct__st_entry *e = &out->entries[out->n++];
       *e = (ct__st_entry){.name = key};
+      /* The writer's rule for names (ct_save_safetensors refuses the others). */
+      const char *problem = ct__st_name_problem(key, strlen(key));
+      if (problem) {
+        char tn[CT_NAME_MSG];
+        fail(&p, "tensor name '%s' %s", ct_escape_name(key, tn, sizeof tn), problem);
+        break;
+      }
       parse_tensor(&p, e);
     } while (!p.failed && accept(&p, ','));
     if (!p.failed) expect(&p, '}', "to close the header");

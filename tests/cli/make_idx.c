@@ -28,15 +28,16 @@ static int write_split(const char *dir, const char *prefix, uint32_t n) {
   snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, prefix);
   FILE *fl = fopen(path, "wb");
   if (!fi || !fl) return perror(path), -1;
-  int rc = write_be32(fi, 0x00000803) | write_be32(fi, n) | write_be32(fi, 28) | write_be32(fi, 28) |
-           write_be32(fl, 0x00000801) | write_be32(fl, n);
+  int rc = write_be32(fi, 0x00000803) | write_be32(fi, n) | write_be32(fi, 28) |
+           write_be32(fi, 28) | write_be32(fl, 0x00000801) | write_be32(fl, n);
   for (uint32_t i = 0; i < n && !rc; i++) {
     unsigned char img[28 * 28];
     unsigned char label = (unsigned char)(next() % 10);
     for (int p = 0; p < 28 * 28; p++) img[p] = (unsigned char)(next() % 80);
     int r0 = 2 + (label / 5) * 13 + (int)(next() % 3), c0 = 1 + (label % 5) * 5;
     for (int r = r0; r < r0 + 6; r++)
-      for (int c = c0; c < c0 + 6 && c < 28; c++) img[r * 28 + c] = (unsigned char)(200 + next() % 56);
+      for (int c = c0; c < c0 + 6 && c < 28; c++)
+        img[r * 28 + c] = (unsigned char)(200 + next() % 56);
     if (next() % 4 == 0) label = (unsigned char)(next() % 10); /* label noise: accuracy < 100% */
     if (fwrite(img, 1, sizeof img, fi) != sizeof img || fwrite(&label, 1, 1, fl) != 1) rc = -1;
   }
@@ -49,7 +50,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: make_idx DIR NTRAIN NTEST\n");
     return 2;
   }
-  if (write_split(argv[1], "train", (uint32_t)atoi(argv[2])) || write_split(argv[1], "t10k", (uint32_t)atoi(argv[3])))
+  if (write_split(argv[1], "train", (uint32_t)atoi(argv[2])) ||
+      write_split(argv[1], "t10k", (uint32_t)atoi(argv[3])))
     return 1;
   return 0;
 }

@@ -2,7 +2,9 @@
  *   st_tool compare A B     exit 0 when every tensor not named "meta.*" is
  *                           in both files with the same dtype, shape and bytes
  *   st_tool set-i64 IN OUT NAME VALUE   copy IN to OUT with the i64 tensor NAME
- *                           set to VALUE (e.g. a wrong meta.model) */
+ *                           set to VALUE (e.g. a wrong meta.model)
+ *   st_tool add IN OUT NAME copy IN to OUT with one more tensor, NAME (one
+ *                           u8 zero): a tensor no model has */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +35,8 @@ static int compare(const char *a, const char *b) {
       continue;
     }
     size_t sz = ct_nbytes(ta[i]);
-    if (ct_dtype_of(ta[i]) != ct_dtype_of(tb[j]) || ct_ndim(ta[i]) != ct_ndim(tb[j]) || sz != ct_nbytes(tb[j]) ||
+    if (ct_dtype_of(ta[i]) != ct_dtype_of(tb[j]) || ct_ndim(ta[i]) != ct_ndim(tb[j]) ||
+        sz != ct_nbytes(tb[j]) ||
         memcmp(ct_shape(ta[i]), ct_shape(tb[j]), sizeof(int64_t) * (size_t)ct_ndim(ta[i]))) {
       fprintf(stderr, "st_tool: %s differs in dtype or shape\n", na[i]);
       diffs++;
@@ -80,9 +83,31 @@ static int set_i64(const char *in, const char *out, const char *name, const char
   return 0;
 }
 
+static int add(const char *in, const char *out, const char *name) {
+  ct_tensor **t;
+  char **names;
+  int n;
+  if (load(in, &t, &names, &n)) return 2;
+  ct_tensor **t2 = calloc((size_t)n + 1, sizeof *t2);
+  const char **n2 = calloc((size_t)n + 1, sizeof *n2);
+  for (int i = 0; i < n; i++) t2[i] = t[i], n2[i] = names[i];
+  t2[n] = ct_zeros(CT_SHAPE(1), &(ct_tensor_opts){.dtype = CT_U8});
+  n2[n] = name;
+  int rc = ct_save_safetensors(out, t2, n2, n + 1) == CT_OK ? 0 : 2;
+  if (rc) fprintf(stderr, "st_tool: %s\n", ct_last_error_message());
+  ct_free(t2[n]);
+  free(t2);
+  free(n2);
+  ct_safetensors_free(t, names, n);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3]);
   if (argc == 6 && !strcmp(argv[1], "set-i64")) return set_i64(argv[2], argv[3], argv[4], argv[5]);
-  fprintf(stderr, "usage: st_tool compare A B | st_tool set-i64 IN OUT NAME VALUE\n");
+  if (argc == 5 && !strcmp(argv[1], "add")) return add(argv[2], argv[3], argv[4]);
+  fprintf(
+      stderr,
+      "usage: st_tool compare A B | st_tool set-i64 IN OUT NAME VALUE | st_tool add IN OUT NAME\n");
   return 2;
 }

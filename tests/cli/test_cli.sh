@@ -6,12 +6,15 @@
 #
 # Cases: e2e (train 2 epochs, metrics, eval = last metrics line), resume_epoch
 # (2 epochs straight = 1 epoch + --resume to 2, bit for bit), resume_sigint
-# (SIGINT mid-epoch, --resume, bit for bit), kill9_save (kill -9 while a
-# checkpoint is being replaced leaves the old one intact), amp (--amp: f16 with
+# (SIGINT mid-epoch, --resume, bit for bit), stale_save (the temporaries of
+# killed saves are removed by the next run, and nothing else), amp (--amp: f16 with
 # loss scaling, SIGINT and --resume bit for bit), dist (2 processes under
 # mpiexec: rank 0 alone reports and saves, SIGINT and --resume bit for bit;
 # skipped, exit 77, without MPI), errors (exit codes and messages of bad
-# input). CT_TEST_DEVICE (default cpu) is the device the
+# input), data_errors (empty, mislabeled, cut or mis-named data and
+# checkpoint files: clear errors, names escaped), output_errors (metrics,
+# results or checkpoints that cannot be written: exit 1 with the reason,
+# before training where it can be known). CT_TEST_DEVICE (default cpu) is the device the
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
@@ -179,26 +182,45 @@ resume_sigint)
   run evalsig 0 "$CT" eval --checkpoint c.safetensors --data-dir data && pass "that checkpoint evaluates"
   ;;
 
-kill9_save)
+stale_save)
+  # What a killed save leaves ("<path>.tmp.<pid>" of a dead process) the next
+  # run removes, and nothing else. (tests/cli/kill_save.c kills saves at
+  # random moments and checks the checkpoint itself.)
   run first 0 "$CT" train --model mlp --epochs 1 --checkpoint ck.safetensors "${COMMON[@]}" && pass "epoch 1"
-  cp ck.safetensors ck.orig
-  CTENSOR_TEST_SLOW_SAVE=30 "$CT" train --resume --epochs 2 --checkpoint ck.safetensors --data-dir data \
-    --quiet >slow.out 2>slow.err &
+  sh -c 'exit 0' &
+  dead=$!
+  wait $dead
+  sleep 60 &
+  live=$!
+  for f in "ck.safetensors.tmp.$dead" "ck.safetensors.tmp.$live" ck.safetensors.tmp.abc ck.safetensors.other \
+    other.safetensors.tmp.$dead; do echo partial >"$f"; done
+  ln -s ck.safetensors "ck.safetensors.tmp.$((dead + 1000000))"
+  run resumed 0 "$CT" train --resume --epochs 2 --checkpoint ck.safetensors --data-dir data &&
+    expect_text "says what it removed" resumed.err \
+      "removed 1 temporary file\(s\) that an interrupted save to ck.safetensors left"
+  [ ! -e "ck.safetensors.tmp.$dead" ] && pass "a dead process's temporary is gone" ||
+    fail "ck.safetensors.tmp.$dead survived the next run"
+  left=0
+  for f in "ck.safetensors.tmp.$live" ck.safetensors.tmp.abc ck.safetensors.other other.safetensors.tmp.$dead \
+    "ck.safetensors.tmp.$((dead + 1000000))"; do [ -e "$f" ] || [ -L "$f" ] || left=1; done
+  [ $left = 0 ] && pass "a live process's temporary, other names and a link are left alone" ||
+    fail "removed more than the stale temporary: $(ls)"
+  kill $live 2>/dev/null
+  # A real run killed while it trains and saves: the next one cleans up.
+  rm -f ck.safetensors.tmp.* && rm -f "ck.safetensors.tmp.$((dead + 1000000))"
+  "$CT" train --model mlp --epochs 200 --checkpoint k.safetensors "${COMMON[@]}" >k.out 2>k.err &
   pid=$!
-  # The new checkpoint is complete in ck.safetensors.saving; kill before the rename.
-  for _ in $(seq 300); do grep -q 'pausing' slow.err 2>/dev/null && break; sleep 0.1; done
-  grep -q 'pausing' slow.err && [ -e ck.safetensors.saving ] && pass "reached the save window" ||
-    fail "never reached the save window"
+  for _ in $(seq 100); do [ -e k.safetensors ] && break; sleep 0.05; done
+  sleep 0.3
   kill -9 $pid
   wait $pid 2>/dev/null
-  cmp -s ck.safetensors ck.orig && pass "kill -9 during the save left the old checkpoint intact" ||
-    fail "the checkpoint changed"
-  run eval 0 "$CT" eval --checkpoint ck.safetensors --data-dir data &&
-    expect_text "old checkpoint still loads (epoch 1)" eval.out '1 epoch\(s\)'
-  # The next save replaces the leftover file and succeeds.
-  run again 0 "$CT" train --resume --epochs 2 --checkpoint ck.safetensors --data-dir data --quiet &&
-    pass "training continues after the kill"
-  [ ! -e ck.safetensors.saving ] && pass "no leftover temporary" || fail "ck.safetensors.saving left behind"
+  echo partial >"k.safetensors.tmp.$pid" # as if the kill had landed in a save
+  run evalk 0 "$CT" eval --checkpoint k.safetensors --data-dir data && pass "the killed run's checkpoint loads"
+  done_epochs=$(sed -nE 's/.*, ([0-9]+) epoch\(s\).*/\1/p' evalk.out)
+  run again 0 "$CT" train --resume --epochs $((${done_epochs:-0} + 1)) --checkpoint k.safetensors --data-dir data \
+    --quiet && pass "training continues after the kill"
+  [ -z "$(ls k.safetensors.tmp.* 2>/dev/null)" ] && pass "no temporary survives the next run" ||
+    fail "left behind: $(ls k.safetensors.tmp.*)"
   ;;
 
 errors)
@@ -251,6 +273,100 @@ errors)
   "$ST" set-i64 good.safetensors badpos.safetensors meta.batch 1000 || fail "st_tool set-i64"
   run badpos 1 "$CT" train --resume --epochs 2 --checkpoint badpos.safetensors --data-dir data --quiet &&
     expect_text "position past the epoch" badpos.err 'past the epoch'
+  ;;
+
+data_errors)
+  # st_file PATH HEADER: a safetensors file with that JSON header and no data.
+  st_file() {
+    local n
+    n=$(printf '%s' "$2" | LC_ALL=C wc -c)
+    { printf "$(printf '\\x%02x\\x%02x\\x00\\x00\\x00\\x00\\x00\\x00' $((n & 255)) $((n >> 8)))"
+      printf '%s' "$2"; } >"$1"
+  }
+  # no_raw NAME FILE: FILE holds printable ASCII only (names escaped, not raw).
+  no_raw() {
+    [ "$(LC_ALL=C tr -d '\n\t -~' <"$2" | wc -c)" -eq 0 ] && pass "$1" ||
+      fail "$1: raw bytes in $2: $(od -c "$2" | head -5)"
+  }
+  # Empty sets: a clear error, not "0/0" and exit 0.
+  mkdir -p empty && cp data/train-* empty/ &&
+    printf '\x00\x00\x08\x03\x00\x00\x00\x00\x00\x00\x00\x1c\x00\x00\x00\x1c' >empty/t10k-images-idx3-ubyte &&
+    printf '\x00\x00\x08\x01\x00\x00\x00\x00' >empty/t10k-labels-idx1-ubyte
+  run emptytest 1 "$CT" train --model mlp --epochs 1 --data-dir empty &&
+    expect_text "an empty test set is refused" emptytest.err 'the test set of fashion-mnist in empty holds no samples'
+  ! grep -q 'test accuracy' emptytest.out && pass "no 0/0 accuracy" || fail "printed an accuracy"
+  mkdir -p empty2 && cp empty/t10k-* empty2/ && cp empty/t10k-images-idx3-ubyte empty2/train-images-idx3-ubyte &&
+    cp empty/t10k-labels-idx1-ubyte empty2/train-labels-idx1-ubyte
+  run emptytrain 1 "$CT" train --model mlp --epochs 1 --data-dir empty2 &&
+    expect_text "an empty training set is refused" emptytrain.err 'the training set of fashion-mnist in empty2 holds no samples'
+  run good 0 "$CT" train --model mlp --epochs 1 --checkpoint good.safetensors "${COMMON[@]}"
+  run emptyeval 1 "$CT" eval --checkpoint good.safetensors --data-dir empty &&
+    expect_text "eval refuses an empty test set" emptyeval.err 'ctensor eval: the test set .* holds no samples'
+  run limit0 2 "$CT" train --limit-train 0 --data-dir data && expect_text "--limit-train 0" limit0.err 'limit-train: expected a positive'
+  run limit0t 2 "$CT" train --limit-test 0 --data-dir data && expect_text "--limit-test 0" limit0t.err 'limit-test: expected a positive'
+  run limit0e 2 "$CT" eval --checkpoint good.safetensors --limit-test 0 && pass "eval --limit-test 0 refused"
+  # A label outside 0..9: refused at load, naming the file, the index and the value.
+  mkdir -p badlabel && cp data/* badlabel/ &&
+    printf '\x0c' | dd of=badlabel/train-labels-idx1-ubyte bs=1 seek=$((8 + 37)) conv=notrunc status=none
+  run badlabel 1 "$CT" train --model mlp --epochs 1 --data-dir badlabel &&
+    expect_text "a label out of range: file, index, value" badlabel.err \
+      'badlabel/train-labels-idx1-ubyte: label 37 is 12 \(MNIST and Fashion-MNIST have classes 0..9\)'
+  ! grep -q 'batch' badlabel.err && pass "found before training" || fail "found mid-epoch"
+  # A gzip file cut in its trailer: refused, not read unverified.
+  mkdir -p cutgz && cp data/* cutgz/ && gzip -c data/t10k-labels-idx1-ubyte | head -c -4 >cutgz/t10k-labels-idx1-ubyte.gz &&
+    rm cutgz/t10k-labels-idx1-ubyte
+  run cutgz 1 "$CT" train --model mlp --epochs 1 --data-dir cutgz &&
+    expect_text "a gzip stream cut before its trailer" cutgz.err 't10k-labels-idx1-ubyte.gz: truncated: the gzip stream ends before its trailer'
+  # Names that are not UTF-8 (or hold control characters) show escaped.
+  run rawdir 1 "$CT" train --data-dir $'no\xffwhere\e[31m' && no_raw "a data folder's name is escaped" rawdir.err
+  expect_text "... as \\xNN" rawdir.err 'no\\xffwhere\\x1b\[31m'
+  run rawck 1 "$CT" eval --checkpoint $'missing\xfe.safetensors' && no_raw "a checkpoint's name is escaped" rawck.err
+  run rawmodel 2 "$CT" train --model $'mlp\xff' && no_raw "an option's value is escaped" rawmodel.err
+  # Checkpoints the safetensors writer could not have written: refused by the reader.
+  st_file emptyname.safetensors '{"":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}'
+  run emptyname 1 "$CT" eval --checkpoint emptyname.safetensors --data-dir data &&
+    expect_text "a tensor without a name" emptyname.err "tensor name '' is empty"
+  st_file rawname.safetensors $'{"a\xff":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}'
+  run rawname 1 "$CT" eval --checkpoint rawname.safetensors --data-dir data &&
+    expect_text "a name that is not UTF-8" rawname.err "not valid UTF-8"
+  no_raw "... and no raw byte of it" rawname.err
+  st_file strides.safetensors '{"a":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}}'
+  run strides 1 "$CT" eval --checkpoint strides.safetensors --data-dir data &&
+    expect_text "an empty tensor whose strides overflow" strides.err 'shape \(0, 4294967296, 4294967296\) is too large'
+  # A tensor name from the file, with control characters, in the program's own message.
+  "$ST" add good.safetensors extra.safetensors $'x\e[2Jy' || fail "st_tool add"
+  run extra 1 "$CT" eval --checkpoint extra.safetensors --data-dir data &&
+    expect_text "a tensor name from the file is escaped" extra.err 'the checkpoint holds x\\x1b\[2Jy, which model mlp'
+  no_raw "... never raw" extra.err
+  ;;
+
+output_errors)
+  # Metrics that cannot be written (a full disk): exit 1 with the reason.
+  run fullmetrics 1 "$CT" train --model mlp --epochs 1 --metrics /dev/full "${COMMON[@]}" &&
+    expect_text "metrics on a full disk" fullmetrics.err 'writing the metrics to /dev/full: No space left on device'
+  [ "$(grep -c 'metrics' fullmetrics.err)" -eq 1 ] && pass "said once" || fail "said $(grep -c metrics fullmetrics.err) times"
+  # ... and on --resume, a device is appended to as it is (never read back).
+  run ck1 0 "$CT" train --model mlp --epochs 1 --checkpoint ck.safetensors "${COMMON[@]}"
+  run fullresume 1 timeout 60 "$CT" train --resume --epochs 2 --checkpoint ck.safetensors --metrics /dev/full \
+    --data-dir data --quiet && expect_text "resume with metrics on a full disk" fullresume.err 'No space left on device'
+  # The results on stdout, to a full disk.
+  "$CT" train --model mlp --epochs 1 "${COMMON[@]}" >/dev/full 2>fullout.err
+  rc=$?
+  [ $rc -eq 1 ] && pass "results to a full disk: exit 1" || fail "results to a full disk: exit $rc"
+  expect_text "... with the reason" fullout.err 'writing the output: No space left on device'
+  run fullinfo 1 sh -c "\"$CT\" info >/dev/full" && pass "info to a full disk: exit 1"
+  # A --checkpoint that cannot be written: refused before the first epoch.
+  mkdir -p ckdir
+  run ckdir 1 "$CT" train --model mlp --epochs 1 --checkpoint ckdir --data-dir data &&
+    expect_text "a folder as --checkpoint" ckdir.err '--checkpoint ckdir is a folder: name a file'
+  ! grep -q 'epoch 1/1' ckdir.out ckdir.err && pass "... said before training" || fail "trained first"
+  echo x >afile
+  run cknodir 1 "$CT" train --model mlp --epochs 1 --checkpoint afile/ck.safetensors --data-dir data &&
+    expect_text "a --checkpoint in no folder" cknodir.err 'cannot save checkpoints to afile/ck.safetensors: Not a directory'
+  ! grep -q 'epoch 1/1' cknodir.out cknodir.err && pass "... said before training" || fail "trained first"
+  run cknowhere 1 "$CT" train --checkpoint /nonexistent-dir/ck.safetensors --data-dir data &&
+    expect_text "a --checkpoint in a missing folder" cknowhere.err 'No such file or directory'
+  ! grep -q 'warning' cknowhere.err && pass "... one message" || fail "more than one message"
   ;;
 
 *)

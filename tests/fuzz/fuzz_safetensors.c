@@ -1,11 +1,7 @@
 /* libFuzzer target for the safetensors reader (ct__load_safetensors_buffer):
  * any input must either load or fail with a recorded error and empty outputs;
  * a crash, an out-of-bounds access under ASan, UB under UBSan or a leak is a
- * finding. Build as tests/fuzz/README.md shows for fuzz_npy (library sources
- * compiled in, instrumented), then:
- *
- *   cp -r tests/fuzz/corpus_safetensors build-fuzz/corpus-st
- *   build-fuzz/fuzz_safetensors -max_total_time=60 -max_len=4096 build-fuzz/corpus-st */
+ * finding. Build and run: README.md in this folder. */
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -6,17 +6,18 @@
  * or f64 for real numbers): ct_save_safetensors writes no "__metadata__" map,
  * and tensors keep the file readable by any safetensors reader.
  *
- * Saving is atomic twice over: ct_save_safetensors writes "<path>.saving"
- * through its own temporary file, fsync and rename; this file then renames
- * "<path>.saving" over <path> and fsyncs the directory. The second rename is
- * the program's own so that a test can pause just before it
- * (CTENSOR_TEST_SLOW_SAVE=<seconds>) and kill -9 the process there: <path>
- * must still hold the previous checkpoint. */
+ * Saving is ct_save_safetensors: "<path>.tmp.<pid>", fsync, rename over
+ * <path>, fsync of the folder; so a crash or kill -9 at any moment leaves the
+ * previous checkpoint or the new one, whole (tests/cli/kill_save.c kills
+ * saves at random moments). A killed save leaves its temporary file, which
+ * the next run removes before it trains (cli_checkpoint_prepare). */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -35,20 +36,33 @@ typedef struct field {
   bool optional; /* absent in checkpoints of earlier versions: see cli_ckpt_meta */
 } field;
 
-#define I64(n, m) {"meta." n, F_I64, offsetof(cli_ckpt_meta, m), false}
-#define U64(n, m) {"meta." n, F_U64, offsetof(cli_ckpt_meta, m), false}
-#define F64(n, m) {"meta." n, F_F64, offsetof(cli_ckpt_meta, m), false}
+#define I64(n, m) \
+  { "meta." n, F_I64, offsetof(cli_ckpt_meta, m), false }
+#define U64(n, m) \
+  { "meta." n, F_U64, offsetof(cli_ckpt_meta, m), false }
+#define F64(n, m) \
+  { "meta." n, F_F64, offsetof(cli_ckpt_meta, m), false }
 static const field fields[] = {
-    I64("model", model),           I64("dataset", dataset),
-    I64("optimizer", optim),       I64("epoch", epoch),
-    I64("batch", batch),           U64("seed", seed),
-    U64("rng_seed", rng_seed),     U64("rng_offset", rng_offset),
-    I64("step_count", step_count), I64("batch_size", batch_size),
-    F64("lr", lr),                 F64("momentum", momentum),
-    F64("weight_decay", weight_decay), I64("limit_train", limit_train),
-    I64("limit_test", limit_test), F64("epoch_loss_sum", epoch_loss_sum),
-    I64("epoch_samples", epoch_samples), F64("epoch_seconds", epoch_seconds),
-    F64("epoch_wait_seconds", epoch_wait_seconds), F64("accuracy", accuracy),
+    I64("model", model),
+    I64("dataset", dataset),
+    I64("optimizer", optim),
+    I64("epoch", epoch),
+    I64("batch", batch),
+    U64("seed", seed),
+    U64("rng_seed", rng_seed),
+    U64("rng_offset", rng_offset),
+    I64("step_count", step_count),
+    I64("batch_size", batch_size),
+    F64("lr", lr),
+    F64("momentum", momentum),
+    F64("weight_decay", weight_decay),
+    I64("limit_train", limit_train),
+    I64("limit_test", limit_test),
+    F64("epoch_loss_sum", epoch_loss_sum),
+    I64("epoch_samples", epoch_samples),
+    F64("epoch_seconds", epoch_seconds),
+    F64("epoch_wait_seconds", epoch_wait_seconds),
+    F64("accuracy", accuracy),
     {"meta.lr_schedule", F_I64, offsetof(cli_ckpt_meta, schedule), true},
     {"meta.lr_step_size", F_I64, offsetof(cli_ckpt_meta, step_size), true},
     {"meta.lr_gamma", F_F64, offsetof(cli_ckpt_meta, gamma), true},
@@ -75,21 +89,50 @@ static ct_tensor *text_tensor(const char *s) {
 
 /* ---- Saving -------------------------------------------------------------------- */
 
-static void fsync_dir_of(const char *path) {
-  char *dir = strdup(path);
-  if (!dir) return;
-  char *slash = strrchr(dir, '/');
-  const char *d = ".";
-  if (slash) {
-    *slash = '\0';
-    d = slash == dir ? "/" : dir;
-  }
-  int fd = open(d, O_RDONLY | O_DIRECTORY);
+/* Whether a save could create its temporary "<path>.tmp.<pid>" next to
+ * path, as it does first; false with errno. Any file of that name is stale:
+ * this process is not saving yet. */
+static bool can_create_next_to(const char *path) {
+  size_t len = strlen(path) + 32;
+  char *probe = malloc(len);
+  if (!probe) return errno = ENOMEM, false;
+  snprintf(probe, len, "%s.tmp.%ld", path, (long)getpid());
+  unlink(probe);
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  int err = errno;
   if (fd >= 0) {
-    (void)fsync(fd);
     close(fd);
+    unlink(probe);
   }
-  free(dir);
+  free(probe);
+  errno = err;
+  return fd >= 0;
+}
+
+int cli_checkpoint_prepare(const char *cmd, const char *path, bool quiet) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode))
+      fprintf(stderr,
+              "ctensor %s: --checkpoint %s is a folder: name a file (such as %s/run.safetensors)\n",
+              cmd, cli_shown(path), cli_shown(path));
+    else
+      fprintf(stderr, "ctensor %s: --checkpoint %s is not a regular file\n", cmd, cli_shown(path));
+    return CLI_FAIL;
+  }
+  if (!can_create_next_to(path)) {
+    fprintf(stderr, "ctensor %s: cannot save checkpoints to %s: %s (creating a file next to it)\n",
+            cmd, cli_shown(path), strerror(errno));
+    return CLI_FAIL;
+  }
+  int removed = 0;
+  if (ct_safetensors_remove_stale(path, &removed) != CT_OK)
+    fprintf(stderr, "ctensor %s: warning: %s\n", cmd, ct_last_error_message());
+  else if (removed && !quiet)
+    fprintf(stderr,
+            "ctensor %s: removed %d temporary file(s) that an interrupted save to %s left\n", cmd,
+            removed, cli_shown(path));
+  return CLI_OK;
 }
 
 ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
@@ -102,10 +145,8 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
   const char **names = calloc((size_t)total, sizeof *names);
   char **owned = calloc((size_t)(n_opt + 1), sizeof *owned); /* "optim." names */
   ct_tensor **made = calloc(NMETA, sizeof *made);            /* meta tensors */
-  size_t tmp_len = strlen(path) + 16;
-  char *tmp = malloc(tmp_len);
   ct_status st = CT_OK;
-  if (!tensors || !names || !owned || !made || !tmp) {
+  if (!tensors || !names || !owned || !made) {
     st = CT_ERR_OOM;
     goto done;
   }
@@ -144,23 +185,7 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
     tensors[n_model + n_opt + i] = made[i];
   }
 
-  snprintf(tmp, tmp_len, "%s.saving", path);
-  st = ct_save_safetensors(tmp, tensors, names, total);
-  if (st != CT_OK) goto done;
-  const char *slow = getenv("CTENSOR_TEST_SLOW_SAVE");
-  if (slow && atoi(slow) > 0) {
-    fprintf(stderr, "ctensor: test hook: pausing %d s before replacing %s\n", atoi(slow), path);
-    sleep((unsigned)atoi(slow));
-  }
-  if (rename(tmp, path) != 0) {
-    /* Keep the library's error style: a message a person can act on. */
-    fprintf(stderr, "ctensor: renaming %s to %s: ", tmp, path);
-    perror(NULL);
-    remove(tmp);
-    st = CT_ERR_IO;
-    goto done;
-  }
-  fsync_dir_of(path);
+  st = ct_save_safetensors(path, tensors, names, total);
 done:
   for (int i = 0; i < NMETA && made; i++) ct_free(made[i]);
   for (int i = 0; i < n_opt && owned; i++) free(owned[i]);
@@ -168,7 +193,6 @@ done:
   free(owned);
   free(tensors);
   free(names);
-  free(tmp);
   return st;
 }
 
@@ -212,14 +236,15 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
   }
   int64_t format;
   if (find(ck, "meta.format") < 0) {
-    snprintf(err, errsz, "%s is a safetensors file but not a ctensor training checkpoint (no meta.format)",
-             path);
+    snprintf(err, errsz,
+             "%s is a safetensors file but not a ctensor training checkpoint (no meta.format)",
+             cli_shown(path));
     goto fail;
   }
   if (!read_meta(ck, "meta.format", CT_I64, &format, err, errsz)) goto fail;
   if (format != CKPT_FORMAT) {
-    snprintf(err, errsz, "%s: checkpoint format %lld, this program reads format %d", path,
-             (long long)format, CKPT_FORMAT);
+    snprintf(err, errsz, "%s: checkpoint format %lld, this program reads format %d",
+             cli_shown(path), (long long)format, CKPT_FORMAT);
     goto fail;
   }
   /* The optional fields' values when absent: how earlier versions trained. */
@@ -239,32 +264,32 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
       goto fail;
   }
   const cli_ckpt_meta *m = &ck->meta;
-  const char *bad = !cli_model_name((int)m->model)       ? "meta.model"
-                    : !cli_dataset_name((int)m->dataset) ? "meta.dataset"
-                    : !cli_optim_name((int)m->optim)     ? "meta.optimizer"
-                    : m->epoch < 0                       ? "meta.epoch"
-                    : m->batch < 0                       ? "meta.batch"
-                    : m->step_count < 0                  ? "meta.step_count"
-                    : m->batch_size < 1                  ? "meta.batch_size"
-                    : m->batch_size > (1 << 20)          ? "meta.batch_size"
-                    : !(m->lr > 0 && m->lr <= 1e6)       ? "meta.lr"
-                    : !(m->momentum >= 0 && m->momentum < 1) ? "meta.momentum"
-                    : !(m->weight_decay >= 0 && m->weight_decay <= 1e6) ? "meta.weight_decay"
-                    : m->limit_train < 0                 ? "meta.limit_train"
-                    : m->limit_test < 0                  ? "meta.limit_test"
-                    : m->epoch_samples < 0               ? "meta.epoch_samples"
-                    : !cli_schedule_name((int)m->schedule) ? "meta.lr_schedule"
-                    : m->step_size < 0                   ? "meta.lr_step_size"
-                    : !(m->gamma > 0 && m->gamma <= 1e6) ? "meta.lr_gamma"
-                    : !cli_augment_name((int)m->augment) ? "meta.augment"
+  const char *bad = !cli_model_name((int)m->model)                          ? "meta.model"
+                    : !cli_dataset_name((int)m->dataset)                    ? "meta.dataset"
+                    : !cli_optim_name((int)m->optim)                        ? "meta.optimizer"
+                    : m->epoch < 0                                          ? "meta.epoch"
+                    : m->batch < 0                                          ? "meta.batch"
+                    : m->step_count < 0                                     ? "meta.step_count"
+                    : m->batch_size < 1                                     ? "meta.batch_size"
+                    : m->batch_size > (1 << 20)                             ? "meta.batch_size"
+                    : !(m->lr > 0 && m->lr <= 1e6)                          ? "meta.lr"
+                    : !(m->momentum >= 0 && m->momentum < 1)                ? "meta.momentum"
+                    : !(m->weight_decay >= 0 && m->weight_decay <= 1e6)     ? "meta.weight_decay"
+                    : m->limit_train < 0                                    ? "meta.limit_train"
+                    : m->limit_test < 0                                     ? "meta.limit_test"
+                    : m->epoch_samples < 0                                  ? "meta.epoch_samples"
+                    : !cli_schedule_name((int)m->schedule)                  ? "meta.lr_schedule"
+                    : m->step_size < 0                                      ? "meta.lr_step_size"
+                    : !(m->gamma > 0 && m->gamma <= 1e6)                    ? "meta.lr_gamma"
+                    : !cli_augment_name((int)m->augment)                    ? "meta.augment"
                     : !(m->label_smoothing >= 0 && m->label_smoothing <= 1) ? "meta.label_smoothing"
                     : m->amp != AMP_NONE && m->amp != AMP_F16 && m->amp != AMP_BF16 ? "meta.amp"
                     : !(m->amp_scale > 0 && isfinite(m->amp_scale)) ? "meta.amp_scale"
-                    : m->amp_growth_tracker < 0          ? "meta.amp_growth_tracker"
-                    : m->world_size < 1                  ? "meta.world_size"
-                                                         : NULL;
+                    : m->amp_growth_tracker < 0                     ? "meta.amp_growth_tracker"
+                    : m->world_size < 1                             ? "meta.world_size"
+                                                                    : NULL;
   if (bad) {
-    snprintf(err, errsz, "%s: %s has a value out of range", path, bad);
+    snprintf(err, errsz, "%s: %s has a value out of range", cli_shown(path), bad);
     goto fail;
   }
   return true;
@@ -296,7 +321,8 @@ bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *er
     if (ct_dtype_of(src) != ct_dtype_of(dst[i]) || ct_ndim(src) != ct_ndim(dst[i]) ||
         memcmp(ct_shape(src), ct_shape(dst[i]), sizeof(int64_t) * (size_t)ct_ndim(src)) != 0) {
       snprintf(err, errsz, "%s is %s %s in the checkpoint but the model needs %s %s", names[i],
-               ct_dtype_name(ct_dtype_of(src)), ct_shape_format(ct_shape(src), ct_ndim(src), a, sizeof a),
+               ct_dtype_name(ct_dtype_of(src)),
+               ct_shape_format(ct_shape(src), ct_ndim(src), a, sizeof a),
                ct_dtype_name(ct_dtype_of(dst[i])),
                ct_shape_format(ct_shape(dst[i]), ct_ndim(dst[i]), b, sizeof b));
       goto done;
@@ -304,12 +330,13 @@ bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *er
   }
   for (int j = 0; j < ck->n; j++) {
     const char *name = ck->names[j];
-    if (!strncmp(name, META_PREFIX, strlen(META_PREFIX)) || !strncmp(name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)))
+    if (!strncmp(name, META_PREFIX, strlen(META_PREFIX)) ||
+        !strncmp(name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)))
       continue;
     bool known = false;
     for (int i = 0; i < n && !known; i++) known = !strcmp(names[i], name);
     if (!known) {
-      snprintf(err, errsz, "the checkpoint holds %s, which model %s does not have", name,
+      snprintf(err, errsz, "the checkpoint holds %s, which model %s does not have", cli_shown(name),
                cli_model_name((int)ck->meta.model));
       goto done;
     }
@@ -328,7 +355,8 @@ done:
   return ok;
 }
 
-bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err, size_t errsz) {
+bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err,
+                                      size_t errsz) {
   ct_tensor **t = calloc((size_t)ck->n + 1, sizeof *t);
   const char **names = calloc((size_t)ck->n + 1, sizeof *names);
   bool ok = false;

@@ -18,7 +18,11 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
 /* ---- Enumerations stored (as codes) in checkpoints: never renumber. ---------- */
 
 typedef enum cli_model { MODEL_MLP = 1, MODEL_CNN = 2, MODEL_SIMPLECNN = 3 } cli_model;
-typedef enum cli_dataset { DATASET_FASHION_MNIST = 1, DATASET_MNIST = 2, DATASET_CIFAR10 = 3 } cli_dataset;
+typedef enum cli_dataset {
+  DATASET_FASHION_MNIST = 1,
+  DATASET_MNIST = 2,
+  DATASET_CIFAR10 = 3
+} cli_dataset;
 typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
 typedef enum cli_schedule { SCHED_NONE = 1, SCHED_STEP = 2, SCHED_COSINE = 3 } cli_schedule;
 /* Mixed precision: f16 (with a gradient scaler), bf16, or auto (f16 on a GPU,
@@ -27,19 +31,13 @@ typedef enum cli_amp { AMP_NONE = 0, AMP_F16 = 1, AMP_BF16 = 2, AMP_AUTO = 3 } c
 /* --augment: a set of flags (stored as their sum). */
 enum { AUG_HFLIP = 1, AUG_CROP = 2 };
 
-const char *cli_model_name(int model);      /* NULL for an unknown code */
-const char *cli_dataset_name(int dataset);  /* NULL for an unknown code */
-const char *cli_optim_name(int optim);      /* NULL for an unknown code */
+const char *cli_model_name(int model);       /* NULL for an unknown code */
+const char *cli_dataset_name(int dataset);   /* NULL for an unknown code */
+const char *cli_optim_name(int optim);       /* NULL for an unknown code */
 const char *cli_schedule_name(int schedule); /* NULL for an unknown code */
 const char *cli_amp_name(int amp);           /* NULL for an unknown code */
 /* "none", "hflip", "crop", "crop,hflip"; NULL for a set with unknown bits. */
 const char *cli_augment_name(int augment);
-bool cli_model_parse(const char *s, cli_model *out);
-bool cli_dataset_parse(const char *s, cli_dataset *out);
-bool cli_optim_parse(const char *s, cli_optim *out);
-bool cli_schedule_parse(const char *s, cli_schedule *out);
-/* "none" or a comma-separated list of hflip, crop. */
-bool cli_augment_parse(const char *s, int *out);
 
 /* ---- Options (options.c) ---------------------------------------------------- */
 
@@ -49,8 +47,8 @@ typedef struct cli_opts {
   cli_model model;
   cli_dataset dataset;
   cli_optim optim;
-  const char *data_dir;   /* NULL: the dataset's default */
-  const char *device;     /* "auto", "cpu", "cuda:N" */
+  const char *data_dir; /* NULL: the dataset's default */
+  const char *device;   /* "auto", "cpu", "cuda:N" */
   bool disable_cuda;
   int64_t epochs;
   int64_t batch_size;
@@ -67,13 +65,13 @@ typedef struct cli_opts {
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
   bool resume;
-  const char *metrics;    /* NULL: none */
-  int64_t limit_train;    /* 0: all */
-  int64_t limit_test;     /* 0: all */
+  const char *metrics; /* NULL: none */
+  int64_t limit_train; /* 0: all */
+  int64_t limit_test;  /* 0: all */
   bool quiet;
-  bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set,
-      weight_decay_set, seed_set, limit_train_set, limit_test_set, schedule_set, step_size_set,
-      gamma_set, augment_set, label_smoothing_set, amp_set;
+  bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set, weight_decay_set,
+      seed_set, limit_train_set, limit_test_set, schedule_set, step_size_set, gamma_set,
+      augment_set, label_smoothing_set, amp_set;
 } cli_opts;
 
 /* Parses the options of `train` (is_eval false) or `eval`; argv[0] is the
@@ -90,6 +88,14 @@ bool cli_parse_f64(const char *s, double lo, double hi, double *out);
 int cli_resolve_device(const cli_opts *o, ct_device *out);
 /* Prints "ctensor: <what>: <library message>" to stderr. */
 void cli_error(const char *what);
+/* A path or a name as messages show it (ct_escape_name: no raw control
+ * characters or invalid UTF-8). The result lives in one of 4 static buffers,
+ * reused in turn: enough for the names of one message. */
+const char *cli_shown(const char *name);
+/* A path as a word that a shell reads back as the same bytes: the path
+ * itself when it is made of safe characters, else $'...' with escapes. Same
+ * buffers as cli_shown. */
+const char *cli_shell_word(const char *path);
 
 /* ---- Datasets (datasets.c) -------------------------------------------------- */
 
@@ -100,10 +106,15 @@ const char *cli_default_data_dir(cli_dataset d);
  * the underlying image dataset, whose epoch (ct_dataset_set_epoch) drives
  * the transforms: the returned dataset itself when there is no limit. NULL
  * with the library's error. */
-ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed,
-                             int augment, ct_dataset **base);
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit,
+                             uint64_t seed, int augment, ct_dataset **base);
 /* Input geometry of a dataset's samples. */
 void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size);
+/* CLI_OK if ds holds samples; else prints, for command cmd, that the split
+ * (`train` or not) of dataset d in dir (NULL: the default) is empty and
+ * returns CLI_FAIL: an empty set would train on nothing and report 0/0. */
+int cli_require_samples(const char *cmd, const ct_dataset *ds, cli_dataset d, const char *dir,
+                        bool train);
 
 /* ---- Models (models.c) ------------------------------------------------------ */
 
@@ -116,11 +127,11 @@ ct_module *cli_model_new(cli_model m, int64_t channels, int64_t size);
 /* Everything a checkpoint holds besides tensors of the model and optimizer. */
 typedef struct cli_ckpt_meta {
   int64_t model, dataset, optim;
-  int64_t epoch;          /* the epoch to run next (0-based) */
-  int64_t batch;          /* the next batch within that epoch */
-  uint64_t seed;          /* data order and initialization */
+  int64_t epoch;                 /* the epoch to run next (0-based) */
+  int64_t batch;                 /* the next batch within that epoch */
+  uint64_t seed;                 /* data order and initialization */
   uint64_t rng_seed, rng_offset; /* the default generator's state */
-  int64_t step_count;     /* optimizer steps taken */
+  int64_t step_count;            /* optimizer steps taken */
   int64_t batch_size;
   double lr, momentum, weight_decay;
   int64_t limit_train, limit_test;
@@ -129,24 +140,31 @@ typedef struct cli_ckpt_meta {
    * how those runs trained). */
   int64_t schedule, step_size, augment;
   double gamma, label_smoothing;
-  int64_t amp;            /* cli_amp, resolved: none, f16 or bf16 */
-  double amp_scale;       /* the gradient scaler's state (f16) */
+  int64_t amp;      /* cli_amp, resolved: none, f16 or bf16 */
+  double amp_scale; /* the gradient scaler's state (f16) */
   int64_t amp_growth_tracker;
-  int64_t world_size;     /* processes that trained (mpirun -np); 1 when absent */
+  int64_t world_size; /* processes that trained (mpirun -np); 1 when absent */
   /* The partial epoch (so that a resumed epoch reports the same loss). */
-  double epoch_loss_sum;  /* sum over samples of the training loss */
+  double epoch_loss_sum; /* sum over samples of the training loss */
   int64_t epoch_samples;
   double epoch_seconds, epoch_wait_seconds;
-  double accuracy;        /* last test accuracy, < 0 if none yet */
+  double accuracy; /* last test accuracy, < 0 if none yet */
 } cli_ckpt_meta;
 
 /* Writes model state, "optim."-prefixed optimizer state (opt may be NULL) and
- * "meta." tensors to path atomically: a temporary file in the same
- * directory, fsync, rename, fsync of the directory. A failure leaves any
- * previous file at path untouched. Returns CT_OK or prints nothing and
- * returns the error (message in ct_last_error_message()). */
+ * "meta." tensors to path atomically (ct_save_safetensors: a temporary file
+ * in the same directory, fsync, rename, fsync of the directory). A failure
+ * leaves any previous file at path untouched. Returns CT_OK or prints nothing
+ * and returns the error (message in ct_last_error_message()). */
 ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
                               const cli_ckpt_meta *meta);
+/* Before a run that will save to path: removes the temporaries that killed
+ * saves left there (ct_safetensors_remove_stale; says so unless quiet), then
+ * checks that a checkpoint can be written there at all (not a folder, a
+ * folder that exists and takes new files), so that a bad --checkpoint fails
+ * now with its reason rather than after the first epoch. CLI_OK, or CLI_FAIL
+ * after the message (cmd names the command). */
+int cli_checkpoint_prepare(const char *cmd, const char *path, bool quiet);
 /* A loaded checkpoint file. */
 typedef struct cli_ckpt {
   ct_tensor **tensors;
@@ -161,7 +179,37 @@ void cli_checkpoint_free(cli_ckpt *ck);
 /* Copies the model's tensors in (every state tensor must be present with its
  * shape and dtype, and no other non-"meta."/"optim." tensor). */
 bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *err, size_t errsz);
-bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err, size_t errsz);
+bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err,
+                                      size_t errsz);
+
+/* ---- Metrics (metrics.c) ------------------------------------------------------ */
+
+/* The --metrics file: one JSON line per epoch. Every write is checked: a
+ * full disk or a failing device ends the run with an error, never exit 0
+ * with lines missing. */
+typedef struct cli_metrics {
+  FILE *f; /* NULL: no --metrics (or not this rank's) */
+  const char *path;
+  bool failed; /* a write failed (and was reported) */
+} cli_metrics;
+
+/* One epoch's line. */
+typedef struct cli_epoch_report {
+  int64_t epoch; /* 1-based */
+  double loss, accuracy, test_loss, lr, seconds, images_per_second, data_wait_seconds, eval_seconds;
+  int64_t test_correct, test_samples;
+} cli_epoch_report;
+
+/* Opens path (NULL: none) for writing, or on resume for appending after
+ * dropping the lines of epochs past complete_epochs (a run killed between a
+ * line and its checkpoint repeats that epoch). CLI_OK or CLI_FAIL after the
+ * message. */
+int cli_metrics_open(cli_metrics *m, const char *path, bool resume, int64_t complete_epochs);
+/* Writes and flushes one line; CLI_OK or CLI_FAIL after the message. */
+int cli_metrics_write(cli_metrics *m, const cli_epoch_report *r);
+/* Closes the file; CLI_OK or CLI_FAIL after the message (a write that
+ * failed only now). A no-op without a file. */
+int cli_metrics_close(cli_metrics *m);
 
 /* ---- Progress (progress.c) --------------------------------------------------- */
 
@@ -193,7 +241,7 @@ int cmd_eval(int argc, char **argv);
 
 /* Evaluates model on the test loader (no grad, eval mode). */
 typedef struct cli_eval_result {
-  double loss;      /* mean over samples */
+  double loss; /* mean over samples */
   int64_t correct, total;
   double seconds;
 } cli_eval_result;

@@ -52,7 +52,7 @@ int cmd_eval(int argc, char **argv) {
   char err[1024];
   cli_ckpt ck;
   if (!cli_checkpoint_load(o.checkpoint, &ck, err, sizeof err)) {
-    fprintf(stderr, "ctensor eval: cannot read checkpoint %s: %s\n", o.checkpoint, err);
+    fprintf(stderr, "ctensor eval: cannot read checkpoint %s: %s\n", cli_shown(o.checkpoint), err);
     return CLI_FAIL;
   }
   const cli_ckpt_meta *m = &ck.meta;
@@ -69,33 +69,37 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   if (!cli_checkpoint_restore_model(&ck, model, err, sizeof err)) {
-    fprintf(stderr, "ctensor eval: checkpoint %s does not fit model %s: %s\n", o.checkpoint,
-            cli_model_name((int)m->model), err);
+    fprintf(stderr, "ctensor eval: checkpoint %s does not fit model %s: %s\n",
+            cli_shown(o.checkpoint), cli_model_name((int)m->model), err);
     goto done;
   }
   if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {
     cli_error("loading the dataset");
     goto done;
   }
-  dl = ct_dataloader_new(test, &(ct_dataloader_opts){.batch_size = o.batch_size, .num_workers = o.workers,
-                                                     .device = dev});
+  if (cli_require_samples("eval", test, ds, o.data_dir, false) != CLI_OK) goto done;
+  dl = ct_dataloader_new(
+      test,
+      &(ct_dataloader_opts){.batch_size = o.batch_size, .num_workers = o.workers, .device = dev});
   if (!dl) {
     cli_error("creating the data loader");
     goto done;
   }
   if (!o.quiet) {
-    printf("checkpoint %s: model %s, dataset %s, %lld epoch(s)", o.checkpoint, cli_model_name((int)m->model),
-           cli_dataset_name((int)m->dataset), (long long)m->epoch);
+    printf("checkpoint %s: model %s, dataset %s, %lld epoch(s)", cli_shown(o.checkpoint),
+           cli_model_name((int)m->model), cli_dataset_name((int)m->dataset), (long long)m->epoch);
     if (m->batch > 0) printf(" and %lld batch(es)", (long long)m->batch);
-    printf(", %lld optimizer steps; evaluating on %s\n", (long long)m->step_count, ct_device_name(dev));
+    printf(", %lld optimizer steps; evaluating on %s\n", (long long)m->step_count,
+           ct_device_name(dev));
   }
   cli_eval_result ev;
   if (cli_evaluate(model, dl, dev, &ev) != CT_OK) {
     cli_error("evaluating");
     goto done;
   }
-  printf("test accuracy: %.2f%% (%lld/%lld)\n", ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0,
-         (long long)ev.correct, (long long)ev.total);
+  printf("test accuracy: %.2f%% (%lld/%lld)\n",
+         ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0, (long long)ev.correct,
+         (long long)ev.total);
   printf("test loss: %.6f\n", ev.loss);
   rc = CLI_OK;
 done:

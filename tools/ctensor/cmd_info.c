@@ -84,7 +84,9 @@ static void print_cuda(void) {
   printf("\ncuda:\n");
   bool built = strstr(ct_build_info(), "cuda=ON") != NULL;
   bool emulated = strstr(ct_build_info(), "cuda=EMULATED") != NULL; /* tests/cuda_emu/lib */
-  printf("  backend compiled in: %s\n", built ? "yes" : emulated ? "yes, on an emulated GPU (tests only)" : "no");
+  printf("  backend compiled in: %s\n", built      ? "yes"
+                                        : emulated ? "yes, on an emulated GPU (tests only)"
+                                                   : "no");
   if (read_keyed_line("/proc/driver/nvidia/version", "NVRM version", buf, sizeof buf))
     printf("  NVIDIA kernel driver: %s\n", buf);
   print_version("driver (supports CUDA)", ct_cuda_driver_version);
@@ -114,7 +116,8 @@ int cmd_info(int argc, char **argv) {
 
   char buf[512];
   printf("\ncpu:\n");
-  printf("  model: %s\n", read_keyed_line("/proc/cpuinfo", "model name", buf, sizeof buf) ? buf : "unknown");
+  printf("  model: %s\n",
+         read_keyed_line("/proc/cpuinfo", "model name", buf, sizeof buf) ? buf : "unknown");
   printf("  logical cpus online: %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
   printf("  ctensor threads: %d\n", ct_get_num_threads());
   if (read_keyed_line("/proc/meminfo", "MemTotal", buf, sizeof buf)) printf("  memory: %s\n", buf);

@@ -6,9 +6,12 @@
 
 const char *cli_default_data_dir(cli_dataset d) {
   switch (d) {
-  case DATASET_FASHION_MNIST: return "/usr/share/datasets/fashion-mnist";
-  case DATASET_MNIST: return "/usr/share/datasets/mnist";
-  case DATASET_CIFAR10: return "/usr/share/datasets/cifar-10";
+    case DATASET_FASHION_MNIST:
+      return "/usr/share/datasets/fashion-mnist";
+    case DATASET_MNIST:
+      return "/usr/share/datasets/mnist";
+    case DATASET_CIFAR10:
+      return "/usr/share/datasets/cifar-10";
   }
   return ".";
 }
@@ -38,8 +41,8 @@ static void limit_destroy(void *self) {
 }
 static const ct_dataset_vtable limit_vtable = {limit_length, limit_get, limit_destroy};
 
-ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit, uint64_t seed,
-                             int augment, ct_dataset **base) {
+ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit,
+                             uint64_t seed, int augment, ct_dataset **base) {
   if (!dir) dir = cli_default_data_dir(d);
   ct_transform_opts tf = {.normalize = true, .seed = seed};
   /* As torchvision's RandomCrop(size, padding=size / 8) + RandomHorizontalFlip. */
@@ -53,23 +56,23 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
   if (base) *base = NULL;
   ct_dataset *ds;
   switch (d) {
-  case DATASET_FASHION_MNIST:
-    tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.2860;
-    tf.std[0] = tf.std[1] = tf.std[2] = 0.3530;
-    ds = ct_mnist_open(dir, train, &tf);
-    break;
-  case DATASET_MNIST:
-    tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.1307;
-    tf.std[0] = tf.std[1] = tf.std[2] = 0.3081;
-    ds = ct_mnist_open(dir, train, &tf);
-    break;
-  case DATASET_CIFAR10:
-    tf.mean[0] = 0.4914, tf.mean[1] = 0.4822, tf.mean[2] = 0.4465;
-    tf.std[0] = 0.2470, tf.std[1] = 0.2435, tf.std[2] = 0.2616;
-    ds = ct_cifar10_open(dir, train, &tf);
-    break;
-  default:
-    return NULL;
+    case DATASET_FASHION_MNIST:
+      tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.2860;
+      tf.std[0] = tf.std[1] = tf.std[2] = 0.3530;
+      ds = ct_mnist_open(dir, train, &tf);
+      break;
+    case DATASET_MNIST:
+      tf.mean[0] = tf.mean[1] = tf.mean[2] = 0.1307;
+      tf.std[0] = tf.std[1] = tf.std[2] = 0.3081;
+      ds = ct_mnist_open(dir, train, &tf);
+      break;
+    case DATASET_CIFAR10:
+      tf.mean[0] = 0.4914, tf.mean[1] = 0.4822, tf.mean[2] = 0.4465;
+      tf.std[0] = 0.2470, tf.std[1] = 0.2435, tf.std[2] = 0.2616;
+      ds = ct_cifar10_open(dir, train, &tf);
+      break;
+    default:
+      return NULL;
   }
   if (base) *base = ds;
   if (!ds || limit <= 0 || limit >= ct_dataset_length(ds)) return ds;
@@ -83,4 +86,13 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
   ct_dataset *view = ct_dataset_new(&limit_vtable, s); /* frees s (and ds) on failure */
   if (!view && base) *base = NULL;
   return view;
+}
+
+int cli_require_samples(const char *cmd, const ct_dataset *ds, cli_dataset d, const char *dir,
+                        bool train) {
+  if (ct_dataset_length(ds) > 0) return CLI_OK;
+  fprintf(stderr, "ctensor %s: the %s set of %s in %s holds no samples: nothing to %s\n", cmd,
+          train ? "training" : "test", cli_dataset_name(d),
+          cli_shown(dir ? dir : cli_default_data_dir(d)), train ? "train on" : "evaluate");
+  return CLI_FAIL;
 }

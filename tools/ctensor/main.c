@@ -1,6 +1,7 @@
 /* main.c: the `ctensor` program: dispatches to a command (info, train, eval).
  * Each command parses its own options with getopt_long (options.c). */
 #define _GNU_SOURCE /* setenv, execv */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,8 +33,7 @@ static void prefer_passive_wait(char **argv) {
    * no one but child processes). */
 }
 
-int main(int argc, char **argv) {
-  prefer_passive_wait(argv);
+static int run_command(int argc, char **argv) {
   if (argc < 2) {
     cli_usage(stderr);
     return CLI_USAGE;
@@ -51,7 +51,20 @@ int main(int argc, char **argv) {
     printf("ctensor %s\n", ct_library_version());
     return CLI_OK;
   }
-  fprintf(stderr, "ctensor: unknown command '%s'\n\n", cmd);
+  fprintf(stderr, "ctensor: unknown command '%s'\n\n", cli_shown(cmd));
   cli_usage(stderr);
   return CLI_USAGE;
+}
+
+int main(int argc, char **argv) {
+  prefer_passive_wait(argv);
+  int rc = run_command(argc, argv);
+  /* The results (the accuracy lines) go to stdout: one that could not be
+   * written (a full disk, a closed file) must not end in exit 0. */
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "ctensor: writing the output: %s\n", errno ? strerror(errno) : "write error");
+    if (rc == CLI_OK) rc = CLI_FAIL;
+  }
+  return rc;
 }

@@ -25,20 +25,20 @@ static ct_tensor *net_forward(ct_module *m, void *self, const ct_tensor *x) {
   net *n = self;
   ct_tensor *h;
   switch (n->kind) {
-  case MODEL_MLP:
-    h = ct_relu(ct_module_forward(n->fc1, ct_flatten(x, 1, -1)));
-    return ct_module_forward(n->fc2, h);
-  case MODEL_CNN:
-    h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv1, x)), &pool2);
-    h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv2, h)), &pool2);
-    h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
-    return ct_module_forward(n->fc2, h);
-  case MODEL_SIMPLECNN:
-    h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv1, x)), &pool2);
-    h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv2, h)), &pool2);
-    h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
-    h = ct_relu(ct_module_forward(n->fc2, h));
-    return ct_module_forward(n->fc3, h);
+    case MODEL_MLP:
+      h = ct_relu(ct_module_forward(n->fc1, ct_flatten(x, 1, -1)));
+      return ct_module_forward(n->fc2, h);
+    case MODEL_CNN:
+      h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv1, x)), &pool2);
+      h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv2, h)), &pool2);
+      h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
+      return ct_module_forward(n->fc2, h);
+    case MODEL_SIMPLECNN:
+      h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv1, x)), &pool2);
+      h = ct_max_pool2d(ct_relu(ct_module_forward(n->conv2, h)), &pool2);
+      h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
+      h = ct_relu(ct_module_forward(n->fc2, h));
+      return ct_module_forward(n->fc3, h);
   }
   return NULL;
 }
@@ -51,7 +51,9 @@ ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
   net *n = calloc(1, sizeof *n);
   if (!n) return NULL;
   n->kind = kind;
-  const ct_module_vtable *vt = kind == MODEL_MLP ? &mlp_vt : kind == MODEL_CNN ? &cnn_vt : &simplecnn_vt;
+  const ct_module_vtable *vt = kind == MODEL_MLP   ? &mlp_vt
+                               : kind == MODEL_CNN ? &cnn_vt
+                                                   : &simplecnn_vt;
   ct_module *m = ct_module_new(vt, n);
   if (!m) {
     free(n);
@@ -60,32 +62,39 @@ ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
   bool ok = true;
   /* Children are registered in forward order: state_dict order as in torch. */
   switch (kind) {
-  case MODEL_MLP:
-    ok = (n->fc1 = ct_module_register_module(m, "fc1", ct_linear_new(c * size * size, 128, true, NULL))) &&
-         (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
-    break;
-  case MODEL_CNN: {
-    int64_t s = ((size - 2) / 2 - 2) / 2; /* two (3x3 valid conv, 2x2 pool) stages */
-    ok = (n->conv1 = ct_module_register_module(m, "conv1", ct_conv2d_new(c, 32, 3, NULL, true, NULL))) &&
-         (n->conv2 = ct_module_register_module(m, "conv2", ct_conv2d_new(32, 64, 3, NULL, true, NULL))) &&
-         (n->fc1 = ct_module_register_module(m, "fc1", ct_linear_new(64 * s * s, 128, true, NULL))) &&
-         (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
-    break;
-  }
-  case MODEL_SIMPLECNN: {
-    /* 32x32: 5x5 valid conv -> 28, pool -> 14, conv -> 10, pool -> 5. 28x28
-     * inputs get padding 2 in conv1 to follow the same sizes. */
-    int64_t pad = (32 - size) / 2;
-    ct_conv2d_opts c1 = {.padding = {pad, pad}};
-    ok = (n->conv1 = ct_module_register_module(m, "conv1", ct_conv2d_new(c, 6, 5, &c1, true, NULL))) &&
-         (n->conv2 = ct_module_register_module(m, "conv2", ct_conv2d_new(6, 16, 5, NULL, true, NULL))) &&
-         (n->fc1 = ct_module_register_module(m, "fc1", ct_linear_new(16 * 5 * 5, 120, true, NULL))) &&
-         (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(120, 84, true, NULL))) &&
-         (n->fc3 = ct_module_register_module(m, "fc3", ct_linear_new(84, 10, true, NULL)));
-    break;
-  }
-  default:
-    ok = false;
+    case MODEL_MLP:
+      ok = (n->fc1 = ct_module_register_module(m, "fc1",
+                                               ct_linear_new(c * size * size, 128, true, NULL))) &&
+           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
+      break;
+    case MODEL_CNN: {
+      int64_t s = ((size - 2) / 2 - 2) / 2; /* two (3x3 valid conv, 2x2 pool) stages */
+      ok = (n->conv1 =
+                ct_module_register_module(m, "conv1", ct_conv2d_new(c, 32, 3, NULL, true, NULL))) &&
+           (n->conv2 = ct_module_register_module(m, "conv2",
+                                                 ct_conv2d_new(32, 64, 3, NULL, true, NULL))) &&
+           (n->fc1 =
+                ct_module_register_module(m, "fc1", ct_linear_new(64 * s * s, 128, true, NULL))) &&
+           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
+      break;
+    }
+    case MODEL_SIMPLECNN: {
+      /* 32x32: 5x5 valid conv -> 28, pool -> 14, conv -> 10, pool -> 5. 28x28
+       * inputs get padding 2 in conv1 to follow the same sizes. */
+      int64_t pad = (32 - size) / 2;
+      ct_conv2d_opts c1 = {.padding = {pad, pad}};
+      ok = (n->conv1 =
+                ct_module_register_module(m, "conv1", ct_conv2d_new(c, 6, 5, &c1, true, NULL))) &&
+           (n->conv2 =
+                ct_module_register_module(m, "conv2", ct_conv2d_new(6, 16, 5, NULL, true, NULL))) &&
+           (n->fc1 =
+                ct_module_register_module(m, "fc1", ct_linear_new(16 * 5 * 5, 120, true, NULL))) &&
+           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(120, 84, true, NULL))) &&
+           (n->fc3 = ct_module_register_module(m, "fc3", ct_linear_new(84, 10, true, NULL)));
+      break;
+    }
+    default:
+      ok = false;
   }
   if (!ok) {
     ct_module_free(m);

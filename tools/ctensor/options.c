@@ -16,12 +16,17 @@ typedef struct name_code {
   int code;
 } name_code;
 
-static const name_code models[] = {{"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}};
-static const name_code datasets[] = {
-    {"fashion-mnist", DATASET_FASHION_MNIST}, {"mnist", DATASET_MNIST}, {"cifar10", DATASET_CIFAR10}};
-static const name_code optims[] = {{"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
-static const name_code schedules[] = {{"none", SCHED_NONE}, {"step", SCHED_STEP}, {"cosine", SCHED_COSINE}};
-static const name_code amps[] = {{"none", AMP_NONE}, {"f16", AMP_F16}, {"bf16", AMP_BF16}, {"auto", AMP_AUTO}};
+static const name_code models[] = {
+    {"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}};
+static const name_code datasets[] = {{"fashion-mnist", DATASET_FASHION_MNIST},
+                                     {"mnist", DATASET_MNIST},
+                                     {"cifar10", DATASET_CIFAR10}};
+static const name_code optims[] = {
+    {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
+static const name_code schedules[] = {
+    {"none", SCHED_NONE}, {"step", SCHED_STEP}, {"cosine", SCHED_COSINE}};
+static const name_code amps[] = {
+    {"none", AMP_NONE}, {"f16", AMP_F16}, {"bf16", AMP_BF16}, {"auto", AMP_AUTO}};
 static const name_code augments[] = {
     {"none", 0}, {"hflip", AUG_HFLIP}, {"crop", AUG_CROP}, {"crop,hflip", AUG_CROP | AUG_HFLIP}};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -43,38 +48,42 @@ const char *cli_optim_name(int o) { return code_name(optims, COUNT(optims), o); 
 const char *cli_schedule_name(int s) { return code_name(schedules, COUNT(schedules), s); }
 const char *cli_augment_name(int a) { return code_name(augments, COUNT(augments), a); }
 const char *cli_amp_name(int a) { return code_name(amps, COUNT(amps), a); }
-bool cli_model_parse(const char *s, cli_model *out) {
+static bool cli_model_parse(const char *s, cli_model *out) {
   int c;
   if (!name_code_parse(models, COUNT(models), s, &c)) return false;
   return *out = (cli_model)c, true;
 }
-bool cli_dataset_parse(const char *s, cli_dataset *out) {
+static bool cli_dataset_parse(const char *s, cli_dataset *out) {
   int c;
   if (!strcmp(s, "fashion_mnist") || !strcmp(s, "fashionmnist")) s = "fashion-mnist";
   if (!strcmp(s, "cifar-10")) s = "cifar10";
   if (!name_code_parse(datasets, COUNT(datasets), s, &c)) return false;
   return *out = (cli_dataset)c, true;
 }
-bool cli_optim_parse(const char *s, cli_optim *out) {
+static bool cli_optim_parse(const char *s, cli_optim *out) {
   int c;
   if (!name_code_parse(optims, COUNT(optims), s, &c)) return false;
   return *out = (cli_optim)c, true;
 }
 
-bool cli_schedule_parse(const char *s, cli_schedule *out) {
+static bool cli_schedule_parse(const char *s, cli_schedule *out) {
   int c;
   if (!name_code_parse(schedules, COUNT(schedules), s, &c)) return false;
   return *out = (cli_schedule)c, true;
 }
-bool cli_augment_parse(const char *s, int *out) {
+/* "none" or a comma-separated list of hflip, crop. */
+static bool cli_augment_parse(const char *s, int *out) {
   if (!strcmp(s, "none")) return *out = 0, true;
   int flags = 0;
   const char *p = s;
   for (;;) {
     size_t len = strcspn(p, ",");
-    if (len == 5 && !strncmp(p, "hflip", 5)) flags |= AUG_HFLIP;
-    else if (len == 4 && !strncmp(p, "crop", 4)) flags |= AUG_CROP;
-    else return false;
+    if (len == 5 && !strncmp(p, "hflip", 5))
+      flags |= AUG_HFLIP;
+    else if (len == 4 && !strncmp(p, "crop", 4))
+      flags |= AUG_CROP;
+    else
+      return false;
     if (!p[len]) break;
     p += len + 1;
   }
@@ -116,60 +125,94 @@ bool cli_parse_f64(const char *s, double lo, double hi, double *out) {
 /* ---- Usage ------------------------------------------------------------------- */
 
 void cli_usage(FILE *f) {
-  fprintf(f,
-          "usage: ctensor <command> [options]\n"
-          "\n"
-          "commands:\n"
-          "  info                 devices, threads, BLAS, build and library versions\n"
-          "  train [options]      train a model (defaults: a CNN on Fashion-MNIST on the best device)\n"
-          "  eval --checkpoint P  test accuracy and loss of a checkpoint\n"
-          "\n"
-          "train options:\n"
-          "  --model mlp|cnn|simplecnn            model (default cnn)\n"
-          "  --dataset fashion-mnist|mnist|cifar10  dataset (default fashion-mnist)\n"
-          "  --data-dir DIR                       dataset files (default /usr/share/datasets/<dataset>)\n"
-          "  --device auto|cpu|cuda[:N]           device (default auto: CT_DEVICE, else cuda:0, else cpu)\n"
-          "  --disable-cuda                       run on the CPU\n"
-          "  --epochs N                           total epochs (default 10)\n"
-          "  --batch-size N                       (default 64)\n"
-          "  --optimizer sgd|adam|adamw           (default adam)\n"
-          "  --lr X                               initial learning rate (default 0.01 sgd; adam/adamw 0.001,\n"
-          "                                       0.002 for mlp)\n"
-          "  --lr-schedule none|step|cosine       lr per epoch (default cosine: from --lr down to 0 over\n"
-          "                                       --epochs, as torch's CosineAnnealingLR(T_max=epochs))\n"
-          "  --lr-step-size N, --lr-gamma X       step: lr times X every N epochs (default ceil(epochs/3), 0.1)\n"
-          "  --momentum X                         sgd momentum (default 0.9)\n"
-          "  --weight-decay X                     (default 0; adamw 0.01)\n"
-          "  --label-smoothing X                  of the training loss, in [0, 1] (default 0)\n"
-          "  --augment none|hflip|crop|crop,hflip random training transforms: horizontal flip, random\n"
-          "                                       crop after zero padding by size/8 (default: hflip for\n"
-          "                                       cnn, none for mlp and simplecnn)\n"
-          "  --amp none|auto|f16|bf16             mixed precision: products and convolutions in f16/bf16,\n"
-          "                                       f32 weights; f16 with dynamic loss scaling (default none;\n"
-          "                                       auto: f16 on a GPU, bf16 on the CPU)\n"
-          "  --workers N                          data loading threads (default 2)\n"
-          "  --seed N                             initialization and data order (default 1)\n"
-          "  --checkpoint PATH                    save model, optimizer and position after every epoch\n"
-          "                                       and on Ctrl-C (one safetensors file)\n"
-          "  --resume                             continue from --checkpoint\n"
-          "  --metrics PATH                       one JSON line per epoch (appended to on --resume)\n"
-          "  --limit-train N, --limit-test N      use only the first N samples\n"
-          "  --quiet                              print only the final accuracy\n"
-          "\n"
-          "eval options:\n"
-          "  --checkpoint PATH (required), --data-dir DIR, --device D, --disable-cuda,\n"
-          "  --batch-size N (default 500), --workers N, --limit-test N (default: as in training), --quiet\n"
-          "\n"
-          "exit status: 0 success, 1 failure, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM (checkpoint saved)\n");
+  fprintf(
+      f,
+      "usage: ctensor <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  info                 devices, threads, BLAS, build and library versions\n"
+      "  train [options]      train a model (defaults: a CNN on Fashion-MNIST on the best device)\n"
+      "  eval --checkpoint P  test accuracy and loss of a checkpoint\n"
+      "\n"
+      "train options:\n"
+      "  --model mlp|cnn|simplecnn            model (default cnn)\n"
+      "  --dataset fashion-mnist|mnist|cifar10  dataset (default fashion-mnist)\n"
+      "  --data-dir DIR                       dataset files (default "
+      "/usr/share/datasets/<dataset>)\n"
+      "  --device auto|cpu|cuda[:N]           device (default auto: CT_DEVICE, else cuda:0, else "
+      "cpu)\n"
+      "  --disable-cuda                       run on the CPU\n"
+      "  --epochs N                           total epochs (default 10)\n"
+      "  --batch-size N                       (default 64)\n"
+      "  --optimizer sgd|adam|adamw           (default adam)\n"
+      "  --lr X                               initial learning rate (default 0.01 sgd; adam/adamw "
+      "0.001,\n"
+      "                                       0.002 for mlp)\n"
+      "  --lr-schedule none|step|cosine       lr per epoch (default cosine: from --lr down to 0 "
+      "over\n"
+      "                                       --epochs, as torch's "
+      "CosineAnnealingLR(T_max=epochs))\n"
+      "  --lr-step-size N, --lr-gamma X       step: lr times X every N epochs (default "
+      "ceil(epochs/3), 0.1)\n"
+      "  --momentum X                         sgd momentum (default 0.9)\n"
+      "  --weight-decay X                     (default 0; adamw 0.01)\n"
+      "  --label-smoothing X                  of the training loss, in [0, 1] (default 0)\n"
+      "  --augment none|hflip|crop|crop,hflip random training transforms: horizontal flip, random\n"
+      "                                       crop after zero padding by size/8 (default: hflip "
+      "for\n"
+      "                                       cnn, none for mlp and simplecnn)\n"
+      "  --amp none|auto|f16|bf16             mixed precision: products and convolutions in "
+      "f16/bf16,\n"
+      "                                       f32 weights; f16 with dynamic loss scaling (default "
+      "none;\n"
+      "                                       auto: f16 on a GPU, bf16 on the CPU)\n"
+      "  --workers N                          data loading threads (default 2)\n"
+      "  --seed N                             initialization and data order (default 1)\n"
+      "  --checkpoint PATH                    save model, optimizer and position after every "
+      "epoch\n"
+      "                                       and on Ctrl-C (one safetensors file)\n"
+      "  --resume                             continue from --checkpoint\n"
+      "  --metrics PATH                       one JSON line per epoch (appended to on --resume)\n"
+      "  --limit-train N, --limit-test N      use only the first N samples\n"
+      "  --quiet                              print only the final accuracy\n"
+      "\n"
+      "eval options:\n"
+      "  --checkpoint PATH (required), --data-dir DIR, --device D, --disable-cuda,\n"
+      "  --batch-size N (default 500), --workers N, --limit-test N (default: as in training), "
+      "--quiet\n"
+      "\n"
+      "exit status: 0 success, 1 failure, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM "
+      "(checkpoint saved)\n");
 }
 
 /* ---- Parsing ----------------------------------------------------------------- */
 
 enum {
-  OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_DISABLE_CUDA, OPT_EPOCHS,
-  OPT_BATCH_SIZE, OPT_OPTIMIZER, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_WORKERS, OPT_SEED,
-  OPT_CHECKPOINT, OPT_RESUME, OPT_METRICS, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_QUIET,
-  OPT_LR_SCHEDULE, OPT_LR_STEP_SIZE, OPT_LR_GAMMA, OPT_AUGMENT, OPT_LABEL_SMOOTHING, OPT_AMP
+  OPT_MODEL = 256,
+  OPT_DATASET,
+  OPT_DATA_DIR,
+  OPT_DEVICE,
+  OPT_DISABLE_CUDA,
+  OPT_EPOCHS,
+  OPT_BATCH_SIZE,
+  OPT_OPTIMIZER,
+  OPT_LR,
+  OPT_MOMENTUM,
+  OPT_WEIGHT_DECAY,
+  OPT_WORKERS,
+  OPT_SEED,
+  OPT_CHECKPOINT,
+  OPT_RESUME,
+  OPT_METRICS,
+  OPT_LIMIT_TRAIN,
+  OPT_LIMIT_TEST,
+  OPT_QUIET,
+  OPT_LR_SCHEDULE,
+  OPT_LR_STEP_SIZE,
+  OPT_LR_GAMMA,
+  OPT_AUGMENT,
+  OPT_LABEL_SMOOTHING,
+  OPT_AMP
 };
 
 static const struct option train_long[] = {
@@ -201,176 +244,208 @@ static const struct option train_long[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
-static const struct option eval_long[] = {
-    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
-    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"disable-cuda", no_argument, NULL, OPT_DISABLE_CUDA},
-    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
-    {"workers", required_argument, NULL, OPT_WORKERS},
-    {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+static const struct option eval_long[] = {{"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+                                          {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+                                          {"device", required_argument, NULL, OPT_DEVICE},
+                                          {"disable-cuda", no_argument, NULL, OPT_DISABLE_CUDA},
+                                          {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+                                          {"workers", required_argument, NULL, OPT_WORKERS},
+                                          {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
+                                          {"quiet", no_argument, NULL, OPT_QUIET},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
 
+enum { NOT_MINE = -2 }; /* an option parser's answer: another parser's option */
+
+/* a and b are what the user typed (shown escaped) or empty strings. */
 static int bad(const char *cmd, const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "ctensor %s: ", cmd);
-  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, fmt, cli_shown(a), cli_shown(b));
   fprintf(stderr, "\n\n");
   cli_usage(stderr);
   return CLI_USAGE;
 }
 
-int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
-  const char *cmd = is_eval ? "eval" : "train";
-  *o = (cli_opts){.model = MODEL_CNN, .dataset = DATASET_FASHION_MNIST, .optim = OPTIM_ADAM,
-                  .device = "auto", .epochs = 10, .batch_size = 64, .lr = -1, .momentum = -1,
-                  .weight_decay = -1, .schedule = SCHED_COSINE, .gamma = 0.1, .augment = -1,
-                  .label_smoothing = -1,
-                  .workers = 2, .seed = 1};
-  optind = 0; /* glibc: full reinitialization */
-  opterr = 0;
-  const struct option *longopts = is_eval ? eval_long : train_long;
-  for (;;) {
-    int idx = -1;
-    int c = getopt_long(argc, argv, ":h", longopts, &idx);
-    if (c == -1) break;
-    const char *arg = optarg;
-    const char *name = idx >= 0 ? longopts[idx].name : "";
-    int64_t i64;
-    switch (c) {
-    case 'h':
-      cli_usage(stdout);
-      return -1;
-    case ':':
-      return bad(cmd, "option '%s' needs a value%s", argv[optind - 1], "");
-    case '?':
-      if (optopt) {
-        char s[3] = {'-', (char)optopt, 0};
-        return bad(cmd, "unknown option '%s'%s", s, "");
-      }
-      return bad(cmd, "unknown option '%s'%s", argv[optind - 1], "");
+/* The options that shape the training (model, data, optimizer, schedule,
+ * augmentation, precision): CLI_OK, CLI_USAGE after the message, or
+ * NOT_MINE for another option. */
+static int model_option(const char *cmd, int c, const char *arg, cli_opts *o) {
+  switch (c) {
     case OPT_MODEL:
       if (!cli_model_parse(arg, &o->model))
         return bad(cmd, "--model: expected mlp, cnn or simplecnn, got '%s'%s", arg, "");
       o->model_set = true;
-      break;
+      return CLI_OK;
     case OPT_DATASET:
       if (!cli_dataset_parse(arg, &o->dataset))
         return bad(cmd, "--dataset: expected fashion-mnist, mnist or cifar10, got '%s'%s", arg, "");
       o->dataset_set = true;
-      break;
-    case OPT_DATA_DIR:
-      if (!*arg) return bad(cmd, "--data-dir: empty path%s%s", "", "");
-      o->data_dir = arg;
-      break;
-    case OPT_DEVICE:
-      o->device = arg;
-      break;
-    case OPT_DISABLE_CUDA:
-      o->disable_cuda = true;
-      break;
-    case OPT_EPOCHS:
-      if (!cli_parse_i64(arg, 1, 1000000, &o->epochs))
-        return bad(cmd, "--epochs: expected an integer from 1 to 1000000, got '%s'%s", arg, "");
-      break;
-    case OPT_BATCH_SIZE:
-      if (!cli_parse_i64(arg, 1, 1 << 20, &o->batch_size))
-        return bad(cmd, "--batch-size: expected an integer from 1 to 1048576, got '%s'%s", arg, "");
-      o->batch_size_set = true;
-      break;
+      return CLI_OK;
     case OPT_OPTIMIZER:
       if (!cli_optim_parse(arg, &o->optim))
         return bad(cmd, "--optimizer: expected sgd, adam or adamw, got '%s'%s", arg, "");
       o->optim_set = true;
-      break;
+      return CLI_OK;
     case OPT_LR:
       if (!cli_parse_f64(arg, 0, 1e6, &o->lr) || o->lr <= 0)
         return bad(cmd, "--lr: expected a positive number, got '%s'%s", arg, "");
       o->lr_set = true;
-      break;
+      return CLI_OK;
     case OPT_LR_SCHEDULE:
       if (!cli_schedule_parse(arg, &o->schedule))
         return bad(cmd, "--lr-schedule: expected none, step or cosine, got '%s'%s", arg, "");
       o->schedule_set = true;
-      break;
+      return CLI_OK;
     case OPT_LR_STEP_SIZE:
       if (!cli_parse_i64(arg, 1, 1000000, &o->step_size))
-        return bad(cmd, "--lr-step-size: expected an integer from 1 to 1000000, got '%s'%s", arg, "");
+        return bad(cmd, "--lr-step-size: expected an integer from 1 to 1000000, got '%s'%s", arg,
+                   "");
       o->step_size_set = true;
-      break;
+      return CLI_OK;
     case OPT_LR_GAMMA:
       if (!cli_parse_f64(arg, 0, 1e6, &o->gamma) || o->gamma <= 0)
         return bad(cmd, "--lr-gamma: expected a positive number, got '%s'%s", arg, "");
       o->gamma_set = true;
-      break;
+      return CLI_OK;
     case OPT_AUGMENT:
       if (!cli_augment_parse(arg, &o->augment))
-        return bad(cmd, "--augment: expected none or a comma-separated list of hflip, crop, got '%s'%s", arg,
-                   "");
+        return bad(cmd,
+                   "--augment: expected none or a comma-separated list of hflip, crop, got '%s'%s",
+                   arg, "");
       o->augment_set = true;
-      break;
+      return CLI_OK;
     case OPT_LABEL_SMOOTHING:
       if (!cli_parse_f64(arg, 0, 1, &o->label_smoothing))
         return bad(cmd, "--label-smoothing: expected a number in [0, 1], got '%s'%s", arg, "");
       o->label_smoothing_set = true;
-      break;
+      return CLI_OK;
     case OPT_AMP: {
       int a;
       if (!name_code_parse(amps, COUNT(amps), arg, &a))
         return bad(cmd, "--amp: expected none, auto, f16 or bf16, got '%s'%s", arg, "");
       o->amp = (cli_amp)a;
       o->amp_set = true;
-      break;
+      return CLI_OK;
     }
     case OPT_MOMENTUM:
       if (!cli_parse_f64(arg, 0, 1, &o->momentum) || o->momentum >= 1)
         return bad(cmd, "--momentum: expected a number in [0, 1), got '%s'%s", arg, "");
       o->momentum_set = true;
-      break;
+      return CLI_OK;
     case OPT_WEIGHT_DECAY:
       if (!cli_parse_f64(arg, 0, 1e6, &o->weight_decay))
         return bad(cmd, "--weight-decay: expected a number >= 0, got '%s'%s", arg, "");
       o->weight_decay_set = true;
-      break;
+      return CLI_OK;
+  }
+  return NOT_MINE;
+}
+
+/* The options of the run itself (where, how long, files, output): CLI_OK,
+ * CLI_USAGE after the message, or NOT_MINE. */
+static int run_option(const char *cmd, int c, const char *arg, cli_opts *o) {
+  int64_t i64;
+  switch (c) {
+    case OPT_DATA_DIR:
+      if (!*arg) return bad(cmd, "--data-dir: empty path%s%s", "", "");
+      o->data_dir = arg;
+      return CLI_OK;
+    case OPT_DEVICE:
+      o->device = arg;
+      return CLI_OK;
+    case OPT_DISABLE_CUDA:
+      o->disable_cuda = true;
+      return CLI_OK;
+    case OPT_EPOCHS:
+      if (!cli_parse_i64(arg, 1, 1000000, &o->epochs))
+        return bad(cmd, "--epochs: expected an integer from 1 to 1000000, got '%s'%s", arg, "");
+      return CLI_OK;
+    case OPT_BATCH_SIZE:
+      if (!cli_parse_i64(arg, 1, 1 << 20, &o->batch_size))
+        return bad(cmd, "--batch-size: expected an integer from 1 to 1048576, got '%s'%s", arg, "");
+      o->batch_size_set = true;
+      return CLI_OK;
     case OPT_WORKERS:
       if (!cli_parse_i64(arg, 0, 256, &i64))
         return bad(cmd, "--workers: expected an integer from 0 to 256, got '%s'%s", arg, "");
       o->workers = (int)i64;
-      break;
+      return CLI_OK;
     case OPT_SEED:
       if (!cli_parse_u64(arg, &o->seed))
         return bad(cmd, "--seed: expected a non-negative integer, got '%s'%s", arg, "");
       o->seed_set = true;
-      break;
+      return CLI_OK;
     case OPT_CHECKPOINT:
       if (!*arg) return bad(cmd, "--checkpoint: empty path%s%s", "", "");
       o->checkpoint = arg;
-      break;
+      return CLI_OK;
     case OPT_RESUME:
       o->resume = true;
-      break;
+      return CLI_OK;
     case OPT_METRICS:
       if (!*arg) return bad(cmd, "--metrics: empty path%s%s", "", "");
       o->metrics = arg;
-      break;
+      return CLI_OK;
     case OPT_LIMIT_TRAIN:
       if (!cli_parse_i64(arg, 1, INT64_MAX, &o->limit_train))
         return bad(cmd, "--limit-train: expected a positive integer, got '%s'%s", arg, "");
       o->limit_train_set = true;
-      break;
+      return CLI_OK;
     case OPT_LIMIT_TEST:
       if (!cli_parse_i64(arg, 1, INT64_MAX, &o->limit_test))
         return bad(cmd, "--limit-test: expected a positive integer, got '%s'%s", arg, "");
       o->limit_test_set = true;
-      break;
+      return CLI_OK;
     case OPT_QUIET:
       o->quiet = true;
-      break;
-    default:
-      return bad(cmd, "unexpected option '%s'%s", argv[optind - 1], "");
+      return CLI_OK;
+  }
+  return NOT_MINE;
+}
+
+int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
+  const char *cmd = is_eval ? "eval" : "train";
+  *o = (cli_opts){.model = MODEL_CNN,
+                  .dataset = DATASET_FASHION_MNIST,
+                  .optim = OPTIM_ADAM,
+                  .device = "auto",
+                  .epochs = 10,
+                  .batch_size = 64,
+                  .lr = -1,
+                  .momentum = -1,
+                  .weight_decay = -1,
+                  .schedule = SCHED_COSINE,
+                  .gamma = 0.1,
+                  .augment = -1,
+                  .label_smoothing = -1,
+                  .workers = 2,
+                  .seed = 1};
+  optind = 0; /* glibc: full reinitialization */
+  opterr = 0;
+  const struct option *longopts = is_eval ? eval_long : train_long;
+  for (;;) {
+    int c = getopt_long(argc, argv, ":h", longopts, NULL);
+    if (c == -1) break;
+    const char *arg = optarg;
+    int rc;
+    switch (c) {
+      case 'h':
+        cli_usage(stdout);
+        return -1;
+      case ':':
+        return bad(cmd, "option '%s' needs a value%s", argv[optind - 1], "");
+      case '?':
+        if (optopt) {
+          char s[3] = {'-', (char)optopt, 0};
+          return bad(cmd, "unknown option '%s'%s", s, "");
+        }
+        return bad(cmd, "unknown option '%s'%s", argv[optind - 1], "");
+      default:
+        if ((rc = model_option(cmd, c, arg, o)) == NOT_MINE &&
+            (rc = run_option(cmd, c, arg, o)) == NOT_MINE)
+          return bad(cmd, "unexpected option '%s'%s", argv[optind - 1], "");
+        if (rc != CLI_OK) return rc;
     }
-    (void)name;
   }
   if (optind < argc) return bad(cmd, "unexpected argument '%s'%s", argv[optind], "");
   if (o->resume && !o->checkpoint) return bad(cmd, "--resume needs --checkpoint PATH%s%s", "", "");
@@ -389,10 +464,46 @@ void cli_error(const char *what) {
   fprintf(stderr, "ctensor: %s: %s\n", what, msg && *msg ? msg : "unknown error");
 }
 
+enum { SHOWN_BUFFERS = 4, SHOWN_SIZE = 1024 };
+
+static char *next_shown_buffer(void) {
+  static char bufs[SHOWN_BUFFERS][SHOWN_SIZE];
+  static int next;
+  char *b = bufs[next];
+  next = (next + 1) % SHOWN_BUFFERS;
+  return b;
+}
+
+const char *cli_shown(const char *name) {
+  return ct_escape_name(name, next_shown_buffer(), SHOWN_SIZE);
+}
+
+const char *cli_shell_word(const char *path) {
+  char *b = next_shown_buffer();
+  if (path && *path &&
+      strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:,@%") ==
+          strlen(path)) {
+    snprintf(b, SHOWN_SIZE, "%s", path);
+    return b;
+  }
+  /* bash's $'...' reads ct_escape_name's \xNN and \\ back as the bytes; only ' needs more. */
+  char escaped[SHOWN_SIZE];
+  ct_escape_name(path ? path : "", escaped, sizeof escaped);
+  size_t o = 0;
+  b[o++] = '$', b[o++] = '\'';
+  for (const char *c = escaped; *c && o + 4 < SHOWN_SIZE; c++) {
+    if (*c == '\'') b[o++] = '\\';
+    b[o++] = *c;
+  }
+  b[o++] = '\'';
+  b[o] = '\0';
+  return b;
+}
+
 int cli_resolve_device(const cli_opts *o, ct_device *out) {
   if (o->disable_cuda) {
     if (strcmp(o->device, "auto") && strcmp(o->device, "cpu")) {
-      fprintf(stderr, "ctensor: --disable-cuda contradicts --device %s\n", o->device);
+      fprintf(stderr, "ctensor: --disable-cuda contradicts --device %s\n", cli_shown(o->device));
       return CLI_USAGE;
     }
     *out = ct_cpu();

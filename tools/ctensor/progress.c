@@ -15,8 +15,13 @@ double cli_now(void) {
 
 void cli_progress_begin(cli_progress *p, bool quiet, int64_t epoch, int64_t epochs, int64_t total,
                         int64_t start_batch) {
-  *p = (cli_progress){.tty = isatty(STDERR_FILENO) == 1, .quiet = quiet, .epoch = epoch,
-                      .epochs = epochs, .total = total, .start_batch = start_batch, .t0 = cli_now()};
+  *p = (cli_progress){.tty = isatty(STDERR_FILENO) == 1,
+                      .quiet = quiet,
+                      .epoch = epoch,
+                      .epochs = epochs,
+                      .total = total,
+                      .start_batch = start_batch,
+                      .t0 = cli_now()};
   int64_t step = total / 10 > 0 ? total / 10 : 1;
   p->next_line = (start_batch / step + 1) * step;
 }
@@ -59,10 +64,10 @@ void cli_progress_update(cli_progress *p, int64_t done, double loss, int64_t ima
     for (int i = 0; i < BAR; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
     bar[BAR] = '\0';
     char line[200];
-    int len = snprintf(line, sizeof line,
-                       "epoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s ETA %s",
-                       (long long)p->epoch + 1, (long long)p->epochs, bar, (long long)done,
-                       (long long)p->total, loss, ips, etas);
+    int len =
+        snprintf(line, sizeof line, "epoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s ETA %s",
+                 (long long)p->epoch + 1, (long long)p->epochs, bar, (long long)done,
+                 (long long)p->total, loss, ips, etas);
     if (len < 0) return;
     if (len >= (int)sizeof line) len = (int)sizeof line - 1;
     /* Pad over a longer previous line instead of relying on terminal escapes. */
