@@ -38,7 +38,7 @@ if [ "$quick" = 0 ]; then
   echo "== fuzz build (build-fuzz)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_FUZZ=ON \
     -DCT_FUZZ_SECONDS="${FUZZ_SECONDS:-20}" -DCTENSOR_BUILD_TESTS=OFF -DCTENSOR_BUILD_EXAMPLES=OFF \
-    -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_CUDA=OFF -DCTENSOR_MPI=OFF >/dev/null
+    -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_CUDA=OFF -DCTENSOR_MPI=OFF -DCTENSOR_PYTHON=OFF >/dev/null
   cmake --build build-fuzz -j "$jobs"
   echo "== fuzz targets (${FUZZ_SECONDS:-20} s each)"
   (cd build-fuzz && ctest -L fuzz --output-on-failure -j "$jobs")

@@ -56,10 +56,10 @@ static const unary_rule UNARY[] = {
     [CT_UOP_SQUARE] = {"PowBackward", READS_X},
     [CT_UOP_CLAMP] = {"ClampBackward", READS_X},
     [CT_UOP_LEAKY_RELU] = {"LeakyReluBackward", READS_X},
-    [CT_UOP_ISNAN] = {NULL},
-    [CT_UOP_ISINF] = {NULL},
-    [CT_UOP_ISFINITE] = {NULL},
-    [CT_UOP_LOGICAL_NOT] = {NULL},
+    [CT_UOP_ISNAN] = {NULL, READS_NONE},
+    [CT_UOP_ISINF] = {NULL, READS_NONE},
+    [CT_UOP_ISFINITE] = {NULL, READS_NONE},
+    [CT_UOP_LOGICAL_NOT] = {NULL, READS_NONE},
 };
 _Static_assert(sizeof UNARY / sizeof UNARY[0] == CT_UOP_COUNT,
                "UNARY needs one entry per unary op");
