@@ -53,9 +53,9 @@
 extern "C" {
 #endif
 /* The library version: "0.1.0". */
-const char *ct_library_version(void);
+CT_API const char *ct_library_version(void);
 /* Build options as text: "blas=openblas openmp=on cuda=off ...". */
-const char *ct_build_info(void);
+CT_API const char *ct_build_info(void);
 #ifdef __cplusplus
 }
 #endif
