@@ -60,30 +60,23 @@ set(CPACK_COMPONENT_PROGRAM_DEPENDS lib)
 set(CPACK_DEBIAN_PROGRAM_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PROGRAM_PACKAGE_SUGGESTS "dataset-fashion-mnist")
 
-# The NVIDIA libraries: Debian packages when dpkg owns them (shlibdeps finds
-# them), else the names of NVIDIA's CUDA repository for this toolkit.
-function(ct_nvidia_depends var default)
+# The NVIDIA libraries: none when a Debian package owns `library` (shlibdeps
+# then finds it), else the names of NVIDIA's CUDA repository for this toolkit.
+function(ct_nvidia_depends var library default)
+  execute_process(COMMAND dpkg -S ${library} RESULT_VARIABLE owned OUTPUT_QUIET ERROR_QUIET)
+  if(owned EQUAL 0)
+    set(default "")
+  endif()
   set(CTENSOR_DEB_${var}_DEPENDS "${default}" CACHE STRING
       "Debian dependencies of the ${var} plugin package on NVIDIA's libraries")
 endfunction()
 set(_ct_cuda_mm "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
-set(_ct_cudnn_owned OFF)
 if(CT_USE_CUDA)
-  execute_process(COMMAND dpkg -S ${CUDA_cudart_LIBRARY} RESULT_VARIABLE _ct_owned
-                  OUTPUT_QUIET ERROR_QUIET)
-  if(_ct_owned EQUAL 0)
-    ct_nvidia_depends(CUDA "")
-  else()
-    ct_nvidia_depends(CUDA "cuda-cudart-${_ct_cuda_mm}, libcublas-${_ct_cuda_mm}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
-  endif()
+  ct_nvidia_depends(CUDA ${CUDA_cudart_LIBRARY}
+    "cuda-cudart-${_ct_cuda_mm}, libcublas-${_ct_cuda_mm}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
 endif()
 if(CT_USE_NCCL)
-  execute_process(COMMAND dpkg -S ${NCCL_LIBRARY} RESULT_VARIABLE _ct_owned OUTPUT_QUIET ERROR_QUIET)
-  if(_ct_owned EQUAL 0)
-    ct_nvidia_depends(NCCL "")
-  else()
-    ct_nvidia_depends(NCCL "cuda-cudart-${_ct_cuda_mm}, libnccl2")
-  endif()
+  ct_nvidia_depends(NCCL ${NCCL_LIBRARY} "cuda-cudart-${_ct_cuda_mm}, libnccl2")
 endif()
 
 foreach(p ${CT_PLUGINS})
