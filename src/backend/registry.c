@@ -30,6 +30,7 @@
 typedef struct plugin_slot {
   const char *name;                  /* as in ct_backend_info and ct_plugin.name */
   const char *what;                  /* for messages */
+  const char *lib;                   /* what it brings, for messages */
   const char *file;                  /* the shared object's name */
   bool built;                        /* configured and built with this library */
   const ct_plugin *(*builtin)(void); /* linked in (static builds), else NULL */
@@ -72,12 +73,12 @@ typedef struct plugin_slot {
 #endif
 
 static plugin_slot slots[CT_PLUGIN_COUNT] = {
-    [CT_PLUGIN_CUDA] = {"cuda", "the CUDA backend", "libctensor-cuda.so", CT_CUDA_BUILT,
+    [CT_PLUGIN_CUDA] = {"cuda", "the CUDA backend", "CUDA", "libctensor-cuda.so", CT_CUDA_BUILT,
                         CT_CUDA_ENTRY, PTHREAD_ONCE_INIT},
-    [CT_PLUGIN_NCCL] = {"nccl", "the NCCL engine", "libctensor-nccl.so", CT_NCCL_BUILT,
+    [CT_PLUGIN_NCCL] = {"nccl", "the NCCL engine", "NCCL", "libctensor-nccl.so", CT_NCCL_BUILT,
                         CT_NCCL_ENTRY, PTHREAD_ONCE_INIT},
-    [CT_PLUGIN_MPI] = {"mpi", "the MPI engine", "libctensor-mpi.so", CT_MPI_BUILT, CT_MPI_ENTRY,
-                       PTHREAD_ONCE_INIT},
+    [CT_PLUGIN_MPI] = {"mpi", "the MPI engine", "MPI", "libctensor-mpi.so", CT_MPI_BUILT,
+                       CT_MPI_ENTRY, PTHREAD_ONCE_INIT},
 };
 _Static_assert(sizeof slots / sizeof slots[0] == CT_PLUGIN_COUNT, "one slot per plugin id");
 
@@ -193,10 +194,10 @@ static void search(plugin_slot *s) {
   /* Not found anywhere: say where it was looked for. */
   snprintf(s->error, sizeof s->error,
            "%s is not available: %s was not found (looked in %s%.512s%s, and the system's "
-           "library path)%s",
+           "library path)%s%s",
            s->what, s->file, env && *env ? "CT_BACKEND_PATH, " : "", len ? dir : "",
-           len ? " (next to libctensor)" : "",
-           s->built ? "" : "; this ctensor was built without it");
+           len ? " (next to libctensor)" : "", s->built ? "" : "; this ctensor was built without ",
+           s->built ? "" : s->lib);
 }
 
 #endif /* !CT_STATIC_REGISTRY */
@@ -209,7 +210,8 @@ static void load(plugin_slot *s) {
     /* A plugin links the shared core: loading one here would bring a second
      * copy of the library into the process. */
     snprintf(s->error, sizeof s->error,
-             "%s is not available: this static build of ctensor was built without it", s->what);
+             "%s is not available: this static build of ctensor was built without %s", s->what,
+             s->lib);
 #else
     search(s);
 #endif
