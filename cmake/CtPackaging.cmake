@@ -37,20 +37,22 @@ set(CPACK_SET_DESTDIR OFF)
 set(CPACK_COMPONENTS_ALL lib dev program ${CT_PLUGINS})
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libctensor${CT_SOVERSION})
 set(CPACK_COMPONENT_LIB_DESCRIPTION
-    "ctensor: tensors and neural-network training in C (shared library)\n The core library: CPU backend (OpenMP, OpenBLAS), autograd, modules,\n optimizers, data loading. The CUDA backend and the MPI and NCCL engines are\n separate packages, loaded at run time when present.")
+    "ctensor: tensors and neural-network training in C (shared library)\n The core library: CPU backend (OpenBLAS), autograd, modules,\n optimizers, data loading. The CUDA backend and the MPI and NCCL engines are\n separate packages, loaded at run time when present.")
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-# shlibdeps gives "libopenblas0", which apt may satisfy with the pthread build:
-# name the build the library is linked for (its rpath points at it).
-if(CT_BLAS_NAME STREQUAL "openblas-openmp")
-  set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0-openmp")
+# The BLAS is loaded at run time (src/backend/cpu/blas.c), so shlibdeps does
+# not see it: name the build whose file the library loads.
+if(CT_BLAS_NAME MATCHES "^openblas-(pthread|openmp)$")
+  set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0-${CMAKE_MATCH_1}")
+else()
+  set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libopenblas0")
 endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libctensor-dev)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "ctensor: development files\n Headers, the static library, CMake (find_package(ctensor)) and pkg-config\n files. Static linking needs the libraries of the backends built into\n libctensor.a (pkg-config --static --libs ctensor lists them).")
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
-# ctensor.pc names zlib (Requires.private) and the OpenMP build of OpenBLAS.
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "zlib1g-dev, libopenblas-openmp-dev")
+# ctensor.pc names zlib (Requires.private).
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "zlib1g-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 
 set(CPACK_DEBIAN_PROGRAM_PACKAGE_NAME ctensor)

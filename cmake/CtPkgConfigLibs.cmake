@@ -1,18 +1,12 @@
 # What libctensor.a needs at link time, for the Requires.private and
 # Libs.private of ctensor.pc (pkg-config --static --libs ctensor):
-#   CT_PC_REQUIRES_PRIVATE  pkg-config modules
-#   CT_PC_LIBS_PRIVATE      linker arguments: OpenMP, the BLAS (the OpenMP build
-#                           of OpenBLAS by path and rpath, since Debian's
-#                           default libopenblas.so may be the pthread build),
-#                           the plugins' libraries by path, the C++ runtime of
-#                           the CUDA backend's host code.
+#   CT_PC_REQUIRES_PRIVATE  pkg-config modules (zlib)
+#   CT_PC_LIBS_PRIVATE      linker arguments: the plugins' libraries by path,
+#                           the C++ runtime of the CUDA backend's host code,
+#                           libm, libpthread, libdl. The BLAS is not among
+#                           them: the CPU backend loads it at run time.
 set(CT_PC_REQUIRES_PRIVATE zlib)
-set(_ct_libs ${OpenMP_C_FLAGS})
-if(CT_BLAS_LIBDIR)
-  list(APPEND _ct_libs -L${CT_BLAS_LIBDIR} -Wl,-rpath,${CT_BLAS_LIBDIR} -lopenblas)
-else()
-  list(APPEND CT_PC_REQUIRES_PRIVATE openblas)
-endif()
+set(_ct_libs)
 foreach(p ${CT_PLUGINS})
   foreach(lib ${CT_PLUGIN_${p}_INSTALL_LIBS})
     list(APPEND _ct_libs ${lib})

@@ -57,7 +57,7 @@ extern "C" {
 #endif
 /* The library version: "0.1.0". */
 CT_API const char *ct_library_version(void);
-/* Build options as text: "blas=openblas openmp=on cuda=off ...". */
+/* Build options as text: "blas=openblas-pthread threads=pool cuda=OFF ...". */
 CT_API const char *ct_build_info(void);
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@ done
 need=(
   "cmake:cmake" "gcc:gcc" "g++:g++" "make:make" "pkg-config:pkg-config"
   "libopenblas-dev:/usr/share/doc/libopenblas-dev"
-  "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
+  "libopenblas0-pthread:/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
   "zlib1g-dev:/usr/include/zlib.h"
   "libdlpack-dev:/usr/include/dlpack/dlpack.h"
 )

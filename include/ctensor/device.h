@@ -146,9 +146,14 @@ CT_API ct_status ct_stream_wait_event(ct_stream *stream, ct_event *event);
 /* Milliseconds between two recorded timing events; synchronizes on `end`. */
 CT_API ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms);
 
-/* CPU threads used by large operations (OpenMP). Defaults to the number of
- * cores, or OMP_NUM_THREADS / CT_NUM_THREADS when set. Small operations run on
- * the calling thread without thread start-up cost. */
+/* CPU threads used by large operations: a pool of ctensor's own (the calling
+ * thread is one of them), whose idle threads sleep after a few microseconds,
+ * so a program's own threads (its data loader) and other processes get the
+ * CPU back. Defaults to the CPUs the process may run on, or CT_NUM_THREADS /
+ * OMP_NUM_THREADS when set. Small operations run on the calling thread; an
+ * operation called while the pool is busy (from another thread) runs on its
+ * own thread. The BLAS runs single-threaded under it (OPENBLAS_NUM_THREADS
+ * has no effect). ct_set_num_threads takes effect at the next operation. */
 CT_API void ct_set_num_threads(int n);
 CT_API int ct_get_num_threads(void);
 

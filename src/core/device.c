@@ -1,12 +1,12 @@
 /* Device values, the default device, threads, and the CPU side of streams,
  * events and memory statistics (CUDA fills these in through its backend). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <unistd.h>
 
 #include "backend/backend.h"
 
@@ -151,28 +151,37 @@ ct_status ct_synchronize(ct_device device) {
 
 /* ---- Threads ---------------------------------------------------------------- */
 
-static int num_threads = 0;
+static atomic_int num_threads; /* 0: not yet decided */
+
+/* A positive count from the environment variable, else 0 (OMP_NUM_THREADS
+ * may be a list: its first entry). */
+static int threads_from_env(const char *name) {
+  const char *v = getenv(name);
+  long n = v ? strtol(v, NULL, 10) : 0;
+  return n > 0 && n <= 4096 ? (int)n : 0;
+}
+
+/* The CPUs this process may run on (taskset, cpusets), else the online ones. */
+static int cpus_available(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
 
 int ct__num_threads(void) {
-  if (num_threads <= 0) {
-    const char *env = getenv("CT_NUM_THREADS");
-    int n = env ? atoi(env) : 0;
-#ifdef _OPENMP
-    if (n <= 0) n = omp_get_max_threads();
-#endif
-    num_threads = n > 0 ? n : 1;
-    if (env) ct__blas_set_num_threads(num_threads); /* keep OpenBLAS's pool the same size */
-  }
-  return num_threads;
+  int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
+  if (n > 0) return n;
+  n = threads_from_env("CT_NUM_THREADS");
+  if (n <= 0) n = threads_from_env("OMP_NUM_THREADS");
+  if (n <= 0) n = cpus_available();
+  int unset = 0;
+  atomic_compare_exchange_strong(&num_threads, &unset, n);
+  return atomic_load(&num_threads);
 }
 
-void ct_set_num_threads(int n) {
-  num_threads = n > 0 ? n : 1;
-#ifdef _OPENMP
-  omp_set_num_threads(num_threads);
-#endif
-  ct__blas_set_num_threads(num_threads);
-}
+/* The pool takes the new count at its next parallel loop. */
+void ct_set_num_threads(int n) { atomic_store(&num_threads, n > 0 ? n : 1); }
 
 int ct_get_num_threads(void) { return ct__num_threads(); }
 

@@ -161,9 +161,10 @@ void ct__store_from_double(void *p, ct_dtype dtype, double v);
 
 /* Elements below which CPU kernels stay single-threaded. */
 #define CT_PARALLEL_GRAIN 32768
+/* Threads of ctensor's CPU pool (core/parallel.h), the calling thread
+ * included: ct_set_num_threads, else CT_NUM_THREADS, else OMP_NUM_THREADS,
+ * else the CPUs this process may run on. */
 int ct__num_threads(void);
-/* Threads of the CPU BLAS (OpenBLAS), kept equal to ctensor's (cpu_backend.c). */
-void ct__blas_set_num_threads(int n);
 
 /* ---- Host caching allocator ---------------------------------------------- */
 

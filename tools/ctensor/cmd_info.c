@@ -10,11 +10,6 @@
 
 #include "cli.h"
 
-/* OpenBLAS's own introspection (the library ctensor links for CPU GEMM). */
-char *openblas_get_config(void);
-char *openblas_get_corename(void);
-int openblas_get_num_threads(void);
-
 /* The value of the first line of `path` starting with `key` (after ':'),
  * trimmed, into buf; false if absent. */
 static bool read_keyed_line(const char *path, const char *key, char *buf, size_t n) {
@@ -148,8 +143,9 @@ int cmd_info(int argc, char **argv) {
     printf("\n");
   }
 
-  printf("\nblas: %s\n", openblas_get_config());
-  printf("  core: %s, threads: %d\n", openblas_get_corename(), openblas_get_num_threads());
+  /* The CPU BLAS, loaded by the library on first use (loaded now). */
+  ct_backend_info cpu;
+  if (ct_backend_get_info(0, &cpu) == CT_OK) printf("\nblas: %s\n", cpu.libraries);
 
   print_backends();
   print_cuda();
