@@ -4,10 +4,11 @@
 # Checks that
 #  - libctensor.so exports only ct_ functions (no ct__ internal), every one of
 #    them declared in a public header, and every function the headers declare
-#    (gcc -aux-info over ctensor.h) is exported: a declaration without CT_API
-#    or without a definition fails here, naming the function;
+#    (gcc -aux-info over ctensor.h and ctensor/dlpack.h) is exported: a
+#    declaration without CT_API or without a definition fails here, naming it;
 #  - every public declaration carries CT_API on its line (greppable);
-#  - libctensor.so needs no CUDA, NCCL, MPI or C++ library (readelf -d);
+#  - libctensor.so needs no CUDA, NCCL, MPI, C++, OpenMP or BLAS library
+#    (readelf -d; the BLAS is opened on first use);
 #  - each plugin exports ct_plugin_entry only.
 set -euo pipefail
 lib=$1
@@ -20,7 +21,7 @@ fail=0
 say() { echo "abi: $*"; }
 
 # Declared: the prototypes of include/ as the compiler sees them.
-echo '#include <ctensor.h>' >"$tmp/h.c"
+printf '#include <ctensor.h>\n#include <ctensor/dlpack.h>\n' >"$tmp/h.c"
 "$cc" -fsyntax-only -I"$src/include" -aux-info "$tmp/aux.txt" "$tmp/h.c"
 grep "$src/include/" "$tmp/aux.txt" | grep -v '^/\*[^*]*\*/ static' |
   sed -E 's/.*[ *](ct_[A-Za-z0-9_]+) \(.*/\1/' | sort -u >"$tmp/declared"
@@ -48,7 +49,7 @@ done <"$tmp/declared"
 
 # Dependencies of the core.
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-banned=$(echo "$needed" | grep -Ei 'cuda|cublas|cudnn|nccl|mpi|stdc\+\+' || true)
+banned=$(echo "$needed" | grep -Ei 'cuda|cublas|cudnn|nccl|mpi|stdc\+\+|gomp|openblas' || true)
 if [ -n "$banned" ]; then
   say "$(basename "$lib") depends on libraries the core must not need:"; echo "$banned" | sed 's/^/  /'; fail=1
 fi
