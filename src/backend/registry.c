@@ -72,14 +72,18 @@ typedef struct plugin_slot {
 #define CT_MPI_BUILT false
 #endif
 
+/* Designated fields: the rest (the loaded state) starts zeroed. */
+#define CT_SLOT(n, w, l, f, b, e) \
+  { .name = n, .what = w, .lib = l, .file = f, .built = b, .builtin = e, .once = PTHREAD_ONCE_INIT }
 static plugin_slot slots[CT_PLUGIN_COUNT] = {
-    [CT_PLUGIN_CUDA] = {"cuda", "the CUDA backend", "CUDA", "libctensor-cuda.so", CT_CUDA_BUILT,
-                        CT_CUDA_ENTRY, PTHREAD_ONCE_INIT},
-    [CT_PLUGIN_NCCL] = {"nccl", "the NCCL engine", "NCCL", "libctensor-nccl.so", CT_NCCL_BUILT,
-                        CT_NCCL_ENTRY, PTHREAD_ONCE_INIT},
-    [CT_PLUGIN_MPI] = {"mpi", "the MPI engine", "MPI", "libctensor-mpi.so", CT_MPI_BUILT,
-                       CT_MPI_ENTRY, PTHREAD_ONCE_INIT},
+    [CT_PLUGIN_CUDA] = CT_SLOT("cuda", "the CUDA backend", "CUDA", "libctensor-cuda.so",
+                               CT_CUDA_BUILT, CT_CUDA_ENTRY),
+    [CT_PLUGIN_NCCL] = CT_SLOT("nccl", "the NCCL engine", "NCCL", "libctensor-nccl.so",
+                               CT_NCCL_BUILT, CT_NCCL_ENTRY),
+    [CT_PLUGIN_MPI] =
+        CT_SLOT("mpi", "the MPI engine", "MPI", "libctensor-mpi.so", CT_MPI_BUILT, CT_MPI_ENTRY),
 };
+#undef CT_SLOT
 _Static_assert(sizeof slots / sizeof slots[0] == CT_PLUGIN_COUNT, "one slot per plugin id");
 
 /* A descriptor that fits this core, else NULL with the reason in s->error. */

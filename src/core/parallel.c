@@ -54,8 +54,8 @@ static struct {
   atomic_int sleepers;    /* workers asleep, or about to be, on generation */
   _Atomic(ct_task_fn) fn;
   _Atomic(void *) ctx;
-  atomic_ullong claim; /* (tasks << CT_TASK_BITS) | next task */
-  atomic_uint done;    /* tasks finished: the waiting caller's futex word */
+  _Atomic uint64_t claim; /* (tasks << CT_TASK_BITS) | next task */
+  atomic_uint done;       /* tasks finished: the waiting caller's futex word */
   atomic_int caller_sleeps;
 } pool = {.lifecycle = PTHREAD_MUTEX_INITIALIZER};
 
