@@ -31,12 +31,19 @@ class CMakeBuild(build_ext):
                  f"-DPython3_EXECUTABLE={sys.executable}"] + shlex.split(os.environ.get("CTENSOR_CMAKE_ARGS", "")))
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", build, "--target", "ctensor_python", "-j", jobs])
-        # the extension and the shared library it links, side by side in the package
+        # the extension and the shared library it links (under its soname, which
+        # libctensor.so points to), side by side in the package, with the backends
+        # the library loads from its own directory (libctensor-cuda.so & co.)
         target = self.get_ext_fullpath(ext.name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        package = os.path.dirname(target)
+        os.makedirs(package, exist_ok=True)
         shutil.copyfile(os.path.join(build, "python", "ctensor", os.path.basename(target)), target)
-        shutil.copyfile(os.path.realpath(os.path.join(build, "libctensor.so.0")),
-                        os.path.join(os.path.dirname(target), "libctensor.so.0"))
+        soname = os.readlink(os.path.join(build, "libctensor.so"))
+        shutil.copyfile(os.path.realpath(os.path.join(build, soname)), os.path.join(package, soname))
+        for plugin in ("cuda", "nccl", "mpi"):
+            path = os.path.join(build, f"libctensor-{plugin}.so")
+            if os.path.exists(path):
+                shutil.copyfile(path, os.path.join(package, os.path.basename(path)))
 
 
 setup(

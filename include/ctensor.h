@@ -14,6 +14,9 @@
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
  *   ctensor/data.h    datasets (MNIST, CIFAR-10), transforms, the data loader
  *   ctensor/dist.h    distributed data parallel over MPI and NCCL (mpirun)
+ *   ctensor/api.h     CT_API: every public function is declared with it, one
+ *                     explicit declaration each (it is what the shared library
+ *                     exports; a function declared without it is not)
  * Included on its own (it needs DLPack's header, Debian libdlpack-dev):
  *   ctensor/dlpack.h  zero-copy exchange with NumPy, PyTorch, CuPy...; ct_from_blob
  *
@@ -53,9 +56,9 @@
 extern "C" {
 #endif
 /* The library version: "0.1.0". */
-const char *ct_library_version(void);
-/* Build options as text: "blas=openblas openmp=on cuda=off ...". */
-const char *ct_build_info(void);
+CT_API const char *ct_library_version(void);
+/* Build options as text: "blas=openblas-pthread threads=pool cuda=OFF ...". */
+CT_API const char *ct_build_info(void);
 #ifdef __cplusplus
 }
 #endif

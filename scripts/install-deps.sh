@@ -19,7 +19,7 @@ done
 need=(
   "cmake:cmake" "gcc:gcc" "g++:g++" "make:make" "pkg-config:pkg-config"
   "libopenblas-dev:/usr/share/doc/libopenblas-dev"
-  "libopenblas-openmp-dev:/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig/openblas.pc"
+  "libopenblas0-pthread:/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
   "zlib1g-dev:/usr/include/zlib.h"
   "libdlpack-dev:/usr/include/dlpack/dlpack.h"
 )
@@ -36,6 +36,9 @@ if [ "$want_tests" = 1 ]; then
   # clang with libFuzzer (libclang-rt) and its OpenMP: the readers' fuzz targets (tests/fuzz).
   need+=("clang:clang" "libclang-rt-dev:/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
          "libomp-dev:/usr/lib/llvm-*/lib/libomp.so")
+  # The Debian packages (cpack: dpkg-shlibdeps, file) installed into a clean
+  # root made by debootstrap (tests/packages).
+  need+=("dpkg-dev:dpkg-shlibdeps" "file:file" "debootstrap:debootstrap")
 fi
 if [ "$want_data" = 1 ]; then
   need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")

@@ -48,7 +48,7 @@ CT_TEST(device_info_without_gpu) {
   ct_cuda_device_properties p;
   memset(&p, 0x5a, sizeof p);
   CHECK_ERR_MSG(ct_cuda_get_device_properties(0, &p) == CT_OK, CT_ERR_UNAVAILABLE,
-                cuda_built() ? "no CUDA GPU is visible" : "no CUDA support");
+                cuda_built() ? "no CUDA GPU is visible" : "the CUDA backend is not available");
   CHECK(p.name[0] == 0 && p.total_memory == 0 && p.major == 0 && p.multiprocessor_count == 0);
   CHECK_ERR(ct_cuda_get_device_properties(-1, &p) == CT_OK, CT_ERR_UNAVAILABLE);
   CHECK_ERR(ct_cuda_get_device_properties(0, NULL) == CT_OK, CT_ERR_ARG);

@@ -32,6 +32,7 @@
 #ifndef CTENSOR_AMP_H
 #define CTENSOR_AMP_H
 
+#include "ctensor/api.h"
 #include "ctensor/device.h"
 #include "ctensor/optim.h"
 #include "ctensor/tensor.h"
@@ -48,12 +49,12 @@ extern "C" {
  * for another dtype, CT_ERR_ARG for an unknown device type, CT_ERR_STATE past
  * CT_AUTOCAST_MAX_DEPTH nested regions; a failed begin opens no region. */
 #define CT_AUTOCAST_MAX_DEPTH 16
-ct_status ct_autocast_begin(ct_device_type device_type, ct_dtype dtype, bool enabled);
+CT_API ct_status ct_autocast_begin(ct_device_type device_type, ct_dtype dtype, bool enabled);
 /* Closes the innermost region (a no-op outside any region). */
-void ct_autocast_end(void);
+CT_API void ct_autocast_end(void);
 /* Whether ops on device_type tensors autocast here, and to which dtype. */
-bool ct_autocast_is_enabled(ct_device_type device_type);
-ct_dtype ct_autocast_dtype(ct_device_type device_type);
+CT_API bool ct_autocast_is_enabled(ct_device_type device_type);
+CT_API ct_dtype ct_autocast_dtype(ct_device_type device_type);
 
 /* ---- Dynamic loss scaling ------------------------------------------------- */
 
@@ -69,35 +70,35 @@ typedef struct ct_grad_scaler_opts {
 } ct_grad_scaler_opts;
 
 /* NULL opts: the defaults. Fails with CT_ERR_ARG for out-of-range options. */
-ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_opts *opts);
-void ct_grad_scaler_free(ct_grad_scaler *s); /* NULL is a no-op */
+CT_API ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_opts *opts);
+CT_API void ct_grad_scaler_free(ct_grad_scaler *s); /* NULL is a no-op */
 
 /* loss * scale, recorded by autograd (a new tensor; NULL on failure). */
-ct_tensor *ct_grad_scaler_scale(ct_grad_scaler *s, const ct_tensor *loss);
+CT_API ct_tensor *ct_grad_scaler_scale(ct_grad_scaler *s, const ct_tensor *loss);
 /* Divides the gradients of opt's parameters by the scale in place and notes
  * whether any is inf or NaN. Optional: call it before reading or clipping
  * gradients; step() calls it otherwise. Once per optimizer per update()
  * (CT_ERR_STATE otherwise). Reads one flag per device back to the host. */
-ct_status ct_grad_scaler_unscale_(ct_grad_scaler *s, ct_optimizer *opt);
+CT_API ct_status ct_grad_scaler_unscale_(ct_grad_scaler *s, ct_optimizer *opt);
 /* Unscales if not done yet, then steps opt unless a gradient was inf or NaN.
  * *stepped (may be NULL) says which. Once per optimizer per update(). */
-ct_status ct_grad_scaler_step(ct_grad_scaler *s, ct_optimizer *opt, bool *stepped);
+CT_API ct_status ct_grad_scaler_step(ct_grad_scaler *s, ct_optimizer *opt, bool *stepped);
 /* Ends the iteration: backs the scale off if any unscaled gradient was inf or
  * NaN, else counts a good step and grows the scale every growth_interval of
  * them. */
-ct_status ct_grad_scaler_update(ct_grad_scaler *s);
+CT_API ct_status ct_grad_scaler_update(ct_grad_scaler *s);
 
 /* The current scale (1 when disabled). */
-double ct_grad_scaler_get_scale(const ct_grad_scaler *s);
+CT_API double ct_grad_scaler_get_scale(const ct_grad_scaler *s);
 
 /* The state a checkpoint needs to resume identically. */
 typedef struct ct_grad_scaler_state {
   double scale;
   int64_t growth_tracker; /* good steps since the scale last changed */
 } ct_grad_scaler_state;
-ct_grad_scaler_state ct_grad_scaler_get_state(const ct_grad_scaler *s);
+CT_API ct_grad_scaler_state ct_grad_scaler_get_state(const ct_grad_scaler *s);
 /* CT_ERR_ARG for a scale that is not finite and positive or a negative tracker. */
-ct_status ct_grad_scaler_load_state(ct_grad_scaler *s, ct_grad_scaler_state state);
+CT_API ct_status ct_grad_scaler_load_state(ct_grad_scaler *s, ct_grad_scaler_state state);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,7 @@
 #ifndef CTENSOR_AUTOGRAD_H
 #define CTENSOR_AUTOGRAD_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -55,18 +56,18 @@ extern "C" {
 /* Marks t as a leaf that records gradients (floating dtypes only). A tensor
  * produced by a recorded op already requires grad; calling this on it with
  * false fails (use ct_detach). Returns t, or NULL on error. */
-ct_tensor *ct_requires_grad_(ct_tensor *t, bool requires_grad);
-bool ct_requires_grad(const ct_tensor *t);
+CT_API ct_tensor *ct_requires_grad_(ct_tensor *t, bool requires_grad);
+CT_API bool ct_requires_grad(const ct_tensor *t);
 /* Whether t is a leaf (not produced by a recorded op). */
-bool ct_is_leaf(const ct_tensor *t);
+CT_API bool ct_is_leaf(const ct_tensor *t);
 /* The accumulated gradient of a leaf, or NULL (no error) if none yet.
  * Borrowed: owned by t, valid until the gradient is replaced or t is freed;
  * ct_retain it to keep it. */
-ct_tensor *ct_grad(const ct_tensor *t);
+CT_API ct_tensor *ct_grad(const ct_tensor *t);
 /* Replaces t's gradient (NULL clears it, as optimizer.zero_grad(set_to_none)). */
-ct_status ct_set_grad(ct_tensor *t, ct_tensor *grad);
+CT_API ct_status ct_set_grad(ct_tensor *t, ct_tensor *grad);
 /* Keep the gradient of a non-leaf too (as tensor.retain_grad()). */
-ct_status ct_retain_grad(ct_tensor *t);
+CT_API ct_status ct_retain_grad(ct_tensor *t);
 
 typedef struct ct_backward_opts {
   bool retain_graph; /* keep the graph so backward can run through it again */
@@ -75,18 +76,18 @@ typedef struct ct_backward_opts {
  * accumulates them into the leaves' .grad. `grad` is d(something)/d(root): it
  * may be NULL only for a one-element root (then 1). Without retain_graph the
  * graph's saved tensors are freed and a second backward fails. */
-ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_opts *opts);
+CT_API ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_opts *opts);
 
 /* No-grad regions nest (per thread): nothing is recorded inside. */
-void ct_no_grad_begin(void);
-void ct_no_grad_end(void);
-bool ct_is_grad_enabled(void);
+CT_API void ct_no_grad_begin(void);
+CT_API void ct_no_grad_end(void);
+CT_API bool ct_is_grad_enabled(void);
 /* A view of t's data that does not require grad and records nothing. */
-ct_tensor *ct_detach(const ct_tensor *t);
+CT_API ct_tensor *ct_detach(const ct_tensor *t);
 /* The name of the node that produced t ("MulBackward", "CopySlices", ...;
  * PyTorch's names without the trailing digit), or NULL for a leaf or a
  * tensor that does not require grad. */
-const char *ct_grad_fn_name(const ct_tensor *t);
+CT_API const char *ct_grad_fn_name(const ct_tensor *t);
 
 #ifdef __cplusplus
 }

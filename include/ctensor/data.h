@@ -20,6 +20,7 @@
 #ifndef CTENSOR_DATA_H
 #define CTENSOR_DATA_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -43,16 +44,16 @@ typedef struct ct_dataset_vtable {
   ct_status (*get)(void *self, int64_t index, ct_sample *out);
   void (*destroy)(void *self); /* may be NULL */
 } ct_dataset_vtable;
-ct_dataset *ct_dataset_new(const ct_dataset_vtable *vtable, void *self);
-void ct_dataset_free(ct_dataset *d); /* NULL is a no-op */
-int64_t ct_dataset_length(const ct_dataset *d);
-ct_status ct_dataset_get(const ct_dataset *d, int64_t index, ct_sample *out);
+CT_API ct_dataset *ct_dataset_new(const ct_dataset_vtable *vtable, void *self);
+CT_API void ct_dataset_free(ct_dataset *d); /* NULL is a no-op */
+CT_API int64_t ct_dataset_length(const ct_dataset *d);
+CT_API ct_status ct_dataset_get(const ct_dataset *d, int64_t index, ct_sample *out);
 
 /* Samples are rows of `inputs` and `targets` (same first dim; CPU tensors):
  * get returns views of the rows, the loader copies rows straight into its
  * batches. The dataset keeps references to both (do not write to them while a
  * loader runs). CT_ERR_SHAPE / CT_ERR_DEVICE otherwise. */
-ct_dataset *ct_tensor_dataset_new(ct_tensor *inputs, ct_tensor *targets);
+CT_API ct_dataset *ct_tensor_dataset_new(ct_tensor *inputs, ct_tensor *targets);
 
 /* Per-sample transforms, applied in order by image datasets to a (C, H, W)
  * u8 image: bytes to f32 in [0, 1], then normalize, random crop with
@@ -83,17 +84,18 @@ typedef struct ct_transform_opts {
  * is CT_ERR_FORMAT naming the file and the field (the first bad label's
  * index and value); a missing one is CT_ERR_IO saying how to get it. An empty
  * pair (0 images) opens as a dataset of length 0. */
-ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *transforms);
+CT_API ct_dataset *ct_mnist_open(const char *dir, bool train, const ct_transform_opts *transforms);
 /* CIFAR-10 binary batches in dir: data_batch_1.bin .. data_batch_5.bin (train)
  * or test_batch.bin: each exactly 10000 records of 1 label byte (0..9) + 3072
  * pixel bytes. Samples: (3, 32, 32) f32 (then transforms) and a 0-d i64
  * label. A missing file is CT_ERR_IO (saying where to get the data); a size
  * that is not 10000 records or a label > 9 is CT_ERR_FORMAT naming the file
  * (and the record). */
-ct_dataset *ct_cifar10_open(const char *dir, bool train, const ct_transform_opts *transforms);
+CT_API ct_dataset *ct_cifar10_open(const char *dir, bool train,
+                                   const ct_transform_opts *transforms);
 /* Sets the epoch used by the random transforms of ct_dataset_get (the loader
  * passes its own epoch to its workers and also sets this one). */
-void ct_dataset_set_epoch(ct_dataset *d, int64_t epoch);
+CT_API void ct_dataset_set_epoch(ct_dataset *d, int64_t epoch);
 
 typedef struct ct_dataloader ct_dataloader;
 
@@ -139,10 +141,10 @@ typedef struct ct_batch {
 /* The loader keeps a pointer to the dataset (which must outlive it). Worker
  * threads start here and wait for the first epoch. CT_ERR_ARG for negative
  * sizes or counts. */
-ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts);
-void ct_dataloader_free(ct_dataloader *dl); /* NULL is a no-op; stops workers */
+CT_API ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts);
+CT_API void ct_dataloader_free(ct_dataloader *dl); /* NULL is a no-op; stops workers */
 /* Number of batches per epoch. */
-int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
+CT_API int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
 /* Begins an epoch, also in the middle of another one (batches of the old
  * epoch still being built are discarded). With shuffle, the order is a
  * Fisher-Yates shuffle of 0..n-1 (i from n-1 down to 1 swaps i with
@@ -151,7 +153,7 @@ int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
  * this rank's entries of that order (shard_rank above). skip_batches
  * (0..num_batches) resumes part way through: the batches that follow are the
  * ones an uninterrupted epoch would give (for checkpoints). */
-ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches);
+CT_API ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches);
 /* The next batch of the epoch, in order; at the end returns CT_OK with NULL
  * tensors (until the next start_epoch). Without a prior start_epoch, starts
  * epoch 0. If building the batch failed (on a worker or here), returns that
@@ -159,9 +161,9 @@ ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t sk
  * on with the following one. wait_seconds is the time spent in this call
  * (with a GPU device it includes building the following batch, which this
  * call starts copying). */
-ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out);
+CT_API ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out);
 /* Frees the batch's tensors and sets them to NULL (NULL b or tensors: no-op). */
-void ct_batch_release(ct_batch *b);
+CT_API void ct_batch_release(ct_batch *b);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctensor/api.h"
 #include "ctensor/error.h"
 
 #ifdef __cplusplus
@@ -35,29 +36,29 @@ typedef struct ct_device {
 
 #define CT_DEVICE_NAME_MAX 16
 
-ct_device ct_cpu(void);
-ct_device ct_cuda(int index);
-bool ct_device_equal(ct_device a, ct_device b);
+CT_API ct_device ct_cpu(void);
+CT_API ct_device ct_cuda(int index);
+CT_API bool ct_device_equal(ct_device a, ct_device b);
 /* "cpu" or "cuda:N". The string is static storage per thread (rotating
  * buffers, so two calls may appear in one printf). */
-const char *ct_device_name(ct_device device);
+CT_API const char *ct_device_name(ct_device device);
 /* Parses "cpu", "cuda" (the current CUDA device) or "cuda:N". Fails with
  * CT_ERR_DEVICE for a malformed name and CT_ERR_UNAVAILABLE for a CUDA device
  * this machine or build does not have. */
-ct_status ct_device_parse(const char *name, ct_device *out);
+CT_API ct_status ct_device_parse(const char *name, ct_device *out);
 /* CT_DEVICE if set and valid, else the first usable GPU, else the CPU. */
-ct_device ct_default_device(void);
+CT_API ct_device ct_default_device(void);
 
-/* Whether this build has the CUDA backend and a usable GPU is visible: one of
- * compute capability 8.0 or newer (an older one is counted and described, but
- * ops on it fail with CT_ERR_UNAVAILABLE saying why). */
-bool ct_cuda_is_available(void);
-/* Number of visible GPUs, usable or not (0 without CUDA). Honours
- * CUDA_VISIBLE_DEVICES. */
-int ct_cuda_device_count(void);
+/* Whether the CUDA backend is present (see "Backends" below) and a usable GPU
+ * is visible: one of compute capability 8.0 or newer (an older one is counted
+ * and described, but ops on it fail with CT_ERR_UNAVAILABLE saying why). */
+CT_API bool ct_cuda_is_available(void);
+/* Number of visible GPUs, usable or not (0 without the CUDA backend).
+ * Honours CUDA_VISIBLE_DEVICES. */
+CT_API int ct_cuda_device_count(void);
 /* The current CUDA device (where "cuda" without an index goes). */
-ct_status ct_cuda_set_device(int index);
-int ct_cuda_current_device(void);
+CT_API ct_status ct_cuda_set_device(int index);
+CT_API int ct_cuda_current_device(void);
 
 /* What a GPU is (torch.cuda.get_device_properties). */
 typedef struct ct_cuda_device_properties {
@@ -82,34 +83,34 @@ typedef struct ct_cuda_device_properties {
  * CUDA_VISIBLE_DEVICES ones, as everywhere). Fails with CT_ERR_UNAVAILABLE and
  * a message saying why (no GPU, no driver, index out of range, a build without
  * CUDA), with CT_ERR_ARG for a NULL out; *out is zeroed on failure. */
-ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_properties *out);
+CT_API ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_properties *out);
 /* Versions of the CUDA driver (the newest CUDA version it supports) and of the
  * CUDA runtime this library uses, encoded as CUDA does: 1000 * major +
  * 10 * minor (12040 is 12.4). Fail with CT_ERR_UNAVAILABLE (*version = 0) when
  * no driver is installed (driver), or the build has no CUDA (both). */
-ct_status ct_cuda_driver_version(int *version);
-ct_status ct_cuda_runtime_version(int *version);
+CT_API ct_status ct_cuda_driver_version(int *version);
+CT_API ct_status ct_cuda_runtime_version(int *version);
 
 /* Whether f32 matrix products on CUDA may use TF32 tensor cores (about 3e-4
  * relative error, several times faster). Off by default: f32 products are
  * exact f32 GEMMs, as torch.backends.cuda.matmul.allow_tf32 = False. A no-op
  * in builds without CUDA. */
-void ct_cuda_set_allow_tf32(bool allow);
+CT_API void ct_cuda_set_allow_tf32(bool allow);
 
 /* Blocks until all queued work on the device is done (no-op on the CPU). */
-ct_status ct_synchronize(ct_device device);
+CT_API ct_status ct_synchronize(ct_device device);
 
 /* Streams: ordered queues of device work. On the CPU a stream is a valid
  * handle whose operations run at once. */
 typedef struct ct_stream ct_stream;
-ct_stream *ct_stream_new(ct_device device);
+CT_API ct_stream *ct_stream_new(ct_device device);
 /* NULL is a no-op. A CUDA stream's queued work is waited for first, so the
  * memory the caching allocator keeps for the stream can serve others. */
-void ct_stream_free(ct_stream *stream);
+CT_API void ct_stream_free(ct_stream *stream);
 /* The stream new work on its device goes to; NULL restores the default stream. */
-ct_status ct_stream_set_current(ct_device device, ct_stream *stream);
-ct_stream *ct_stream_current(ct_device device);
-ct_status ct_stream_synchronize(ct_stream *stream);
+CT_API ct_status ct_stream_set_current(ct_device device, ct_stream *stream);
+CT_API ct_stream *ct_stream_current(ct_device device);
+CT_API ct_status ct_stream_synchronize(ct_stream *stream);
 
 /* Marks t's memory as in use by work queued on `stream` (NULL: the current
  * stream of t's device), as torch's Tensor.record_stream. The caching
@@ -131,25 +132,30 @@ ct_status ct_stream_synchronize(ct_stream *stream);
  * transfers queued there by hand (ct_to with non_blocking records its own).
  * A CUDA tensor with a stream of another device: CT_ERR_DEVICE. */
 typedef struct ct_tensor ct_tensor;
-ct_status ct_record_stream(ct_tensor *t, ct_stream *stream);
+CT_API ct_status ct_record_stream(ct_tensor *t, ct_stream *stream);
 
 /* Events: markers in a stream, for ordering and timing. */
 typedef struct ct_event ct_event;
-ct_event *ct_event_new(ct_device device, bool enable_timing);
-void ct_event_free(ct_event *event); /* NULL is a no-op */
+CT_API ct_event *ct_event_new(ct_device device, bool enable_timing);
+CT_API void ct_event_free(ct_event *event); /* NULL is a no-op */
 /* Records the event on a stream (NULL: the device's current stream). */
-ct_status ct_event_record(ct_event *event, ct_stream *stream);
-ct_status ct_event_synchronize(ct_event *event);
+CT_API ct_status ct_event_record(ct_event *event, ct_stream *stream);
+CT_API ct_status ct_event_synchronize(ct_event *event);
 /* Makes future work on `stream` (NULL: current) wait for `event`. */
-ct_status ct_stream_wait_event(ct_stream *stream, ct_event *event);
+CT_API ct_status ct_stream_wait_event(ct_stream *stream, ct_event *event);
 /* Milliseconds between two recorded timing events; synchronizes on `end`. */
-ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms);
+CT_API ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms);
 
-/* CPU threads used by large operations (OpenMP). Defaults to the number of
- * cores, or OMP_NUM_THREADS / CT_NUM_THREADS when set. Small operations run on
- * the calling thread without thread start-up cost. */
-void ct_set_num_threads(int n);
-int ct_get_num_threads(void);
+/* CPU threads used by large operations: a pool of ctensor's own (the calling
+ * thread is one of them), whose idle threads sleep after a few microseconds,
+ * so a program's own threads (its data loader) and other processes get the
+ * CPU back. Defaults to the CPUs the process may run on, or CT_NUM_THREADS /
+ * OMP_NUM_THREADS when set. Small operations run on the calling thread; an
+ * operation called while the pool is busy (from another thread) runs on its
+ * own thread. The BLAS runs single-threaded under it (OPENBLAS_NUM_THREADS
+ * has no effect). ct_set_num_threads takes effect at the next operation. */
+CT_API void ct_set_num_threads(int n);
+CT_API int ct_get_num_threads(void);
 
 /* Statistics of a device's caching allocator (for the CPU: the host cache). */
 typedef struct ct_memory_stats {
@@ -159,10 +165,41 @@ typedef struct ct_memory_stats {
   uint64_t num_allocs;    /* allocation requests served */
   uint64_t num_cache_hits;/* requests served from the cache */
 } ct_memory_stats;
-ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out);
+CT_API ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out);
 /* Returns cached, unused blocks to the system (host cache or GPU cache). */
-ct_status ct_empty_cache(ct_device device);
-ct_status ct_cuda_empty_cache(void);
+CT_API ct_status ct_empty_cache(ct_device device);
+CT_API ct_status ct_cuda_empty_cache(void);
+
+/* ---- Backends -------------------------------------------------------------
+ * The CPU backend is part of libctensor. The CUDA backend, the NCCL engine
+ * and the MPI engine (ctensor/dist.h) are shared objects of their own next to
+ * it (libctensor-cuda.so, libctensor-nccl.so, libctensor-mpi.so), loaded on
+ * first use: the first CUDA device asked for (ct_cuda_is_available,
+ * ct_device_parse("cuda:0"), CT_DEVICE), the first ct_dist_* call. So a
+ * program built against ctensor runs on a machine without CUDA, MPI or NCCL,
+ * and maps their libraries only when it uses them. A backend is looked for in
+ * the directories of the environment variable CT_BACKEND_PATH (':'-separated),
+ * then next to libctensor, then on the system's library path; the first file
+ * found is used. When it is missing, or a library it needs is (libcudart,
+ * libcudnn, libnccl, libmpi), the backend is unavailable and the errors of
+ * the calls that need it give the loader's reason. A static libctensor.a has
+ * the backends it was built with linked in. */
+typedef struct ct_backend_info {
+  const char *name;      /* "cpu", "cuda", "nccl", "mpi" */
+  bool available;        /* present and loaded (not whether a GPU is visible) */
+  bool builtin;          /* part of the library itself (no shared object) */
+  const char *file;      /* the shared object it was loaded from; "" if built in or absent */
+  const char *version;   /* the ctensor version it was built from; "" if absent */
+  const char *libraries; /* the libraries it runs on and their versions, e.g.
+                          * "CUDA runtime 13.0, cuBLAS 13.1.0, cuDNN 9.13.0"; "" if absent */
+  const char *error;     /* why it is not available (the loader's message); "" if it is */
+} ct_backend_info;
+/* Number of backends and engines ctensor knows (cpu, cuda, nccl, mpi). */
+CT_API int ct_backend_count(void);
+/* What backend `index` (0 <= index < ct_backend_count()) is, loading it if it
+ * was not yet: the strings are static storage. CT_ERR_ARG for a bad index or
+ * a NULL out. */
+CT_API ct_status ct_backend_get_info(int index, ct_backend_info *out);
 
 #ifdef __cplusplus
 }

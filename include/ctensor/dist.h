@@ -32,6 +32,7 @@
 #ifndef CTENSOR_DIST_H
 #define CTENSOR_DIST_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -67,13 +68,13 @@ typedef struct ct_dist_opts {
 } ct_dist_opts;
 
 /* Whether this build has MPI (ct_dist_init can work) / NCCL. */
-bool ct_dist_is_available(void);
-bool ct_dist_is_nccl_available(void);
+CT_API bool ct_dist_is_available(void);
+CT_API bool ct_dist_is_nccl_available(void);
 /* The world size a launcher announced in the environment (mpirun's
  * OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE ...), or 1 when the process was
  * not started by one. Needs no initialization: programs use it to decide
  * whether to call ct_dist_init. */
-int ct_dist_env_world_size(void);
+CT_API int ct_dist_env_world_size(void);
 
 /* Joins the job (torch.distributed.init_process_group): initializes MPI
  * (unless the program did: then MPI is left for it to finalize), duplicates
@@ -82,26 +83,26 @@ int ct_dist_env_world_size(void);
  * initialized, CT_ERR_UNAVAILABLE without MPI (or NCCL when asked for it),
  * CT_ERR_DEVICE for a CUDA device this machine lacks; an MPI or NCCL failure
  * is reported with the engine's message. */
-ct_status ct_dist_init(const ct_dist_opts *opts);
-bool ct_dist_is_initialized(void);
+CT_API ct_status ct_dist_init(const ct_dist_opts *opts);
+CT_API bool ct_dist_is_initialized(void);
 /* This process's rank in 0..world_size-1 (0 before init). */
-int ct_dist_rank(void);
+CT_API int ct_dist_rank(void);
 /* The number of ranks (1 before init). */
-int ct_dist_world_size(void);
+CT_API int ct_dist_world_size(void);
 /* The rank among the processes on this machine (0 before init). */
-int ct_dist_local_rank(void);
+CT_API int ct_dist_local_rank(void);
 /* The backend in use (MPI or NCCL; AUTO before init), its name ("mpi",
  * "nccl") and the device given at init. */
-ct_dist_backend ct_dist_get_backend(void);
-const char *ct_dist_backend_name(ct_dist_backend backend);
-ct_device ct_dist_device(void);
+CT_API ct_dist_backend ct_dist_get_backend(void);
+CT_API const char *ct_dist_backend_name(ct_dist_backend backend);
+CT_API ct_device ct_dist_device(void);
 /* Leaves the job (torch.distributed.destroy_process_group): frees the
  * communicators and finalizes MPI if ct_dist_init initialized it (after which
  * MPI cannot be initialized again in this process). No-op before init. */
-ct_status ct_dist_finalize(void);
+CT_API ct_status ct_dist_finalize(void);
 /* Blocks until every rank has called it (and, with NCCL, until the device's
  * queued work is done). */
-ct_status ct_dist_barrier(void);
+CT_API ct_status ct_dist_barrier(void);
 
 /* ---- Collectives on one tensor (in place) ------------------------------ */
 
@@ -112,14 +113,14 @@ ct_status ct_dist_barrier(void);
  * A non-contiguous t is reduced through a contiguous copy. With NCCL, t must
  * be on the init device (CT_ERR_DEVICE). t may require grad: the write is not
  * recorded by autograd (as torch's in-place collectives under no_grad). */
-ct_status ct_dist_all_reduce_(ct_tensor *t, ct_dist_op op);
+CT_API ct_status ct_dist_all_reduce_(ct_tensor *t, ct_dist_op op);
 /* t = root's t, on every rank (torch.distributed.broadcast). CT_ERR_ARG for a
  * root outside 0..world_size-1. */
-ct_status ct_dist_broadcast_(ct_tensor *t, int root);
+CT_API ct_status ct_dist_broadcast_(ct_tensor *t, int root);
 /* All-reduces n tensors (NULL entries skipped) with one collective per
  * (dtype, device): they are flattened into one buffer, reduced, and copied
  * back. Same rules as ct_dist_all_reduce_. */
-ct_status ct_dist_all_reduce_coalesced_(ct_tensor *const *tensors, int n, ct_dist_op op);
+CT_API ct_status ct_dist_all_reduce_coalesced_(ct_tensor *const *tensors, int n, ct_dist_op op);
 
 /* ---- Data parallel helpers for modules (DDP) -------------------------- */
 
@@ -127,7 +128,7 @@ ct_status ct_dist_all_reduce_coalesced_(ct_tensor *const *tensors, int n, ct_dis
  * rank's module, as DDP does at construction. The modules must have the same
  * structure on all ranks: the count and every tensor's shape and dtype are
  * checked across ranks first (CT_ERR_STATE naming the first mismatch). */
-ct_status ct_dist_broadcast_module_(ct_module *m, int root);
+CT_API ct_status ct_dist_broadcast_module_(ct_module *m, int root);
 /* Replaces every parameter's gradient by its average over the ranks, as
  * DDP's backward hook: gradients of one dtype and device are flattened into
  * one buffer and reduced with a single collective, then copied back. A
@@ -136,7 +137,7 @@ ct_status ct_dist_broadcast_module_(ct_module *m, int root);
  * gradient anywhere is skipped on all ranks. The parameter count is checked
  * across ranks (CT_ERR_STATE). With loss = mean over each rank's equal share
  * of a batch, the result is the gradient of the mean over the whole batch. */
-ct_status ct_dist_average_gradients(ct_module *m);
+CT_API ct_status ct_dist_average_gradients(ct_module *m);
 
 #ifdef __cplusplus
 }

@@ -114,9 +114,10 @@ typedef struct ct_dlpack_opts {
  * runs; autograd state is not part of it (the data of t, as t.detach()).
  * NULL with CT_ERR_OOM, or CT_ERR_CUDA/CT_ERR_UNAVAILABLE if the stream
  * ordering cannot be queued. NULL t: NULL, keeping the error. */
-DLManagedTensorVersioned *ct_to_dlpack_versioned(const ct_tensor *t, const ct_dlpack_opts *opts);
+CT_API DLManagedTensorVersioned *ct_to_dlpack_versioned(const ct_tensor *t,
+                                                        const ct_dlpack_opts *opts);
 /* The same as the legacy struct (no version, no flags). */
-DLManagedTensor *ct_to_dlpack(const ct_tensor *t, const ct_dlpack_opts *opts);
+CT_API DLManagedTensor *ct_to_dlpack(const ct_tensor *t, const ct_dlpack_opts *opts);
 
 /* ---- Import ------------------------------------------------------------------ */
 
@@ -129,15 +130,15 @@ DLManagedTensor *ct_to_dlpack(const ct_tensor *t, const ct_dlpack_opts *opts);
  * lacks: complex, u16, vector lanes, ...), CT_ERR_DEVICE (a device type
  * ctensor lacks), CT_ERR_UNAVAILABLE (a CUDA device this build or machine
  * cannot use, or a versioned struct of another major version than 1). */
-ct_tensor *ct_from_dlpack_versioned(DLManagedTensorVersioned *m);
+CT_API ct_tensor *ct_from_dlpack_versioned(DLManagedTensorVersioned *m);
 /* The same for the legacy struct. */
-ct_tensor *ct_from_dlpack(DLManagedTensor *m);
+CT_API ct_tensor *ct_from_dlpack(DLManagedTensor *m);
 
 /* The DLPack device (type, id) of a ctensor device: {kDLCPU, 0} or
  * {kDLCUDA, index}, the pair a Python array's __dlpack_device__ returns. */
-DLDevice ct_dlpack_device(ct_device device);
+CT_API DLDevice ct_dlpack_device(ct_device device);
 /* The DLPack dtype of a ctensor dtype; false for an invalid one. */
-bool ct_dlpack_dtype(ct_dtype dtype, DLDataType *out);
+CT_API bool ct_dlpack_dtype(ct_dtype dtype, DLDataType *out);
 
 /* ---- Memory from elsewhere ----------------------------------------------------- */
 
@@ -152,8 +153,9 @@ typedef void (*ct_blob_deleter)(void *ctx);
  * view of the memory goes (a NULL deleter: the memory must outlive every
  * view); on failure it is not called. The tensor is writable: in-place ops
  * write the caller's memory. Fails as ct_from_dlpack does. */
-ct_tensor *ct_from_blob(void *data, const int64_t *shape, int ndim, const int64_t *strides,
-                        ct_dtype dtype, ct_device device, ct_blob_deleter deleter, void *ctx);
+CT_API ct_tensor *ct_from_blob(void *data, const int64_t *shape, int ndim, const int64_t *strides,
+                               ct_dtype dtype, ct_device device, ct_blob_deleter deleter,
+                               void *ctx);
 
 /* ---- Streams --------------------------------------------------------------------- */
 
@@ -161,7 +163,7 @@ ct_tensor *ct_from_blob(void *data, const int64_t *shape, int ndim, const int64_
  * libraries (a DLPack producer's stream argument); NULL for a NULL stream,
  * which is the default stream (ctensor's CUDA default is the legacy stream,
  * DLPack's 1), and for CPU streams. */
-void *ct_stream_native_handle(const ct_stream *stream);
+CT_API void *ct_stream_native_handle(const ct_stream *stream);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ctensor/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,20 +35,20 @@ typedef enum ct_dtype {
 } ct_dtype;
 
 /* "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool". */
-const char *ct_dtype_name(ct_dtype dtype);
+CT_API const char *ct_dtype_name(ct_dtype dtype);
 /* Parses a name above (also "float32", "float", "int64", "long", "half", ...);
  * returns false for an unknown name. */
-bool ct_dtype_parse(const char *name, ct_dtype *out);
+CT_API bool ct_dtype_parse(const char *name, ct_dtype *out);
 /* Bytes per element. */
-size_t ct_dtype_size(ct_dtype dtype);
-bool ct_dtype_is_floating(ct_dtype dtype);
+CT_API size_t ct_dtype_size(ct_dtype dtype);
+CT_API bool ct_dtype_is_floating(ct_dtype dtype);
 /* True for i8..i64 and u8 (not bool). */
-bool ct_dtype_is_integral(ct_dtype dtype);
+CT_API bool ct_dtype_is_integral(ct_dtype dtype);
 /* The dtype of a binary operation between two tensors, as in PyTorch. */
-ct_dtype ct_promote_types(ct_dtype a, ct_dtype b);
+CT_API ct_dtype ct_promote_types(ct_dtype a, ct_dtype b);
 /* Whether a result of dtype `from` may be written into an output of dtype `to`
  * (PyTorch's rule: no float into integer, nothing non-bool into bool). */
-bool ct_can_cast(ct_dtype from, ct_dtype to);
+CT_API bool ct_can_cast(ct_dtype from, ct_dtype to);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 #ifndef CTENSOR_ERROR_H
 #define CTENSOR_ERROR_H
 
+#include "ctensor/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,19 +40,19 @@ typedef enum ct_status {
 } ct_status;
 
 /* The code of the last error on this thread (CT_OK if none since the last clear). */
-ct_status ct_last_error(void);
+CT_API ct_status ct_last_error(void);
 /* The message of the last error on this thread ("" if none). Valid until the next error. */
-const char *ct_last_error_message(void);
+CT_API const char *ct_last_error_message(void);
 /* Forget the last error on this thread. */
-void ct_clear_error(void);
+CT_API void ct_clear_error(void);
 /* A short name for a status code: "CT_ERR_SHAPE". */
-const char *ct_status_name(ct_status status);
+CT_API const char *ct_status_name(ct_status status);
 
 /* Called by CT_ASSERT on a broken internal invariant (a bug, never a user
  * error). The default prints file, line and message and aborts. */
 typedef void (*ct_abort_callback)(const char *file, int line, const char *message);
 /* Replace the abort callback; NULL restores the default. Returns the previous one. */
-ct_abort_callback ct_set_abort_callback(ct_abort_callback callback);
+CT_API ct_abort_callback ct_set_abort_callback(ct_abort_callback callback);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #ifndef CTENSOR_IO_H
 #define CTENSOR_IO_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -23,21 +24,21 @@ extern "C" {
  * b1 in either byte order) into a new contiguous CPU tensor. Bytes after the
  * data are ignored, as NumPy does. A file that can't be opened or read is
  * CT_ERR_IO naming the path and the system's reason. */
-ct_tensor *ct_load_npy(const char *path);
+CT_API ct_tensor *ct_load_npy(const char *path);
 /* Parses a .npy image held in memory (what ct_load_npy reads). */
-ct_tensor *ct_load_npy_buffer(const void *data, size_t size);
+CT_API ct_tensor *ct_load_npy_buffer(const void *data, size_t size);
 /* Saves t (any device, any layout) as a C-order little-endian .npy file in
  * format 1.0, byte for byte what numpy.save writes. Open/write/close failures
  * are CT_ERR_IO (a partial file may remain). */
-ct_status ct_save_npy(const char *path, const ct_tensor *t);
+CT_API ct_status ct_save_npy(const char *path, const ct_tensor *t);
 
 /* safetensors files (what PyTorch's safetensors reads and writes): n named
  * tensors (any device, layout and dtype; names unique, non-empty). The writer
  * stores them in order, C-order little-endian, pads the header with spaces to
  * a multiple of 8, and writes atomically ("<path>.tmp.<pid>", fsync, rename;
  * the temporary is removed on failure). */
-ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const char *const *names,
-                              int n);
+CT_API ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors,
+                                     const char *const *names, int n);
 /* Reads every tensor of a safetensors file (to the CPU), in the header's
  * order. The header (at most 100 MB, strict JSON, no duplicate names, known
  * dtypes, at most CT_MAX_DIMS dims) and every offset are validated before any
@@ -48,8 +49,8 @@ ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const
  * On success *tensors and *names are malloc'd arrays of *n entries (names
  * malloc'd too; the tensors belong to no scope); free them with
  * ct_safetensors_free. On failure they are NULL and 0. */
-ct_status ct_load_safetensors(const char *path, ct_tensor ***tensors, char ***names, int *n);
-void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
+CT_API ct_status ct_load_safetensors(const char *path, ct_tensor ***tensors, char ***names, int *n);
+CT_API void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
 
 /* Removes what a ct_save_safetensors(path, ...) killed before its rename left
  * behind: the regular files "<path>.tmp.<pid>" of processes that no longer
@@ -57,7 +58,7 @@ void ct_safetensors_free(ct_tensor **tensors, char **names, int n);
  * alone). *removed (if not NULL) receives the count. Call it before saving to
  * a path a crashed or killed run may have used. CT_ERR_IO if the folder
  * cannot be read or a file cannot be removed. */
-ct_status ct_safetensors_remove_stale(const char *path, int *removed);
+CT_API ct_status ct_safetensors_remove_stale(const char *path, int *removed);
 
 /* A name (a path, a tensor name from a file) as messages show it: well-formed
  * UTF-8 text as it is; control characters, bytes that are not UTF-8 and the
@@ -65,7 +66,7 @@ ct_status ct_safetensors_remove_stale(const char *path, int *removed);
  * can neither garble a terminal nor hide what it is. Writes into buf (cap
  * bytes; a longer result ends in "...") and returns buf; every message of the
  * readers shows names this way. */
-const char *ct_escape_name(const char *s, char *buf, size_t cap);
+CT_API const char *ct_escape_name(const char *s, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #ifndef CTENSOR_NN_H
 #define CTENSOR_NN_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -34,8 +35,8 @@ typedef struct ct_conv2d_opts {
 } ct_conv2d_opts;
 /* x (N, C_in, H, W), weight (C_out, C_in / groups, kH, kW), bias (C_out) or NULL
  * -> (N, C_out, H_out, W_out). im2col + GEMM on the CPU, cuDNN on CUDA. */
-ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
-                     const ct_conv2d_opts *opts);
+CT_API ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                            const ct_conv2d_opts *opts);
 
 typedef struct ct_pool2d_opts {
   int64_t kernel[2];   /* required */
@@ -45,26 +46,26 @@ typedef struct ct_pool2d_opts {
   bool count_include_pad_false; /* avg_pool2d: exclude padding from the divisor */
 } ct_pool2d_opts;
 /* Max pooling over (N, C, H, W) or (C, H, W); padding counts as -inf. */
-ct_tensor *ct_max_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
+CT_API ct_tensor *ct_max_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
 /* Average pooling; padding counts as zeros in the divisor unless
  * count_include_pad_false. */
-ct_tensor *ct_avg_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
+CT_API ct_tensor *ct_avg_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
 
 /* Batch normalization over (N, C, ...): in training, normalizes with the batch
  * statistics and updates running_mean / running_var (unbiased) in place with
  * momentum; in evaluation uses them. weight/bias/running_* may be NULL. */
-ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
-                         const ct_tensor *weight, const ct_tensor *bias, bool training,
-                         double momentum, double eps);
+CT_API ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                                const ct_tensor *weight, const ct_tensor *bias, bool training,
+                                double momentum, double eps);
 /* Layer normalization over the last `normalized_ndim` dims; weight and bias
  * (of that shape) may be NULL. */
-ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
-                         const ct_tensor *bias, double eps);
+CT_API ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
+                                const ct_tensor *bias, double eps);
 /* Rows of weight (num, dim) at integer indices: (..., dim). */
-ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight);
+CT_API ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight);
 /* Zeroes elements with probability p and scales the rest by 1/(1-p) when
  * training; the identity otherwise. g: NULL = default generator. */
-ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator *g);
+CT_API ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator *g);
 
 /* ---- Losses --------------------------------------------------------------- */
 
@@ -80,17 +81,20 @@ typedef struct ct_loss_opts {
 } ct_loss_opts;
 
 /* mean((input - target)^2) (or sum/none). */
-ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts);
+CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target,
+                              const ct_loss_opts *opts);
 /* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...).
  * When every target is ignored, the mean is nan (0 / 0) and the gradient 0,
  * as PyTorch's (sum: 0; none: zeros); so for nll_loss. */
-ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
-                            const ct_loss_opts *opts);
+CT_API ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
+                                   const ct_loss_opts *opts);
 /* Negative log-likelihood of log-probabilities (N, C) at integer targets (N). */
-ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target, const ct_loss_opts *opts);
+CT_API ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target,
+                              const ct_loss_opts *opts);
 /* Binary cross-entropy on logits, numerically stable; target in [0, 1]. */
-ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct_tensor *target,
-                                               const ct_loss_opts *opts);
+CT_API ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits,
+                                                      const ct_tensor *target,
+                                                      const ct_loss_opts *opts);
 
 /* ---- Modules -------------------------------------------------------------- */
 
@@ -106,49 +110,50 @@ typedef struct ct_module_vtable {
 } ct_module_vtable;
 
 /* A user-defined module; register its parameters and children below. */
-ct_module *ct_module_new(const ct_module_vtable *vtable, void *self);
+CT_API ct_module *ct_module_new(const ct_module_vtable *vtable, void *self);
 /* Adds a parameter (a leaf; the module takes the caller's reference, even on
  * failure, and marks it requires_grad) under `name` (non-empty, no '.',
  * unique among the module's parameters, buffers and children). A tensor owned
  * by a scope leaves the scope. Returns the tensor (borrowed) or NULL. */
-ct_tensor *ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *param);
+CT_API ct_tensor *ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *param);
 /* Adds a buffer (state that is saved but not trained: running_mean, ...);
  * same rules as parameters, any dtype. */
-ct_tensor *ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *buffer);
+CT_API ct_tensor *ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *buffer);
 /* Adds a child module under `name` (the parent takes ownership, and frees the
  * child on failure). Returns it (borrowed) or NULL. */
-ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *child);
+CT_API ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *child);
 
-void ct_module_free(ct_module *m); /* NULL is a no-op */
-ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x);
+CT_API void ct_module_free(ct_module *m); /* NULL is a no-op */
+CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x);
 /* The module's own `self` pointer (user modules) or NULL. */
-void *ct_module_self(ct_module *m);
-const char *ct_module_type_name(const ct_module *m);
+CT_API void *ct_module_self(ct_module *m);
+CT_API const char *ct_module_type_name(const ct_module *m);
 /* A child by name ("fc1") or NULL. */
-ct_module *ct_module_child(const ct_module *m, const char *name);
+CT_API ct_module *ct_module_child(const ct_module *m, const char *name);
 /* A parameter or buffer by its full dotted name ("fc1.weight"), or NULL. */
-ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
+CT_API ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
 
 /* All parameters (recursively: a module's own in registration order, then
  * each child's) with their dotted names (PyTorch's state_dict keys). Writes at
  * most max entries (params and names may be NULL) and returns the total count.
  * Tensors and names are borrowed: names stay valid while the module's
  * structure is unchanged, until it is freed. */
-int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int max);
+CT_API int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names,
+                                int max);
 /* Parameters and buffers in PyTorch's state_dict order: for each module,
  * depth first, its parameters, then its buffers, then its children's. */
-int ct_module_state(const ct_module *m, ct_tensor **tensors, const char **names, int max);
+CT_API int ct_module_state(const ct_module *m, ct_tensor **tensors, const char **names, int max);
 /* Moves every parameter and buffer to device (to_dtype: floating tensors to
  * a floating dtype; num_batches_tracked stays i64), keeping the same handles
  * (optimizers built on them stay valid; their state is not moved) and moving
  * gradients along. On failure some tensors may already have moved. */
-ct_status ct_module_to(ct_module *m, ct_device device);
-ct_status ct_module_to_dtype(ct_module *m, ct_dtype dtype);
+CT_API ct_status ct_module_to(ct_module *m, ct_device device);
+CT_API ct_status ct_module_to_dtype(ct_module *m, ct_dtype dtype);
 /* Training or evaluation mode (dropout, batch norm), recursively. */
-void ct_module_train(ct_module *m, bool training);
-bool ct_module_is_training(const ct_module *m);
+CT_API void ct_module_train(ct_module *m, bool training);
+CT_API bool ct_module_is_training(const ct_module *m);
 /* Clears every parameter's gradient (set to none). */
-void ct_module_zero_grad(ct_module *m);
+CT_API void ct_module_zero_grad(ct_module *m);
 
 /* Options for creating a module's parameters. */
 typedef struct ct_module_opts {
@@ -161,33 +166,37 @@ typedef struct ct_module_opts {
  * Conv2d weights kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in),
  * 1/sqrt(fan_in)), biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)); Embedding
  * N(0, 1); norms ones and zeros. Draws come from Philox (opts->generator). */
-ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias, const ct_module_opts *opts);
-ct_module *ct_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
-                         const ct_conv2d_opts *conv, bool bias, const ct_module_opts *opts);
-ct_module *ct_max_pool2d_new(const ct_pool2d_opts *opts);
-ct_module *ct_avg_pool2d_new(const ct_pool2d_opts *opts);
-ct_module *ct_relu_new(void);
-ct_module *ct_gelu_new(void);
-ct_module *ct_sigmoid_new(void);
-ct_module *ct_tanh_new(void);
-ct_module *ct_silu_new(void);
-ct_module *ct_dropout_new(double p);
+CT_API ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias,
+                                const ct_module_opts *opts);
+CT_API ct_module *ct_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                const ct_conv2d_opts *conv, bool bias, const ct_module_opts *opts);
+CT_API ct_module *ct_max_pool2d_new(const ct_pool2d_opts *opts);
+CT_API ct_module *ct_avg_pool2d_new(const ct_pool2d_opts *opts);
+CT_API ct_module *ct_relu_new(void);
+CT_API ct_module *ct_gelu_new(void);
+CT_API ct_module *ct_sigmoid_new(void);
+CT_API ct_module *ct_tanh_new(void);
+CT_API ct_module *ct_silu_new(void);
+CT_API ct_module *ct_dropout_new(double p);
 /* Parameters weight (ones), bias (zeros); buffers running_mean (zeros),
  * running_var (ones), num_batches_tracked (i64 scalar, counts training
  * forwards). eps and momentum are taken as given (torch's defaults are 1e-5
  * and 0.1; momentum 0 keeps the running statistics as they are); eps < 0 or
  * momentum outside [0, 1] fail with CT_ERR_ARG. */
-ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum, const ct_module_opts *opts);
+CT_API ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum,
+                                      const ct_module_opts *opts);
 /* weight (ones) and bias (zeros) of normalized_shape; eps as given (torch's
  * default is 1e-5), eps < 0 fails with CT_ERR_ARG. */
-ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double eps, const ct_module_opts *opts);
-ct_module *ct_flatten_new(int start_dim, int end_dim);
-ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const ct_module_opts *opts);
+CT_API ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double eps,
+                                    const ct_module_opts *opts);
+CT_API ct_module *ct_flatten_new(int start_dim, int end_dim);
+CT_API ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim,
+                                   const ct_module_opts *opts);
 /* Children named "0", "1", ... in order; forward feeds each child's output to
  * the next (no children: an alias of the input). */
-ct_module *ct_sequential_new(void);
+CT_API ct_module *ct_sequential_new(void);
 /* Appends child (owned by seq from now on, freed on failure); returns child. */
-ct_module *ct_sequential_add(ct_module *seq, ct_module *child);
+CT_API ct_module *ct_sequential_add(ct_module *seq, ct_module *child);
 
 #ifdef __cplusplus
 }

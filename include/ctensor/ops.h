@@ -29,6 +29,7 @@
 #ifndef CTENSOR_OPS_H
 #define CTENSOR_OPS_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -37,113 +38,215 @@ extern "C" {
 
 /* ---- Elementwise unary ------------------------------------------------- */
 /* Each NAME below has ct_NAME(x), ct_NAME_(x) and ct_NAME_out(out, x). */
-#define CT__UNARY_DECL(name)                                   \
-  ct_tensor *ct_##name(const ct_tensor *x);                    \
-  ct_tensor *ct_##name##_(ct_tensor *x);                       \
-  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *x);
-
-CT__UNARY_DECL(neg)        /* -x */
-CT__UNARY_DECL(abs)        /* |x| */
-CT__UNARY_DECL(exp)        /* e^x */
-CT__UNARY_DECL(expm1)      /* e^x - 1, accurate near 0 */
-CT__UNARY_DECL(log)        /* natural log; log(0) = -inf, log(<0) = nan */
-CT__UNARY_DECL(log1p)      /* log(1 + x), accurate near 0 */
-CT__UNARY_DECL(log2)       /* base-2 log */
-CT__UNARY_DECL(sqrt)       /* square root */
-CT__UNARY_DECL(rsqrt)      /* 1 / sqrt(x) */
-CT__UNARY_DECL(sin)
-CT__UNARY_DECL(cos)
-CT__UNARY_DECL(tan)
-CT__UNARY_DECL(tanh)
-CT__UNARY_DECL(erf)
-CT__UNARY_DECL(sigmoid)    /* 1 / (1 + e^-x), stable for large |x| */
-CT__UNARY_DECL(relu)       /* max(x, 0) */
-CT__UNARY_DECL(gelu)       /* x * Phi(x), exact (erf) form as torch's default */
-CT__UNARY_DECL(gelu_tanh)  /* the tanh approximation (approximate='tanh') */
-CT__UNARY_DECL(silu)       /* x * sigmoid(x) */
-CT__UNARY_DECL(softplus)   /* log(1 + e^x); x where x > 20 (torch's threshold) */
-CT__UNARY_DECL(floor)
-CT__UNARY_DECL(ceil)
-CT__UNARY_DECL(round)      /* half to even, as torch.round */
-CT__UNARY_DECL(trunc)
-CT__UNARY_DECL(sign)       /* -1, 0, 1 (0 for 0 and -0; nan stays nan) */
-CT__UNARY_DECL(reciprocal) /* 1 / x */
-CT__UNARY_DECL(square)     /* x * x */
-#undef CT__UNARY_DECL
+CT_API ct_tensor *ct_neg(const ct_tensor *x); /* -x */
+CT_API ct_tensor *ct_neg_(ct_tensor *x);
+CT_API ct_tensor *ct_neg_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_abs(const ct_tensor *x); /* |x| */
+CT_API ct_tensor *ct_abs_(ct_tensor *x);
+CT_API ct_tensor *ct_abs_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_exp(const ct_tensor *x); /* e^x */
+CT_API ct_tensor *ct_exp_(ct_tensor *x);
+CT_API ct_tensor *ct_exp_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_expm1(const ct_tensor *x); /* e^x - 1, accurate near 0 */
+CT_API ct_tensor *ct_expm1_(ct_tensor *x);
+CT_API ct_tensor *ct_expm1_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_log(const ct_tensor *x); /* natural log; log(0) = -inf, log(<0) = nan */
+CT_API ct_tensor *ct_log_(ct_tensor *x);
+CT_API ct_tensor *ct_log_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_log1p(const ct_tensor *x); /* log(1 + x), accurate near 0 */
+CT_API ct_tensor *ct_log1p_(ct_tensor *x);
+CT_API ct_tensor *ct_log1p_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_log2(const ct_tensor *x); /* base-2 log */
+CT_API ct_tensor *ct_log2_(ct_tensor *x);
+CT_API ct_tensor *ct_log2_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sqrt(const ct_tensor *x); /* square root */
+CT_API ct_tensor *ct_sqrt_(ct_tensor *x);
+CT_API ct_tensor *ct_sqrt_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_rsqrt(const ct_tensor *x); /* 1 / sqrt(x) */
+CT_API ct_tensor *ct_rsqrt_(ct_tensor *x);
+CT_API ct_tensor *ct_rsqrt_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sin(const ct_tensor *x);
+CT_API ct_tensor *ct_sin_(ct_tensor *x);
+CT_API ct_tensor *ct_sin_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_cos(const ct_tensor *x);
+CT_API ct_tensor *ct_cos_(ct_tensor *x);
+CT_API ct_tensor *ct_cos_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_tan(const ct_tensor *x);
+CT_API ct_tensor *ct_tan_(ct_tensor *x);
+CT_API ct_tensor *ct_tan_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_tanh(const ct_tensor *x);
+CT_API ct_tensor *ct_tanh_(ct_tensor *x);
+CT_API ct_tensor *ct_tanh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_erf(const ct_tensor *x);
+CT_API ct_tensor *ct_erf_(ct_tensor *x);
+CT_API ct_tensor *ct_erf_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sigmoid(const ct_tensor *x); /* 1 / (1 + e^-x), stable for large |x| */
+CT_API ct_tensor *ct_sigmoid_(ct_tensor *x);
+CT_API ct_tensor *ct_sigmoid_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_relu(const ct_tensor *x); /* max(x, 0) */
+CT_API ct_tensor *ct_relu_(ct_tensor *x);
+CT_API ct_tensor *ct_relu_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_gelu(const ct_tensor *x); /* x * Phi(x), exact (erf) form as torch's default */
+CT_API ct_tensor *ct_gelu_(ct_tensor *x);
+CT_API ct_tensor *ct_gelu_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_gelu_tanh(
+    const ct_tensor *x); /* the tanh approximation (approximate='tanh') */
+CT_API ct_tensor *ct_gelu_tanh_(ct_tensor *x);
+CT_API ct_tensor *ct_gelu_tanh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_silu(const ct_tensor *x); /* x * sigmoid(x) */
+CT_API ct_tensor *ct_silu_(ct_tensor *x);
+CT_API ct_tensor *ct_silu_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_softplus(
+    const ct_tensor *x); /* log(1 + e^x); x where x > 20 (torch's threshold) */
+CT_API ct_tensor *ct_softplus_(ct_tensor *x);
+CT_API ct_tensor *ct_softplus_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_floor(const ct_tensor *x);
+CT_API ct_tensor *ct_floor_(ct_tensor *x);
+CT_API ct_tensor *ct_floor_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_ceil(const ct_tensor *x);
+CT_API ct_tensor *ct_ceil_(ct_tensor *x);
+CT_API ct_tensor *ct_ceil_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_round(const ct_tensor *x); /* half to even, as torch.round */
+CT_API ct_tensor *ct_round_(ct_tensor *x);
+CT_API ct_tensor *ct_round_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_trunc(const ct_tensor *x);
+CT_API ct_tensor *ct_trunc_(ct_tensor *x);
+CT_API ct_tensor *ct_trunc_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sign(const ct_tensor *x); /* -1, 0, 1 (0 for 0 and -0; nan stays nan) */
+CT_API ct_tensor *ct_sign_(ct_tensor *x);
+CT_API ct_tensor *ct_sign_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_reciprocal(const ct_tensor *x); /* 1 / x */
+CT_API ct_tensor *ct_reciprocal_(ct_tensor *x);
+CT_API ct_tensor *ct_reciprocal_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_square(const ct_tensor *x); /* x * x */
+CT_API ct_tensor *ct_square_(ct_tensor *x);
+CT_API ct_tensor *ct_square_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
-ct_tensor *ct_isnan(const ct_tensor *x);
-ct_tensor *ct_isinf(const ct_tensor *x);
-ct_tensor *ct_isfinite(const ct_tensor *x);
-ct_tensor *ct_logical_not(const ct_tensor *x);
+CT_API ct_tensor *ct_isnan(const ct_tensor *x);
+CT_API ct_tensor *ct_isinf(const ct_tensor *x);
+CT_API ct_tensor *ct_isfinite(const ct_tensor *x);
+CT_API ct_tensor *ct_logical_not(const ct_tensor *x);
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi); pass -INFINITY / INFINITY for no
  * bound. nan stays nan. Also ct_clamp_(x, ...), ct_clamp_out(out, x, ...). */
-ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
-ct_tensor *ct_clamp_(ct_tensor *x, double lo, double hi);
-ct_tensor *ct_clamp_out(ct_tensor *out, const ct_tensor *x, double lo, double hi);
+CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
+CT_API ct_tensor *ct_clamp_(ct_tensor *x, double lo, double hi);
+CT_API ct_tensor *ct_clamp_out(ct_tensor *out, const ct_tensor *x, double lo, double hi);
 /* x > 0 ? x : slope * x */
-ct_tensor *ct_leaky_relu(const ct_tensor *x, double slope);
-ct_tensor *ct_leaky_relu_(ct_tensor *x, double slope);
+CT_API ct_tensor *ct_leaky_relu(const ct_tensor *x, double slope);
+CT_API ct_tensor *ct_leaky_relu_(ct_tensor *x, double slope);
 
 /* ---- Elementwise binary (broadcasting) ---------------------------------- */
 /* Each NAME below has ct_NAME(a, b), ct_NAME_(a, b), ct_NAME_out(out, a, b),
  * ct_NAME_scalar(a, s) and ct_NAME_scalar_(a, s). */
-#define CT__BINARY_DECL(name)                                               \
-  ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);             \
-  ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b);                \
-  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b); \
-  ct_tensor *ct_##name##_scalar(const ct_tensor *a, double s);              \
-  ct_tensor *ct_##name##_scalar_(ct_tensor *a, double s);
-
-CT__BINARY_DECL(add)       /* a + b */
-CT__BINARY_DECL(sub)       /* a - b */
-CT__BINARY_DECL(mul)       /* a * b */
-CT__BINARY_DECL(div)       /* true division: integers give f32 */
-CT__BINARY_DECL(floor_divide) /* floor(a / b); integers: error on division by zero */
-CT__BINARY_DECL(pow)       /* a ^ b */
-CT__BINARY_DECL(maximum)   /* propagates nan */
-CT__BINARY_DECL(minimum)   /* propagates nan */
-CT__BINARY_DECL(fmod)      /* C fmod: sign of the dividend */
-CT__BINARY_DECL(remainder) /* Python %: sign of the divisor */
-CT__BINARY_DECL(atan2)     /* atan2(a, b) */
-#undef CT__BINARY_DECL
+CT_API ct_tensor *ct_add(const ct_tensor *a, const ct_tensor *b); /* a + b */
+CT_API ct_tensor *ct_add_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_add_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_add_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_add_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_sub(const ct_tensor *a, const ct_tensor *b); /* a - b */
+CT_API ct_tensor *ct_sub_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_sub_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_sub_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_sub_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_mul(const ct_tensor *a, const ct_tensor *b); /* a * b */
+CT_API ct_tensor *ct_mul_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_mul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_mul_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_mul_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_div(const ct_tensor *a,
+                         const ct_tensor *b); /* true division: integers give f32 */
+CT_API ct_tensor *ct_div_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_div_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_div_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_div_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_floor_divide(
+    const ct_tensor *a, const ct_tensor *b); /* floor(a / b); integers: error on division by zero */
+CT_API ct_tensor *ct_floor_divide_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_floor_divide_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_floor_divide_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_floor_divide_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b); /* a ^ b */
+CT_API ct_tensor *ct_pow_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_pow_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_pow_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_pow_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_maximum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+CT_API ct_tensor *ct_maximum_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_maximum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_maximum_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_maximum_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_minimum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+CT_API ct_tensor *ct_minimum_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_minimum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_minimum_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_minimum_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_fmod(const ct_tensor *a,
+                          const ct_tensor *b); /* C fmod: sign of the dividend */
+CT_API ct_tensor *ct_fmod_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_fmod_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_fmod_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_fmod_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_remainder(const ct_tensor *a,
+                               const ct_tensor *b); /* Python %: sign of the divisor */
+CT_API ct_tensor *ct_remainder_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_remainder_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_remainder_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_remainder_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_atan2(const ct_tensor *a, const ct_tensor *b); /* atan2(a, b) */
+CT_API ct_tensor *ct_atan2_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_atan2_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_atan2_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_atan2_scalar_(ct_tensor *a, double s);
 
 /* s - a and s / a. */
-ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s);
-ct_tensor *ct_rdiv_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_rdiv_scalar(const ct_tensor *a, double s);
 /* a + alpha * b (torch.add with alpha); the in-place form is an axpy. */
-ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double alpha);
-ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha);
+CT_API ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double alpha);
+CT_API ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha);
 
 /* ---- Comparisons and logic (bool results) ------------------------------ */
-#define CT__COMPARE_DECL(name)                                              \
-  ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);             \
-  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b); \
-  ct_tensor *ct_##name##_scalar(const ct_tensor *a, double s);
-
-CT__COMPARE_DECL(eq)
-CT__COMPARE_DECL(ne)
-CT__COMPARE_DECL(lt)
-CT__COMPARE_DECL(le)
-CT__COMPARE_DECL(gt)
-CT__COMPARE_DECL(ge)
-CT__COMPARE_DECL(logical_and)
-CT__COMPARE_DECL(logical_or)
-CT__COMPARE_DECL(logical_xor)
-#undef CT__COMPARE_DECL
+CT_API ct_tensor *ct_eq(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_eq_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_eq_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_ne(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_ne_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_ne_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_lt(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_lt_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_lt_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_le(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_le_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_le_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_gt(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_gt_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_gt_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_ge(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_ge_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_ge_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_logical_and(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_and_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_and_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_logical_or(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_or_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_or_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_logical_xor(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_xor_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logical_xor_scalar(const ct_tensor *a, double s);
 
 /* cond ? a : b, broadcasting all three; cond is bool (else nonzero = true). */
-ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
-ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b);
+CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b);
 
 /* Whole-tensor checks on values (false with an error for mismatched shapes). */
-bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
-bool ct_equal(const ct_tensor *a, const ct_tensor *b);
+CT_API bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
+CT_API bool ct_equal(const ct_tensor *a, const ct_tensor *b);
 
 /* Fills. Return t. */
-ct_tensor *ct_fill_(ct_tensor *t, double value);
-ct_tensor *ct_zero_(ct_tensor *t);
+CT_API ct_tensor *ct_fill_(ct_tensor *t, double value);
+CT_API ct_tensor *ct_zero_(ct_tensor *t);
 
 /* ---- Reductions --------------------------------------------------------- */
 /* Which dims to reduce: ndims == 0 (or a NULL pointer) means all dims. */
@@ -163,91 +266,95 @@ typedef struct ct_reduce_opts {
  * gets the product of the other elements (0 with two zeros in the slice);
  * max/min split the gradient evenly among tied elements; std at zero spread
  * and norm at zero give 0 (var and std with N - correction <= 0 give nan). */
-ct_tensor *ct_sum(const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_mean(const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_prod(const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_max(const ct_tensor *x, const ct_reduce_opts *r);  /* torch.amax; nan propagates */
-ct_tensor *ct_min(const ct_tensor *x, const ct_reduce_opts *r);  /* torch.amin */
-ct_tensor *ct_logsumexp(const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r);  /* bool */
-ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r);  /* bool */
+CT_API ct_tensor *ct_sum(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_mean(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_prod(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_max(const ct_tensor *x,
+                         const ct_reduce_opts *r); /* torch.amax; nan propagates */
+CT_API ct_tensor *ct_min(const ct_tensor *x, const ct_reduce_opts *r); /* torch.amin */
+CT_API ct_tensor *ct_logsumexp(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
+CT_API ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
 /* Variance / standard deviation dividing by N - correction (1: unbiased). */
-ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction);
-ct_tensor *ct_std(const ct_tensor *x, const ct_reduce_opts *r, double correction);
+CT_API ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction);
+CT_API ct_tensor *ct_std(const ct_tensor *x, const ct_reduce_opts *r, double correction);
 /* p-norm: (sum |x|^p)^(1/p); p = INFINITY is max |x|, p = 0 counts nonzeros. */
-ct_tensor *ct_norm(const ct_tensor *x, double p, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_norm(const ct_tensor *x, double p, const ct_reduce_opts *r);
 
-ct_tensor *ct_sum_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_mean_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_prod_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_max_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_min_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
-ct_tensor *ct_logsumexp_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_sum_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_mean_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_prod_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_max_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_min_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_logsumexp_out(ct_tensor *out, const ct_tensor *x, const ct_reduce_opts *r);
 
 /* The dim argument CT_DIM_ALL asks for the index into the flattened tensor. */
 #define CT_DIM_ALL (-1000)
 /* i64 indices of the first maximum / minimum along dim (nan counts as max). */
-ct_tensor *ct_argmax(const ct_tensor *x, int dim, bool keepdim);
-ct_tensor *ct_argmin(const ct_tensor *x, int dim, bool keepdim);
+CT_API ct_tensor *ct_argmax(const ct_tensor *x, int dim, bool keepdim);
+CT_API ct_tensor *ct_argmin(const ct_tensor *x, int dim, bool keepdim);
 /* Values and (if indices != NULL) i64 indices along one dim, as torch.max(x, dim). */
-ct_tensor *ct_max_dim(const ct_tensor *x, int dim, bool keepdim, ct_tensor **indices);
-ct_tensor *ct_min_dim(const ct_tensor *x, int dim, bool keepdim, ct_tensor **indices);
+CT_API ct_tensor *ct_max_dim(const ct_tensor *x, int dim, bool keepdim, ct_tensor **indices);
+CT_API ct_tensor *ct_min_dim(const ct_tensor *x, int dim, bool keepdim, ct_tensor **indices);
 
 /* Numerically stable softmax / log_softmax along dim. */
-ct_tensor *ct_softmax(const ct_tensor *x, int dim);
-ct_tensor *ct_log_softmax(const ct_tensor *x, int dim);
-ct_tensor *ct_softmax_out(ct_tensor *out, const ct_tensor *x, int dim);
-ct_tensor *ct_log_softmax_out(ct_tensor *out, const ct_tensor *x, int dim);
+CT_API ct_tensor *ct_softmax(const ct_tensor *x, int dim);
+CT_API ct_tensor *ct_log_softmax(const ct_tensor *x, int dim);
+CT_API ct_tensor *ct_softmax_out(ct_tensor *out, const ct_tensor *x, int dim);
+CT_API ct_tensor *ct_log_softmax_out(ct_tensor *out, const ct_tensor *x, int dim);
 
 /* ---- Linear algebra ----------------------------------------------------- */
 /* torch.matmul: 1-d x 1-d dot; 2-d x 2-d matrix product; 1-d operands are
  * promoted to a matrix and the added dim removed; batched (>2-d) operands
  * broadcast their batch dims. Transposed views go to BLAS without a copy. */
-ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
-ct_tensor *ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 /* 2-d x 2-d only. */
-ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b);
 /* (B, n, k) x (B, k, m) only. */
-ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b);
 /* 1-d dot product. */
-ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b);
 /* x @ w^T + bias, as torch.nn.functional.linear (bias may be NULL). With 0
  * input features the result is the bias (zeros without one), and x and w
  * get empty gradients. */
-ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
+CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 
 /* ---- Indexing, joining, splitting -------------------------------------- */
 /* Entries of x along dim at positions index (1-d integer tensor). */
-ct_tensor *ct_index_select(const ct_tensor *x, int dim, const ct_tensor *index);
+CT_API ct_tensor *ct_index_select(const ct_tensor *x, int dim, const ct_tensor *index);
 /* out[i][j] = x[index[i][j]][j] (dim 0), etc.; index has x's ndim. */
-ct_tensor *ct_gather(const ct_tensor *x, int dim, const ct_tensor *index);
+CT_API ct_tensor *ct_gather(const ct_tensor *x, int dim, const ct_tensor *index);
 /* x with x[index[i][j]][j] = src[i][j] (dim 0); the in-place form writes x. */
-ct_tensor *ct_scatter(const ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src);
-ct_tensor *ct_scatter_(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_scatter(const ct_tensor *x, int dim, const ct_tensor *index,
+                             const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src);
 /* As scatter, but adds into x (repeated indices accumulate). */
-ct_tensor *ct_scatter_add(const ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src);
-ct_tensor *ct_scatter_add_(ct_tensor *x, int dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_add(const ct_tensor *x, int dim, const ct_tensor *index,
+                                 const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_add_(ct_tensor *x, int dim, const ct_tensor *index,
+                                  const ct_tensor *src);
 /* 1-d tensor of the elements where mask (bool, broadcast to x) is true. */
-ct_tensor *ct_masked_select(const ct_tensor *x, const ct_tensor *mask);
+CT_API ct_tensor *ct_masked_select(const ct_tensor *x, const ct_tensor *mask);
 /* x with value where mask is true. */
-ct_tensor *ct_masked_fill(const ct_tensor *x, const ct_tensor *mask, double value);
-ct_tensor *ct_masked_fill_(ct_tensor *x, const ct_tensor *mask, double value);
+CT_API ct_tensor *ct_masked_fill(const ct_tensor *x, const ct_tensor *mask, double value);
+CT_API ct_tensor *ct_masked_fill_(ct_tensor *x, const ct_tensor *mask, double value);
 /* Joins n tensors along an existing dim (cat) or a new one (stack). */
-ct_tensor *ct_cat(ct_tensor *const *tensors, int n, int dim);
-ct_tensor *ct_stack(ct_tensor *const *tensors, int n, int dim);
+CT_API ct_tensor *ct_cat(ct_tensor *const *tensors, int n, int dim);
+CT_API ct_tensor *ct_stack(ct_tensor *const *tensors, int n, int dim);
 /* Views of pieces of `split_size` along dim (the last may be smaller). Writes
  * at most max_out pieces to out and returns how many there are (-1 on error). */
-int ct_split(const ct_tensor *x, int64_t split_size, int dim, ct_tensor **out, int max_out);
+CT_API int ct_split(const ct_tensor *x, int64_t split_size, int dim, ct_tensor **out, int max_out);
 /* `chunks` nearly equal views along dim, as torch.chunk; returns the count. */
-int ct_chunk(const ct_tensor *x, int chunks, int dim, ct_tensor **out, int max_out);
+CT_API int ct_chunk(const ct_tensor *x, int chunks, int dim, ct_tensor **out, int max_out);
 /* i64 one-hot of integer class indices: shape (..., num_classes); num_classes
  * < 0 means max(index) + 1. */
-ct_tensor *ct_one_hot(const ct_tensor *index, int64_t num_classes);
+CT_API ct_tensor *ct_one_hot(const ct_tensor *index, int64_t num_classes);
 /* Lower / upper triangle of the last two dims (diagonal offset k); others zero. */
-ct_tensor *ct_tril(const ct_tensor *x, int64_t k);
-ct_tensor *ct_triu(const ct_tensor *x, int64_t k);
-ct_tensor *ct_tril_(ct_tensor *x, int64_t k);
-ct_tensor *ct_triu_(ct_tensor *x, int64_t k);
+CT_API ct_tensor *ct_tril(const ct_tensor *x, int64_t k);
+CT_API ct_tensor *ct_triu(const ct_tensor *x, int64_t k);
+CT_API ct_tensor *ct_tril_(ct_tensor *x, int64_t k);
+CT_API ct_tensor *ct_triu_(ct_tensor *x, int64_t k);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #ifndef CTENSOR_OPTIM_H
 #define CTENSOR_OPTIM_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -48,42 +49,43 @@ typedef struct ct_adam_opts {
 } ct_adam_opts;
 
 /* torch's defaults with as_given set: Adam (weight_decay 0) and AdamW (0.01). */
-ct_adam_opts ct_adam_defaults(void);
-ct_adam_opts ct_adamw_defaults(void);
+CT_API ct_adam_opts ct_adam_defaults(void);
+CT_API ct_adam_opts ct_adamw_defaults(void);
 
 /* The optimizer keeps a reference to each parameter: contiguous f32/f64 leaf
  * tensors, each listed once. SGD needs opts (the learning rate); Adam's opts
  * may be NULL (defaults). Invalid hyper-parameters fail with CT_ERR_ARG as in
  * torch (negative lr, beta outside [0, 1), nesterov without momentum or with
  * dampening, ...). */
-ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
-ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
-ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
-void ct_optimizer_free(ct_optimizer *opt); /* NULL is a no-op */
+CT_API ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
+CT_API ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+CT_API ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+CT_API void ct_optimizer_free(ct_optimizer *opt); /* NULL is a no-op */
 
 /* One update of every parameter that has a gradient. */
-ct_status ct_optimizer_step(ct_optimizer *opt);
+CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 /* Clears the gradients (set to none, as torch's default). */
-void ct_optimizer_zero_grad(ct_optimizer *opt);
-double ct_optimizer_get_lr(const ct_optimizer *opt);
-void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
+CT_API void ct_optimizer_zero_grad(ct_optimizer *opt);
+CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
+CT_API void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
 /* Number of steps taken. */
-int64_t ct_optimizer_step_count(const ct_optimizer *opt);
+CT_API int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 /* The parameters opt updates, in the order they were given: fills at most max
  * (borrowed references) and returns the total count. */
-int ct_optimizer_parameters(const ct_optimizer *opt, ct_tensor **params, int max);
+CT_API int ct_optimizer_parameters(const ct_optimizer *opt, ct_tensor **params, int max);
 /* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
  * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq");
  * borrowed (names valid until the state changes or the optimizer is freed).
  * Returns the total count. */
-int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names, int max);
+CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names,
+                              int max);
 /* Restores state saved by ct_optimizer_state (copies values in, across
  * devices and dtypes; creates the buffers if needed). Everything is checked
  * before anything changes: unknown names fail with CT_ERR_ARG, wrong shapes
  * with CT_ERR_SHAPE; an Adam parameter needs all its moments or none. Sets the
  * step count, which is also each restored parameter's Adam step. */
-ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
-                                  const char *const *names, int n, int64_t step_count);
+CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
+                                         const char *const *names, int n, int64_t step_count);
 
 /* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. The
  * base lr is the optimizer's lr when the schedule is made; the schedule
@@ -91,13 +93,13 @@ ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
  * recursive form, set_epoch its closed form. */
 typedef struct ct_lr_scheduler ct_lr_scheduler;
 /* lr = base_lr * gamma^(epoch / step_size) (torch.optim.lr_scheduler.StepLR). */
-ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);
+CT_API ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);
 /* Cosine annealing from base_lr to eta_min over t_max epochs (CosineAnnealingLR). */
-ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
-void ct_lr_scheduler_step(ct_lr_scheduler *s);
-int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
-void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
-void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
+CT_API ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
+CT_API void ct_lr_scheduler_step(ct_lr_scheduler *s);
+CT_API int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
+CT_API void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
+CT_API void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #ifndef CTENSOR_RANDOM_H
 #define CTENSOR_RANDOM_H
 
+#include "ctensor/api.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -24,50 +25,50 @@ extern "C" {
 
 /* Seeds the default generator and resets its offset. Until called, the seed
  * is 67280421310721 (PyTorch's default). */
-void ct_manual_seed(uint64_t seed);
+CT_API void ct_manual_seed(uint64_t seed);
 /* The default generator (process-wide; its offset advances atomically; not to
  * be freed: ct_generator_free ignores it). */
-ct_generator *ct_default_generator(void);
+CT_API ct_generator *ct_default_generator(void);
 
 /* An independent generator (for data loaders, per-run determinism). */
-ct_generator *ct_generator_new(uint64_t seed);
-void ct_generator_free(ct_generator *g); /* NULL is a no-op */
-void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
-void ct_generator_get_state(const ct_generator *g, uint64_t *seed, uint64_t *offset);
+CT_API ct_generator *ct_generator_new(uint64_t seed);
+CT_API void ct_generator_free(ct_generator *g); /* NULL is a no-op */
+CT_API void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
+CT_API void ct_generator_get_state(const ct_generator *g, uint64_t *seed, uint64_t *offset);
 /* One uniform 64-bit draw (advances the generator), for host-side choices. */
-uint64_t ct_generator_next_u64(ct_generator *g);
+CT_API uint64_t ct_generator_next_u64(ct_generator *g);
 
 /* Uniform [0, 1). Floating dtypes only (else CT_ERR_DTYPE); f16/bf16 values
  * carry 11/8 random bits so that they stay below 1. */
-ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Standard normal (Box-Muller). Floating dtypes only. */
-ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Integers uniform in [low, high): i64 on the CPU with NULL opts (torch's
  * default), else in opts->dtype on opts->device (a zeroed dtype is f32).
  * CT_ERR_ARG unless low < high and every value of the range is exact in the
  * dtype. */
-ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
-                      const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
+                             const ct_tensor_opts *opts);
 /* Normal with mean and std (finite, std >= 0). */
-ct_tensor *ct_normal(double mean, double std, const int64_t *shape, int ndim,
-                     const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_normal(double mean, double std, const int64_t *shape, int ndim,
+                            const ct_tensor_opts *opts);
 /* Uniform [low, high) (finite, low <= high). */
-ct_tensor *ct_uniform(double low, double high, const int64_t *shape, int ndim,
-                      const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_uniform(double low, double high, const int64_t *shape, int ndim,
+                             const ct_tensor_opts *opts);
 /* 1 with probability p[i], else 0; same shape/dtype/device as p (g: NULL =
  * default). p must be floating with every value in [0, 1] (checked on the
  * host: a GPU p is synchronized), else CT_ERR_DTYPE / CT_ERR_ARG. */
-ct_tensor *ct_bernoulli(const ct_tensor *p, ct_generator *g);
+CT_API ct_tensor *ct_bernoulli(const ct_tensor *p, ct_generator *g);
 /* 1 with probability p, else 0, of shape/dtype/device of t. */
-ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g);
+CT_API ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g);
 /* In-place fills: uniform [low, high), normal(mean, std). Return t. Floating
  * tensors of any layout (filled in row-major order, as the creators); a leaf
  * requiring grad only inside ct_no_grad_begin/end, as in PyTorch. */
-ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g);
-ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g);
+CT_API ct_tensor *ct_uniform_(ct_tensor *t, double low, double high, ct_generator *g);
+CT_API ct_tensor *ct_normal_(ct_tensor *t, double mean, double std, ct_generator *g);
 /* A random permutation of 0..n-1: always i64 (opts->dtype is ignored), on
  * opts->device (the CPU by default); shuffled on the host from the generator. */
-ct_tensor *ct_randperm(int64_t n, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_randperm(int64_t n, const ct_tensor_opts *opts);
 
 #ifdef __cplusplus
 }

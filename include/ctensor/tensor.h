@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctensor/api.h"
 #include "ctensor/device.h"
 #include "ctensor/dtype.h"
 #include "ctensor/error.h"
@@ -63,108 +64,109 @@ typedef struct ct_tensor_opts {
 /* ---- Lifetime ---------------------------------------------------------- */
 
 /* Drops one reference; the storage goes when its last view goes. NULL: no-op. */
-void ct_free(ct_tensor *t);
+CT_API void ct_free(ct_tensor *t);
 /* Adds a reference and returns t (NULL-safe). */
-ct_tensor *ct_retain(ct_tensor *t);
+CT_API ct_tensor *ct_retain(ct_tensor *t);
 /* Opens a scope on this thread (scopes nest). */
-void ct_scope_begin(void);
+CT_API void ct_scope_begin(void);
 /* Releases every tensor created since the matching ct_scope_begin and not kept. */
-void ct_scope_end(void);
+CT_API void ct_scope_end(void);
 /* Moves t out of the current scope into the enclosing one (the caller owns it
  * outside any scope). Returns t. No-op for tensors not owned by this scope. */
-ct_tensor *ct_keep(ct_tensor *t);
+CT_API ct_tensor *ct_keep(ct_tensor *t);
 
 /* ---- Properties -------------------------------------------------------- */
 
-ct_dtype ct_dtype_of(const ct_tensor *t);
-ct_device ct_device_of(const ct_tensor *t);
-int ct_ndim(const ct_tensor *t);
+CT_API ct_dtype ct_dtype_of(const ct_tensor *t);
+CT_API ct_device ct_device_of(const ct_tensor *t);
+CT_API int ct_ndim(const ct_tensor *t);
 /* Size of dim d; negative d counts from the end. -1 on a bad dim (with error). */
-int64_t ct_size(const ct_tensor *t, int d);
-int64_t ct_stride(const ct_tensor *t, int d);
-const int64_t *ct_shape(const ct_tensor *t);   /* ndim entries */
-const int64_t *ct_strides(const ct_tensor *t); /* in elements */
-int64_t ct_offset(const ct_tensor *t);         /* in elements */
-int64_t ct_numel(const ct_tensor *t);
-size_t ct_nbytes(const ct_tensor *t);          /* numel * element size */
-bool ct_is_contiguous(const ct_tensor *t);
+CT_API int64_t ct_size(const ct_tensor *t, int d);
+CT_API int64_t ct_stride(const ct_tensor *t, int d);
+CT_API const int64_t *ct_shape(const ct_tensor *t);   /* ndim entries */
+CT_API const int64_t *ct_strides(const ct_tensor *t); /* in elements */
+CT_API int64_t ct_offset(const ct_tensor *t);         /* in elements */
+CT_API int64_t ct_numel(const ct_tensor *t);
+CT_API size_t ct_nbytes(const ct_tensor *t); /* numel * element size */
+CT_API bool ct_is_contiguous(const ct_tensor *t);
 /* Pointer to the first element of a CPU tensor (NULL with CT_ERR_DEVICE for a
  * GPU tensor). Honours the offset; respect the strides when reading. */
-void *ct_data_ptr(const ct_tensor *t);
+CT_API void *ct_data_ptr(const ct_tensor *t);
 /* The version counter of t's storage: bumped by every in-place write. */
-uint32_t ct_version(const ct_tensor *t);
+CT_API uint32_t ct_version(const ct_tensor *t);
 /* Whether two tensors share storage. */
-bool ct_same_storage(const ct_tensor *a, const ct_tensor *b);
+CT_API bool ct_same_storage(const ct_tensor *a, const ct_tensor *b);
 
 /* The value of a one-element tensor as a double (synchronizes on a GPU). */
-ct_status ct_item(const ct_tensor *t, double *out);
+CT_API ct_status ct_item(const ct_tensor *t, double *out);
 /* Copies the elements, in row-major order, into a host buffer of `nbytes`
  * bytes (at least numel * element size). Synchronizes on a GPU. */
-ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t nbytes);
+CT_API ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t nbytes);
 
 /* ---- Creation ---------------------------------------------------------- */
 
-ct_tensor *ct_empty(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
-ct_tensor *ct_zeros(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
-ct_tensor *ct_ones(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
-ct_tensor *ct_full(const int64_t *shape, int ndim, double value, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_empty(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_zeros(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_ones(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_full(const int64_t *shape, int ndim, double value, const ct_tensor_opts *opts);
 /* A 0-d tensor holding `value`. */
-ct_tensor *ct_scalar(double value, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_scalar(double value, const ct_tensor_opts *opts);
 /* [start, end) by step, as torch.arange: ceil((end - start) / step) elements. */
-ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts *opts);
 /* `steps` evenly spaced values from start to end inclusive. */
-ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts);
 /* n x m identity (m <= 0: square). */
-ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts);
 /* Copies numel elements of `dtype` (opts->dtype) from a row-major host buffer. */
-ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim,
+                               const ct_tensor_opts *opts);
 /* *_like: same shape; dtype and device of `t` unless opts is given. */
-ct_tensor *ct_empty_like(const ct_tensor *t, const ct_tensor_opts *opts);
-ct_tensor *ct_zeros_like(const ct_tensor *t, const ct_tensor_opts *opts);
-ct_tensor *ct_ones_like(const ct_tensor *t, const ct_tensor_opts *opts);
-ct_tensor *ct_full_like(const ct_tensor *t, double value, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_empty_like(const ct_tensor *t, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_zeros_like(const ct_tensor *t, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_ones_like(const ct_tensor *t, const ct_tensor_opts *opts);
+CT_API ct_tensor *ct_full_like(const ct_tensor *t, double value, const ct_tensor_opts *opts);
 
 /* ---- Views (no copy) --------------------------------------------------- */
 
 /* A view with a new shape; one dim may be -1. Fails if the strides do not
  * allow a view (use ct_reshape). */
-ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim);
+CT_API ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim);
 /* A view when the strides allow one, else a contiguous copy. */
-ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim);
-ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim);
-ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1);
+CT_API ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim);
+CT_API ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim);
+CT_API ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1);
 /* Transpose of a matrix (ndim <= 2), as t.t(). */
-ct_tensor *ct_t(const ct_tensor *t);
+CT_API ct_tensor *ct_t(const ct_tensor *t);
 /* Elements start, start+step, ... < end along dim (negative start/end count
  * from the end and are clamped, as Python slices; step > 0). */
-ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
+CT_API ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 /* The index-th entry along dim, removing dim (t[index] for dim 0). */
-ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index);
+CT_API ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index);
 /* Length `length` from `start` along dim. */
-ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length);
+CT_API ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length);
 /* Broadcasts size-1 dims to `shape` (stride 0); -1 keeps a size. */
-ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim);
-ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other);
+CT_API ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim);
+CT_API ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other);
 /* Removes all size-1 dims. */
-ct_tensor *ct_squeeze(const ct_tensor *t);
+CT_API ct_tensor *ct_squeeze(const ct_tensor *t);
 /* Removes dim if its size is 1 (else returns a plain view). */
-ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim);
-ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim);
+CT_API ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim);
+CT_API ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim);
 /* Merges dims start_dim..end_dim (inclusive; negatives count from the end). */
-ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim);
+CT_API ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim);
 /* The diagonal of the last... of dims dim1, dim2 with offset (as torch.diagonal). */
-ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2);
+CT_API ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2);
 /* A plain alias (same view, new handle). */
-ct_tensor *ct_alias(const ct_tensor *t);
+CT_API ct_tensor *ct_alias(const ct_tensor *t);
 
 /* ---- Copies, casts, transfers ----------------------------------------- */
 
 /* t itself (a new reference) when already contiguous, else a contiguous copy. */
-ct_tensor *ct_contiguous(const ct_tensor *t);
+CT_API ct_tensor *ct_contiguous(const ct_tensor *t);
 /* A contiguous copy with its own storage. */
-ct_tensor *ct_clone(const ct_tensor *t);
+CT_API ct_tensor *ct_clone(const ct_tensor *t);
 /* Converts to dtype (a new reference to t when the dtype already matches). */
-ct_tensor *ct_cast(const ct_tensor *t, ct_dtype dtype);
+CT_API ct_tensor *ct_cast(const ct_tensor *t, ct_dtype dtype);
 
 typedef struct ct_to_opts {
   bool non_blocking; /* host<->GPU copies from pinned memory return at once */
@@ -172,24 +174,24 @@ typedef struct ct_to_opts {
 } ct_to_opts;
 /* The tensor on `device` (a new reference to t when already there and
  * opts->copy is false). The only way, with ct_copy_, to cross devices. */
-ct_tensor *ct_to(const ct_tensor *t, ct_device device, const ct_to_opts *opts);
+CT_API ct_tensor *ct_to(const ct_tensor *t, ct_device device, const ct_to_opts *opts);
 /* Copies src into dst (broadcasting src, casting dtype, across devices).
  * Returns dst, or NULL on error. */
-ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src);
+CT_API ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src);
 /* A CPU copy in page-locked memory, for fast and non-blocking copies to a GPU.
  * Fails with CT_ERR_UNAVAILABLE when no GPU is usable (as torch does). */
-ct_tensor *ct_pin_memory(const ct_tensor *t);
-bool ct_is_pinned(const ct_tensor *t);
+CT_API ct_tensor *ct_pin_memory(const ct_tensor *t);
+CT_API bool ct_is_pinned(const ct_tensor *t);
 
 /* ---- Printing ---------------------------------------------------------- */
 
 /* PyTorch-like text: values (truncated with "..." for large tensors), then
  * shape, dtype and device. ct_to_string returns a malloc'd string (free()). */
-char *ct_to_string(const ct_tensor *t);
-ct_status ct_fprint(FILE *f, const ct_tensor *t);
-ct_status ct_print(const ct_tensor *t);
+CT_API char *ct_to_string(const ct_tensor *t);
+CT_API ct_status ct_fprint(FILE *f, const ct_tensor *t);
+CT_API ct_status ct_print(const ct_tensor *t);
 /* "(2, 3)": the shape as text in a caller buffer; returns buf. */
-char *ct_shape_format(const int64_t *shape, int ndim, char *buf, size_t size);
+CT_API char *ct_shape_format(const int64_t *shape, int ndim, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

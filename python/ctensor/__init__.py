@@ -16,11 +16,12 @@ Every operation runs in the C library: this package is a CPython extension
 
 
 def _load_bundled_library():
-    # A pip install bundles libctensor.so.0 next to the extension: load it first, so that the
-    # extension's dependency on it is met by this copy whatever its rpath says.
+    # A pip install bundles libctensor.so.MAJOR.MINOR (its soname) next to the extension: load
+    # it first, so that the extension's dependency on it is met by this copy whatever its rpath
+    # says. The backends bundled beside it are found there when first used.
+    import glob
     import os
-    bundled = os.path.join(os.path.dirname(__file__), "libctensor.so.0")
-    if os.path.exists(bundled):
+    for bundled in glob.glob(os.path.join(os.path.dirname(__file__), "libctensor.so.*")):
         import ctypes
         ctypes.CDLL(bundled)
 

@@ -234,6 +234,18 @@ typedef struct ct_backend {
    * stream) of device_index, until the block is freed (ct_record_stream). */
   ct_status (*record_stream)(int device_index, void *data, bool pinned, void *stream);
 
+  /* ---- Devices (optional; NULL on the CPU, which is one device) ---- */
+  /* Visible devices, usable or not; 0 without a driver or device. */
+  int (*device_count)(void);
+  /* dev is visible and this build has code for it. */
+  bool (*device_usable)(int dev);
+  /* The calling thread's current device: set_device checks the index
+   * (CT_ERR_UNAVAILABLE saying why not). */
+  ct_status (*set_device)(int index);
+  int (*current_device)(void);
+  /* Whether products and convolutions may use TF32 (ct_cuda_set_allow_tf32). */
+  void (*set_allow_tf32)(bool allow);
+
   /* ---- Device information (optional; CUDA only) ---- */
   /* Properties of a visible device; CT_ERR_UNAVAILABLE with the reason when
    * there is no such device. */
@@ -244,12 +256,18 @@ typedef struct ct_backend {
   ct_status (*runtime_version)(int *version);
 } ct_backend;
 
-/* The backend of a device type; NULL if not compiled in. */
+/* The backend of a device type, loaded on first use (backend/plugin.h); NULL
+ * when this machine or build has none (ct__backend_error says why). Records
+ * no error. */
 const ct_backend *ct__backend(ct_device_type type);
+/* Why ct__backend(type) is NULL, for a person ("" when it is not). */
+const char *ct__backend_error(ct_device_type type);
 static inline const ct_backend *ct__backend_of(const ct_tensor *t) {
   return ct__backend((ct_device_type)t->storage->device.type);
 }
 
 extern const ct_backend ct__cpu_backend;
+/* The CPU backend's libraries, for ct_backend_get_info: "OpenBLAS 0.3.21 ...". */
+const char *ct__cpu_library_versions(void);
 
 #endif /* CT_BACKEND_BACKEND_H */

@@ -1,15 +1,14 @@
 /* Device values, the default device, threads, and the CPU side of streams,
  * events and memory statistics (CUDA fills these in through its backend). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <unistd.h>
 
 #include "backend/backend.h"
-#include "core/cuda_api.h"
 
 ct_device ct_cpu(void) { return (ct_device){CT_DEVICE_CPU, 0}; }
 ct_device ct_cuda(int index) { return (ct_device){CT_DEVICE_CUDA, (int8_t)index}; }
@@ -46,10 +45,12 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
                              name);
     }
     int count = ct_cuda_device_count();
-    if (count == 0)
+    if (count == 0 && !ct__backend(CT_DEVICE_CUDA))
       return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but %s", name,
-                             ct__cuda_compiled() ? "no CUDA GPU is visible"
-                                                 : "this build has no CUDA support");
+                             ct__backend_error(CT_DEVICE_CUDA));
+    if (count == 0)
+      return ct__fail_status(CT_ERR_UNAVAILABLE,
+                             "device_parse: '%s' requested but no CUDA GPU is visible", name);
     if (index >= count)
       return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but only %d GPU%s visible",
                              name, count, count == 1 ? " is" : "s are");
@@ -59,11 +60,18 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
                          "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)", name);
 }
 
+/* The CUDA backend when it is present, else NULL. */
+static const ct_backend *cuda_backend(void) {
+  const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
+  return be && be->device_count ? be : NULL;
+}
+
 /* The first GPU this build can run on (compute capability 8.0+), or -1. */
 static int first_usable_gpu(void) {
-  int n = ct_cuda_device_count();
+  const ct_backend *be = cuda_backend();
+  int n = be ? be->device_count() : 0;
   for (int i = 0; i < n; i++)
-    if (ct__cuda_device_usable(i)) return i;
+    if (be->device_usable(i)) return i;
   return -1;
 }
 
@@ -80,15 +88,32 @@ ct_device ct_default_device(void) {
 }
 
 bool ct_cuda_is_available(void) { return first_usable_gpu() >= 0; }
-int ct_cuda_device_count(void) { return ct__cuda_device_count(); }
-ct_status ct_cuda_set_device(int index) { return ct__cuda_set_device(index); }
-int ct_cuda_current_device(void) { return ct__cuda_current_device(); }
 
-/* ---- CUDA device information: the CUDA backend's optional slots ---------------- */
+int ct_cuda_device_count(void) {
+  const ct_backend *be = cuda_backend();
+  return be ? be->device_count() : 0;
+}
 
 static ct_status no_cuda(const char *op) {
-  return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: this build has no CUDA support", op);
+  return ct__fail_status(CT_ERR_UNAVAILABLE, "%s: %s", op, ct__backend_error(CT_DEVICE_CUDA));
 }
+
+ct_status ct_cuda_set_device(int index) {
+  const ct_backend *be = cuda_backend();
+  return be ? be->set_device(index) : no_cuda("cuda_set_device");
+}
+
+int ct_cuda_current_device(void) {
+  const ct_backend *be = cuda_backend();
+  return be ? be->current_device() : 0;
+}
+
+void ct_cuda_set_allow_tf32(bool allow) {
+  const ct_backend *be = cuda_backend();
+  if (be && be->set_allow_tf32) be->set_allow_tf32(allow);
+}
+
+/* ---- CUDA device information: the CUDA backend's optional slots ---------------- */
 
 ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_properties *out) {
   if (!out) return ct__fail_status(CT_ERR_ARG, "cuda_get_device_properties: out is NULL");
@@ -118,34 +143,45 @@ ct_status ct_cuda_runtime_version(int *version) {
 
 ct_status ct_synchronize(ct_device device) {
   const ct_backend *be = ct__backend((ct_device_type)device.type);
-  if (!be) return ct__fail_status(CT_ERR_UNAVAILABLE, "synchronize: no backend for %s", ct_device_name(device));
+  if (!be)
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "synchronize: no backend for %s: %s",
+                           ct_device_name(device), ct__backend_error((ct_device_type)device.type));
   return be->synchronize ? be->synchronize(device.index) : CT_OK;
 }
 
 /* ---- Threads ---------------------------------------------------------------- */
 
-static int num_threads = 0;
+static atomic_int num_threads; /* 0: not yet decided */
+
+/* A positive count from the environment variable, else 0 (OMP_NUM_THREADS
+ * may be a list: its first entry). */
+static int threads_from_env(const char *name) {
+  const char *v = getenv(name);
+  long n = v ? strtol(v, NULL, 10) : 0;
+  return n > 0 && n <= 4096 ? (int)n : 0;
+}
+
+/* The CPUs this process may run on (taskset, cpusets), else the online ones. */
+static int cpus_available(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
 
 int ct__num_threads(void) {
-  if (num_threads <= 0) {
-    const char *env = getenv("CT_NUM_THREADS");
-    int n = env ? atoi(env) : 0;
-#ifdef _OPENMP
-    if (n <= 0) n = omp_get_max_threads();
-#endif
-    num_threads = n > 0 ? n : 1;
-    if (env) ct__blas_set_num_threads(num_threads); /* keep OpenBLAS's pool the same size */
-  }
-  return num_threads;
+  int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
+  if (n > 0) return n;
+  n = threads_from_env("CT_NUM_THREADS");
+  if (n <= 0) n = threads_from_env("OMP_NUM_THREADS");
+  if (n <= 0) n = cpus_available();
+  int unset = 0;
+  atomic_compare_exchange_strong(&num_threads, &unset, n);
+  return atomic_load(&num_threads);
 }
 
-void ct_set_num_threads(int n) {
-  num_threads = n > 0 ? n : 1;
-#ifdef _OPENMP
-  omp_set_num_threads(num_threads);
-#endif
-  ct__blas_set_num_threads(num_threads);
-}
+/* The pool takes the new count at its next parallel loop. */
+void ct_set_num_threads(int n) { atomic_store(&num_threads, n > 0 ? n : 1); }
 
 int ct_get_num_threads(void) { return ct__num_threads(); }
 
@@ -155,14 +191,16 @@ ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out) {
   if (!out) return ct__fail_status(CT_ERR_ARG, "memory_stats: out is NULL");
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be || !be->memory_stats)
-    return ct__fail_status(CT_ERR_UNAVAILABLE, "memory_stats: no backend for %s", ct_device_name(device));
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "memory_stats: no backend for %s: %s",
+                           ct_device_name(device), ct__backend_error((ct_device_type)device.type));
   return be->memory_stats(device.index, out);
 }
 
 ct_status ct_empty_cache(ct_device device) {
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be || !be->empty_cache)
-    return ct__fail_status(CT_ERR_UNAVAILABLE, "empty_cache: no backend for %s", ct_device_name(device));
+    return ct__fail_status(CT_ERR_UNAVAILABLE, "empty_cache: no backend for %s: %s",
+                           ct_device_name(device), ct__backend_error((ct_device_type)device.type));
   return be->empty_cache(device.index);
 }
 

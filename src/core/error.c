@@ -50,6 +50,11 @@ void *ct__fail(ct_status code, const char *fmt, ...) {
   return NULL;
 }
 
+ct_status ct__fail_status_v(ct_status code, const char *fmt, va_list ap) {
+  record(code, fmt, ap);
+  return code;
+}
+
 ct_status ct__fail_status(ct_status code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

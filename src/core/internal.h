@@ -4,6 +4,7 @@
 #ifndef CT_CORE_INTERNAL_H
 #define CT_CORE_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +30,8 @@
 void *ct__fail(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
 /* Same, returning the code, for functions returning ct_status. */
 ct_status ct__fail_status(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
+/* Same, from a va_list (plugins reach it through their host table). */
+ct_status ct__fail_status_v(ct_status code, const char *fmt, va_list ap) CT_PRINTF(2, 0);
 /* Broken invariant (a bug): calls the abort callback with file and line. */
 void ct__assert_fail(const char *file, int line, const char *expr);
 #define CT_ASSERT(cond) \
@@ -158,6 +161,9 @@ void ct__store_from_double(void *p, ct_dtype dtype, double v);
 
 /* Elements below which CPU kernels stay single-threaded. */
 #define CT_PARALLEL_GRAIN 32768
+/* Threads of ctensor's CPU pool (core/parallel.h), the calling thread
+ * included: ct_set_num_threads, else CT_NUM_THREADS, else OMP_NUM_THREADS,
+ * else the CPUs this process may run on. */
 int ct__num_threads(void);
 
 /* ---- Host caching allocator ---------------------------------------------- */

@@ -21,10 +21,11 @@ static const ct_backend *allocator_of(ct_device device, bool pinned) {
 ct_storage *ct__storage_new(ct_device device, size_t nbytes, bool pinned) {
   const ct_backend *be = allocator_of(device, pinned);
   if (pinned && !be)
-    return ct__fail(CT_ERR_UNAVAILABLE,
-                    "pin_memory: pinned host memory needs the CUDA backend, absent from this build");
-  if (!be) return ct__fail(CT_ERR_UNAVAILABLE, "%s: this build has no backend for this device",
-                           ct_device_name(device));
+    return ct__fail(CT_ERR_UNAVAILABLE, "pin_memory: pinned host memory needs the CUDA backend: %s",
+                    ct__backend_error(CT_DEVICE_CUDA));
+  if (!be)
+    return ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for this device: %s",
+                    ct_device_name(device), ct__backend_error((ct_device_type)device.type));
   ct_storage *s;
   if (device.type == CT_DEVICE_CPU && !pinned && nbytes <= INLINE_BYTES) {
     inline_storage *is = malloc(sizeof *is);

@@ -24,7 +24,9 @@ static _Thread_local ct_stream *tls_current[2][64]; /* [type][index] */
 
 static const ct_backend *backend_for(const char *op, ct_device d) {
   const ct_backend *be = ct__backend((ct_device_type)d.type);
-  if (!be) ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s", op, ct_device_name(d));
+  if (!be)
+    ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s: %s", op, ct_device_name(d),
+             ct__backend_error((ct_device_type)d.type));
   return be;
 }
 

@@ -1,11 +1,13 @@
-/* The MPI engine: process group setup and host-memory collectives on a
- * duplicate of MPI_COMM_WORLD (so the library's messages never match the
- * program's own). MPI counts are int: larger buffers go in chunks. */
+/* The MPI engine (libctensor-mpi.so; linked into libctensor.a): process group
+ * setup and host-memory collectives on a duplicate of MPI_COMM_WORLD (so the
+ * library's messages never match the program's own). MPI counts are int:
+ * larger buffers go in chunks. */
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "dist/dist_internal.h"
+#include "backend/plugin.h"
 
 static MPI_Comm comm = MPI_COMM_NULL;
 
@@ -25,9 +27,7 @@ static ct_status mpi_fail(const char *op, const char *call, int rc) {
     if (rc_ != MPI_SUCCESS) return mpi_fail(op, #call, rc_); \
   } while (0)
 
-bool ct__mpi_compiled(void) { return true; }
-
-ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi) {
+static ct_status mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi) {
   int inited = 0, finalized = 0;
   MPI_CHECK("dist_init", MPI_Initialized(&inited));
   MPI_CHECK("dist_init", MPI_Finalized(&finalized));
@@ -56,14 +56,14 @@ ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_m
   return CT_OK;
 }
 
-ct_status ct__mpi_finalize(bool owns_mpi) {
+static ct_status mpi_finalize(bool owns_mpi) {
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   comm = MPI_COMM_NULL;
   if (owns_mpi) MPI_CHECK("dist_finalize", MPI_Finalize());
   return CT_OK;
 }
 
-ct_status ct__mpi_barrier(const char *op) {
+static ct_status mpi_barrier(const char *op) {
   MPI_CHECK(op, MPI_Barrier(comm));
   return CT_OK;
 }
@@ -104,8 +104,8 @@ static MPI_Op mpi_op(ct_dist_op op, ct_dtype d) {
   }
 }
 
-ct_status ct__mpi_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
-                             ct_dist_op rop) {
+static ct_status mpi_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
+                                ct_dist_op rop) {
   MPI_Datatype t = mpi_type(dtype);
   if (t == MPI_DATATYPE_NULL)
     return ct__fail_status(CT_ERR_INTERNAL, "%s: no MPI type for %s", op, ct_dtype_name(dtype));
@@ -118,7 +118,7 @@ ct_status ct__mpi_all_reduce(const char *op, void *buf, int64_t count, ct_dtype 
   return CT_OK;
 }
 
-ct_status ct__mpi_broadcast(const char *op, void *buf, int64_t nbytes, int root) {
+static ct_status mpi_broadcast(const char *op, void *buf, int64_t nbytes, int root) {
   for (int64_t at = 0; at < nbytes; at += CT_MPI_CHUNK) {
     int64_t k = nbytes - at < CT_MPI_CHUNK ? nbytes - at : CT_MPI_CHUNK;
     MPI_CHECK(op, MPI_Bcast((char *)buf + at, (int)k, MPI_BYTE, root, comm));
@@ -126,9 +126,39 @@ ct_status ct__mpi_broadcast(const char *op, void *buf, int64_t nbytes, int root)
   return CT_OK;
 }
 
-ct_status ct__mpi_max_min_i64(const char *op, const int64_t *in, int64_t *max, int64_t *min,
-                              int n) {
+static ct_status mpi_max_min_i64(const char *op, const int64_t *in, int64_t *max, int64_t *min,
+                                 int n) {
   MPI_CHECK(op, MPI_Allreduce(in, max, n, MPI_INT64_T, MPI_MAX, comm));
   MPI_CHECK(op, MPI_Allreduce(in, min, n, MPI_INT64_T, MPI_MIN, comm));
   return CT_OK;
+}
+
+/* "Open MPI v4.1.4, ..." (the first line of the library's own words). */
+static void mpi_library_versions(char *buf, size_t size) {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) snprintf(v, sizeof v, "unknown MPI");
+  v[strcspn(v, "\n")] = '\0';
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  snprintf(buf, size, "%s (MPI %d.%d)", v, major, minor);
+}
+
+static const ct_mpi_engine mpi_engine = {
+    .init = mpi_init,
+    .finalize = mpi_finalize,
+    .barrier = mpi_barrier,
+    .all_reduce = mpi_all_reduce,
+    .broadcast = mpi_broadcast,
+    .max_min_i64 = mpi_max_min_i64,
+};
+
+const ct_plugin *ct__mpi_plugin(void) {
+  static const ct_plugin plugin = {
+      CT_PLUGIN_HEADER,
+      .name = "mpi",
+      .library_versions = mpi_library_versions,
+      .mpi = &mpi_engine,
+  };
+  return &plugin;
 }

@@ -11,12 +11,16 @@
  * backend's slots take a NULL stream to mean the current one, which is how
  * this file reaches it without seeing the core's stream handles. The buffer
  * is recorded on the NCCL stream (record_stream) so the caching allocator
- * does not reuse it for other streams' work before the collective ends. */
+ * does not reuse it for other streams' work before the collective ends.
+ *
+ * A plugin of its own (libctensor-nccl.so; linked into libctensor.a), so that
+ * the CUDA backend loads where NCCL is not installed. It reaches the CUDA
+ * backend through the registry and MPI through ct__mpi_broadcast. */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <stdio.h>
 
-#include "backend/backend.h"
-#include "dist/dist_internal.h"
+#include "backend/plugin.h"
 
 #if NCCL_VERSION_CODE < 21000
 #error "ctensor's NCCL engine needs NCCL 2.10 or newer (ncclAvg, ncclBfloat16)"
@@ -40,14 +44,14 @@ static ct_status nccl_fail(const char *op, const char *call, ncclResult_t r) {
     if (r_ != ncclSuccess) return nccl_fail(op, #call, r_); \
   } while (0)
 
-bool ct__nccl_compiled(void) { return true; }
-
 static ct_status cuda_fail(const char *op, const char *call, cudaError_t e) {
   return ct__fail_status(CT_ERR_CUDA, "%s: %s failed on %s: %s", op, call, ct_device_name(comm_dev),
                          cudaGetErrorString(e));
 }
 
-ct_status ct__nccl_init(int rank, int world_size, ct_device dev) {
+static void nccl_finalize(void);
+
+static ct_status nccl_init(int rank, int world_size, ct_device dev) {
   const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
   if (!be || !be->stream_new || !be->event_new)
     return ct__fail_status(CT_ERR_UNAVAILABLE, "dist_init: no CUDA backend for NCCL");
@@ -70,13 +74,13 @@ ct_status ct__nccl_init(int rank, int world_size, ct_device dev) {
   if (!(nccl_stream = be->stream_new(dev.index)) || !(ev_ready = be->event_new(dev.index, false)) ||
       !(ev_done = be->event_new(dev.index, false))) {
     st = ct_last_error();
-    ct__nccl_finalize();
+    nccl_finalize();
     return st;
   }
   return CT_OK;
 }
 
-void ct__nccl_finalize(void) {
+static void nccl_finalize(void) {
   const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
   if (comm) ncclCommDestroy(comm); /* waits for its pending work */
   comm = NULL;
@@ -149,8 +153,8 @@ static ct_status order_after(void) {
   return st == CT_OK ? be->stream_wait_event(comm_dev.index, NULL, ev_done) : st;
 }
 
-ct_status ct__nccl_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
-                              ct_dist_op rop, ct_device dev) {
+static ct_status nccl_all_reduce(const char *op, void *buf, int64_t count, ct_dtype dtype,
+                                 ct_dist_op rop, ct_device dev) {
   ncclDataType_t t;
   if (!nccl_type(dtype, &t))
     return ct__fail_status(CT_ERR_INTERNAL, "%s: no NCCL type for %s", op, ct_dtype_name(dtype));
@@ -161,8 +165,8 @@ ct_status ct__nccl_all_reduce(const char *op, void *buf, int64_t count, ct_dtype
   return order_after();
 }
 
-ct_status ct__nccl_broadcast(const char *op, void *buf, int64_t count, ct_dtype dtype, int root,
-                             ct_device dev) {
+static ct_status nccl_broadcast(const char *op, void *buf, int64_t count, ct_dtype dtype, int root,
+                                ct_device dev) {
   ncclDataType_t t;
   if (!nccl_type(dtype, &t))
     return ct__fail_status(CT_ERR_INTERNAL, "%s: no NCCL type for %s", op, ct_dtype_name(dtype));
@@ -172,14 +176,41 @@ ct_status ct__nccl_broadcast(const char *op, void *buf, int64_t count, ct_dtype 
   return order_after();
 }
 
-ct_status ct__nccl_synchronize(const char *op, ct_device dev) {
+static ct_status nccl_synchronize(const char *op, ct_device dev) {
   const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
   if (!comm) return ct__fail_status(CT_ERR_STATE, "%s: no NCCL communicator", op);
   ct_status st = be->stream_synchronize(dev.index, nccl_stream);
   return st == CT_OK ? be->synchronize(dev.index) : st;
 }
 
-ct_status ct__nccl_record(ct_device dev, void *data) {
+static ct_status nccl_record(ct_device dev, void *data) {
   const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
   return be->record_stream ? be->record_stream(dev.index, data, false, nccl_stream) : CT_OK;
+}
+
+/* "NCCL 2.27.7" (the library loaded, not the header built against). */
+static void nccl_library_versions(char *buf, size_t size) {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) v = 0;
+  /* NCCL_VERSION_CODE: 10000 * major + 100 * minor + patch since 2.9 */
+  snprintf(buf, size, "NCCL %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+}
+
+static const ct_nccl_engine nccl_engine = {
+    .init = nccl_init,
+    .finalize = nccl_finalize,
+    .all_reduce = nccl_all_reduce,
+    .broadcast = nccl_broadcast,
+    .synchronize = nccl_synchronize,
+    .record = nccl_record,
+};
+
+const ct_plugin *ct__nccl_plugin(void) {
+  static const ct_plugin plugin = {
+      CT_PLUGIN_HEADER,
+      .name = "nccl",
+      .library_versions = nccl_library_versions,
+      .nccl = &nccl_engine,
+  };
+  return &plugin;
 }

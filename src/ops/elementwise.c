@@ -1,30 +1,12 @@
-/* Elementwise family, op layer: the op tables (names and dtype rules), the
- * helpers shared by the family's files (results, operands, overlap, shapes),
- * and the unary ops: ct__unary and the public unary, clamp, leaky_relu and
- * predicate functions. Binary arithmetic is in arith.c, comparisons/where in
- * compare.c. */
+/* Elementwise family, op layer: the helpers shared by the family's files
+ * (results, operands, overlap, shapes), and the unary ops: ct__unary and the
+ * public unary, clamp, leaky_relu and predicate functions. Binary arithmetic
+ * is in arith.c, comparisons/where in compare.c; the op tables in
+ * op_table.c. */
 #include <math.h>
 
 #include "autograd/autograd_internal.h"
 #include "ops/elementwise.h"
-
-/* ---- Op tables ------------------------------------------------------------ */
-
-const ct_unary_info ct__unary_info[] = {
-#define X(E, n, r) [CT_UOP_##E] = {#n, CT_RULE_##r},
-    CT_UNARY_OPS(X)
-#undef X
-};
-_Static_assert(sizeof ct__unary_info / sizeof ct__unary_info[0] == CT_UOP_COUNT,
-               "ct__unary_info must have one entry per unary op");
-
-const ct_binary_info ct__binary_info[] = {
-#define X(E, n, r) [CT_BOP_##E] = {#n, CT_BRULE_##r},
-    CT_BINARY_OPS(X)
-#undef X
-};
-_Static_assert(sizeof ct__binary_info / sizeof ct__binary_info[0] == CT_BOP_COUNT,
-               "ct__binary_info must have one entry per binary op");
 
 /* ---- Shared helpers ----------------------------------------------------------- */
 

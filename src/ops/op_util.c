@@ -3,7 +3,9 @@
 
 const ct_backend *ct__backend_for(const char *op, const ct_tensor *t) {
   const ct_backend *be = ct__backend_of(t);
-  if (!be) ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s in this build", op, ct_device_name(ct__device(t)));
+  if (!be)
+    ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s: %s", op, ct_device_name(ct__device(t)),
+             ct__backend_error((ct_device_type)ct__device(t).type));
   return be;
 }
 

@@ -9,15 +9,6 @@
 
 #include "autograd/autograd_internal.h"
 
-const char *const ct__reduce_names[CT_ROP_COUNT] = {
-#define X(E, n) [CT_ROP_##E] = #n,
-    CT_REDUCE_OPS(X)
-#undef X
-};
-#define X(E, n) +1
-_Static_assert(0 CT_REDUCE_OPS(X) == CT_ROP_COUNT, "ct__reduce_names must name every reduce op");
-#undef X
-
 /* ---- Dims and dtypes ------------------------------------------------------ */
 
 bool ct__reduce_dims(const char *op, const ct_tensor *x, const ct_reduce_opts *r,

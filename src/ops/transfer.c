@@ -131,8 +131,9 @@ ct_tensor *ct_pin_memory(const ct_tensor *t) {
     return ct__fail(CT_ERR_DEVICE, "pin_memory: only CPU tensors can be pinned, this one is on %s",
                     ct_device_name(ct__device(t)));
   if (!ct_cuda_is_available())
-    return ct__fail(CT_ERR_UNAVAILABLE, "pin_memory: pinned memory needs a usable CUDA GPU, and %s",
-                    ct__backend(CT_DEVICE_CUDA) ? "none is visible" : "this build has no CUDA");
+    return ct__fail(
+        CT_ERR_UNAVAILABLE, "pin_memory: pinned memory needs a usable CUDA GPU, and %s",
+        ct__backend(CT_DEVICE_CUDA) ? "none is visible" : ct__backend_error(CT_DEVICE_CUDA));
   ct_tensor *r = ct__empty_pinned(t->shape, t->ndim, t->dtype);
   if (r && ct__backend_of(r)->copy(r, t) != CT_OK) {
     ct__release(r);

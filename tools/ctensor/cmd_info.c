@@ -1,17 +1,14 @@
 /* cmd_info.c: `ctensor info`: what ctensor will run on: devices, threads,
- * BLAS, build options and library version. For each GPU: name, memory,
- * compute capability, multiprocessors and ctensor's allocator statistics;
- * the CUDA driver and runtime versions, or why there is no GPU. */
+ * BLAS, build options, the library's version and each backend's (where it
+ * was loaded from, the versions of its libraries, or why it is missing). For
+ * each GPU: name, memory, compute capability, multiprocessors and ctensor's
+ * allocator statistics; the CUDA driver and runtime versions, or why there
+ * is no GPU. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* OpenBLAS's own introspection (the library ctensor links for CPU GEMM). */
-char *openblas_get_config(void);
-char *openblas_get_corename(void);
-int openblas_get_num_threads(void);
 
 /* The value of the first line of `path` starting with `key` (after ':'),
  * trimmed, into buf; false if absent. */
@@ -79,14 +76,32 @@ static void print_gpu(int i) {
   ct_clear_error();
 }
 
+/* Each backend and engine: where it was loaded from and the versions of the
+ * libraries it runs on, or why it is not available. Loads them. */
+static void print_backends(void) {
+  printf("\nbackends:\n");
+  for (int i = 0; i < ct_backend_count(); i++) {
+    ct_backend_info b;
+    if (ct_backend_get_info(i, &b) != CT_OK) continue;
+    if (!b.available) {
+      printf("  %s: %s\n", b.name, b.error);
+      continue;
+    }
+    printf("  %s: %s, ctensor %s\n", b.name, b.builtin ? "built in" : b.file, b.version);
+    if (*b.libraries) printf("    %s\n", b.libraries);
+  }
+  ct_clear_error();
+}
+
 static void print_cuda(void) {
   char buf[512];
   printf("\ncuda:\n");
-  bool built = strstr(ct_build_info(), "cuda=ON") != NULL;
   bool emulated = strstr(ct_build_info(), "cuda=EMULATED") != NULL; /* tests/cuda_emu/lib */
-  printf("  backend compiled in: %s\n", built      ? "yes"
-                                        : emulated ? "yes, on an emulated GPU (tests only)"
-                                                   : "no");
+  ct_backend_info b;
+  bool present = ct_backend_get_info(1, &b) == CT_OK && b.available;
+  printf("  backend: %s\n", !present   ? "not available (see backends)"
+                            : emulated ? "on an emulated GPU (tests only)"
+                                       : "loaded");
   if (read_keyed_line("/proc/driver/nvidia/version", "NVRM version", buf, sizeof buf))
     printf("  NVIDIA kernel driver: %s\n", buf);
   print_version("driver (supports CUDA)", ct_cuda_driver_version);
@@ -128,9 +143,11 @@ int cmd_info(int argc, char **argv) {
     printf("\n");
   }
 
-  printf("\nblas: %s\n", openblas_get_config());
-  printf("  core: %s, threads: %d\n", openblas_get_corename(), openblas_get_num_threads());
+  /* The CPU BLAS, loaded by the library on first use (loaded now). */
+  ct_backend_info cpu;
+  if (ct_backend_get_info(0, &cpu) == CT_OK) printf("\nblas: %s\n", cpu.libraries);
 
+  print_backends();
   print_cuda();
 
   printf("\ndefault device: %s", ct_device_name(ct_default_device()));

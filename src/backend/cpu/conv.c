@@ -14,24 +14,21 @@
  * so grad_w accumulates over the chunk in one GEMM and grad_x is one GEMM plus
  * nb col2im.
  *
- * Parallel decomposition: the batch is split across OpenMP threads, each with
- * its own column buffer (and its own grad_w accumulator, summed at the end),
- * calling single-threaded GEMMs (the small CNN shapes are far below the size
- * where a threaded GEMM pays). When there are fewer samples than threads and
- * each product is large, samples run one after another and OpenBLAS threads
- * each GEMM instead. f32 and f64 natively; f16/bf16 computed in f32. */
-#include <cblas.h>
+ * Parallel decomposition: the batch is split across the threads of ctensor's
+ * pool, each with its own column buffer (and its own grad_w accumulator,
+ * summed at the end), calling single-threaded GEMMs (the small CNN shapes are
+ * far below the size where a threaded GEMM pays). When there are fewer
+ * samples than threads and each product is large, samples run one after
+ * another and each GEMM is split across the pool instead (gemm.c). f32 and
+ * f64 natively; f16/bf16 computed in f32. */
 #include <stdlib.h>
 #ifdef __AVX512F__
 #include <immintrin.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/nn_util.h"
-
-void ct__blas_set_num_threads(int n); /* cpu_backend.c */
+#include "core/parallel.h"
 
 typedef struct conv_geom {
   int64_t N, C, H, W, Co, kH, kW, Ho, Wo, G, Cg, Cog, K, P;
@@ -211,20 +208,14 @@ static void col2im(ct_dtype dt, const conv_geom *g, const void *col, void *x, in
 /* Row-major C (M, N) = alpha * op(A) @ op(B) + beta * C. */
 static void gemm(ct_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                  int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if (dt == CT_F32)
-    cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb,
-                (float)beta, C, (int)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta,
-                C, (int)ldc);
+  ct__gemm(dt == CT_F64, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* Whether to split the batch across threads (each with single-threaded
  * GEMMs) rather than run samples in turn with threaded GEMMs. */
 static int batch_threads(const conv_geom *g) {
   int nt = ct__num_threads();
+  if (ct__blas_max_threads() < nt) nt = ct__blas_max_threads();
   if (nt <= 1 || g->N <= 1) return 1;
   double flops = (double)g->Cog * (double)g->K * (double)g->P * (double)g->G;
   if (g->N < nt && flops > 4.0 * 262144.0) return 1;
@@ -278,25 +269,26 @@ static void scatter_rows(ct_dtype dt, const void *src, void *dst, int64_t m, int
     }
 }
 
-/* Runs body(tid, n0, n1, ctx) over sample ranges on `nt` threads with BLAS
- * single-threaded meanwhile (restored after). */
+/* Runs body(tid, n0, n1, ctx) over sample ranges as `nt` tasks on the pool
+ * (tid: the task, which owns scratch buffer tid). */
 typedef void (*range_body)(int tid, int64_t n0, int64_t n1, void *ctx);
+typedef struct batch_tasks {
+  int nt;
+  int64_t N;
+  range_body body;
+  void *ctx;
+} batch_tasks;
+static void batch_task(int64_t t, void *vk) {
+  const batch_tasks *k = vk;
+  k->body((int)t, k->N * t / k->nt, k->N * (t + 1) / k->nt, k->ctx);
+}
 static void run_batches(int nt, int64_t N, range_body body, void *ctx) {
   if (nt <= 1) {
     body(0, 0, N, ctx);
     return;
   }
-#ifdef _OPENMP
-  ct__blas_set_num_threads(1);
-#pragma omp parallel num_threads(nt)
-  {
-    int t = omp_get_thread_num(), n = omp_get_num_threads();
-    body(t, N * t / n, N * (t + 1) / n, ctx);
-  }
-  ct__blas_set_num_threads(ct__num_threads());
-#else
-  body(0, 0, N, ctx);
-#endif
+  batch_tasks k = {nt, N, body, ctx};
+  ct__parallel_run(nt, batch_task, &k);
 }
 
 /* ---- Forward ---------------------------------------------------------------- */
@@ -473,6 +465,8 @@ static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor
 ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
                          const ct_tensor *bias, const ct_conv2d_params *p) {
   if (ct__is_half(x->dtype)) return conv2d_half(out, x, w, bias, p);
+  ct_status loaded = ct__blas_load("conv2d");
+  if (loaded != CT_OK) return loaded;
   fwd_ctx c = {.g = geom_of(x, w, out->shape, p), .dt = x->dtype, .es = ct__elsize(x->dtype)};
   if (out->numel == 0) return CT_OK;
   c.x = ct__data(x), c.w = ct__data(w), c.b = bias ? ct__data(bias) : NULL, c.out = ct__data(out);
@@ -696,6 +690,8 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
                                   const ct_conv2d_params *p) {
   if (ct__is_half(x->dtype))
     return conv2d_backward_half(grad_x, grad_w, grad_b, grad_out, x, w, p);
+  ct_status loaded = ct__blas_load("conv2d_backward");
+  if (loaded != CT_OK) return loaded;
   bwd_ctx c = {.g = geom_of(x, w, grad_out->shape, p), .dt = x->dtype, .es = ct__elsize(x->dtype)};
   const conv_geom *g = &c.g;
   c.x = ct__data(x), c.w = ct__data(w), c.gout = ct__data(grad_out);

@@ -1,6 +1,6 @@
 /* The CPU backend's table and its memory: the host caching allocator. */
+#include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_kernels.h"
-#include "core/cuda_api.h"
 
 void *ct__cpu_alloc(int device_index, size_t nbytes, bool pinned) {
   (void)device_index;
@@ -75,6 +75,5 @@ const ct_backend ct__cpu_backend = {
     /* No execution slots: CPU work is synchronous. */
 };
 
-/* OpenBLAS keeps its own thread pool; keep its size equal to ctensor's. */
-extern void openblas_set_num_threads(int num_threads);
-void ct__blas_set_num_threads(int n) { openblas_set_num_threads(n); }
+/* The BLAS the CPU backend loads on first use (blas.c), loaded now. */
+const char *ct__cpu_library_versions(void) { return ct__blas_describe(); }

@@ -1,9 +1,7 @@
 /* The CPU strided loop and the f16/bf16 row adapter. */
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backend/cpu/cpu_loop.h"
+
+#include "core/parallel.h"
 
 void ct__loop_init(ct_loop *L, int nargs, const ct_tensor *const *ts) {
   const ct_tensor *o = ts[0];
@@ -73,45 +71,60 @@ static void run_range(const ct_loop *L, ct_loop_fn fn, void *ctx, int64_t begin,
   }
 }
 
+/* Chunks of a parallel loop: at most CT_CHUNKS_PER_THREAD per thread, so
+ * that a thread the system does not schedule in time delays only its chunk
+ * (the pool's threads take chunks as they come: core/parallel.h). */
+#define CT_CHUNKS_PER_THREAD 4
+static int64_t chunks_of(int64_t n, int64_t grain) {
+  int64_t chunks = n / grain, most = (int64_t)CT_CHUNKS_PER_THREAD * ct__num_threads();
+  return chunks < most ? chunks : most;
+}
+
+typedef struct loop_chunks {
+  const ct_loop *L;
+  ct_loop_fn fn;
+  void *ctx;
+  int64_t chunks;
+} loop_chunks;
+static void loop_chunk(int64_t c, void *vc) {
+  const loop_chunks *k = vc;
+  int64_t n = k->L->numel;
+  /* chunk boundaries aligned to 16 elements keep vector loops whole */
+  int64_t b = (n * c / k->chunks) & ~(int64_t)15;
+  int64_t e = c == k->chunks - 1 ? n : (n * (c + 1) / k->chunks) & ~(int64_t)15;
+  run_range(k->L, k->fn, k->ctx, b, e);
+}
+
 void ct__loop_run(const ct_loop *L, ct_loop_fn fn, void *ctx, int64_t grain) {
   if (L->numel == 0) return;
   if (grain <= 0) grain = CT_PARALLEL_GRAIN;
-  int nt = ct__num_threads();
-  if (L->numel < grain || nt <= 1) {
+  if (L->numel < grain || ct__num_threads() <= 1) {
     run_range(L, fn, ctx, 0, L->numel);
     return;
   }
-#ifdef _OPENMP
-  int64_t chunks = L->numel / grain;
-  if (chunks > nt) chunks = nt;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
-  for (int64_t c = 0; c < chunks; c++) {
-    /* chunk boundaries aligned to 16 elements keep vector loops whole */
-    int64_t b = (L->numel * c / chunks) & ~(int64_t)15;
-    int64_t e = c == chunks - 1 ? L->numel : (L->numel * (c + 1) / chunks) & ~(int64_t)15;
-    run_range(L, fn, ctx, b, e);
-  }
-#else
-  run_range(L, fn, ctx, 0, L->numel);
-#endif
+  loop_chunks k = {L, fn, ctx, chunks_of(L->numel, grain)};
+  ct__parallel_run(k.chunks, loop_chunk, &k);
+}
+
+typedef struct range_chunks {
+  int64_t n, chunks;
+  ct_range_fn fn;
+  void *ctx;
+} range_chunks;
+static void range_chunk(int64_t c, void *vc) {
+  const range_chunks *k = vc;
+  k->fn(k->n * c / k->chunks, k->n * (c + 1) / k->chunks, k->ctx);
 }
 
 void ct__parallel_for(int64_t n, int64_t grain, ct_range_fn fn, void *ctx) {
   if (n <= 0) return;
   if (grain <= 0) grain = CT_PARALLEL_GRAIN;
-  int nt = ct__num_threads();
-  if (n < grain || nt <= 1) {
+  if (n < grain || ct__num_threads() <= 1) {
     fn(0, n, ctx);
     return;
   }
-#ifdef _OPENMP
-  int64_t chunks = n / grain;
-  if (chunks > nt) chunks = nt;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
-  for (int64_t c = 0; c < chunks; c++) fn(n * c / chunks, n * (c + 1) / chunks, ctx);
-#else
-  fn(0, n, ctx);
-#endif
+  range_chunks k = {n, chunks_of(n, grain), fn, ctx};
+  ct__parallel_run(k.chunks, range_chunk, &k);
 }
 
 void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *vctx) {

@@ -1,7 +1,8 @@
 /* The CPU's strided loop: runs an inner kernel over rows of up to four
  * tensors of one shape (out first), after merging dims that are contiguous in
  * every operand, so that most calls see one long row. Large loops are split
- * across OpenMP threads; small ones run on the calling thread.
+ * across ctensor's thread pool (core/parallel.h); small ones run on the
+ * calling thread.
  *
  * An inner kernel gets the row's base pointers, the byte stride of each operand
  * along the row (0 for a broadcast operand) and the row length. Kernels test

@@ -14,7 +14,7 @@
 /* Asks the compiler to vectorize a loop whose iterations are independent. The
  * output may be exactly an input (in-place ops), which rules out `restrict`
  * but not SIMD: each iteration reads its inputs before writing its output. */
-#if defined(_OPENMP)
+#if defined(_OPENMP) || defined(CT_OPENMP_SIMD) /* -fopenmp-simd: the pragma, no runtime */
 #define CT_SIMD _Pragma("omp simd")
 #else
 #define CT_SIMD

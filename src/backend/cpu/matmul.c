@@ -8,21 +8,24 @@
  * operands are converted to f32 in scratch, multiplied by sgemm and the result
  * converted back. Integer dtypes use a plain loop with wrap-around arithmetic.
  *
- * Parallel decomposition: a large product runs one BLAS call per batch with
- * OpenBLAS's own threads. When each product is small enough that OpenBLAS
- * runs it single-threaded (gemm n*m*k <= 64^3; gemv below 9216 elements),
- * batches are split across OpenMP threads instead, each worker with its own
- * scratch (concurrent single-threaded calls into OpenBLAS are safe). The integer loop splits the B*n output rows across threads. */
-#include <cblas.h>
+ * Parallel decomposition: the BLAS runs single-threaded (blas.c). A large
+ * product is split into blocks across ctensor's thread pool, one batch after
+ * another (gemm.c). When each product is too small for that (gemm n*m*k <=
+ * 64^3; gemv below 9216 elements), batches are split across the pool instead,
+ * each worker with its own scratch (concurrent single-threaded calls into
+ * OpenBLAS are safe). The integer loop splits the B*n output rows across
+ * threads. */
 #include <limits.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
+#include "backend/cpu/gemm.h"
+#include "core/parallel.h"
 
-/* Sizes at or below which OpenBLAS 0.3.x computes on the calling thread:
- * gemm when n*m*k <= SMP_THRESHOLD_MIN 65536 x GEMM_MULTITHREAD_THRESHOLD 4,
- * gemv when rows*cols < 2304 x 4. */
+/* Sizes at or below which a product runs on one thread (gemm.c; OpenBLAS
+ * 0.3.x's own thresholds): gemm when n*m*k <= 65536 x 4, gemv when
+ * rows*cols < 2304 x 4. */
 #define CT_BLAS_SMALL_MNK 262144.0
 #define CT_BLAS_SMALL_MV 9216.0
 
@@ -120,20 +123,10 @@ static void blas_product(bool f64, int64_t n, int64_t m, int64_t k, const blas_m
       t = B->trans ? CblasNoTrans : CblasTrans;
       rows = B->trans ? (int)m : (int)k, cols = B->trans ? (int)k : (int)m;
     }
-    if (f64)
-      cblas_dgemv(CblasRowMajor, t, rows, cols, 1.0, M->p, M->ld, x, inc, 1.0, C, 1);
-    else
-      cblas_sgemv(CblasRowMajor, t, rows, cols, 1.0f, M->p, M->ld, x, inc, 1.0f, C, 1);
+    ct__gemv_acc(f64, t == CblasTrans, rows, cols, M->p, M->ld, x, inc, C);
     return;
   }
-  enum CBLAS_TRANSPOSE ta = A->trans ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE tb = B->trans ? CblasTrans : CblasNoTrans;
-  if (f64)
-    cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, A->p, A->ld, B->p, B->ld,
-                beta_one ? 1.0 : 0.0, C, (int)m);
-  else
-    cblas_sgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0f, A->p, A->ld, B->p, B->ld,
-                beta_one ? 1.0f : 0.0f, C, (int)m);
+  ct__gemm(f64, A->trans, B->trans, n, m, k, A->p, A->ld, B->p, B->ld, beta_one ? 1.0 : 0.0, C, m);
 }
 
 /* Where an operand's matrix `batch` lies for BLAS: in place, or packed into
@@ -197,8 +190,24 @@ static void init_operand(mm_operand *o, const ct_tensor *t, bool half) {
   o->direct = !half && blas_layout(o->rows, o->cols, o->rs, o->cs, &o->trans, &o->ld);
 }
 
+/* Worker w of `workers`: its share of the batches, with its scratch. */
+typedef struct batch_workers {
+  const mm_job *j;
+  int workers;
+  char *scratch;
+  size_t scratch_bytes; /* per worker */
+} batch_workers;
+static void batch_worker(int64_t w, void *vk) {
+  const batch_workers *k = vk;
+  int64_t B = k->j->batches;
+  run_batches(k->j, B * w / k->workers, B * (w + 1) / k->workers,
+              k->scratch ? k->scratch + k->scratch_bytes * (size_t)w : NULL);
+}
+
 static ct_status float_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
                               bool beta_one) {
+  ct_status loaded = ct__blas_load("matmul");
+  if (loaded != CT_OK) return loaded;
   mm_job j = {.dtype = out->dtype, .half = ct__is_half(out->dtype), .es = ct__elsize(out->dtype),
               .batches = out->shape[0], .n = out->shape[1], .k = a->shape[2], .m = out->shape[2],
               .c = ct__data(out), .beta_one = beta_one};
@@ -215,6 +224,7 @@ static ct_status float_matmul(ct_tensor *out, const ct_tensor *a, const ct_tenso
   bool single = (j.n == 1 || j.m == 1) ? mnk < CT_BLAS_SMALL_MV : mnk <= CT_BLAS_SMALL_MNK;
   int workers = 1;
   int nt = ct__num_threads();
+  if (ct__blas_max_threads() < nt) nt = ct__blas_max_threads();
   if (j.batches > 1 && nt > 1 && single && mnk * (double)j.batches >= 65536.0)
     workers = j.batches < nt ? (int)j.batches : nt;
 
@@ -229,12 +239,8 @@ static ct_status float_matmul(ct_tensor *out, const ct_tensor *a, const ct_tenso
   if (workers == 1) {
     run_batches(&j, 0, j.batches, scratch);
   } else {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(workers) schedule(static)
-#endif
-    for (int w = 0; w < workers; w++)
-      run_batches(&j, j.batches * w / workers, j.batches * (w + 1) / workers,
-                  (char *)scratch + j.scratch_per_worker * csize * (size_t)w);
+    batch_workers k = {&j, workers, scratch, j.scratch_per_worker * csize};
+    ct__parallel_run(workers, batch_worker, &k);
   }
   free(scratch);
   return CT_OK;

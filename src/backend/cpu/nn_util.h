@@ -1,7 +1,6 @@
 /* Helpers shared by the CPU neural-network kernels (conv.c, pool.c, norm.c):
  * f16/bf16 operands are computed in f32 (converted into temporaries and the
- * outputs converted back), and BLAS threading is switched off inside regions
- * where OpenMP threads each call their own small GEMMs. */
+ * outputs converted back). */
 #ifndef CT_CPU_NN_UTIL_H
 #define CT_CPU_NN_UTIL_H
 

@@ -5,10 +5,12 @@
  * the parameter's dtype (scalars rounded to it as ATen does), so results match
  * PyTorch to the last bit or so. Parameters, gradients and state buffers are
  * contiguous, of one dtype (f32 or f64), of the same numel (the op layer
- * guarantees it). Elements are split over OpenMP threads for large tensors. */
+ * guarantees it). Elements are split across ctensor's thread pool for large
+ * tensors (the kernels run on a range; ct__cpu_optimizer_step splits). */
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_loop.h"
 
 /* SGD on n elements (torch.optim.sgd._single_tensor_sgd):
  *   d = g + wd * p                                  (if wd != 0)
@@ -21,7 +23,6 @@
     const T wd = (T)o->weight_decay, mom = (T)o->momentum, damp1 = (T)(1.0 - o->dampening); \
     const T neg_lr = (T)(-o->lr);                                                           \
     const bool use_wd = o->weight_decay != 0, first = o->first_step, nesterov = o->nesterov; \
-    _Pragma("omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN)")               \
     for (int64_t i = 0; i < n; i++) {                                                       \
       T d = g[i];                                                                           \
       if (use_wd) d = d + wd * p[i];                                                        \
@@ -51,7 +52,6 @@
     const double bc1 = 1.0 - pow(o->beta1, (double)o->step);                                \
     const double bc2 = 1.0 - pow(o->beta2, (double)o->step);                                \
     const T neg_step = (T)(-(o->lr / bc1)), bc2_sqrt = (T)sqrt(bc2), eps = (T)o->eps;       \
-    _Pragma("omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN)")               \
     for (int64_t i = 0; i < n; i++) {                                                       \
       T pi = p[i], gi = g[i];                                                               \
       if (decoupled) pi = pi * decay;                                                       \
@@ -78,32 +78,48 @@ CT__ADAM_KERNEL(double, sqrt)
 #undef CT__SGD_KERNEL
 #undef CT__ADAM_KERNEL
 
+/* One parameter's update, over elements [b, e) (a chunk of ct__parallel_for). */
+typedef struct optim_task {
+  const ct_optim_params *p;
+  bool f32;
+  char *w, *s0, *s1, *s2; /* s*: NULL when absent */
+  const char *g;
+} optim_task;
+
+static void optim_range(int64_t b, int64_t e, void *vt) {
+  const optim_task *t = vt;
+  size_t off = (size_t)b * (t->f32 ? sizeof(float) : sizeof(double));
+#define CT__AT(T, q) ((q) ? (T *)((q) + off) : NULL)
+  int64_t n = e - b;
+  if (t->p->kind == CT_OPTIM_SGD) {
+    if (t->f32) sgd_float(t->p, CT__AT(float, t->w), CT__AT(const float, t->g), CT__AT(float, t->s0), n);
+    else sgd_double(t->p, CT__AT(double, t->w), CT__AT(const double, t->g), CT__AT(double, t->s0), n);
+  } else if (t->f32) {
+    adam_float(t->p, CT__AT(float, t->w), CT__AT(const float, t->g), CT__AT(float, t->s0),
+               CT__AT(float, t->s1), CT__AT(float, t->s2), n);
+  } else {
+    adam_double(t->p, CT__AT(double, t->w), CT__AT(const double, t->g), CT__AT(double, t->s0),
+                CT__AT(double, t->s1), CT__AT(double, t->s2), n);
+  }
+#undef CT__AT
+}
+
 /* Data pointer of an optional state tensor. */
-#define CT__PTR(T, t) ((t) ? (T *)ct__data(t) : NULL)
+#define CT__PTR(t) ((t) ? (char *)ct__data(t) : NULL)
 
 ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
                                  ct_tensor *const *grads, ct_tensor *const *state0,
                                  ct_tensor *const *state1, ct_tensor *const *state2, int n) {
   for (int i = 0; i < n; i++) {
     ct_tensor *w = params[i];
-    const ct_tensor *g = grads[i];
-    int64_t numel = w->numel;
     ct_tensor *s0 = state0 ? state0[i] : NULL;
     ct_tensor *s1 = state1 ? state1[i] : NULL;
     ct_tensor *s2 = state2 ? state2[i] : NULL;
-    bool f32 = w->dtype == CT_F32;
-    CT_ASSERT(f32 || w->dtype == CT_F64);
-    if (p->kind == CT_OPTIM_SGD) {
-      if (f32) sgd_float(p, ct__data(w), ct__data(g), CT__PTR(float, s0), numel);
-      else sgd_double(p, ct__data(w), ct__data(g), CT__PTR(double, s0), numel);
-    } else {
-      CT_ASSERT(s0 && s1);
-      if (f32)
-        adam_float(p, ct__data(w), ct__data(g), ct__data(s0), ct__data(s1), CT__PTR(float, s2), numel);
-      else
-        adam_double(p, ct__data(w), ct__data(g), ct__data(s0), ct__data(s1), CT__PTR(double, s2),
-                    numel);
-    }
+    optim_task t = {.p = p, .f32 = w->dtype == CT_F32, .w = ct__data(w), .g = ct__data(grads[i]),
+                    .s0 = CT__PTR(s0), .s1 = CT__PTR(s1), .s2 = CT__PTR(s2)};
+    CT_ASSERT(t.f32 || w->dtype == CT_F64);
+    CT_ASSERT(p->kind == CT_OPTIM_SGD || (s0 && s1));
+    ct__parallel_for(w->numel, CT_PARALLEL_GRAIN, optim_range, &t);
   }
   return CT_OK;
 }

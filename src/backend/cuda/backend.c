@@ -4,9 +4,8 @@
  * ct_tensor: core/internal.h uses C11 atomics that don't compile as C++. */
 #include <stdlib.h>
 
-#include "backend/backend.h"
 #include "backend/cuda/cuda_kernels.h"
-#include "core/cuda_api.h"
+#include "backend/plugin.h"
 
 /* The .cu files use these enums' values as plain ints. */
 _Static_assert(CT_RANDOM_UNIFORM == 0 && CT_RANDOM_NORMAL == 1 && CT_RANDOM_INT == 2 &&
@@ -285,9 +284,15 @@ static ct_status cuda_random(ct_tensor *out, const ct_random_params *p) {
   return ct__cuda_random(&o, &r);
 }
 
+/* ct_cuda_set_allow_tf32 (include/ctensor/device.h). */
+static void cuda_set_allow_tf32(bool allow) {
+  ct__cuda_set_allow_tf32(allow);      /* cuBLAS (matmul.cu) */
+  ct__cuda_conv_set_allow_tf32(allow); /* cuDNN (conv.cu) */
+}
+
 /* ---- The table --------------------------------------------------------------------------------- */
 
-const ct_backend ct__cuda_backend = {
+static const ct_backend ct__cuda_backend = {
     .name = "cuda",
     /* caching allocator per device; pinned host memory for device_index -1 */
     .alloc = cuda_alloc,
@@ -348,14 +353,26 @@ const ct_backend ct__cuda_backend = {
     .event_elapsed_ms = ct__cuda_event_elapsed_ms,
     /* stream lists of the caching allocator's blocks: allocator.cu */
     .record_stream = ct__cuda_record_stream,
+    /* devices: device.cu; TF32: matmul.cu and conv.cu */
+    .device_count = ct__cuda_device_count,
+    .device_usable = ct__cuda_device_usable,
+    .set_device = ct__cuda_set_device,
+    .current_device = ct__cuda_current_device,
+    .set_allow_tf32 = cuda_set_allow_tf32,
     /* device information: device.cu */
     .device_properties = ct__cuda_device_properties,
     .driver_version = ct__cuda_driver_version,
     .runtime_version = ct__cuda_runtime_version,
 };
 
-/* Public switch (include/ctensor/device.h). */
-void ct_cuda_set_allow_tf32(bool allow) {
-  ct__cuda_set_allow_tf32(allow);      /* cuBLAS (matmul.cu) */
-  ct__cuda_conv_set_allow_tf32(allow); /* cuDNN (conv.cu) */
+/* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into
+ * libctensor.a. */
+const ct_plugin *ct__cuda_plugin(void) {
+  static const ct_plugin plugin = {
+      CT_PLUGIN_HEADER,
+      .name = "cuda",
+      .library_versions = ct__cuda_library_versions, /* version.cu */
+      .backend = &ct__cuda_backend,
+  };
+  return &plugin;
 }

@@ -66,8 +66,8 @@ typedef struct ctc_pool2d {
 } ctc_pool2d;
 
 /* device.cu */
-bool ct__cuda_compiled(void);
 int ct__cuda_device_count(void);
+bool ct__cuda_device_usable(int dev); /* visible, compute capability 8.0+ */
 ct_status ct__cuda_set_device(int index);
 int ct__cuda_current_device(void);
 ct_status ct__cuda_synchronize(int dev);
@@ -118,6 +118,9 @@ ct_status ct__cuda_arg_reduce(bool is_max, const ctc_t *values, const ctc_t *ind
 ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim, bool log);
 ct_status ct__cuda_softmax_backward(const ctc_t *gx, const ctc_t *g, const ctc_t *y, int dim,
                                    bool log);
+
+/* version.cu: "CUDA runtime 13.0, cuBLAS 13.1.0, cuDNN 9.13.0" */
+void ct__cuda_library_versions(char *buf, size_t size);
 
 /* unary_backward.cu */
 ct_status ct__cuda_unary_backward(int op, const ctc_t *gx, const ctc_t *g, const ctc_t *x,

@@ -61,8 +61,6 @@ static void count_devices(void) {
   device_count = n;
 }
 
-extern "C" bool ct__cuda_compiled(void) { return true; }
-
 extern "C" int ct__cuda_device_count(void) {
   pthread_once(&count_once, count_devices);
   return device_count;

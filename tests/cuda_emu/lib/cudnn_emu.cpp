@@ -632,6 +632,22 @@ extern "C" {
 
 int emu_cudnn_last_algo(int kind) { return kind >= 0 && kind < 3 ? last_algo[kind] : -1; }
 
+cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) {
+  if (!value) return CUDNN_STATUS_BAD_PARAM;
+  switch (type) {
+    case MAJOR_VERSION:
+      *value = CUDNN_MAJOR;
+      return CUDNN_STATUS_SUCCESS;
+    case MINOR_VERSION:
+      *value = CUDNN_MINOR;
+      return CUDNN_STATUS_SUCCESS;
+    case PATCH_LEVEL:
+      *value = CUDNN_PATCHLEVEL;
+      return CUDNN_STATUS_SUCCESS;
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
 const char *cudnnGetErrorString(cudnnStatus_t status) {
   switch (status) {
 #define NAME(s) \

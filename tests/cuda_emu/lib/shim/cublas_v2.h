@@ -128,6 +128,11 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
+/* The emulation's version: CUBLAS_VER_MAJOR.MINOR.PATCH below. */
+#define CUBLAS_VER_MAJOR 13
+#define CUBLAS_VER_MINOR 0
+#define CUBLAS_VER_PATCH 0
+cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value);
 
 /* C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for i < batchCount, column-major;
  * X[i] starts at X + i * strideX elements. */

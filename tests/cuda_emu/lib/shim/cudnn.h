@@ -215,6 +215,8 @@ typedef struct cudnnConvolutionBwdFilterAlgoPerfStruct {
 
 /* ---- Errors, handles ---------------------------------------------------------------- */
 const char *cudnnGetErrorString(cudnnStatus_t status);
+/* CUDNN_MAJOR.MINOR.PATCHLEVEL above. */
+cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value);
 /* The message of this thread's last failure (cleared once read; "" if none). */
 void cudnnGetLastErrorString(char *message, size_t max_size);
 

@@ -1,0 +1,39 @@
+/* The CPU backend's BLAS (OpenBLAS), loaded on first use (blas.c; design in
+ * docs/design-notes.md, "CPU threads: a pool of the library's own").
+ *
+ * A kernel calls ct__blas_load(op) before its first BLAS call and returns
+ * the status on failure (the BLAS is missing, or the address-space limit
+ * leaves no room for its buffers: CT_ERR_UNAVAILABLE or CT_ERR_OOM naming
+ * op); then ct__blas_sgemm & co., which take cblas's arguments. The BLAS
+ * runs single-threaded: kernels split large products across ctensor's pool
+ * themselves, into at most ct__blas_max_threads() pieces at a time. */
+#ifndef CT_BACKEND_CPU_BLAS_H
+#define CT_BACKEND_CPU_BLAS_H
+
+#include <cblas.h>
+
+#include "core/internal.h"
+
+typedef struct ct_blas_fns {
+  __typeof__(cblas_sgemm) *sgemm;
+  __typeof__(cblas_dgemm) *dgemm;
+  __typeof__(cblas_sgemv) *sgemv;
+  __typeof__(cblas_dgemv) *dgemv;
+} ct_blas_fns;
+extern ct_blas_fns ct__blas_fns;
+
+ct_status ct__blas_load(const char *op);
+/* How many threads may call the BLAS at once (1 for a build that is not
+ * thread-safe, or when the address-space limit leaves room for fewer buffers
+ * than ctensor has threads). Valid after ct__blas_load. */
+int ct__blas_max_threads(void);
+/* "OpenBLAS 0.3.21 ... (file), single-threaded, called from ...", or why it
+ * is not loaded. */
+const char *ct__blas_describe(void);
+
+#define ct__blas_sgemm (*ct__blas_fns.sgemm)
+#define ct__blas_dgemm (*ct__blas_fns.dgemm)
+#define ct__blas_sgemv (*ct__blas_fns.sgemv)
+#define ct__blas_dgemv (*ct__blas_fns.dgemv)
+
+#endif /* CT_BACKEND_CPU_BLAS_H */

@@ -1,0 +1,70 @@
+/* How a program linked against the shared library finds its CUDA backend
+ * (tests/abi/check_backends.sh sets the scene).
+ *   backend_load absent TEXT    the CUDA backend is unavailable and both its
+ *                               info and asking for cuda:0 say TEXT
+ *   backend_load loaded PATH    it was loaded from PATH (a prefix of the path)
+ * Before anything else, the program checks that starting ctensor mapped no
+ * CUDA, NCCL or MPI library (backends load on first use). */
+#include <ctensor.h>
+#include <stdio.h>
+#include <string.h>
+
+static int fail(const char *what) {
+  fprintf(stderr, "backend_load: %s\n", what);
+  return 1;
+}
+
+/* A plugin's library in this process's memory map, or NULL. */
+static const char *mapped_plugin_library(void) {
+  static char line[4096];
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return NULL;
+  const char *found = NULL;
+  while (!found && fgets(line, sizeof line, f)) {
+    static const char *const libs[] = {"libcudart", "libcublas", "libcudnn",
+                                       "libnccl",   "libmpi",    "libctensor-"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+      if (strstr(line, libs[i])) found = line;
+  }
+  fclose(f);
+  return found;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return fail("usage: backend_load absent TEXT | loaded PATH");
+  printf("ctensor %s\n", ct_library_version());
+  const char *m = mapped_plugin_library();
+  if (m) {
+    fprintf(stderr, "backend_load: mapped before any use of a backend: %s", m);
+    return 1;
+  }
+  ct_backend_info b;
+  if (ct_backend_get_info(1, &b) != CT_OK || strcmp(b.name, "cuda") != 0)
+    return fail("backend 1 is not cuda");
+  printf("cuda: available=%d file='%s' libraries='%s' error='%s'\n", b.available, b.file,
+         b.libraries, b.error);
+  if (strcmp(argv[1], "loaded") == 0) {
+    if (!b.available) return fail("the CUDA backend did not load");
+    if (strncmp(b.file, argv[2], strlen(argv[2])) != 0) return fail("loaded from elsewhere");
+    if (strcmp(b.version, ct_library_version()) != 0)
+      return fail("version differs from the core's");
+    return 0;
+  }
+  if (b.available) return fail("the CUDA backend loaded, expected it absent");
+  if (!strstr(b.error, argv[2])) return fail("its error does not say what was expected");
+  if (ct_cuda_is_available() || ct_cuda_device_count() != 0) return fail("a GPU is reported");
+  ct_device d;
+  if (ct_device_parse("cuda:0", &d) == CT_OK) return fail("cuda:0 was accepted");
+  printf("cuda:0: %s\n", ct_last_error_message());
+  if (ct_last_error() != CT_ERR_UNAVAILABLE || !strstr(ct_last_error_message(), argv[2]))
+    return fail("asking for cuda:0 does not say what is missing");
+  ct_clear_error();
+  /* the CPU still works */
+  double s = 0;
+  ct_tensor *x = ct_arange(0, 5, 1, NULL), *sum = ct_sum(x, NULL);
+  ct_status st = ct_item(sum, &s);
+  ct_free(sum);
+  ct_free(x);
+  if (st != CT_OK || s != 10) return fail("a CPU op failed");
+  return 0;
+}

@@ -1,0 +1,89 @@
+/* A program under an address-space limit (`ulimit -v`, set by
+ * check_low_vmem.sh): every allocation the limit refuses is a CT_ERR_OOM
+ * naming the operation, never a crash or a hang, and the library goes on
+ * working once memory is given back.
+ *   low_vmem LIMIT_MIB BLAS
+ * LIMIT_MIB is the limit the script set; BLAS is "fits" when the limit leaves
+ * room for the CPU BLAS (a matmul must work), "none" when it does not (a
+ * matmul must fail with CT_ERR_OOM naming the limit). */
+#include <ctensor.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define EXPECT(cond, ...)                                                        \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      fprintf(stderr, "low_vmem: line %d: ", __LINE__);                          \
+      fprintf(stderr, __VA_ARGS__);                                              \
+      fprintf(stderr, " (last error %s: %s)\n", ct_status_name(ct_last_error()), \
+              ct_last_error_message());                                          \
+      failures++;                                                                \
+    }                                                                            \
+  } while (0)
+
+/* The call returned NULL with CT_ERR_OOM and a message containing `says`
+ * (the allocator's message gives the size and what ctensor holds). */
+static void expect_oom(const void *result, const char *op, const char *says) {
+  EXPECT(result == NULL, "%s succeeded beyond the limit", op);
+  EXPECT(ct_last_error() == CT_ERR_OOM, "%s: not CT_ERR_OOM", op);
+  EXPECT(strstr(ct_last_error_message(), says) != NULL, "%s: the message does not say '%s'", op,
+         says);
+  ct_clear_error();
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: low_vmem LIMIT_MIB fits|none\n");
+    return 2;
+  }
+  int64_t limit = (int64_t)atoi(argv[1]) << 20;
+  bool blas_fits = strcmp(argv[2], "fits") == 0;
+  ct_set_num_threads(4); /* workers' stacks count against the limit too */
+
+  /* Small work runs. */
+  ct_tensor *x = ct_randn(CT_SHAPE(1000), NULL);
+  ct_tensor *y = x ? ct_relu(ct_add(x, x)) : NULL;
+  EXPECT(y != NULL, "small ops under the limit");
+
+  /* One tensor larger than the limit, and one near it. */
+  expect_oom(ct_empty(CT_SHAPE(limit), NULL), "empty", "out of host memory allocating");
+  expect_oom(ct_zeros(CT_SHAPE(limit / 4), NULL), "zeros", "out of host memory allocating");
+
+  /* A result that does not fit next to its input. */
+  ct_tensor *big = ct_ones(CT_SHAPE(limit * 3 / 5 / 4), NULL);
+  EXPECT(big != NULL, "a tensor of 3/5 of the limit");
+  if (big) {
+    expect_oom(ct_mul_scalar(big, 2.0), "mul", "out of host memory allocating");
+    ct_free(big);
+  }
+
+  /* Tensors of 8 MiB until the limit refuses one; then all given back. */
+  enum { most = 4096 };
+  static ct_tensor *held[most];
+  int n = 0;
+  while (n < most && (held[n] = ct_empty(CT_SHAPE(2 << 20), NULL))) n++;
+  EXPECT(n < most && ct_last_error() == CT_ERR_OOM, "filling memory ends in CT_ERR_OOM");
+  ct_clear_error();
+  for (int i = 0; i < n; i++) ct_free(held[i]);
+  ct_empty_cache(ct_cpu());
+  ct_tensor *again = ct_ones(CT_SHAPE(limit / 4 / 4), NULL);
+  EXPECT(again != NULL, "memory given back can be used again");
+  ct_free(again);
+
+  /* The BLAS needs room for its buffers. */
+  ct_tensor *a = ct_randn(CT_SHAPE(256, 256), NULL);
+  ct_tensor *c = a ? ct_matmul(a, a) : NULL;
+  if (blas_fits) {
+    EXPECT(c != NULL, "matmul with room for the BLAS");
+  } else {
+    expect_oom(c, "matmul", "matmul: the address-space limit (ulimit -v)");
+  }
+  /* Everything else still works after a refusal. */
+  double sum = 0;
+  ct_tensor *s = ct_sum(ct_mul(x, x), NULL);
+  EXPECT(s != NULL && ct_item(s, &sum) == CT_OK && sum > 0, "ops after the refusals");
+  if (failures == 0) printf("low_vmem: limit %s MiB, blas %s: ok\n", argv[1], argv[2]);
+  return failures ? 1 : 0;
+}
