@@ -1,0 +1,32 @@
+/* Template of the CPU optimizer loops (optim.c), included with CT_T (float,
+ * double) and CT_S (f32, f64): one parameter's update, element by element
+ * with core/optim_math.h's formulas, split over OpenMP threads when large.
+ * The optional buffer is tested outside the loop, and each thread reads its
+ * own copy of the constants (a shared one might alias the stores), so each
+ * loop vectorizes. */
+
+static void CT_FN(sgd)(const ct_optim_params *o, CT_T *restrict p, const CT_T *restrict g,
+                       CT_T *restrict buf, int64_t n) {
+  const CT_TN(ct_optim_consts) c = CT_TN(ct_optim_consts_of)(o);
+  if (buf) {
+#pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
+    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update)(&c, p[i], g[i], &buf[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
+    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update)(&c, p[i], g[i], NULL);
+  }
+}
+
+static void CT_FN(adam)(const ct_optim_params *o, CT_T *restrict p, const CT_T *restrict g,
+                        CT_T *restrict m, CT_T *restrict v, CT_T *restrict vmax, int64_t n) {
+  const CT_TN(ct_optim_consts) c = CT_TN(ct_optim_consts_of)(o);
+  if (vmax) {
+#pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
+    for (int64_t i = 0; i < n; i++)
+      p[i] = CT_FN(ct_adam_update)(&c, p[i], g[i], &m[i], &v[i], &vmax[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
+    for (int64_t i = 0; i < n; i++)
+      p[i] = CT_FN(ct_adam_update)(&c, p[i], g[i], &m[i], &v[i], NULL);
+  }
+}
