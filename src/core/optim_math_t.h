@@ -35,24 +35,34 @@ CT_HOST_DEVICE CT_TN(ct_optim_consts) CT_TN(ct_optim_consts_of)(const ct_optim_p
   return c;
 }
 
-/* SGD on one element: p's new value; buf (NULL without momentum) is the
- * element's momentum buffer, read unless this is the first step, written. */
-CT_HOST_DEVICE CT_T CT_FN(ct_sgd_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
-                                         CT_T *buf) {
-  CT_T d = g;
-  if (c->use_wd) d = CT_M(fma)(c->wd, p, d);
-  if (buf) {
-    CT_T b = c->first ? d : CT_M(fma)(c->damp1, d, *buf * c->mom);
-    *buf = b;
-    d = c->nesterov ? CT_M(fma)(c->mom, b, d) : b;
-  }
+/* SGD on one element: d, the gradient with weight decay, to p's new value;
+ * with momentum (the _momentum form), buf is the element's momentum buffer,
+ * read unless this is the first step, written. The CPU loops call the two
+ * forms apiece, so that no per-element test of buf stands in a vector loop. */
+CT_HOST_DEVICE CT_T CT_FN(ct_sgd_decayed)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g) {
+  return c->use_wd ? CT_M(fma)(c->wd, p, g) : g;
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_sgd_update_plain)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g) {
+  return CT_M(fma)(c->neg_lr, CT_FN(ct_sgd_decayed)(c, p, g), p);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_sgd_update_momentum)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
+                                                  CT_T *buf) {
+  CT_T d = CT_FN(ct_sgd_decayed)(c, p, g);
+  CT_T b = c->first ? d : CT_M(fma)(c->damp1, d, *buf * c->mom);
+  *buf = b;
+  d = c->nesterov ? CT_M(fma)(c->mom, b, d) : b;
   return CT_M(fma)(c->neg_lr, d, p);
 }
+/* Either, by buf (NULL without momentum). */
+CT_HOST_DEVICE CT_T CT_FN(ct_sgd_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
+                                         CT_T *buf) {
+  return buf ? CT_FN(ct_sgd_update_momentum)(c, p, g, buf) : CT_FN(ct_sgd_update_plain)(c, p, g);
+}
 
-/* Adam / AdamW on one element: p's new value; m, v (and vmax with amsgrad,
- * else NULL) are the element's moments, updated. */
-CT_HOST_DEVICE CT_T CT_FN(ct_adam_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g, CT_T *m,
-                                          CT_T *v, CT_T *vmax) {
+/* Adam / AdamW on one element: p's new value; m, v are the element's
+ * moments, updated; amsgrad (*vmax: the largest v so far, nan wins) or not. */
+CT_HOST_DEVICE CT_T CT_FN(ct_adam_step)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g, CT_T *m,
+                                        CT_T *v, CT_T *vmax, bool amsgrad) {
   if (c->decoupled)
     p = p * c->decay;
   else if (c->use_wd)
@@ -62,11 +72,16 @@ CT_HOST_DEVICE CT_T CT_FN(ct_adam_update)(const CT_TN(ct_optim_consts) * c, CT_T
   *m = mi;
   *v = vi;
   CT_T s = vi;
-  if (vmax) {
+  if (amsgrad) {
     CT_T mx = *vmax;
     s = (mx > vi || mx != mx) ? mx : vi;
     *vmax = s;
   }
   CT_T denom = CT_M(sqrt)(s) / c->bc2_sqrt + c->eps;
   return p + c->neg_step * mi / denom;
+}
+/* The same, amsgrad where vmax is not NULL. */
+CT_HOST_DEVICE CT_T CT_FN(ct_adam_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g, CT_T *m,
+                                          CT_T *v, CT_T *vmax) {
+  return CT_FN(ct_adam_step)(c, p, g, m, v, vmax, vmax ? true : false);
 }

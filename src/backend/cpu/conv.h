@@ -14,6 +14,16 @@ typedef struct conv_geom {
   bool direct; /* 1x1, stride 1, no padding: col is x itself */
 } conv_geom;
 
+/* The output columns [*ow0, *ow1) that read inside the image for a kernel
+ * column whose input column is ow*sw + off_w (the others read padding). */
+static inline void conv_valid_cols(const conv_geom *g, int64_t off_w, int64_t *ow0, int64_t *ow1) {
+  int64_t lo = off_w >= 0 ? 0 : (-off_w + g->sw - 1) / g->sw;
+  int64_t hi = g->W - off_w <= 0 ? 0 : (g->W - off_w + g->sw - 1) / g->sw;
+  if (hi > g->Wo) hi = g->Wo;
+  *ow0 = lo > hi ? hi : lo;
+  *ow1 = hi;
+}
+
 typedef struct fwd_ctx {
   conv_geom g;
   ct_dtype dt;

@@ -10,12 +10,8 @@ static void CT_CAT(im2col_, CT_S)(const conv_geom *g, const CT_T *x, CT_T *col, 
       for (int64_t j = 0; j < g->kW; j++) {
         CT_T *row = col + ((c * g->kH + i) * g->kW + j) * ld;
         const CT_T *xc = x + c * g->H * g->W;
-        int64_t off_w = j * g->dw - g->pw;
-        /* valid ow range: 0 <= ow*sw + off_w < W */
-        int64_t ow0 = off_w >= 0 ? 0 : (-off_w + g->sw - 1) / g->sw;
-        int64_t ow1 = g->W - off_w <= 0 ? 0 : (g->W - off_w + g->sw - 1) / g->sw;
-        if (ow1 > g->Wo) ow1 = g->Wo;
-        if (ow0 > ow1) ow0 = ow1;
+        int64_t off_w = j * g->dw - g->pw, ow0, ow1;
+        conv_valid_cols(g, off_w, &ow0, &ow1);
         for (int64_t oh = 0; oh < g->Ho; oh++) {
           CT_T *r = row + oh * g->Wo;
           int64_t ih = oh * g->sh - g->ph + i * g->dh;
@@ -40,11 +36,8 @@ static void CT_CAT(col2im_, CT_S)(const conv_geom *g, const CT_T *col, CT_T *x, 
       for (int64_t j = 0; j < g->kW; j++) {
         const CT_T *row = col + ((c * g->kH + i) * g->kW + j) * ld;
         CT_T *xc = x + c * g->H * g->W;
-        int64_t off_w = j * g->dw - g->pw;
-        int64_t ow0 = off_w >= 0 ? 0 : (-off_w + g->sw - 1) / g->sw;
-        int64_t ow1 = g->W - off_w <= 0 ? 0 : (g->W - off_w + g->sw - 1) / g->sw;
-        if (ow1 > g->Wo) ow1 = g->Wo;
-        if (ow0 > ow1) ow0 = ow1;
+        int64_t off_w = j * g->dw - g->pw, ow0, ow1;
+        conv_valid_cols(g, off_w, &ow0, &ow1);
         for (int64_t oh = 0; oh < g->Ho; oh++) {
           int64_t ih = oh * g->sh - g->ph + i * g->dh;
           if (ih < 0 || ih >= g->H) continue;

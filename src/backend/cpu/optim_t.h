@@ -10,10 +10,10 @@ static void CT_FN(sgd)(const ct_optim_params *o, CT_T *restrict p, const CT_T *r
   const CT_TN(ct_optim_consts) c = CT_TN(ct_optim_consts_of)(o);
   if (buf) {
 #pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
-    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update)(&c, p[i], g[i], &buf[i]);
+    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update_momentum)(&c, p[i], g[i], &buf[i]);
   } else {
 #pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
-    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update)(&c, p[i], g[i], NULL);
+    for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_sgd_update_plain)(&c, p[i], g[i]);
   }
 }
 
@@ -23,10 +23,10 @@ static void CT_FN(adam)(const ct_optim_params *o, CT_T *restrict p, const CT_T *
   if (vmax) {
 #pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
     for (int64_t i = 0; i < n; i++)
-      p[i] = CT_FN(ct_adam_update)(&c, p[i], g[i], &m[i], &v[i], &vmax[i]);
+      p[i] = CT_FN(ct_adam_step)(&c, p[i], g[i], &m[i], &v[i], &vmax[i], true);
   } else {
 #pragma omp parallel for schedule(static) if (n > CT_PARALLEL_GRAIN) firstprivate(c)
     for (int64_t i = 0; i < n; i++)
-      p[i] = CT_FN(ct_adam_update)(&c, p[i], g[i], &m[i], &v[i], NULL);
+      p[i] = CT_FN(ct_adam_step)(&c, p[i], g[i], &m[i], &v[i], NULL, false);
   }
 }
