@@ -58,7 +58,9 @@ CT_HOST_DEVICE uint64_t ct_ipow_u64(uint64_t b, uint64_t e) {
 /* bool's instance: add/mul/max/min are or/and; the checks don't apply. */
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wbool-compare"
+#endif
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
 #endif
 #define CT_TEMPLATE "core/binary_int_t.h"

@@ -4,11 +4,16 @@
  * too); CT_S (i8, u8, i16, i32, i64, b8), CT_DT (CT_I8 ...) and CT_UT (the
  * unsigned type arithmetic wraps through: at least unsigned int, so that
  * narrow types are not promoted to a signed int that overflows). Sign tests
- * are constant for u8 and bool, so -Wtype-limits is off here.
+ * are constant for u8 and bool, so -Wtype-limits (clang: its
+ * tautological-compare family) is off here.
  *
  * nvcc gets the int64 instance only: CUDA kernels compute every integer
  * dtype in int64 and wrap on store. */
-#if defined(__GNUC__)
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wtautological-constant-out-of-range-compare"
+#pragma clang diagnostic ignored "-Wtautological-unsigned-zero-compare"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #endif
@@ -79,6 +84,8 @@
 #undef CT_IS_BOOL
 #endif
 
-#if defined(__GNUC__)
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
