@@ -16,53 +16,9 @@
 #ifndef CT_BACKEND_BACKEND_H
 #define CT_BACKEND_BACKEND_H
 
+#include "backend/params.h"
 #include "core/internal.h"
 #include "ops/op_table.h"
-
-/* Parameters of the random fills. The stream layout (which Philox block and
- * word feeds element i, and the exact transforms) is defined once in
- * core/philox.h; every backend reproduces it bit for bit. */
-typedef enum {
-  CT_RANDOM_UNIFORM,   /* a + (b - a) * U[0,1); floating out */
-  CT_RANDOM_NORMAL,    /* a + b * N(0,1) (Box-Muller); floating out */
-  CT_RANDOM_INT,       /* int_low + draw % int_range; any out dtype (range fits it) */
-  CT_RANDOM_BERNOULLI, /* 1 if U < a, else 0 (a = probability); any out dtype */
-  CT_RANDOM_BERNOULLI_TENSOR, /* 1 if U < probs[i]; any out dtype */
-} ct_random_kind;
-
-typedef struct ct_random_params {
-  ct_random_kind kind;
-  double a, b;
-  int64_t int_low;         /* CT_RANDOM_INT: lowest value */
-  uint64_t int_range;      /* CT_RANDOM_INT: number of values, >= 1 */
-  bool wide;               /* 2 elements per Philox block (64-bit draws: f64
-                            * uniform/normal, INT with int_range > 2^32), else 4 */
-  uint64_t seed;
-  uint64_t offset;         /* Philox counter of block 0 (element 0) */
-  const ct_tensor *probs;  /* CT_RANDOM_BERNOULLI_TENSOR: out's shape, contiguous, f32/f64 */
-} ct_random_params;
-
-/* Geometry of a 2-d convolution (all fields filled in by the op layer). */
-typedef struct ct_conv2d_params {
-  int64_t stride[2], padding[2], dilation[2], groups;
-} ct_conv2d_params;
-
-/* Geometry of 2-d pooling (all fields filled in; out sizes computed). */
-typedef struct ct_pool2d_params {
-  int64_t kernel[2], stride[2], padding[2];
-  bool count_include_pad; /* avg: padding counts in the divisor */
-} ct_pool2d_params;
-
-/* One optimizer update over many parameters (one launch on CUDA). */
-typedef enum { CT_OPTIM_SGD, CT_OPTIM_ADAM, CT_OPTIM_ADAMW } ct_optim_kind;
-typedef struct ct_optim_params {
-  ct_optim_kind kind;
-  double lr, momentum, dampening, weight_decay; /* SGD (weight_decay for all) */
-  bool nesterov, first_step;                    /* SGD: first_step initializes the buffer */
-  double beta1, beta2, eps;                     /* Adam(W) */
-  bool amsgrad;
-  int64_t step;                                 /* Adam(W): the step number, from 1 */
-} ct_optim_params;
 
 typedef struct ct_backend {
   const char *name;
@@ -213,8 +169,10 @@ typedef struct ct_backend {
 
   /* ---- Random ---- */
   /* Fills out (contiguous; dtype as documented by the kind) from Philox:
-   * element i (row-major) depends only on (seed, offset, i). */
-  ct_status (*random)(ct_tensor *out, const ct_random_params *p);
+   * element i (row-major) depends only on (seed, offset, i). probs: the
+   * probabilities of CT_RANDOM_BERNOULLI_TENSOR (out's shape, contiguous,
+   * f32/f64), else NULL. */
+  ct_status (*random)(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
   /* ---- Execution (optional: NULL on the CPU, where work is synchronous) ---- */
   ct_status (*synchronize)(int device_index);

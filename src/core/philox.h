@@ -52,11 +52,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define CT_HOST_DEVICE static __host__ __device__ __forceinline__
-#else
-#define CT_HOST_DEVICE static inline
-#endif
+#include "core/host_device.h"
 
 /* Arithmetic that must not be contracted. On the device: the _rn intrinsics
  * (never fused); on the host: plain operators in a file compiled with

@@ -1,5 +1,7 @@
 /* Single values of any dtype read and written through double (item, fills,
- * printing, references). Not for hot loops. */
+ * printing, references). Not for hot loops. Floats go to integers through
+ * core/convert.h's saturating conversion, as every kernel's casts. */
+#include "core/convert.h"
 #include "core/half_dtype.h"
 
 double ct__load_as_double(const void *p, ct_dtype dtype) {
@@ -14,22 +16,15 @@ double ct__load_as_double(const void *p, ct_dtype dtype) {
   }
 }
 
-/* Out-of-range float-to-integer casts are undefined in C: saturate to int64
- * first (nan to 0), then wrap to the narrower type. */
-static int64_t saturate_i64(double v) {
-  if (v != v) return 0;
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
-  return (int64_t)v;
-}
-
 void ct__store_from_double(void *p, ct_dtype dtype, double v) {
   switch (dtype) {
   case CT_BOOL: *(bool *)p = v != 0; break;
   case CT_F32: *(float *)p = (float)v; break;
   case CT_F64: *(double *)p = v; break;
-#define X(E, T) \
-  case E: *(T *)p = (T)(uint64_t)saturate_i64(v); break;
+#define X(E, T)                              \
+  case E:                                    \
+    *(T *)p = (T)(uint64_t)ct_f64_to_i64(v); \
+    break;
     X(CT_I8, int8_t) X(CT_U8, uint8_t) X(CT_I16, int16_t) X(CT_I32, int32_t) X(CT_I64, int64_t)
 #undef X
   case CT_F16:

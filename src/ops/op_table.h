@@ -4,7 +4,8 @@
 #ifndef CT_OPS_OP_TABLE_H
 #define CT_OPS_OP_TABLE_H
 
-#include "core/internal.h"
+/* Compiles as C and as C++ (the CUDA backend indexes its kernels by these
+ * enums too), so it includes nothing of core/internal.h. */
 
 /* Dtype rule of a unary op on a non-floating input:
  *   SAME   keeps the dtype (neg, abs, relu, sign, square: integer kernels)
@@ -115,8 +116,14 @@ typedef enum {
 
 typedef struct ct_unary_info { const char *name; ct_unary_rule rule; } ct_unary_info;
 typedef struct ct_binary_info { const char *name; ct_binary_rule rule; } ct_binary_info;
+#ifdef __cplusplus
+extern "C" {
+#endif
 extern const ct_unary_info ct__unary_info[CT_UOP_COUNT];
 extern const ct_binary_info ct__binary_info[CT_BOP_COUNT];
 extern const char *const ct__reduce_names[CT_ROP_COUNT];
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CT_OPS_OP_TABLE_H */

@@ -86,8 +86,10 @@ uint64_t ct_generator_next_u64(ct_generator *g) {
 
 /* ---- Filling a tensor ------------------------------------------------------- */
 
-/* Fills t (any layout) per p from generator g; sets p's seed, offset, wide. */
-static ct_status random_fill(const char *op, ct_tensor *t, ct_random_params *p, ct_generator *g) {
+/* Fills t (any layout) per p from generator g; sets p's seed, offset, wide.
+ * probs: CT_RANDOM_BERNOULLI_TENSOR's probabilities (t's shape, contiguous). */
+static ct_status random_fill(const char *op, ct_tensor *t, ct_random_params *p,
+                             const ct_tensor *probs, ct_generator *g) {
   const ct_backend *be = ct__backend_for(op, t);
   if (!be) return ct_last_error();
   if (!be->random)
@@ -102,11 +104,11 @@ static ct_status random_fill(const char *op, ct_tensor *t, ct_random_params *p, 
   uint64_t per = p->wide ? 2 : 4;
   reserve(g, ((uint64_t)t->numel + per - 1) / per, &p->seed, &p->offset);
   if (t->numel == 0) return CT_OK;
-  if (ct__is_contiguous(t)) return be->random(t, p);
+  if (ct__is_contiguous(t)) return be->random(t, p, probs);
   /* Element i is the i-th in row-major order: generate contiguously, then copy. */
   ct_tensor *tmp = ct__empty(t->shape, t->ndim, t->dtype, ct__device(t));
   if (!tmp) return ct_last_error();
-  ct_status st = be->random(tmp, p);
+  ct_status st = be->random(tmp, p, probs);
   if (st == CT_OK) st = ct__copy_into(t, tmp);
   ct__release(tmp);
   return st;
@@ -120,7 +122,7 @@ static ct_tensor *random_create(const char *op, const int64_t *shape, int ndim,
     return ct__fail(CT_ERR_DTYPE, "%s: expected a floating dtype, got %s", op, ct_dtype_name(o->dtype));
   ct_tensor *t = ct__create(op, shape, ndim, o);
   if (!t) return NULL;
-  if (random_fill(op, t, &p, o->generator) != CT_OK) {
+  if (random_fill(op, t, &p, NULL, o->generator) != CT_OK) {
     ct__release(t);
     return NULL;
   }
@@ -253,8 +255,8 @@ ct_tensor *ct_bernoulli(const ct_tensor *p, ct_generator *g) {
   ct_tensor *probs = pc ? ct__contiguous(pc) : NULL;
   ct__release(pc);
   ct_tensor *out = probs ? ct__empty(p->shape, p->ndim, p->dtype, ct__device(p)) : NULL;
-  ct_random_params prm = {.kind = CT_RANDOM_BERNOULLI_TENSOR, .probs = probs};
-  if (out && random_fill("bernoulli", out, &prm, g) != CT_OK) {
+  ct_random_params prm = {.kind = CT_RANDOM_BERNOULLI_TENSOR};
+  if (out && random_fill("bernoulli", out, &prm, probs, g) != CT_OK) {
     ct__release(out);
     out = NULL;
   }
@@ -268,7 +270,7 @@ ct_tensor *ct_bernoulli_scalar(const ct_tensor *t, double p, ct_generator *g) {
     return ct__fail(CT_ERR_ARG, "bernoulli_scalar: p must be in [0, 1], got %g", p);
   ct_tensor *out = ct__empty(t->shape, t->ndim, t->dtype, ct__device(t));
   ct_random_params prm = {.kind = CT_RANDOM_BERNOULLI, .a = p};
-  if (out && random_fill("bernoulli_scalar", out, &prm, g) != CT_OK) {
+  if (out && random_fill("bernoulli_scalar", out, &prm, NULL, g) != CT_OK) {
     ct__release(out);
     return NULL;
   }
@@ -294,7 +296,7 @@ static ct_tensor *fill_inplace(const char *op, const char *node, ct_tensor *t, c
   ct_inplace ip;
   if (!ct__ag_inplace_begin(&ip, op, t, NULL, 0)) return NULL;
   if (ip.record && !ct__ag_overwrite(t, t, node)) return ct__ag_inplace_end(&ip, NULL);
-  bool ok = random_fill(op, t, p, g) == CT_OK;
+  bool ok = random_fill(op, t, p, NULL, g) == CT_OK;
   if (ok) ct__bump_version(t);
   return ct__ag_inplace_end(&ip, ok ? t : NULL);
 }

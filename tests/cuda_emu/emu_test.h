@@ -14,14 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/cuda_kernels.h"
-/* The op enums, as common.cuh takes them (without core/internal.h). */
-#ifndef CT_CORE_INTERNAL_H
-#define CT_CORE_INTERNAL_H
-#endif
-extern "C" {
-#include "ops/op_table.h"
-}
+#include "backend/cuda/cuda_kernels.h" /* with ops/op_table.h and backend/params.h */
 #include "emu_control.h"
 
 namespace et {

@@ -362,8 +362,9 @@ static void binary_case(int op, int dt, const std::vector<int64_t> &shape, int c
            scalar_mode == 2 ? " reversed" : "");
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
   emu::clear_message();
-  ct_status st = scalar_mode ? ct__cuda_binary_scalar(op, &out.d, &a.d, s, scalar_mode == 2)
-                             : ct__cuda_binary(op, &out.d, &a.d, &b.d);
+  ct_status st = scalar_mode
+                     ? ct__cuda_binary_scalar((ct_binary_op)op, &out.d, &a.d, s, scalar_mode == 2)
+                     : ct__cuda_binary((ct_binary_op)op, &out.d, &a.d, &b.d);
   bool intc = !is_float(dt), dbl = dt == CT_F64, any_bad = false;
   if (st != CT_OK && !(emu::launch_blocking && st == CT_ERR_ARG))
     failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -434,9 +435,9 @@ static void axpy_case(int dt, const std::vector<int64_t> &shape, int ca, int cb,
       int64_t w = (int64_t)((uint64_t)a.get_i(i) + (uint64_t)(int64_t)alpha * (uint64_t)b.get_i(i));
       ok = check_value(tag, i, out.at(i), dt, 0, true, wrap(dt, w), true, 0, 0);
     } else {
-      /* x + alpha * y in the compute type (a GPU build may fuse it: the tolerance) */
+      /* x + alpha * y fused in the compute type (core/binary_math.h, as ATen's add with alpha) */
       double x = a.get_d(i), y = b.get_d(i), al = dt == CT_F64 ? alpha : (double)(float)alpha;
-      double w = dt == CT_F64 ? x + al * y : (double)(float)(x + (double)(float)(al * y));
+      double w = dt == CT_F64 ? fma(al, y, x) : (double)fmaf((float)al, (float)y, (float)x);
       ok = check_value(tag, i, out.at(i), dt, w, false, 0, false,
                        2 * (dt == CT_F64 ? 0x1p-52 : 0x1p-23), fabs(x) + fabs(al * y));
     }
@@ -621,7 +622,7 @@ static void unary_case(int op, int dt, const std::vector<int64_t> &shape, int cx
   snprintf(tag, sizeof tag, "%s %s", name, dname(dt));
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
   emu::clear_message();
-  ct_status st = ct__cuda_unary(op, &out.d, &x.d, p0, p1);
+  ct_status st = ct__cuda_unary((ct_unary_op)op, &out.d, &x.d, p0, p1);
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   bool dbl = dt == CT_F64;
   for (int64_t i = 0; i < out.numel(); i++) {

@@ -15,8 +15,7 @@
 
 using namespace et;
 
-/* ct_optim_kind (backend/backend.h) */
-enum { SGD = 0, ADAM = 1, ADAMW = 2 };
+constexpr ct_optim_kind SGD = CT_OPTIM_SGD, ADAM = CT_OPTIM_ADAM, ADAMW = CT_OPTIM_ADAMW;
 
 struct Param {
   int dt;
@@ -28,7 +27,8 @@ static long nsgd, nadam, nadamw, nmixed, nsteps;
 
 /* One call: references from the values before it (read back), then the
  * kernel; returns false on a failure (the next steps are skipped). */
-static bool step(const ctc_optim &o, std::vector<std::unique_ptr<Param>> &ps, const char *tag) {
+static bool step(const ct_optim_params &o, std::vector<std::unique_ptr<Param>> &ps,
+                 const char *tag) {
   int n = (int)ps.size();
   std::vector<ctc_t> P((size_t)n), G((size_t)n), S[3];
   for (auto &s : S) s.assign((size_t)n, ctc_t{});
@@ -154,8 +154,8 @@ static void fill(Tensor &t, double lo, double hi, bool specials) {
 }
 
 /* n parameters of the given sizes and dtypes; `steps` calls of one optimizer. */
-static void run_case(ctc_optim o, const std::vector<int64_t> &sizes, const std::vector<int> &dts,
-                     int steps, bool specials, const char *tag) {
+static void run_case(ct_optim_params o, const std::vector<int64_t> &sizes,
+                     const std::vector<int> &dts, int steps, bool specials, const char *tag) {
   std::vector<std::unique_ptr<Param>> ps;
   bool fresh = o.kind == SGD ? o.first_step : o.step == 1;
   for (size_t i = 0; i < sizes.size(); i++) {
@@ -201,9 +201,9 @@ static void run_case(ctc_optim o, const std::vector<int64_t> &sizes, const std::
   }
 }
 
-static ctc_optim random_optim(int kind) {
-  ctc_optim o{};
-  o.kind = kind;
+static ct_optim_params random_optim(int kind) {
+  ct_optim_params o{};
+  o.kind = (ct_optim_kind)kind;
   o.lr = coin(4) ? 0.1 : coin(3) ? 1e-3 : unif(0, 2);
   o.weight_decay = coin(2) ? 0.0 : coin(2) ? 1e-2 : unif(0, 1);
   if (kind == SGD) {
@@ -227,7 +227,7 @@ int run_optim(void) {
   long iters = full ? 600 : 120;
   for (long it = 0; it < iters; it++) {
     int kind = (int)(it % 3);
-    ctc_optim o = random_optim(kind);
+    ct_optim_params o = random_optim(kind);
     int n = coin(4) ? 1 : (int)rnd(2, 9);
     std::vector<int64_t> sizes;
     std::vector<int> dts;
@@ -248,7 +248,7 @@ int run_optim(void) {
   }
   /* more chunks than blocks: 1 SM (8 blocks), f32 and f64 interleaved */
   for (int kind = 0; kind < 3; kind++) {
-    ctc_optim o = random_optim(kind);
+    ct_optim_params o = random_optim(kind);
     emu::sm_count = 1;
     snprintf(tag, sizeof tag, "%s grid-stride", kind == SGD ? "sgd" : kind == ADAM ? "adam" : "adamw");
     run_case(o, {20000, 8193, 17, 24576, 0, 9000, 8192}, {CT_F64, CT_F32, CT_F64, CT_F32, CT_F32, CT_F64, CT_F32}, 2,
@@ -257,7 +257,7 @@ int run_optim(void) {
   /* nothing to update (every numel 0): no launch */
   {
     long l0 = emu::total_launches();
-    ctc_optim o = random_optim(ADAM);
+    ct_optim_params o = random_optim(ADAM);
     run_case(o, {0, 0}, {CT_F32, CT_F64}, 1, false, "adam numel 0");
     if (emu::total_launches() != l0) failf("optimizer_step of empty parameters launched a kernel");
   }

@@ -28,7 +28,7 @@ static bool near(double got, double want, double err) {
 
 struct Geom {
   int64_t N, C, H, W, Ho, Wo;
-  ctc_pool2d p;
+  ct_pool2d_params p;
   bool ceil_mode;
 };
 
@@ -43,7 +43,7 @@ static bool out_size(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil_mo
 /* the window of (oh, ow) clipped to the image, and the average's divisor (pool.c) */
 static void window(const Geom &g, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0,
                    int64_t *w1, int64_t *div) {
-  const ctc_pool2d &p = g.p;
+  const ct_pool2d_params &p = g.p;
   int64_t hs = oh * p.stride[0] - p.padding[0], ws = ow * p.stride[1] - p.padding[1];
   int64_t he = std::min(hs + p.kernel[0], g.H + p.padding[0]);
   int64_t we = std::min(ws + p.kernel[1], g.W + p.padding[1]);

@@ -20,7 +20,7 @@ using namespace et;
 static const char *const kind_name[] = {"uniform", "normal", "int", "bernoulli", "bernoulli_t"};
 
 /* fill_blocks of backend/cpu/random.c, into a contiguous host buffer */
-static void reference(std::vector<char> &out, int dt, int64_t n, const ctc_random &p,
+static void reference(std::vector<char> &out, int dt, int64_t n, const ct_random_params &p,
                       const std::vector<double> &probs) {
   int e = es(dt), per = p.wide ? 2 : 4;
   int digits = dt == CT_F16 ? 11 : dt == CT_BF16 ? 8 : 24;
@@ -92,8 +92,8 @@ static void reference(std::vector<char> &out, int dt, int64_t n, const ctc_rando
 static long nwide, ngrid_stride;
 
 static void one(int kind, int dt, int64_t n, uint64_t seed, uint64_t offset, bool wide, int pdt) {
-  ctc_random p{};
-  p.kind = kind;
+  ct_random_params p{};
+  p.kind = (ct_random_kind)kind;
   p.seed = seed;
   p.offset = offset;
   p.wide = wide;
@@ -150,7 +150,6 @@ static void one(int kind, int dt, int64_t n, uint64_t seed, uint64_t offset, boo
       probs.push_back(pr.get_d(i));
     }
     pr.snapshot();
-    p.probs = &pr.d;
   }
   out.snapshot();
   std::vector<char> want;
@@ -162,7 +161,7 @@ static void one(int kind, int dt, int64_t n, uint64_t seed, uint64_t offset, boo
            (unsigned long long)p.int_range, kind == 4 ? (pdt == CT_F64 ? " probs f64" : " probs f32") : "");
   emu::clear_message();
   long l0 = emu::total_threads();
-  ct_status s = ct__cuda_random(&out.d, &p);
+  ct_status s = ct__cuda_random(&out.d, &p, kind == CT_RANDOM_BERNOULLI_TENSOR ? &pr.d : nullptr);
   ncases++;
   if (wide) nwide++;
   int per = wide ? 2 : 4;

@@ -198,7 +198,7 @@ static void run_case(int op, int dt, const std::vector<int64_t> &shape, const bo
   long f0 = emu::launches("reduce_fast_kernel"), b0 = emu::launches("reduce_block_kernel"),
        t0 = emu::launches("reduce_thread_kernel"), w0 = emu::launches("merge_wide_kernel");
   emu::clear_message();
-  ct_status s = ct__cuda_reduce(op, &out.d, &x.d, mask, p);
+  ct_status s = ct__cuda_reduce((ct_reduce_op)op, &out.d, &x.d, mask, p);
   ncases++;
   nfast += emu::launches("reduce_fast_kernel") > f0;
   nblock += emu::launches("reduce_block_kernel") > b0;

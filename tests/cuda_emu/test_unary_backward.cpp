@@ -163,7 +163,7 @@ static void one(int op, int dt, const std::vector<int64_t> &shape, bool strided,
   Tensor unused;
   make(unused, dt, shape, Layout{});
   unused.snapshot();
-  ct_status s = ct__cuda_unary_backward(op, &gx.d, &g.d, use_y ? &unused.d : &x.d,
+  ct_status s = ct__cuda_unary_backward((ct_unary_op)op, &gx.d, &g.d, use_y ? &unused.d : &x.d,
                                         use_y ? &x.d : &unused.d, p0, p1);
   ncases++;
   bool vec = emu::launches("ctc_vec_kernel") > v0;

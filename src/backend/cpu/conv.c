@@ -22,19 +22,9 @@
  * another and each GEMM is split across the pool instead (gemm.c). f32 and
  * f64 natively; f16/bf16 computed in f32. */
 #include <stdlib.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
+#include "backend/cpu/conv.h"
 #include "backend/cpu/gemm.h"
-#include "backend/cpu/nn_util.h"
 #include "core/parallel.h"
-
-typedef struct conv_geom {
-  int64_t N, C, H, W, Co, kH, kW, Ho, Wo, G, Cg, Cog, K, P;
-  int64_t sh, sw, ph, pw, dh, dw;
-  bool direct; /* 1x1, stride 1, no padding: col is x itself */
-} conv_geom;
 
 static conv_geom geom_of(const ct_tensor *x, const ct_tensor *w, const int64_t *oshape,
                          const ct_conv2d_params *p) {
@@ -52,156 +42,40 @@ static conv_geom geom_of(const ct_tensor *x, const ct_tensor *w, const int64_t *
 
 /* ---- im2col / col2im, one sample and one group ------------------------------ */
 
-#define DEFINE_IM2COL(T, SUF)                                                                  \
-  static void im2col_##SUF(const conv_geom *g, const T *x, T *col, int64_t ld) {              \
-    for (int64_t c = 0; c < g->Cg; c++)                                                        \
-      for (int64_t i = 0; i < g->kH; i++)                                                      \
-        for (int64_t j = 0; j < g->kW; j++) {                                                  \
-          T *row = col + ((c * g->kH + i) * g->kW + j) * ld;                                    \
-          const T *xc = x + c * g->H * g->W;                                                   \
-          int64_t off_w = j * g->dw - g->pw;                                                   \
-          /* valid ow range: 0 <= ow*sw + off_w < W */                                         \
-          int64_t ow0 = off_w >= 0 ? 0 : (-off_w + g->sw - 1) / g->sw;                         \
-          int64_t ow1 = g->W - off_w <= 0 ? 0 : (g->W - off_w + g->sw - 1) / g->sw;            \
-          if (ow1 > g->Wo) ow1 = g->Wo;                                                        \
-          if (ow0 > ow1) ow0 = ow1;                                                            \
-          for (int64_t oh = 0; oh < g->Ho; oh++) {                                             \
-            T *r = row + oh * g->Wo;                                                           \
-            int64_t ih = oh * g->sh - g->ph + i * g->dh;                                       \
-            if (ih < 0 || ih >= g->H) {                                                        \
-              for (int64_t ow = 0; ow < g->Wo; ow++) r[ow] = 0;                                \
-              continue;                                                                        \
-            }                                                                                  \
-            const T *xr = xc + ih * g->W + off_w;                                              \
-            for (int64_t ow = 0; ow < ow0; ow++) r[ow] = 0;                                    \
-            if (g->sw == 1)                                                                    \
-              for (int64_t ow = ow0; ow < ow1; ow++) r[ow] = xr[ow];                           \
-            else                                                                               \
-              for (int64_t ow = ow0; ow < ow1; ow++) r[ow] = xr[ow * g->sw];                   \
-            for (int64_t ow = ow1; ow < g->Wo; ow++) r[ow] = 0;                                \
-          }                                                                                    \
-        }                                                                                      \
-  }                                                                                            \
-  /* x (Cg, H, W) += col2im(col); x must be zeroed beforehand. */                              \
-  static void col2im_##SUF(const conv_geom *g, const T *col, T *x, int64_t ld) {              \
-    for (int64_t c = 0; c < g->Cg; c++)                                                        \
-      for (int64_t i = 0; i < g->kH; i++)                                                      \
-        for (int64_t j = 0; j < g->kW; j++) {                                                  \
-          const T *row = col + ((c * g->kH + i) * g->kW + j) * ld;                              \
-          T *xc = x + c * g->H * g->W;                                                         \
-          int64_t off_w = j * g->dw - g->pw;                                                   \
-          int64_t ow0 = off_w >= 0 ? 0 : (-off_w + g->sw - 1) / g->sw;                         \
-          int64_t ow1 = g->W - off_w <= 0 ? 0 : (g->W - off_w + g->sw - 1) / g->sw;            \
-          if (ow1 > g->Wo) ow1 = g->Wo;                                                        \
-          if (ow0 > ow1) ow0 = ow1;                                                            \
-          for (int64_t oh = 0; oh < g->Ho; oh++) {                                             \
-            int64_t ih = oh * g->sh - g->ph + i * g->dh;                                       \
-            if (ih < 0 || ih >= g->H) continue;                                                \
-            const T *r = row + oh * g->Wo;                                                     \
-            T *xr = xc + ih * g->W + off_w;                                                    \
-            if (g->sw == 1)                                                                    \
-              for (int64_t ow = ow0; ow < ow1; ow++) xr[ow] += r[ow];                          \
-            else                                                                               \
-              for (int64_t ow = ow0; ow < ow1; ow++) xr[ow * g->sw] += r[ow];                  \
-          }                                                                                    \
-        }                                                                                      \
-  }
+#define CT_TEMPLATE "backend/cpu/conv_t.h"
+#include "core/for_float_types.h"
+#undef CT_TEMPLATE
 
-DEFINE_IM2COL(float, f32)
-DEFINE_IM2COL(double, f64)
-
-#ifdef __AVX512F__
-/* f32, stride 1 and dilation 1 along W: each output row is one shifted run
- * of an input row, copied (im2col) or added (col2im) 16 lanes at a time with
- * masked loads and stores (lanes outside the image read as 0 and are never
- * touched; masked-off lanes do not fault). Same results as the loops above. */
-static inline __mmask16 lanes_below(int64_t n) {
-  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+/* Whether im2col/col2im take the AVX-512 kernels (f32, stride and dilation
+ * 1 along W), whose col2im overwrites x rather than adding into it. */
+static inline bool w1_path(ct_dtype dt, const conv_geom *g) {
+  return CT_CPU_AVX512 && dt == CT_F32 && g->sw == 1 && g->dw == 1;
 }
-
-static void im2col_f32_w1(const conv_geom *g, const float *x, float *col, int64_t ld) {
-  for (int64_t c = 0; c < g->Cg; c++)
-    for (int64_t i = 0; i < g->kH; i++)
-      for (int64_t j = 0; j < g->kW; j++) {
-        float *row = col + ((c * g->kH + i) * g->kW + j) * ld;
-        const float *xc = x + c * g->H * g->W;
-        int64_t off_w = j - g->pw, ow0 = off_w >= 0 ? 0 : -off_w, ow1 = g->W - off_w;
-        /* rows oh in [oh0, oh1) read the image; the others are padding */
-        int64_t off_h = i * g->dh - g->ph;
-        int64_t oh0 = off_h >= 0 ? 0 : (-off_h + g->sh - 1) / g->sh;
-        int64_t oh1 = g->H - off_h <= 0 ? 0 : (g->H - off_h + g->sh - 1) / g->sh;
-        if (oh1 > g->Ho) oh1 = g->Ho;
-        if (oh0 > oh1) oh0 = oh1;
-        for (int64_t ow = 0; ow < g->Wo; ow += 16) { /* masks fixed for the column block */
-          __mmask16 st = lanes_below(g->Wo - ow);
-          __mmask16 m = st & lanes_below(ow1 - ow) & (__mmask16)~lanes_below(ow0 - ow);
-          const __m512 z = _mm512_setzero_ps();
-          float *r = row + ow;
-          const float *xr = xc + off_h * g->W + off_w + ow; /* + oh*sh*W: read only in range */
-          for (int64_t oh = 0; oh < oh0; oh++) _mm512_mask_storeu_ps(r + oh * g->Wo, st, z);
-          for (int64_t oh = oh0; oh < oh1; oh++)
-            _mm512_mask_storeu_ps(r + oh * g->Wo, st, _mm512_maskz_loadu_ps(m, xr + oh * g->sh * g->W));
-          for (int64_t oh = oh1; oh < g->Ho; oh++) _mm512_mask_storeu_ps(r + oh * g->Wo, st, z);
-        }
-      }
-}
-
-/* x (Cg, H, W) = col2im(col), overwriting x (no zeroing needed): each input
- * row gathers its (i, j) contributions in registers and is stored once (no
- * read-modify-write of overlapping runs, which stalls on store forwarding). */
-static void col2im_f32_w1(const conv_geom *g, const float *col, float *x, int64_t ld) {
-  /* mk[block][j]: the lanes of input block p0 = 16*block that tap j maps to an output
-   * column (computed per use when the table would be too large) */
-  enum { MB = 8, MJ = 16 };
-  __mmask16 mk[MB][MJ];
-  bool table = g->W <= 16 * MB && g->kW <= MJ;
-  for (int64_t bl = 0; table && bl * 16 < g->W; bl++)
-    for (int64_t j = 0; j < g->kW; j++) {
-      int64_t q0 = bl * 16 - (j - g->pw);
-      mk[bl][j] = lanes_below(g->W - bl * 16) & lanes_below(g->Wo - q0) & (__mmask16)~lanes_below(-q0);
-    }
-  for (int64_t c = 0; c < g->Cg; c++)
-    for (int64_t ih = 0; ih < g->H; ih++) {
-      float *xr = x + (c * g->H + ih) * g->W;
-      for (int64_t p0 = 0; p0 < g->W; p0 += 16) {
-        __mmask16 st = lanes_below(g->W - p0);
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t i = 0; i < g->kH; i++) {
-          int64_t t = ih + g->ph - i * g->dh; /* = oh * sh */
-          if (t < 0 || (g->sh > 1 && t % g->sh)) continue;
-          int64_t oh = g->sh > 1 ? t / g->sh : t;
-          if (oh >= g->Ho) continue;
-          const float *rows = col + (c * g->kH + i) * g->kW * ld + oh * g->Wo;
-          for (int64_t j = 0; j < g->kW; j++) {
-            int64_t off_w = j - g->pw, q0 = p0 - off_w; /* ow of lane 0 */
-            __mmask16 m = table ? mk[p0 / 16][j]
-                                : st & lanes_below(g->Wo - q0) & (__mmask16)~lanes_below(-q0);
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, rows + j * ld + q0));
-          }
-        }
-        _mm512_mask_storeu_ps(xr + p0, st, acc);
-      }
-    }
-}
-#define CT_CONV_W1(dt, g) ((dt) == CT_F32 && (g)->sw == 1 && (g)->dw == 1)
-#else
-#define CT_CONV_W1(dt, g) false
-#define im2col_f32_w1 im2col_f32
-#define col2im_f32_w1 col2im_f32
-#endif
 
 /* col: rows of `ld` elements (ld = P for one sample; nb*P when the columns
  * of nb samples sit side by side, sample s at column s*P). */
 static void im2col(ct_dtype dt, const conv_geom *g, const void *x, void *col, int64_t ld) {
-  if (CT_CONV_W1(dt, g)) im2col_f32_w1(g, x, col, ld);
-  else if (dt == CT_F32) im2col_f32(g, x, col, ld);
+#if CT_CPU_AVX512
+  if (w1_path(dt, g)) {
+    ct__conv_im2col_f32_w1(g, x, col, ld);
+    return;
+  }
+#endif
+  if (dt == CT_F32)
+    im2col_f32(g, x, col, ld);
   else im2col_f64(g, x, col, ld);
 }
-/* x += col2im(col) (x zeroed beforehand), except the f32 W1 path, which
+/* x += col2im(col) (x zeroed beforehand), except on the W1 path, which
  * overwrites x. */
 static void col2im(ct_dtype dt, const conv_geom *g, const void *col, void *x, int64_t ld) {
-  if (CT_CONV_W1(dt, g)) col2im_f32_w1(g, col, x, ld);
-  else if (dt == CT_F32) col2im_f32(g, col, x, ld);
+#if CT_CPU_AVX512
+  if (w1_path(dt, g)) {
+    ct__conv_col2im_f32_w1(g, col, x, ld);
+    return;
+  }
+#endif
+  if (dt == CT_F32)
+    col2im_f32(g, col, x, ld);
   else col2im_f64(g, col, x, ld);
 }
 
@@ -239,7 +113,7 @@ static int64_t chunk_of(const conv_geom *g, int nt) {
 
 /* Scratch elements one thread needs: the column buffer (K, nb*P), and for
  * nb > 1 a (Cog, nb*P) buffer for the GEMM result / gathered grad_out. */
-static size_t scratch_elems(const conv_geom *g, int64_t nb) {
+size_t ct__conv_scratch_elems(const conv_geom *g, int64_t nb) {
   return (size_t)(g->K * nb * g->P) + (nb > 1 ? (size_t)(g->Cog * nb * g->P) : 0);
 }
 
@@ -293,21 +167,11 @@ static void run_batches(int nt, int64_t N, range_body body, void *ctx) {
 
 /* ---- Forward ---------------------------------------------------------------- */
 
-typedef struct fwd_ctx {
-  conv_geom g;
-  ct_dtype dt;
-  size_t es;
-  int64_t nb; /* samples per GEMM */
-  const char *x, *w, *b;
-  char *out;
-  char *scratch; /* nt buffers of scratch_elems(g, nb) elements */
-} fwd_ctx;
-
 static void fwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
   fwd_ctx *c = vctx;
   const conv_geom *g = &c->g;
   size_t es = c->es;
-  char *col = c->scratch ? c->scratch + (size_t)tid * scratch_elems(g, c->nb) * es : NULL;
+  char *col = c->scratch ? c->scratch + (size_t)tid * ct__conv_scratch_elems(g, c->nb) * es : NULL;
   char *res = col ? col + (size_t)(g->K * c->nb * g->P) * es : NULL;
   for (int64_t n = n0; n < n1; n += c->nb) {
     int64_t m = n1 - n < c->nb ? n1 - n : c->nb, ld = m * g->P;
@@ -345,113 +209,6 @@ static void fwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
   }
 }
 
-#ifdef __AVX512F__
-/* ---- Direct forward for few input channels (f32, AVX-512) -------------------
- * A first layer (C*kH*kW small: 3x5x5, 1x3x3) makes im2col a 9-75x copy of the
- * image feeding a GEMM with K <= 96, bound by that copy. Instead, for each
- * output row block of 16 pixels and 8 output channels, 8 accumulators gather
- * the K shifted input rows (masked loads: padding reads as 0) times the
- * weights, packed (Co/8, K, 8) with zeros past Co. Groups 1, stride and
- * dilation 1. */
-#define DIRECT_MAX_K 96
-static bool use_direct_fwd(ct_dtype dt, const conv_geom *g) {
-  return dt == CT_F32 && g->G == 1 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
-         !g->direct && g->K <= DIRECT_MAX_K && g->kW <= 16;
-}
-
-/* Output row oh, pixels [ow, ow + 16*NB), channels cb*8 .. + nco: NB blocks of
- * 16 lanes x 8 channels of accumulators; mk[b][j]: the lanes of block b that
- * tap j reads inside the image. */
-static inline __attribute__((always_inline)) void direct_fwd_tile(
-    const conv_geom *g, const float *x, const float *wb, const float *bias, float *out, int64_t cb,
-    int64_t oh, int64_t ow, const __mmask16 (*mk)[16], __mmask16 *st, const int NB, const int COB) {
-  __m512 acc[2][8];
-  _Pragma("GCC unroll 2") for (int b = 0; b < NB; b++)
-    _Pragma("GCC unroll 8") for (int k = 0; k < COB; k++) acc[b][k] = _mm512_setzero_ps();
-  for (int64_t ci = 0; ci < g->C; ci++)
-    for (int64_t i = 0; i < g->kH; i++) {
-      int64_t ih = oh + i - g->ph;
-      if (ih < 0 || ih >= g->H) continue;
-      const float *xr = x + (ci * g->H + ih) * g->W + ow - g->pw;
-      const float *wk = wb + (ci * g->kH + i) * g->kW * 8;
-      for (int64_t j = 0; j < g->kW; j++) {
-        __m512 xv[2];
-        _Pragma("GCC unroll 2") for (int b = 0; b < NB; b++)
-          xv[b] = _mm512_maskz_loadu_ps(mk[b][j], xr + j + 16 * b);
-        _Pragma("GCC unroll 8") for (int k = 0; k < COB; k++) {
-          __m512 wv = _mm512_set1_ps(wk[j * 8 + k]);
-          _Pragma("GCC unroll 2") for (int b = 0; b < NB; b++)
-            acc[b][k] = _mm512_fmadd_ps(wv, xv[b], acc[b][k]);
-        }
-      }
-    }
-  _Pragma("GCC unroll 2") for (int b = 0; b < NB; b++)
-    _Pragma("GCC unroll 8") for (int k = 0; k < COB; k++) /* constant trips: acc in registers */
-      /* bias added last, as GEMM with beta = 1 onto the bias does */
-      _mm512_mask_storeu_ps(out + ((cb * 8 + k) * g->Ho + oh) * g->Wo + ow + 16 * b, st[b],
-                            bias ? _mm512_add_ps(acc[b][k], _mm512_set1_ps(bias[cb * 8 + k]))
-                                 : acc[b][k]);
-}
-
-static void direct_fwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
-  (void)tid;
-  const fwd_ctx *c = vctx;
-  const conv_geom *g = &c->g;
-  const float *wpk = (const float *)c->scratch, *bias = (const float *)c->b;
-  for (int64_t ow = 0; ow < g->Wo; ow += 32) {
-    __mmask16 mk[2][16], st[2] = {lanes_below(g->Wo - ow), lanes_below(g->Wo - ow - 16)};
-    for (int b = 0; b < 2; b++)
-      for (int64_t j = 0; j < g->kW; j++) {
-        int64_t iw0 = ow + 16 * b + j - g->pw;
-        mk[b][j] = st[b] & lanes_below(g->W - iw0) & (__mmask16)~lanes_below(-iw0);
-      }
-    for (int64_t n = n0; n < n1; n++) {
-      const float *x = (const float *)c->x + n * g->C * g->H * g->W;
-      float *out = (float *)c->out + n * g->Co * g->P;
-      for (int64_t cb = 0; cb * 8 < g->Co; cb++) {
-        const float *wb = wpk + cb * g->K * 8;
-        int64_t nco = g->Co - cb * 8 < 8 ? g->Co - cb * 8 : 8;
-        for (int64_t oh = 0; oh < g->Ho; oh++) {
-          /* NB blocks of 16 pixels x COB = nco channels: constants, so acc stays in registers */
-#define DIRECT_FWD_TILE(NBV, COBV)                                                                 \
-  direct_fwd_tile(g, x, wb, bias, out, cb, oh, ow, (const __mmask16(*)[16])mk, st, NBV, COBV)
-#define DIRECT_FWD_CASES(NBV)                                                                      \
-  switch (nco) {                                                                                   \
-    case 1: DIRECT_FWD_TILE(NBV, 1); break;                                                        \
-    case 2: DIRECT_FWD_TILE(NBV, 2); break;                                                        \
-    case 3: DIRECT_FWD_TILE(NBV, 3); break;                                                        \
-    case 4: DIRECT_FWD_TILE(NBV, 4); break;                                                        \
-    case 5: DIRECT_FWD_TILE(NBV, 5); break;                                                        \
-    case 6: DIRECT_FWD_TILE(NBV, 6); break;                                                        \
-    case 7: DIRECT_FWD_TILE(NBV, 7); break;                                                        \
-    default: DIRECT_FWD_TILE(NBV, 8); break;                                                       \
-  }
-          if (st[1]) {
-            DIRECT_FWD_CASES(2)
-          } else {
-            DIRECT_FWD_CASES(1)
-          }
-#undef DIRECT_FWD_CASES
-#undef DIRECT_FWD_TILE
-        }
-      }
-    }
-  }
-}
-
-/* Packs w (Co, K) into (ceil(Co/8), K, 8), zero past Co. */
-static void direct_pack_w(const conv_geom *g, const float *w, float *wpk) {
-  for (int64_t cb = 0; cb * 8 < g->Co; cb++)
-    for (int64_t kk = 0; kk < g->K; kk++)
-      for (int64_t k = 0; k < 8; k++)
-        wpk[(cb * g->K + kk) * 8 + k] = cb * 8 + k < g->Co ? w[(cb * 8 + k) * g->K + kk] : 0.0f;
-}
-#else
-#define use_direct_fwd(dt, g) false
-#define direct_fwd_body fwd_body
-#define direct_pack_w(g, w, wpk) (void)0
-#endif
-
 static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
                              const ct_tensor *bias, const ct_conv2d_params *p) {
   bool fail = false;
@@ -481,19 +238,21 @@ ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
     return CT_OK;
   }
   int nt = batch_threads(&c.g);
-  if (use_direct_fwd(c.dt, &c.g)) {
+#if CT_CPU_AVX512
+  if (ct__conv_direct_fwd_ok(c.dt, &c.g)) {
     size_t wbytes = (size_t)((c.g.Co + 7) / 8 * 8 * c.g.K) * sizeof(float);
     c.scratch = ct__host_alloc(wbytes);
     if (!c.scratch)
       return ct__fail_status(CT_ERR_OOM, "conv2d: out of memory for %zu bytes of packed weights",
                              wbytes);
-    direct_pack_w(&c.g, (const float *)c.w, (float *)c.scratch);
-    run_batches(nt, c.g.N, direct_fwd_body, &c);
+    ct__conv_direct_pack_w(&c.g, (const float *)c.w, (float *)c.scratch);
+    run_batches(nt, c.g.N, ct__conv_direct_fwd_body, &c);
     ct__host_free(c.scratch, wbytes);
     return CT_OK;
   }
+#endif
   c.nb = chunk_of(&c.g, nt);
-  size_t sbytes = c.g.direct ? 0 : (size_t)nt * scratch_elems(&c.g, c.nb) * c.es;
+  size_t sbytes = c.g.direct ? 0 : (size_t)nt * ct__conv_scratch_elems(&c.g, c.nb) * c.es;
   if (sbytes) {
     c.scratch = ct__host_alloc(sbytes);
     if (!c.scratch) return ct__fail_status(CT_ERR_OOM, "conv2d: out of memory for %zu bytes of im2col buffers", sbytes);
@@ -505,22 +264,11 @@ ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
 
 /* ---- Backward --------------------------------------------------------------- */
 
-typedef struct bwd_ctx {
-  conv_geom g;
-  ct_dtype dt;
-  size_t es;
-  int64_t nb;         /* samples per GEMM */
-  const char *x, *w, *gout;
-  char *gx, *gw;      /* gw: nt accumulators of Co*K elements (thread 0: grad_w itself) */
-  char *scratch;      /* nt buffers of scratch_elems(g, nb) elements */
-  char *gw_final;
-} bwd_ctx;
-
 static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
   bwd_ctx *c = vctx;
   const conv_geom *g = &c->g;
   size_t es = c->es;
-  char *col = c->scratch ? c->scratch + (size_t)tid * scratch_elems(g, c->nb) * es : NULL;
+  char *col = c->scratch ? c->scratch + (size_t)tid * ct__conv_scratch_elems(g, c->nb) * es : NULL;
   char *gbuf = col ? col + (size_t)(g->K * c->nb * g->P) * es : NULL;
   char *gw = NULL;
   if (c->gw_final) /* zeroed by the caller */
@@ -544,7 +292,7 @@ static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
           gemm(c->dt, true, false, g->K, ld, g->Cog, wg, g->K, gbuf, ld, 0.0, col, ld);
           for (int64_t s = 0; s < m; s++) {
             char *gxs = c->gx + xoff + (size_t)s * xstride;
-            if (!CT_CONV_W1(c->dt, g)) memset(gxs, 0, (size_t)(g->Cg * g->H * g->W) * es);
+            if (!w1_path(c->dt, g)) memset(gxs, 0, (size_t)(g->Cg * g->H * g->W) * es);
             col2im(c->dt, g, col + (size_t)(s * g->P) * es, gxs, ld);
           }
         }
@@ -563,7 +311,7 @@ static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
           gemm(c->dt, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, c->gx + xoff, g->P);
         } else {
           gemm(c->dt, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, col, g->P);
-          if (!CT_CONV_W1(c->dt, g)) memset(c->gx + xoff, 0, (size_t)(g->Cg * g->H * g->W) * es);
+          if (!w1_path(c->dt, g)) memset(c->gx + xoff, 0, (size_t)(g->Cg * g->H * g->W) * es);
           col2im(c->dt, g, col, c->gx + xoff, g->P);
         }
       }
@@ -571,104 +319,50 @@ static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
   }
 }
 
-#ifdef __AVX512F__
-/* ---- Direct grad_w for few input channels (f32, AVX-512) -------------------
- * The layers of use_direct_fwd with kW <= 5: grad_w[co, (c, i, j)] = sum over
- * n, oh, ow of gout[n, co, oh, ow] * x[n, c, oh + i - ph, ow + j - pw] with,
- * per (4 output channels, c, i), 4*kW vector accumulators over all samples
- * of the thread, reduced once at the end (instead of an im2col copy per sample
- * and a GEMM with K = P). Adds into the thread's zeroed grad_w accumulator. */
-static inline __attribute__((always_inline)) void direct_gw_tile(
-    const conv_geom *g, const float *xs, const float *gs, int64_t n0, int64_t n1, int64_t cb,
-    int64_t ci, int64_t i, const __mmask16 (*mk)[8], float *gw, const int KW, const int COB) {
-  __m512 acc[5][4];
-  _Pragma("GCC unroll 5") for (int j = 0; j < KW; j++)
-    _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++) acc[j][k] = _mm512_setzero_ps();
-  for (int64_t n = n0; n < n1; n++) {
-    const float *xn = xs + (n * g->C + ci) * g->H * g->W;
-    const float *gn = gs + (n * g->Co + cb * 4) * g->P;
-    for (int64_t oh = 0; oh < g->Ho; oh++) {
-      int64_t ih = oh + i - g->ph;
-      if (ih < 0 || ih >= g->H) continue;
-      const float *xr = xn + ih * g->W - g->pw;
-      const float *gr = gn + oh * g->Wo;
-      int64_t ow = 0, b = 0;
-      /* blocks of 16 whole pixels, all taps inside the image: no masks */
-      for (; ow + 16 <= g->Wo && ow >= g->pw && ow + 15 + KW - 1 - g->pw < g->W; ow += 16, b++) {
-        __m512 gv[4];
-        _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++)
-          gv[k] = _mm512_loadu_ps(gr + k * g->P + ow);
-        _Pragma("GCC unroll 5") for (int j = 0; j < KW; j++) {
-          __m512 xv = _mm512_loadu_ps(xr + ow + j);
-          _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++)
-            acc[j][k] = _mm512_fmadd_ps(gv[k], xv, acc[j][k]);
-        }
-      }
-      for (; ow < g->Wo; ow += 16, b++) {
-        __mmask16 st = lanes_below(g->Wo - ow);
-        __m512 gv[4];
-        _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++)
-          gv[k] = _mm512_maskz_loadu_ps(st, gr + k * g->P + ow);
-        _Pragma("GCC unroll 5") for (int j = 0; j < KW; j++) {
-          __m512 xv = _mm512_maskz_loadu_ps(mk[b][j], xr + ow + j);
-          _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++)
-            acc[j][k] = _mm512_fmadd_ps(gv[k], xv, acc[j][k]);
-        }
-      }
-    }
-  }
-  _Pragma("GCC unroll 5") for (int j = 0; j < KW; j++)
-    _Pragma("GCC unroll 4") for (int k = 0; k < COB; k++)
-      gw[(cb * 4 + k) * g->K + (ci * g->kH + i) * g->kW + j] += _mm512_reduce_add_ps(acc[j][k]);
-}
-
-#define DIRECT_GW_MAX_WO (16 * 8)
-static bool use_direct_gw(ct_dtype dt, const conv_geom *g) {
-  return use_direct_fwd(dt, g) && g->kW <= 5 && g->Wo <= DIRECT_GW_MAX_WO;
-}
-
-static void direct_gw_body(int tid, int64_t n0, int64_t n1, void *vctx) {
-  const bwd_ctx *c = vctx;
+/* grad_b (Co) = sum of grad_out over n and P (f32: 8 partial sums per row,
+ * vectorized, then double). */
+static void grad_bias(const bwd_ctx *c, char *gb) {
   const conv_geom *g = &c->g;
-  float *gw = (float *)(tid == 0 ? c->gw_final
-                                 : c->gw + (size_t)(tid - 1) * (size_t)(g->Co * g->K) * c->es);
-  __mmask16 mk[8][8]; /* [ow block][j]: lanes whose input column is inside the image */
-  for (int64_t b = 0; b * 16 < g->Wo; b++)
-    for (int64_t j = 0; j < g->kW; j++) {
-      int64_t iw0 = b * 16 + j - g->pw;
-      mk[b][j] = lanes_below(g->Wo - b * 16) & lanes_below(g->W - iw0) & (__mmask16)~lanes_below(-iw0);
-    }
-  const float *xs = (const float *)c->x, *gs = (const float *)c->gout;
-  for (int64_t cb = 0; cb * 4 < g->Co; cb++) {
-    int64_t nco = g->Co - cb * 4 < 4 ? g->Co - cb * 4 : 4;
-    for (int64_t ci = 0; ci < g->C; ci++)
-      for (int64_t i = 0; i < g->kH; i++) {
-        const __mmask16(*m)[8] = (const __mmask16(*)[8])mk;
-        /* kW and the channel count as constants: the accumulators stay in registers */
-#define DIRECT_GW_TILE(KWV, COBV) direct_gw_tile(g, xs, gs, n0, n1, cb, ci, i, m, gw, KWV, COBV)
-#define DIRECT_GW_CASES(KWV)                                                                       \
-  switch (nco) {                                                                                   \
-    case 1: DIRECT_GW_TILE(KWV, 1); break;                                                         \
-    case 2: DIRECT_GW_TILE(KWV, 2); break;                                                         \
-    case 3: DIRECT_GW_TILE(KWV, 3); break;                                                         \
-    default: DIRECT_GW_TILE(KWV, 4); break;                                                        \
-  }
-        switch (g->kW) {
-          case 1: DIRECT_GW_CASES(1) break;
-          case 2: DIRECT_GW_CASES(2) break;
-          case 3: DIRECT_GW_CASES(3) break;
-          case 4: DIRECT_GW_CASES(4) break;
-          default: DIRECT_GW_CASES(5) break;
-        }
-#undef DIRECT_GW_CASES
-#undef DIRECT_GW_TILE
+  for (int64_t o = 0; o < g->Co; o++) {
+    double s = 0;
+    for (int64_t n = 0; n < g->N; n++) {
+      size_t base = (size_t)((n * g->Co + o) * g->P);
+      if (c->dt == CT_F32) {
+        const float *r = (const float *)c->gout + base;
+        float acc[8] = {0}, fs = 0;
+        int64_t q = 0;
+        for (; q + 8 <= g->P; q += 8)
+          for (int k = 0; k < 8; k++) acc[k] += r[q + k];
+        for (; q < g->P; q++) fs += r[q];
+        for (int k = 0; k < 8; k++) fs += acc[k];
+        s += fs;
+      } else {
+        const double *r = (const double *)c->gout + base;
+        for (int64_t q = 0; q < g->P; q++) s += r[q];
       }
+    }
+    if (c->dt == CT_F32)
+      ((float *)gb)[o] = (float)s;
+    else
+      ((double *)gb)[o] = s;
   }
 }
-#else
-#define use_direct_gw(dt, g) false
-#define direct_gw_body bwd_body
-#endif
+
+/* grad_w += the accumulators of threads 1 .. nt-1 (thread 0's is grad_w). */
+static void sum_thread_gw(const bwd_ctx *c, int nt) {
+  int64_t m = c->g.Co * c->g.K;
+  for (int t = 1; t < nt; t++) {
+    if (c->dt == CT_F32) {
+      float *d = (float *)c->gw_final;
+      const float *s = (const float *)c->gw + (size_t)(t - 1) * (size_t)m;
+      for (int64_t i = 0; i < m; i++) d[i] += s[i];
+    } else {
+      double *d = (double *)c->gw_final;
+      const double *s = (const double *)c->gw + (size_t)(t - 1) * (size_t)m;
+      for (int64_t i = 0; i < m; i++) d[i] += s[i];
+    }
+  }
+}
 
 static ct_status conv2d_backward_half(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
                                       const ct_tensor *grad_out, const ct_tensor *x,
@@ -697,30 +391,7 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
   c.x = ct__data(x), c.w = ct__data(w), c.gout = ct__data(grad_out);
   c.gx = grad_x ? ct__data(grad_x) : NULL;
   c.gw_final = grad_w ? ct__data(grad_w) : NULL;
-  if (grad_b) { /* (Co): sum over n and P */
-    char *gb = ct__data(grad_b);
-    for (int64_t o = 0; o < g->Co; o++) {
-      double s = 0;
-      for (int64_t n = 0; n < g->N; n++) {
-        size_t base = (size_t)((n * g->Co + o) * g->P);
-        if (c.dt == CT_F32) {
-          const float *r = (const float *)c.gout + base;
-          float acc[8] = {0}, fs = 0; /* 8 partial sums: vectorized, no add chain */
-          int64_t q = 0;
-          for (; q + 8 <= g->P; q += 8)
-            for (int k = 0; k < 8; k++) acc[k] += r[q + k];
-          for (; q < g->P; q++) fs += r[q];
-          for (int k = 0; k < 8; k++) fs += acc[k];
-          s += fs;
-        } else {
-          const double *r = (const double *)c.gout + base;
-          for (int64_t q = 0; q < g->P; q++) s += r[q];
-        }
-      }
-      if (c.dt == CT_F32) ((float *)gb)[o] = (float)s;
-      else ((double *)gb)[o] = s;
-    }
-  }
+  if (grad_b) grad_bias(&c, ct__data(grad_b));
   if (!grad_x && !grad_w) return CT_OK;
   if (g->N == 0 || g->K == 0 || g->P == 0 || g->Co == 0) {
     if (grad_x) memset(c.gx, 0, (size_t)grad_x->numel * c.es);
@@ -729,7 +400,7 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
   }
   int nt = batch_threads(g);
   c.nb = chunk_of(g, nt);
-  size_t colbytes = g->direct ? 0 : (size_t)nt * scratch_elems(g, c.nb) * c.es;
+  size_t colbytes = g->direct ? 0 : (size_t)nt * ct__conv_scratch_elems(g, c.nb) * c.es;
   size_t gwbytes = grad_w && nt > 1 ? (size_t)(nt - 1) * (size_t)(g->Co * g->K) * c.es : 0;
   if (colbytes) c.scratch = ct__host_alloc(colbytes);
   if (gwbytes) c.gw = ct__host_alloc(gwbytes);
@@ -741,8 +412,9 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
   }
   if (grad_w) memset(c.gw_final, 0, (size_t)grad_w->numel * c.es);
   if (gwbytes) memset(c.gw, 0, gwbytes);
-  if (grad_w && use_direct_gw(c.dt, g)) { /* grad_w directly; then grad_x (if any) below */
-    run_batches(nt, g->N, direct_gw_body, &c);
+#if CT_CPU_AVX512
+  if (grad_w && ct__conv_direct_gw_ok(c.dt, g)) { /* grad_w directly; then grad_x (if any) below */
+    run_batches(nt, g->N, ct__conv_direct_gw_body, &c);
     char *gw_final = c.gw_final;
     c.gw_final = NULL;
     if (c.gx) run_batches(nt, g->N, bwd_body, &c);
@@ -750,19 +422,11 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
   } else {
     run_batches(nt, g->N, bwd_body, &c);
   }
-  if (gwbytes) { /* sum the per-thread accumulators into grad_w */
-    int64_t m = g->Co * g->K;
-    for (int t = 1; t < nt; t++) {
-      if (c.dt == CT_F32) {
-        float *d = (float *)c.gw_final;
-        const float *s = (const float *)c.gw + (size_t)(t - 1) * (size_t)m;
-        for (int64_t i = 0; i < m; i++) d[i] += s[i];
-      } else {
-        double *d = (double *)c.gw_final;
-        const double *s = (const double *)c.gw + (size_t)(t - 1) * (size_t)m;
-        for (int64_t i = 0; i < m; i++) d[i] += s[i];
-      }
-    }
+#else
+  run_batches(nt, g->N, bwd_body, &c);
+#endif
+  if (gwbytes) {
+    sum_thread_gw(&c, nt);
     ct__host_free(c.gw, gwbytes);
   }
   if (colbytes) ct__host_free(c.scratch, colbytes);

@@ -3,9 +3,15 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
+#include "core/convert.h"
 
-/* ---- Same-dtype copies: memcpy rows, or element moves by size ---------- */
+/* ---- Moves (same dtype) and fills, by element size: copy_move_t.h ------------ */
 
+#define CT_TEMPLATE "backend/cpu/copy_move_t.h"
+#include "backend/cpu/for_sizes.h"
+#undef CT_TEMPLATE
+
+/* Same-dtype rows: memcpy when both are contiguous, else moves by size. */
 static void copy_same_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   size_t es = (size_t)(uintptr_t)ctx;
   if (s[0] == (int64_t)es && s[1] == (int64_t)es) {
@@ -13,94 +19,46 @@ static void copy_same_row(char **d, const int64_t *s, int64_t n, void *ctx) {
     return;
   }
   switch (es) {
-#define MOVE(T)                                                                  \
-  for (int64_t i = 0; i < n; i++) *(T *)(d[0] + i * s[0]) = *(const T *)(d[1] + i * s[1]); \
-  break;
-  case 1: MOVE(uint8_t)
-  case 2: MOVE(uint16_t)
-  case 4: MOVE(uint32_t)
-  case 8: MOVE(uint64_t)
-#undef MOVE
+    case 1:
+      move_uint8_t(d, s, n, NULL);
+      break;
+    case 2:
+      move_uint16_t(d, s, n, NULL);
+      break;
+    case 4:
+      move_uint32_t(d, s, n, NULL);
+      break;
+    default:
+      move_uint64_t(d, s, n, NULL);
+      break;
   }
 }
 
-/* ---- Converting copies: one row kernel per (dst, src) pair of native types */
+/* ---- Converting copies: one row kernel per (dst, src) pair of native types:
+ * copy_convert_t.h, once per source ------------------------------------------- */
 
-/* Conversion of one value; bool destinations take "nonzero". */
-#define CONV(TD, TS, v) ((TD)(v))
-#define CONV_BOOL(TS, v) ((v) != 0)
+#define CT_TEMPLATE "backend/cpu/copy_convert_t.h"
+#include "core/for_float_types.h"
+#define CT_WITH_BOOL
+#include "core/for_int_types.h"
+#undef CT_WITH_BOOL
+#undef CT_TEMPLATE
 
-#define DEFINE_CONVERT(ED, TD, ES, TS)                                                 \
-  static void convert_##ED##_##ES(char **d, const int64_t *s, int64_t n, void *ctx) {   \
-    (void)ctx;                                                                          \
-    if (s[0] == sizeof(TD) && s[1] == sizeof(TS)) {                                    \
-      TD *o = (TD *)d[0];                                                               \
-      const TS *x = (const TS *)d[1];                                                   \
-      for (int64_t i = 0; i < n; i++) o[i] = (TD)x[i];                                  \
-    } else {                                                                            \
-      for (int64_t i = 0; i < n; i++) *(TD *)(d[0] + i * s[0]) = (TD)*(const TS *)(d[1] + i * s[1]); \
-    }                                                                                   \
-  }
-
-/* Casting to bool in C already means "!= 0", so one macro serves all pairs.
- * Float-to-integer casts of out-of-range values are undefined in C; they go
- * through int64 (and nan to 0) to stay defined, as torch's result is
- * unspecified there too. */
-#define DEFINE_FROM(ES, TS)                 \
-  DEFINE_CONVERT(CT_F64, double, ES, TS)    \
-  DEFINE_CONVERT(CT_F32, float, ES, TS)     \
-  DEFINE_CONVERT(CT_BOOL, bool, ES, TS)
-
-static inline int64_t f2i(double v) {
-  if (v != v) return 0;
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
-  return (int64_t)v;
-}
-
-/* Integer destinations from floating sources, via f2i and wrap-around. */
-#define DEFINE_F2I(ED, TD, ES, TS)                                                        \
-  static void convert_##ED##_##ES(char **d, const int64_t *s, int64_t n, void *ctx) {     \
-    (void)ctx;                                                                            \
-    for (int64_t i = 0; i < n; i++)                                                       \
-      *(TD *)(d[0] + i * s[0]) = (TD)(uint64_t)f2i((double)*(const TS *)(d[1] + i * s[1])); \
-  }
-
-/* Every destination for each source. */
-#define INT_DSTS(X, ES, TS) \
-  X(CT_I8, int8_t, ES, TS) X(CT_U8, uint8_t, ES, TS) X(CT_I16, int16_t, ES, TS) \
-  X(CT_I32, int32_t, ES, TS) X(CT_I64, int64_t, ES, TS)
-
-#define DEFINE_INT_SRC(ES, TS) DEFINE_FROM(ES, TS) INT_DSTS(DEFINE_CONVERT, ES, TS)
-#define DEFINE_FLT_SRC(ES, TS) DEFINE_FROM(ES, TS) INT_DSTS(DEFINE_F2I, ES, TS)
-
-DEFINE_FLT_SRC(CT_F32, float)
-DEFINE_FLT_SRC(CT_F64, double)
-DEFINE_INT_SRC(CT_I8, int8_t)
-DEFINE_INT_SRC(CT_U8, uint8_t)
-DEFINE_INT_SRC(CT_I16, int16_t)
-DEFINE_INT_SRC(CT_I32, int32_t)
-DEFINE_INT_SRC(CT_I64, int64_t)
-DEFINE_INT_SRC(CT_BOOL, bool)
-
-static ct_loop_fn convert_fn(ct_dtype dst, ct_dtype src) {
-#define ENTRY(ED, TD, ES, TS) \
-  if (dst == ED && src == ES) return convert_##ED##_##ES;
-#define ALL_DSTS(ES, TS)                                                              \
-  ENTRY(CT_F64, double, ES, TS) ENTRY(CT_F32, float, ES, TS) ENTRY(CT_BOOL, bool, ES, TS) \
-  INT_DSTS(ENTRY, ES, TS)
-  ALL_DSTS(CT_F32, float)
-  ALL_DSTS(CT_F64, double)
-  ALL_DSTS(CT_I8, int8_t)
-  ALL_DSTS(CT_U8, uint8_t)
-  ALL_DSTS(CT_I16, int16_t)
-  ALL_DSTS(CT_I32, int32_t)
-  ALL_DSTS(CT_I64, int64_t)
-  ALL_DSTS(CT_BOOL, bool)
-#undef ALL_DSTS
+/* The native dtypes, X(ENUM, suffix, ...), twice: a macro can't expand itself. */
+#define NATIVE_SRC(X) \
+  X(F32, f32) X(F64, f64) X(I8, i8) X(U8, u8) X(I16, i16) X(I32, i32) X(I64, i64) X(BOOL, b8)
+#define NATIVE_DST(X, ...)                                                                        \
+  X(F32, f32, __VA_ARGS__)                                                                        \
+  X(F64, f64, __VA_ARGS__) X(I8, i8, __VA_ARGS__) X(U8, u8, __VA_ARGS__) X(I16, i16, __VA_ARGS__) \
+      X(I32, i32, __VA_ARGS__) X(I64, i64, __VA_ARGS__) X(BOOL, b8, __VA_ARGS__)
+#define ENTRY(ED, SD, ES, SS) [CT_##ED][CT_##ES] = convert_##SD##_##SS,
+#define FROM(ES, SS) NATIVE_DST(ENTRY, ES, SS)
+/* Indexed [dst][src] for the native dtypes (halves convert through f32). */
+static const ct_loop_fn convert_fns[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {NATIVE_SRC(FROM)};
+#undef FROM
 #undef ENTRY
-  return NULL;
-}
+
+static ct_loop_fn convert_fn(ct_dtype dst, ct_dtype src) { return convert_fns[dst][src]; }
 
 /* Half destinations or sources: go through f32 per element. */
 static void convert_via_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
@@ -163,40 +121,25 @@ ct_status ct__cpu_copy_to_host(void *dst, const ct_tensor *src, size_t nbytes, b
   return CT_OK;
 }
 
-/* ---- Fill --------------------------------------------------------------- */
-
-typedef struct fill_ctx {
-  unsigned char bytes[8];
-  size_t es;
-} fill_ctx;
-
-static void fill_row(char **d, const int64_t *s, int64_t n, void *vctx) {
-  const fill_ctx *c = vctx;
-  switch (c->es) {
-#define FILL(T)                                              \
-  {                                                          \
-    T v;                                                     \
-    memcpy(&v, c->bytes, sizeof v);                          \
-    if (s[0] == sizeof(T)) {                                 \
-      T *o = (T *)d[0];                                      \
-      for (int64_t i = 0; i < n; i++) o[i] = v;              \
-    } else {                                                 \
-      for (int64_t i = 0; i < n; i++) *(T *)(d[0] + i * s[0]) = v; \
-    }                                                        \
-    break;                                                   \
-  }
-  case 1: FILL(uint8_t)
-  case 2: FILL(uint16_t)
-  case 4: FILL(uint32_t)
-  case 8: FILL(uint64_t)
-#undef FILL
-  }
-}
+/* ---- Fill: the value's bits (ct__store_from_double), moved by size ----------- */
 
 ct_status ct__cpu_fill(ct_tensor *dst, double value) {
-  fill_ctx c = {.es = ct__elsize(dst->dtype)};
-  ct__store_from_double(c.bytes, dst->dtype, value);
+  _Alignas(8) unsigned char bits[8];
+  ct__store_from_double(bits, dst->dtype, value);
   const ct_tensor *ts[1] = {dst};
-  ct__loop(1, ts, fill_row, &c);
+  switch (ct__elsize(dst->dtype)) {
+    case 1:
+      ct__loop(1, ts, fill_uint8_t, bits);
+      break;
+    case 2:
+      ct__loop(1, ts, fill_uint16_t, bits);
+      break;
+    case 4:
+      ct__loop(1, ts, fill_uint32_t, bits);
+      break;
+    default:
+      ct__loop(1, ts, fill_uint64_t, bits);
+      break;
+  }
   return CT_OK;
 }

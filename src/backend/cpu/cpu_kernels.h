@@ -85,6 +85,6 @@ ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *par
                                  ct_tensor *const *state1, ct_tensor *const *state2, int n);
 
 /* random.c */
-ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p);
+ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
 #endif /* CT_CPU_KERNELS_H */

@@ -16,6 +16,12 @@
 
 #define CT_LOOP_MAX_ARGS 4
 
+/* The loops of the CPU's template headers (*_t.h) take their formula or
+ * their variant as an argument and are always inlined into one kernel per
+ * formula, where the argument is a constant: the formula is inlined and the
+ * loop vectorized as if written out. */
+#define CT_ALWAYS_INLINE inline __attribute__((always_inline))
+
 typedef void (*ct_loop_fn)(char **data, const int64_t *strides, int64_t n, void *ctx);
 
 typedef struct ct_loop {

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
+#include "core/convert.h"
 
 /* ---- Helpers ---------------------------------------------------------------- */
 
@@ -47,15 +48,6 @@ static void line_base_geom(ct_tensor *dst, const ct_tensor *t, const int64_t *sh
   geom(dst, t, shape, st, t->ndim, t->offset);
 }
 
-static inline void move_elem(char *dst, const char *src, size_t es) {
-  switch (es) {
-  case 1: *(uint8_t *)dst = *(const uint8_t *)src; break;
-  case 2: *(uint16_t *)dst = *(const uint16_t *)src; break;
-  case 4: *(uint32_t *)dst = *(const uint32_t *)src; break;
-  default: *(uint64_t *)dst = *(const uint64_t *)src; break;
-  }
-}
-
 /* Same-dtype copy row: out (d[0]) = x (d[1]). */
 static void copy_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   size_t es = (size_t)(uintptr_t)ctx;
@@ -63,7 +55,7 @@ static void copy_row(char **d, const int64_t *s, int64_t n, void *ctx) {
     memcpy(d[0], d[1], (size_t)n * es);
     return;
   }
-  for (int64_t i = 0; i < n; i++) move_elem(d[0] + i * s[0], d[1] + i * s[1], es);
+  for (int64_t i = 0; i < n; i++) ct_move_elem(d[0] + i * s[0], d[1] + i * s[1], (int)es);
 }
 
 /* ---- Index range check ---------------------------------------------------- */
@@ -150,7 +142,7 @@ static void gather_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   size_t es = (size_t)c[0];
   for (int64_t i = 0; i < n; i++) {
     int64_t v = *(const int64_t *)(d[1] + i * s[1]);
-    move_elem(d[0] + i * s[0], d[2] + i * s[2] + v * c[1], es);
+    ct_move_elem(d[0] + i * s[0], d[2] + i * s[2] + v * c[1], (int)es);
   }
 }
 
@@ -186,7 +178,7 @@ static void scatter_row(char **d, const int64_t *s, int64_t n, void *vctx) {
     char *dst = d[0] + i * s[0] + v * c->dim_stride;
     const char *src = d[2] + i * s[2];
     if (!c->add) {
-      move_elem(dst, src, es);
+      ct_move_elem(dst, src, (int)es);
       continue;
     }
     switch (c->dtype) {
@@ -237,7 +229,7 @@ static void msel_row(char **d, const int64_t *s, int64_t n, void *vctx) {
   msel_ctx *c = vctx;
   for (int64_t i = 0; i < n && c->left > 0; i++) {
     if (!*(const bool *)(d[1] + i * s[1])) continue;
-    move_elem(c->out, d[0] + i * s[0], c->es);
+    ct_move_elem(c->out, d[0] + i * s[0], (int)c->es);
     c->out += c->out_stride;
     c->left--;
   }
@@ -326,7 +318,7 @@ static void tri_rows(int64_t r0, int64_t r1, void *vctx) {
     if (ocs == (int64_t)es && xcs == (int64_t)es) {
       memcpy(orow + lo * ocs, xrow + lo * xcs, (size_t)(hi - lo) * es);
     } else {
-      for (int64_t j = lo; j < hi; j++) move_elem(orow + j * ocs, xrow + j * xcs, es);
+      for (int64_t j = lo; j < hi; j++) ct_move_elem(orow + j * ocs, xrow + j * xcs, (int)es);
     }
   }
 }

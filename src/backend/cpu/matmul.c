@@ -253,38 +253,11 @@ typedef struct int_job {
   bool beta_one;
 } int_job;
 
-/* Unsigned accumulation types keep overflow defined (two's complement wrap). */
-#define CT_FOR_INT_MATMUL(X) \
-  X(CT_I8, int8_t, uint32_t)   \
-  X(CT_U8, uint8_t, uint32_t)  \
-  X(CT_I16, int16_t, uint32_t) \
-  X(CT_I32, int32_t, uint32_t) \
-  X(CT_I64, int64_t, uint64_t)
-
-/* Output rows [r0, r1) of the B*n rows: c[i, :] += a[i, p] * b[p, :]. */
-#define DEFINE_INT_ROWS(E, T, U)                                                        \
-  static void int_rows_##T(int64_t r0, int64_t r1, void *ctx) {                         \
-    const int_job *j = ctx;                                                             \
-    int64_t n = j->out->shape[1], m = j->out->shape[2], k = j->a->shape[2];             \
-    const int64_t *as = j->a->strides, *bs = j->b->strides;                             \
-    int64_t abs_ = j->a->shape[0] > 1 ? as[0] : 0, bbs = j->b->shape[0] > 1 ? bs[0] : 0; \
-    const T *A = ct__data(j->a), *Bm = ct__data(j->b);                                  \
-    T *C = ct__data(j->out);                                                            \
-    for (int64_t r = r0; r < r1; r++) {                                                 \
-      int64_t bt = r / n, i = r % n;                                                    \
-      T *c = C + r * m;                                                                 \
-      if (!j->beta_one)                                                                 \
-        for (int64_t q = 0; q < m; q++) c[q] = 0;                                       \
-      const T *arow = A + bt * abs_ + i * as[1];                                        \
-      for (int64_t p = 0; p < k; p++) {                                                 \
-        U av = (U)arow[p * as[2]];                                                      \
-        const T *brow = Bm + bt * bbs + p * bs[1];                                      \
-        for (int64_t q = 0; q < m; q++) c[q] = (T)((U)c[q] + av * (U)brow[q * bs[2]]);  \
-      }                                                                                 \
-    }                                                                                   \
-  }
-CT_FOR_INT_MATMUL(DEFINE_INT_ROWS)
-#undef DEFINE_INT_ROWS
+/* int_rows_<S>, S = i8 ... i64, accumulating in unsigned types (defined
+ * wrap-around): matmul_int_t.h. */
+#define CT_TEMPLATE "backend/cpu/matmul_int_t.h"
+#include "core/for_int_types.h"
+#undef CT_TEMPLATE
 
 static ct_status int_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
                             bool beta_one) {
@@ -294,13 +267,15 @@ static ct_status int_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor 
   int64_t grain = CT_PARALLEL_GRAIN / (per_row > 0 ? per_row : 1);
   if (grain < 1) grain = 1;
   switch (out->dtype) {
-#define CASE(E, T, U) \
-  case E: ct__parallel_for(rows, grain, int_rows_##T, &j); return CT_OK;
-    CT_FOR_INT_MATMUL(CASE)
+#define CASE(E, S)                                   \
+  case CT_##E:                                       \
+    ct__parallel_for(rows, grain, int_rows_##S, &j); \
+    return CT_OK;
+    CASE(I8, i8)
+    CASE(U8, u8) CASE(I16, i16) CASE(I32, i32) CASE(I64, i64)
 #undef CASE
-  default:
-    return ct__fail_status(CT_ERR_DTYPE, "matmul: no CPU kernel for %s",
-                           ct_dtype_name(out->dtype));
+        default : return ct__fail_status(CT_ERR_DTYPE, "matmul: no CPU kernel for %s",
+                                         ct_dtype_name(out->dtype));
   }
 }
 

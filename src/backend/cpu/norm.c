@@ -45,85 +45,19 @@ typedef struct bn_ctx {
   const char *cmean, *cinvstd;
 } bn_ctx;
 
-#define DEFINE_BN(T, SUF)                                                                      \
-  static void bn_fwd_##SUF(int64_t c0, int64_t c1, void *vctx) {                               \
-    const bn_ctx *c = vctx;                                                                    \
-    int64_t M = c->N * c->S;                                                                   \
-    for (int64_t ch = c0; ch < c1; ch++) {                                                     \
-      double mean, invstd;                                                                     \
-      if (c->training) {                                                                       \
-        double s = 0, ss = 0;                                                                  \
-        for (int64_t n = 0; n < c->N; n++) {                                                   \
-          const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                               \
-          T ps = 0;                                                                            \
-          for (int64_t i = 0; i < c->S; i++) ps += x[i];                                       \
-          s += (double)ps;                                                                     \
-        }                                                                                      \
-        mean = M > 0 ? s / (double)M : NAN;                                                    \
-        for (int64_t n = 0; n < c->N; n++) {                                                   \
-          const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                               \
-          T m = (T)mean, ps = 0;                                                               \
-          for (int64_t i = 0; i < c->S; i++) ps += (x[i] - m) * (x[i] - m);                    \
-          ss += (double)ps;                                                                    \
-        }                                                                                      \
-        double var = M > 0 ? ss / (double)M : NAN;                                             \
-        invstd = 1.0 / sqrt(var + c->eps);                                                     \
-        if (c->rm)                                                                             \
-          st_(c->rm, c->f32, ch, (1 - c->momentum) * ld(c->rm, c->f32, ch) + c->momentum * mean); \
-        if (c->rv) {                                                                           \
-          double unb = M > 1 ? ss / (double)(M - 1) : NAN;                                     \
-          st_(c->rv, c->f32, ch, (1 - c->momentum) * ld(c->rv, c->f32, ch) + c->momentum * unb); \
-        }                                                                                      \
-      } else {                                                                                 \
-        mean = ld(c->rm, c->f32, ch);                                                          \
-        invstd = 1.0 / sqrt(ld(c->rv, c->f32, ch) + c->eps);                                   \
-      }                                                                                        \
-      if (c->mean) st_(c->mean, c->f32, ch, mean);                                             \
-      if (c->invstd) st_(c->invstd, c->f32, ch, invstd);                                       \
-      double w = c->w ? ld(c->w, c->f32, ch) : 1.0, b = c->b ? ld(c->b, c->f32, ch) : 0.0;     \
-      T scale = (T)(w * invstd), shift = (T)(b - mean * w * invstd);                           \
-      for (int64_t n = 0; n < c->N; n++) {                                                     \
-        const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                                 \
-        T *o = (T *)c->out + (n * c->C + ch) * c->S;                                           \
-        for (int64_t i = 0; i < c->S; i++) o[i] = x[i] * scale + shift;                        \
-      }                                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  static void bn_bwd_##SUF(int64_t c0, int64_t c1, void *vctx) {                               \
-    const bn_ctx *c = vctx;                                                                    \
-    int64_t M = c->N * c->S;                                                                   \
-    for (int64_t ch = c0; ch < c1; ch++) {                                                     \
-      double mean = ld(c->cmean, c->f32, ch), invstd = ld(c->cinvstd, c->f32, ch);             \
-      double sg = 0, sgx = 0;                                                                  \
-      for (int64_t n = 0; n < c->N; n++) {                                                     \
-        const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                                 \
-        const T *g = (const T *)c->g + (n * c->C + ch) * c->S;                                 \
-        T m = (T)mean, a = 0, b = 0;                                                           \
-        for (int64_t i = 0; i < c->S; i++) {                                                   \
-          a += g[i];                                                                           \
-          b += g[i] * (x[i] - m);                                                              \
-        }                                                                                      \
-        sg += (double)a, sgx += (double)b;                                                     \
-      }                                                                                        \
-      if (c->gw) st_(c->gw, c->f32, ch, sgx * invstd);                                         \
-      if (c->gb) st_(c->gb, c->f32, ch, sg);                                                   \
-      if (!c->gx) continue;                                                                    \
-      double w = c->w ? ld(c->w, c->f32, ch) : 1.0;                                            \
-      /* training: gx = w*invstd*(g - sg/M - (x-mean)*invstd^2*sgx/M) */                       \
-      T k = (T)(w * invstd), m = (T)mean;                                                      \
-      T dm = c->training && M > 0 ? (T)(sg / (double)M) : 0;                                   \
-      T dv = c->training && M > 0 ? (T)(invstd * invstd * sgx / (double)M) : 0;                \
-      for (int64_t n = 0; n < c->N; n++) {                                                     \
-        const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                                 \
-        const T *g = (const T *)c->g + (n * c->C + ch) * c->S;                                 \
-        T *gx = (T *)c->gx + (n * c->C + ch) * c->S;                                           \
-        for (int64_t i = 0; i < c->S; i++) gx[i] = k * (g[i] - dm - (x[i] - m) * dv);          \
-      }                                                                                        \
-    }                                                                                          \
-  }
+typedef struct ln_ctx {
+  int64_t rows, cols;
+  bool f32;
+  double eps;
+  const char *x, *w, *b, *g;
+  char *out, *mean, *rstd, *gx, *gw, *gb;
+  const char *cmean, *crstd;
+} ln_ctx;
 
-DEFINE_BN(float, f32)
-DEFINE_BN(double, f64)
+/* The kernels, per type: norm_t.h */
+#define CT_TEMPLATE "backend/cpu/norm_t.h"
+#include "core/for_float_types.h"
+#undef CT_TEMPLATE
 
 static void *dp(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
 
@@ -186,77 +120,6 @@ ct_status ct__cpu_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
 }
 
 /* ---- Layer norm ------------------------------------------------------------- */
-
-typedef struct ln_ctx {
-  int64_t rows, cols;
-  bool f32;
-  double eps;
-  const char *x, *w, *b, *g;
-  char *out, *mean, *rstd, *gx, *gw, *gb;
-  const char *cmean, *crstd;
-} ln_ctx;
-
-#define DEFINE_LN(T, SUF)                                                                      \
-  static void ln_fwd_##SUF(int64_t r0, int64_t r1, void *vctx) {                               \
-    const ln_ctx *c = vctx;                                                                    \
-    const T *w = (const T *)c->w, *b = (const T *)c->b;                                        \
-    for (int64_t r = r0; r < r1; r++) {                                                        \
-      const T *x = (const T *)c->x + r * c->cols;                                              \
-      T *o = (T *)c->out + r * c->cols;                                                        \
-      double s = 0, ss = 0;                                                                    \
-      for (int64_t i = 0; i < c->cols; i++) s += x[i];                                         \
-      double mean = s / (double)c->cols;                                                       \
-      for (int64_t i = 0; i < c->cols; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean); \
-      double rstd = 1.0 / sqrt(ss / (double)c->cols + c->eps);                                 \
-      if (c->mean) ((T *)c->mean)[r] = (T)mean;                                                \
-      if (c->rstd) ((T *)c->rstd)[r] = (T)rstd;                                                \
-      T m = (T)mean, k = (T)rstd;                                                              \
-      for (int64_t i = 0; i < c->cols; i++) {                                                  \
-        T v = (x[i] - m) * k;                                                                  \
-        if (w) v *= w[i];                                                                      \
-        if (b) v += b[i];                                                                      \
-        o[i] = v;                                                                              \
-      }                                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  static void ln_bwd_x_##SUF(int64_t r0, int64_t r1, void *vctx) {                             \
-    const ln_ctx *c = vctx;                                                                    \
-    const T *w = (const T *)c->w;                                                              \
-    for (int64_t r = r0; r < r1; r++) {                                                        \
-      const T *x = (const T *)c->x + r * c->cols, *g = (const T *)c->g + r * c->cols;          \
-      T *gx = (T *)c->gx + r * c->cols;                                                        \
-      T m = ((const T *)c->cmean)[r], k = ((const T *)c->crstd)[r];                            \
-      double a = 0, bb = 0;                                                                    \
-      for (int64_t i = 0; i < c->cols; i++) {                                                  \
-        T wg = w ? g[i] * w[i] : g[i];                                                         \
-        a += wg;                                                                               \
-        bb += wg * (x[i] - m) * k;                                                             \
-      }                                                                                        \
-      T am = (T)(a / (double)c->cols), bm = (T)(bb / (double)c->cols);                         \
-      for (int64_t i = 0; i < c->cols; i++) {                                                  \
-        T wg = w ? g[i] * w[i] : g[i];                                                         \
-        gx[i] = k * (wg - am - (x[i] - m) * k * bm);                                           \
-      }                                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  static void ln_bwd_w_##SUF(int64_t j0, int64_t j1, void *vctx) {                             \
-    const ln_ctx *c = vctx;                                                                    \
-    for (int64_t j = j0; j < j1; j++) {                                                        \
-      if (c->gw) ((T *)c->gw)[j] = 0;                                                          \
-      if (c->gb) ((T *)c->gb)[j] = 0;                                                          \
-    }                                                                                          \
-    for (int64_t r = 0; r < c->rows; r++) {                                                    \
-      const T *x = (const T *)c->x + r * c->cols, *g = (const T *)c->g + r * c->cols;          \
-      T m = ((const T *)c->cmean)[r], k = ((const T *)c->crstd)[r];                            \
-      if (c->gw)                                                                               \
-        for (int64_t j = j0; j < j1; j++) ((T *)c->gw)[j] += g[j] * (x[j] - m) * k;            \
-      if (c->gb)                                                                               \
-        for (int64_t j = j0; j < j1; j++) ((T *)c->gb)[j] += g[j];                             \
-    }                                                                                          \
-  }
-
-DEFINE_LN(float, f32)
-DEFINE_LN(double, f64)
 
 ct_status ct__cpu_layer_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
                              const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps) {

@@ -88,7 +88,7 @@ static void fill_blocks(int64_t b0, int64_t b1, void *vctx) {
   }
 }
 
-ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p) {
+ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs) {
   CT_ASSERT(ct__is_contiguous(out));
   rng_ctx c = {
       .p = p,
@@ -103,10 +103,10 @@ ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p) {
       .std32 = (float)p->b,
   };
   if (p->kind == CT_RANDOM_BERNOULLI_TENSOR) {
-    CT_ASSERT(p->probs && ct__is_contiguous(p->probs) && p->probs->numel == out->numel &&
-              (p->probs->dtype == CT_F32 || p->probs->dtype == CT_F64));
-    c.probs = ct__data(p->probs);
-    c.probs_f64 = p->probs->dtype == CT_F64;
+    CT_ASSERT(probs && ct__is_contiguous(probs) && probs->numel == out->numel &&
+              (probs->dtype == CT_F32 || probs->dtype == CT_F64));
+    c.probs = ct__data(probs);
+    c.probs_f64 = probs->dtype == CT_F64;
   }
   int64_t blocks = (c.n + c.per - 1) / c.per;
   /* A block costs about as much as a few elements of a simple kernel. */

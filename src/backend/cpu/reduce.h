@@ -1,13 +1,11 @@
-/* CPU reductions: the shared iteration geometry and the per-pass kernel
- * tables (internal to the CPU backend's reduce family).
+/* CPU reductions: the iteration geometry and the per-pass kernel tables
+ * (internal to the CPU backend's reduce family).
  *
- * A reduction of x over a set of dims is seen as K outputs, each reducing R
- * elements. The geometry orders x's dims by decreasing stride (memory order),
- * drops size-1 dims and merges neighbours that stay contiguous, giving
- *   kept dims    kshape[nk]  (x byte strides kx, output byte strides ko)
- *   reduced dims rshape[nr]  (x byte strides rx)
- * both listed outer to inner. Output k is the row-major index over kshape;
- * reduced element r is the row-major index over rshape. Two layouts follow:
+ * The geometry and the passes are core/reduce_plan.h's (shared with the CUDA
+ * backend), with byte strides here: K outputs, each reducing R elements, kept
+ * dims kshape[nk] (x byte strides kx, output byte strides ko) and reduced
+ * dims rshape[nr] (x byte strides rx), both outer to inner in memory order.
+ * Two layouts follow:
  *   ROW     the innermost reduced dim is the fastest in memory: each output
  *           reduces rows of x (contiguous when rx[nr-1] is the element size);
  *   COLUMN  the innermost kept dim is the fastest: a block of neighbouring
@@ -18,21 +16,15 @@
 #define CT_CPU_REDUCE_H
 
 #include "backend/cpu/cpu_loop.h"
+#include "core/reduce_plan.h"
 
-#define CT_RG_MAX_OUT 2
+#define CT_RG_MAX_OUT CT_REDUCE_MAX_OUT
 
+/* The shared geometry (gm, byte strides) with the data it walks. */
 typedef struct ct_rgeom {
-  int nk, nr, nout;
-  int64_t kshape[CT_MAX_DIMS];
-  int64_t kx[CT_MAX_DIMS];                /* bytes */
-  int64_t ko[CT_RG_MAX_OUT][CT_MAX_DIMS]; /* bytes */
-  int64_t rshape[CT_MAX_DIMS];
-  int64_t rx[CT_MAX_DIMS];                /* bytes */
-  int64_t K, R;                           /* outputs; elements reduced into each */
+  ct_reduce_geom gm;
   const char *x;
   char *out[CT_RG_MAX_OUT];
-  size_t xsize;                           /* element size of x */
-  bool column;                            /* COLUMN layout (see above) */
 } ct_rgeom;
 
 /* x (any strides), mask[d] for reduced dims, outs[nout] of x's ndim with size
@@ -52,12 +44,13 @@ typedef struct ct_rkept_it {
 void ct__rkept_begin(const ct_rgeom *g, int64_t k, bool skip_inner, ct_rkept_it *it);
 /* Moves it to the next output. */
 static inline void ct__rkept_next(const ct_rgeom *g, ct_rkept_it *it) {
+  const ct_reduce_geom *m = &g->gm;
   for (int d = it->nd - 1; d >= 0; d--) {
-    it->xo += g->kx[d];
-    for (int o = 0; o < g->nout; o++) it->oo[o] += g->ko[o][d];
-    if (++it->idx[d] < g->kshape[d]) return;
-    it->xo -= g->kx[d] * g->kshape[d];
-    for (int o = 0; o < g->nout; o++) it->oo[o] -= g->ko[o][d] * g->kshape[d];
+    it->xo += m->kx[d];
+    for (int o = 0; o < m->nout; o++) it->oo[o] += m->ko[o][d];
+    if (++it->idx[d] < m->kshape[d]) return;
+    it->xo -= m->kx[d] * m->kshape[d];
+    for (int o = 0; o < m->nout; o++) it->oo[o] -= m->ko[o][d] * m->kshape[d];
     it->idx[d] = 0;
   }
 }
@@ -70,40 +63,10 @@ void ct__rgeom_walk(const ct_rgeom *g, const char *base, int64_t r0, int64_t r1,
                     void *ctx);
 
 /* ---- Pass kernels --------------------------------------------------------
- * A reduction runs one or two passes; each pass folds a transformed element
- * into an 8-byte accumulator: double for the F_ passes (floating x), int64
- * for the I_ passes (integer/bool x) and for NZ_ALL/NZ_ANY (any x). aux is a
- * per-output value computed after pass 1 (the mean, the max, the scale); P is
- * the norm order. X(NAME) */
-#define CT_RPASSES(X)                                                      \
-  X(F_SUM)          /* sum x */                                            \
-  X(F_PROD)         /* product x */                                        \
-  X(F_MAX)          /* max x, nan propagates */                            \
-  X(F_MIN)          /* min x, nan propagates */                            \
-  X(F_ABS_SUM)      /* sum |x| */                                          \
-  X(F_ABS_MAX)      /* max |x|, nan propagates */                          \
-  X(F_ABS_MIN)      /* min |x|, nan propagates */                          \
-  X(F_NONZERO)      /* count of x != 0 */                                  \
-  X(F_SQ_SUM)       /* sum x^2 */                                          \
-  X(F_EXP_SUM)      /* sum exp(x - aux) */                                 \
-  X(F_DEV_SQ_SUM)   /* sum (x - aux)^2 */                                  \
-  X(F_SCALED_SQ_SUM)  /* sum (|x| / aux)^2 */                              \
-  X(F_SCALED_POW_SUM) /* sum (|x| / aux)^P */                              \
-  X(F_POW_SUM)      /* sum |x|^P */                                        \
-  X(I_SUM)          /* sum x (wraps around) */                             \
-  X(I_PROD)         /* product x (wraps around) */                         \
-  X(I_MAX)                                                                 \
-  X(I_MIN)                                                                 \
-  X(NZ_ALL)         /* 1 if every x != 0 */                                \
-  X(NZ_ANY)         /* 1 if some x != 0 */
-
-typedef enum {
-#define X(N) CT_RP_##N,
-  CT_RPASSES(X)
-#undef X
-  CT_RP_COUNT
-} ct_rpass;
-
+ * A reduction runs one or two passes (core/reduce_plan.h); each pass folds a
+ * transformed element into an 8-byte accumulator: double for the F_ passes
+ * (floating x), int64 for the I_ passes (integer/bool x) and for
+ * NZ_ALL/NZ_ANY (any x). */
 typedef union ct_racc {
   double d;
   int64_t i;
@@ -121,19 +84,63 @@ typedef struct ct_rkernel {
   ct_rcol_fn col;
 } ct_rkernel;
 
+/* Stores accumulator v (double for floating dtypes, int64 else) as dt at p:
+ * a finished value; integers wrap to the width, bool takes "nonzero". */
+static inline void ct__rstore(char *p, ct_dtype dt, ct_racc v) {
+  switch (dt) {
+    case CT_F32:
+      *(float *)p = (float)v.d;
+      break;
+    case CT_F64:
+      *(double *)p = v.d;
+      break;
+    case CT_F16:
+    case CT_BF16:
+      ct__half_store(p, dt, (float)v.d);
+      break;
+    case CT_I8:
+      *(int8_t *)p = (int8_t)v.i;
+      break;
+    case CT_U8:
+      *(uint8_t *)p = (uint8_t)v.i;
+      break;
+    case CT_I16:
+      *(int16_t *)p = (int16_t)v.i;
+      break;
+    case CT_I32:
+      *(int32_t *)p = (int32_t)v.i;
+      break;
+    case CT_I64:
+      *(int64_t *)p = v.i;
+      break;
+    case CT_BOOL:
+      *(bool *)p = v.i != 0;
+      break;
+    default:
+      break;
+  }
+}
+
 /* The kernels of pass for x's dtype ({NULL, NULL} if the pair is invalid). */
 ct_rkernel ct__rkernel(ct_rpass pass, ct_dtype dtype);
 /* The accumulator's starting value, and a[i] = merge(a[i], b[i]) for i < n. */
 ct_racc ct__rpass_init(ct_rpass pass);
 void ct__rpass_merge(ct_rpass pass, ct_racc *a, const ct_racc *b, int64_t n);
-/* Whether the pass folds into int64 (else double). */
-static inline bool ct__rpass_is_int(ct_rpass pass) { return pass >= CT_RP_I_SUM; }
+
+/* The element at q as a pass folds it: floating dtypes as double (halves
+ * exact), integers and bool as int64. */
+static inline double ct__rload_f32(const float *q) { return (double)*q; }
+static inline double ct__rload_f64(const double *q) { return *q; }
+static inline double ct__rload_f16(const uint16_t *q) { return (double)ct_f16_to_f32(*q); }
+static inline double ct__rload_bf16(const uint16_t *q) { return (double)ct_bf16_to_f32(*q); }
+static inline int64_t ct__rload_i8(const int8_t *q) { return *q; }
+static inline int64_t ct__rload_u8(const uint8_t *q) { return *q; }
+static inline int64_t ct__rload_i16(const int16_t *q) { return *q; }
+static inline int64_t ct__rload_i32(const int32_t *q) { return *q; }
+static inline int64_t ct__rload_i64(const int64_t *q) { return *q; }
+static inline int64_t ct__rload_b8(const bool *q) { return *q; }
 
 /* Sum of n contiguous floats, blocked pairwise (accurate for long rows). */
 double ct__sum_f32(const float *x, int64_t n);
-
-/* NaN-propagating max/min shared by the kernels. */
-static inline double ct__nanmax(double a, double b) { return (b > a || b != b) && a == a ? b : a; }
-static inline double ct__nanmin(double a, double b) { return (b < a || b != b) && a == a ? b : a; }
 
 #endif /* CT_CPU_REDUCE_H */

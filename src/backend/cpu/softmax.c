@@ -23,7 +23,7 @@
  * vectorize: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, degree-6
  * polynomial (Cephes expf, about 1 ulp), scaled by 2^n built from its bits.
  * Results below the smallest normal float flush to 0. */
-static inline float exp_nonpos_f32(float x) {
+static inline float smax_exp_f32(float x) {
   const float lo = -87.33f, magic = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
   float xc = x > lo ? x : lo;                    /* nan -> lo, fixed up below */
   float t = xc * 1.44269504088896341f + magic;
@@ -43,29 +43,10 @@ static inline float exp_nonpos_f32(float x) {
   return x != x ? x : e;
 }
 
-static inline double exp_f64(double x) { return exp(x); }
+static inline double smax_exp_f64(double x) { return exp(x); }
 
-/* NaN-propagating max of n contiguous values (a lane holding nan keeps it). */
-#define DEFINE_MAX(NAME, T)                                                     \
-  static T max_##NAME(const T *x, int64_t n) {                                  \
-    T l[2 * CT_SMAX_LANES];                                                     \
-    for (int k = 0; k < 2 * CT_SMAX_LANES; k++) l[k] = -INFINITY;               \
-    int64_t i = 0;                                                              \
-    for (; i + 2 * CT_SMAX_LANES <= n; i += 2 * CT_SMAX_LANES)                  \
-      for (int k = 0; k < 2 * CT_SMAX_LANES; k++) {                             \
-        T v = x[i + k];                                                         \
-        T mv = v > l[k] ? v : l[k]; /* a nan lane stays nan */                  \
-        l[k] = v != v ? v : mv;                                                 \
-      }                                                                         \
-    T m = -INFINITY;                                                            \
-    for (; i < n; i++) m = ((x[i] > m) | (x[i] != x[i])) ? x[i] : m;               \
-    for (int k = 0; k < 2 * CT_SMAX_LANES; k++) m = ((l[k] > m) | (l[k] != l[k])) ? l[k] : m; \
-    return m;                                                                   \
-  }
-DEFINE_MAX(f32, float)
-DEFINE_MAX(f64, double)
-
-static double sum_f64(const double *x, int64_t n) {
+static double smax_sum_f32(const float *x, int64_t n) { return ct__sum_f32(x, n); }
+static double smax_sum_f64(const double *x, int64_t n) {
   double l[CT_SMAX_LANES] = {0};
   int64_t i = 0;
   for (; i + CT_SMAX_LANES <= n; i += CT_SMAX_LANES)
@@ -84,8 +65,8 @@ static double sum_exp_f32(const float *x, int64_t n, float m) {
     float l[CT_SMAX_LANES] = {0};
     int64_t i = b;
     for (; i + CT_SMAX_LANES <= e; i += CT_SMAX_LANES)
-      for (int k = 0; k < CT_SMAX_LANES; k++) l[k] += exp_nonpos_f32(x[i + k] - m);
-    for (; i < e; i++) s += (double)exp_nonpos_f32(x[i] - m);
+      for (int k = 0; k < CT_SMAX_LANES; k++) l[k] += smax_exp_f32(x[i + k] - m);
+    for (; i < e; i++) s += (double)smax_exp_f32(x[i] - m);
     for (int k = 0; k < CT_SMAX_LANES; k++) s += (double)l[k];
   }
   return s;
@@ -96,61 +77,10 @@ static double sum_exp_f64(const double *x, int64_t n, double m) {
   return s;
 }
 
-/* One row of n contiguous values (out may be x). */
-#define DEFINE_ROW(NAME, T, EXP, SUM)                                           \
-  static void row_##NAME(const T *x, T *o, int64_t n, bool log_) {              \
-    T m = max_##NAME(x, n);                                                     \
-    if (log_) {                                                                 \
-      double s = sum_exp_##NAME(x, n, m);                                       \
-      T ls = (T)log(s);                                                         \
-      for (int64_t i = 0; i < n; i++) o[i] = (x[i] - m) - ls;                   \
-    } else {                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i] - m);                     \
-      T s = (T)SUM(o, n);                                                       \
-      for (int64_t i = 0; i < n; i++) o[i] = o[i] / s;                          \
-    }                                                                           \
-  }
-DEFINE_ROW(f32, float, exp_nonpos_f32, ct__sum_f32)
-DEFINE_ROW(f64, double, exp_f64, sum_f64)
-
-/* A block of m inner positions: rows r = 0..n-1 at x + r * inner. */
-#define DEFINE_COL(NAME, T, EXP)                                                \
-  static void col_##NAME(const T *x, T *o, int64_t n, int64_t inner, int64_t m, \
-                         bool log_) {                                           \
-    T mx[CT_SMAX_BLOCK];                                                        \
-    double s[CT_SMAX_BLOCK];                                                    \
-    T f[CT_SMAX_BLOCK];                                                         \
-    for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, s[j] = 0;                \
-    for (int64_t r = 0; r < n; r++) {                                           \
-      const T *xr = x + r * inner;                                              \
-      for (int64_t j = 0; j < m; j++)                                           \
-        { T mv = xr[j] > mx[j] ? xr[j] : mx[j]; mx[j] = xr[j] != xr[j] ? xr[j] : mv; }              \
-    }                                                                           \
-    for (int64_t r = 0; r < n; r++) {                                           \
-      const T *xr = x + r * inner;                                              \
-      T *orow = o + r * inner;                                                  \
-      if (log_) {                                                               \
-        for (int64_t j = 0; j < m; j++) s[j] += (double)EXP(xr[j] - mx[j]);     \
-      } else {                                                                  \
-        for (int64_t j = 0; j < m; j++) {                                       \
-          T e = EXP(xr[j] - mx[j]);                                             \
-          orow[j] = e;                                                          \
-          s[j] += (double)e;                                                    \
-        }                                                                       \
-      }                                                                         \
-    }                                                                           \
-    for (int64_t j = 0; j < m; j++) f[j] = log_ ? (T)log(s[j]) : (T)s[j];      \
-    for (int64_t r = 0; r < n; r++) {                                           \
-      const T *xr = x + r * inner;                                              \
-      T *orow = o + r * inner;                                                  \
-      if (log_)                                                                 \
-        for (int64_t j = 0; j < m; j++) orow[j] = (xr[j] - mx[j]) - f[j];       \
-      else                                                                      \
-        for (int64_t j = 0; j < m; j++) orow[j] = orow[j] / f[j];               \
-    }                                                                           \
-  }
-DEFINE_COL(f32, float, exp_nonpos_f32)
-DEFINE_COL(f64, double, exp_f64)
+/* The row and column kernels, per type: softmax_t.h */
+#define CT_TEMPLATE "backend/cpu/softmax_t.h"
+#include "core/for_float_types.h"
+#undef CT_TEMPLATE
 
 typedef struct smax_ctx {
   const char *x;

@@ -8,21 +8,22 @@
  * order-independent (ties and nans go to the smaller index), so the result is
  * the sequential one. Floating values compare as double, integers as int64. */
 #include "backend/cuda/common.cuh"
+#include "core/reduce_plan.h"
 
 template <class A> struct arg_pair {
   A v;
   int64_t i; /* -1: nothing seen */
 };
 
-/* Whether (v, i) is preferred over (b, j). */
+/* Whether (v, i) is preferred over (b, j): core/reduce_plan.h's rule (ties
+ * and nans to the smaller index, so any merge order gives the sequential
+ * result). */
 template <class A>
 __device__ __forceinline__ bool arg_better(bool is_max, A v, int64_t i, A b, int64_t j) {
-  if (j < 0) return i >= 0;
-  if (i < 0) return false;
-  bool vn = v != v, bn = b != b;
-  if (vn || bn) return vn && bn ? i < j : vn;
-  if (v != b) return is_max ? v > b : v < b;
-  return i < j;
+  if constexpr (std::is_integral<A>::value)
+    return ct_arg_better_i(is_max, v, i, b, j);
+  else
+    return ct_arg_better_f(is_max, v, i, b, j);
 }
 
 template <class A>

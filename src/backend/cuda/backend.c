@@ -7,12 +7,6 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/plugin.h"
 
-/* The .cu files use these enums' values as plain ints. */
-_Static_assert(CT_RANDOM_UNIFORM == 0 && CT_RANDOM_NORMAL == 1 && CT_RANDOM_INT == 2 &&
-                   CT_RANDOM_BERNOULLI == 3 && CT_RANDOM_BERNOULLI_TENSOR == 4,
-               "random.cu numbers the random kinds 0..4");
-_Static_assert(CT_OPTIM_SGD == 0 && CT_OPTIM_ADAM == 1 && CT_OPTIM_ADAMW == 2,
-               "optim.cu numbers the optimizer kinds 0..2");
 _Static_assert(CTC_MAX_DIMS == CT_MAX_DIMS, "ctc_t holds CT_MAX_DIMS dims");
 
 /* ---- Descriptors ---------------------------------------------------------------- */
@@ -72,16 +66,16 @@ static ct_status cuda_fill(ct_tensor *dst, double value) {
 
 static ct_status cuda_unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double p0, double p1) {
   ctc_t o = desc(out), a = desc(x);
-  return ct__cuda_unary((int)op, &o, &a, p0, p1);
+  return ct__cuda_unary(op, &o, &a, p0, p1);
 }
 static ct_status cuda_binary(ct_binary_op op, ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
   ctc_t o = desc(out), x = desc(a), y = desc(b);
-  return ct__cuda_binary((int)op, &o, &x, &y);
+  return ct__cuda_binary(op, &o, &x, &y);
 }
 static ct_status cuda_binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a, double s,
                                     bool reversed) {
   ctc_t o = desc(out), x = desc(a);
-  return ct__cuda_binary_scalar((int)op, &o, &x, s, reversed);
+  return ct__cuda_binary_scalar(op, &o, &x, s, reversed);
 }
 static ct_status cuda_axpy(ct_tensor *out, const ct_tensor *a, const ct_tensor *b, double alpha) {
   ctc_t o = desc(out), x = desc(a), y = desc(b);
@@ -97,7 +91,7 @@ static ct_status cuda_where(ct_tensor *out, const ct_tensor *cond, const ct_tens
 static ct_status cuda_reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x, const bool *mask,
                              double p) {
   ctc_t o = desc(out), a = desc(x);
-  return ct__cuda_reduce((int)op, &o, &a, mask, p);
+  return ct__cuda_reduce(op, &o, &a, mask, p);
 }
 static ct_status cuda_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices, const ct_tensor *x,
                                  int dim) {
@@ -118,7 +112,7 @@ static ct_status cuda_softmax_backward(ct_tensor *grad_x, const ct_tensor *grad_
 static ct_status cuda_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_tensor *grad_out,
                                      const ct_tensor *x, const ct_tensor *y, double p0, double p1) {
   ctc_t gx = desc(grad_x), g = desc(grad_out), a = desc(x), yy = desc(y);
-  return ct__cuda_unary_backward((int)op, &gx, &g, &a, &yy, p0, p1);
+  return ct__cuda_unary_backward(op, &gx, &g, &a, &yy, p0, p1);
 }
 
 /* ---- Linear algebra, indexing ----------------------------------------------------------- */
@@ -162,49 +156,27 @@ static const ctc_t *opt(const ct_tensor *t, ctc_t *d) {
   *d = desc(t);
   return d;
 }
-static ctc_conv2d conv_geom(const ct_conv2d_params *p) {
-  ctc_conv2d c = {.groups = p->groups};
-  for (int k = 0; k < 2; k++) {
-    c.stride[k] = p->stride[k];
-    c.padding[k] = p->padding[k];
-    c.dilation[k] = p->dilation[k];
-  }
-  return c;
-}
-static ctc_pool2d pool_geom(const ct_pool2d_params *p) {
-  ctc_pool2d c = {.count_include_pad = p->count_include_pad};
-  for (int k = 0; k < 2; k++) {
-    c.kernel[k] = p->kernel[k];
-    c.stride[k] = p->stride[k];
-    c.padding[k] = p->padding[k];
-  }
-  return c;
-}
-
 static ct_status cuda_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
                              const ct_conv2d_params *p) {
   ctc_t o = desc(out), a = desc(x), f = desc(w), b;
-  ctc_conv2d c = conv_geom(p);
-  return ct__cuda_conv2d(&o, &a, &f, opt(bias, &b), &c);
+  return ct__cuda_conv2d(&o, &a, &f, opt(bias, &b), p);
 }
 static ct_status cuda_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
                                       const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
                                       const ct_conv2d_params *p) {
   ctc_t gx, gw, gb, g = desc(grad_out), a = desc(x), f = desc(w);
-  ctc_conv2d c = conv_geom(p);
-  return ct__cuda_conv2d_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a, &f, &c);
+  return ct__cuda_conv2d_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a, &f,
+                                  p);
 }
 static ct_status cuda_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x,
                              const ct_pool2d_params *p) {
   ctc_t o = desc(out), i, a = desc(x);
-  ctc_pool2d c = pool_geom(p);
-  return ct__cuda_pool2d(is_max, &o, opt(indices, &i), &a, &c);
+  return ct__cuda_pool2d(is_max, &o, opt(indices, &i), &a, p);
 }
 static ct_status cuda_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
                                       const ct_tensor *indices, const ct_pool2d_params *p) {
   ctc_t gx = desc(grad_x), g = desc(grad_out), i;
-  ctc_pool2d c = pool_geom(p);
-  return ct__cuda_pool2d_backward(is_max, &gx, &g, opt(indices, &i), &c);
+  return ct__cuda_pool2d_backward(is_max, &gx, &g, opt(indices, &i), p);
 }
 static ct_status cuda_batch_norm(ct_tensor *out, ct_tensor *save_mean, ct_tensor *save_invstd,
                                  const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
@@ -245,10 +217,6 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
                                      ct_tensor *const *grads, ct_tensor *const *state0,
                                      ct_tensor *const *state1, ct_tensor *const *state2, int n) {
   if (n <= 0) return CT_OK;
-  ctc_optim o = {.kind = (int)p->kind, .lr = p->lr, .momentum = p->momentum,
-                 .dampening = p->dampening, .weight_decay = p->weight_decay,
-                 .nesterov = p->nesterov, .first_step = p->first_step, .beta1 = p->beta1,
-                 .beta2 = p->beta2, .eps = p->eps, .amsgrad = p->amsgrad, .step = p->step};
   size_t sz = sizeof(ctc_t) * (size_t)n;
   ctc_t *buf = malloc(sz * 5);
   bool *has = calloc((size_t)n * 3, 1);
@@ -269,19 +237,15 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
       else memset(dst[k], 0, sizeof(ctc_t));
     }
   }
-  ct_status st = ct__cuda_optimizer_step(&o, P, G, S0, S1, S2, has, n);
+  ct_status st = ct__cuda_optimizer_step(p, P, G, S0, S1, S2, has, n);
   free(buf);
   free(has);
   return st;
 }
 
-static ct_status cuda_random(ct_tensor *out, const ct_random_params *p) {
+static ct_status cuda_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs) {
   ctc_t o = desc(out), pr;
-  if (p->probs) pr = desc(p->probs);
-  ctc_random r = {.kind = (int)p->kind, .a = p->a, .b = p->b, .int_low = p->int_low,
-                  .int_range = p->int_range, .wide = p->wide, .seed = p->seed, .offset = p->offset,
-                  .probs = p->probs ? &pr : NULL};
-  return ct__cuda_random(&o, &r);
+  return ct__cuda_random(&o, p, opt(probs, &pr));
 }
 
 /* ct_cuda_set_allow_tf32 (include/ctensor/device.h). */

@@ -15,16 +15,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_kernels.h"
-
-/* The op-table enums without core/internal.h (C11 atomics; see cuda_kernels.h):
- * op_table.h needs nothing from it but what C++ has. */
-#ifndef CT_CORE_INTERNAL_H
-#define CT_CORE_INTERNAL_H
-#define CT_CUDA_FAKE_INTERNAL
-#endif
-extern "C" {
-#include "ops/op_table.h"
-}
+#include "core/convert.h" /* ct_move_elem */
 
 extern "C" {
 ct_status ct__fail_status(ct_status code, const char *fmt, ...);
@@ -243,16 +234,6 @@ template <class C> __device__ __forceinline__ void ctc_store(char *p, int dt, C 
     using T = typename decltype(t)::type;
     *(T *)p = ctc_out<T>(v);
   });
-}
-
-/* Moves one element of es bytes. */
-__device__ __forceinline__ void ctc_move(char *dst, const char *src, int es) {
-  switch (es) {
-  case 1: *(uint8_t *)dst = *(const uint8_t *)src; break;
-  case 2: *(uint16_t *)dst = *(const uint16_t *)src; break;
-  case 4: *(uint32_t *)dst = *(const uint32_t *)src; break;
-  default: *(uint64_t *)dst = *(const uint64_t *)src; break;
-  }
 }
 
 /* ---- Elementwise geometry ----------------------------------------------------- *

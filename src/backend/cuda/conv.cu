@@ -79,7 +79,7 @@ static cudnnDataType_t dnn_type(int dt) {
 
 /* x (N, C, H, W), w (Co, C/g, kH, kW), y (N, Co, Ho, Wo): all contiguous. */
 static ct_status make_descs(const char *op, int dev, dnn_descs &d, const ctc_t *x, const ctc_t *w,
-                            const ctc_t *y, const ctc_conv2d *p) {
+                            const ctc_t *y, const ct_conv2d_params *p) {
   for (int k = 0; k < 4; k++)
     if (!fits_int(x->shape[k]) || !fits_int(w->shape[k]) || !fits_int(y->shape[k]))
       return ct__fail_status(CT_ERR_ARG, "%s: dims exceed cuDNN's int range", op);
@@ -249,8 +249,8 @@ static ctc_t bias_view(const ctc_t *bias, const ctc_t *out) {
 
 static ct_status fill0(const ctc_t *t) { return t && t->numel > 0 ? ct__cuda_fill(t, 0.0) : CT_OK; }
 
-extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc_t *w, const ctc_t *bias,
-                                     const ctc_conv2d *p) {
+extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc_t *w,
+                                     const ctc_t *bias, const ct_conv2d_params *p) {
   const char *op = "conv2d";
   int dev = out->device, dt = out->dtype;
   ct_status st = check_dtype(op, dt);
@@ -272,14 +272,15 @@ extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc
   }
   if (bias) {
     ctc_t b = bias_view(bias, out);
-    if ((st = ct__cuda_binary((int)CT_BOP_ADD, out, out, &b)) != CT_OK) return st;
+    if ((st = ct__cuda_binary(CT_BOP_ADD, out, out, &b)) != CT_OK) return st;
   }
   if (ctc_launch_blocking()) CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(ctc_stream(dev)));
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
-                                              const ctc_t *x, const ctc_t *w, const ctc_conv2d *p) {
+extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
+                                              const ctc_t *g, const ctc_t *x, const ctc_t *w,
+                                              const ct_conv2d_params *p) {
   const char *op = "conv2d_backward";
   int dev = g->device, dt = g->dtype;
   ct_status st = check_dtype(op, dt);
@@ -297,7 +298,8 @@ extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, 
     o.strides[2] = o.strides[3] = 1;
     bool mask[CTC_MAX_DIMS] = {true, false, true, true};
     if (g->numel == 0) st = fill0(gb);
-    else st = ct__cuda_reduce((int)CT_ROP_SUM, &o, g, mask, 0.0);
+    else
+      st = ct__cuda_reduce(CT_ROP_SUM, &o, g, mask, 0.0);
     if (st != CT_OK) return st;
   }
   bool want_x = gx && gx->numel > 0, want_w = gw && gw->numel > 0;

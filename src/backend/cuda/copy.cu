@@ -8,13 +8,7 @@
  * common.cuh; same-dtype contiguous copies are one cudaMemcpyAsync; common
  * casts and fills of contiguous tensors move 16-byte vectors. */
 #include "backend/cuda/common.cuh"
-
-__device__ __forceinline__ int64_t ctc_f2i(double v) {
-  if (v != v) return 0;
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
-  return (int64_t)v;
-}
+#include "core/convert.h"
 
 __device__ __forceinline__ void ctc_store_val(char *p, int dt, ctc_val v) {
   switch (dt) {
@@ -24,7 +18,7 @@ __device__ __forceinline__ void ctc_store_val(char *p, int dt, ctc_val v) {
   case CT_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn(v.is_int ? (float)v.i : (float)v.d); break;
   case CT_BOOL: *(uint8_t *)p = v.is_int ? v.i != 0 : v.d != 0; break;
   default: {
-    int64_t i = v.is_int ? v.i : ctc_f2i(v.d);
+    int64_t i = v.is_int ? v.i : ct_f64_to_i64(v.d);
     ctc_store<int64_t>(p, dt, i);
   }
   }
@@ -32,7 +26,7 @@ __device__ __forceinline__ void ctc_store_val(char *p, int dt, ctc_val v) {
 
 struct copy_same_fn {
   __device__ void operator()(const ctc_ew &g, const int64_t *off) const {
-    ctc_move(ctc_ew_ptr(g, 0, off[0]), ctc_ew_ptr(g, 1, off[1]), g.es[0]);
+    ct_move_elem(ctc_ew_ptr(g, 0, off[0]), ctc_ew_ptr(g, 1, off[1]), g.es[0]);
   }
 };
 
@@ -144,25 +138,22 @@ struct fill_fn {
   }
 };
 
-/* Host: value as dtype's bytes (as ct__store_from_double: to int64 saturating,
- * nan gives 0, then wrapped to the width). */
+/* Host: value as dtype's bytes (as ct__store_from_double: floats to integers
+ * through core/convert.h, then wrapped to the width). */
 static uint64_t fill_bits(int dt, double v) {
   uint64_t b = 0;
-  int64_t i;
-  if (v != v) i = 0;
-  else if (v >= 9.2233720368547758e18) i = INT64_MAX;
-  else if (v <= -9.2233720368547758e18) i = INT64_MIN;
-  else i = (int64_t)v;
   switch (dt) {
   case CT_F32: { float f = (float)v; memcpy(&b, &f, 4); break; }
   case CT_F64: memcpy(&b, &v, 8); break;
   case CT_F16: { __half h = __float2half_rn((float)v); memcpy(&b, &h, 2); break; }
   case CT_BF16: { __nv_bfloat16 h = __float2bfloat16_rn((float)v); memcpy(&b, &h, 2); break; }
-  case CT_I8: case CT_U8: b = (uint8_t)(uint64_t)i; break; /* wraps, as the CPU */
-  case CT_I16: b = (uint16_t)(uint64_t)i; break;
-  case CT_I32: b = (uint32_t)(uint64_t)i; break;
-  case CT_I64: b = (uint64_t)i; break;
-  default: b = v != 0; break;
+  case CT_BOOL:
+    b = v != 0;
+    break;
+  default: { /* integers: the bytes of the wrapped int64, little-endian */
+    uint64_t i = (uint64_t)ct_f64_to_i64(v);
+    b = ctc_elsize(dt) == 8 ? i : i & ((1ull << (8 * ctc_elsize(dt))) - 1);
+  }
   }
   return b;
 }

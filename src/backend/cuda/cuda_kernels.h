@@ -1,9 +1,10 @@
 /* The CUDA backend's internal interface between backend.c (C, which knows
  * ct_tensor) and the .cu files (C++, which must not include core/internal.h:
  * its C11 atomics don't compile as C++). backend.c turns every tensor into a
- * plain descriptor (ctc_t) and calls the launchers below; each launcher runs
- * on the tensor's device and the calling thread's current stream there.
- * This header compiles as C and as C++ and includes no CUDA header. */
+ * plain descriptor (ctc_t) and calls the launchers below with the slots' own
+ * parameter structs (backend/params.h); each launcher runs on the tensor's
+ * device and the calling thread's current stream there. This header
+ * compiles as C and as C++ and includes no CUDA header. */
 #ifndef CT_CUDA_KERNELS_H
 #define CT_CUDA_KERNELS_H
 
@@ -11,9 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/params.h"
 #include "ctensor/device.h"
 #include "ctensor/dtype.h"
 #include "ctensor/error.h"
+#include "ops/op_table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,38 +35,6 @@ typedef struct ctc_t {
   int64_t shape[CTC_MAX_DIMS];
   int64_t strides[CTC_MAX_DIMS]; /* elements */
 } ctc_t;
-
-/* Random fill parameters (mirror of ct_random_params, backend.h). */
-typedef struct ctc_random {
-  int kind; /* ct_random_kind */
-  double a, b;
-  int64_t int_low;
-  uint64_t int_range;
-  bool wide;
-  uint64_t seed, offset;
-  const ctc_t *probs; /* or NULL */
-} ctc_random;
-
-/* Optimizer parameters (mirror of ct_optim_params). */
-typedef struct ctc_optim {
-  int kind; /* ct_optim_kind */
-  double lr, momentum, dampening, weight_decay;
-  bool nesterov, first_step;
-  double beta1, beta2, eps;
-  bool amsgrad;
-  int64_t step;
-} ctc_optim;
-
-/* Convolution geometry (mirror of ct_conv2d_params). */
-typedef struct ctc_conv2d {
-  int64_t stride[2], padding[2], dilation[2], groups;
-} ctc_conv2d;
-
-/* Pooling geometry (mirror of ct_pool2d_params). */
-typedef struct ctc_pool2d {
-  int64_t kernel[2], stride[2], padding[2];
-  bool count_include_pad;
-} ctc_pool2d;
 
 /* device.cu */
 int ct__cuda_device_count(void);
@@ -104,15 +75,17 @@ ct_status ct__cuda_copy_from_host(const ctc_t *dst, const void *src, size_t nbyt
 ct_status ct__cuda_copy_to_host(void *dst, const ctc_t *src, size_t nbytes, bool non_blocking);
 ct_status ct__cuda_fill(const ctc_t *dst, double value);
 
-/* unary.cu, binary.cu (op: ct_unary_op / ct_binary_op) */
-ct_status ct__cuda_unary(int op, const ctc_t *out, const ctc_t *x, double p0, double p1);
-ct_status ct__cuda_binary(int op, const ctc_t *out, const ctc_t *a, const ctc_t *b);
-ct_status ct__cuda_binary_scalar(int op, const ctc_t *out, const ctc_t *a, double s, bool reversed);
+/* unary.cu, binary.cu */
+ct_status ct__cuda_unary(ct_unary_op op, const ctc_t *out, const ctc_t *x, double p0, double p1);
+ct_status ct__cuda_binary(ct_binary_op op, const ctc_t *out, const ctc_t *a, const ctc_t *b);
+ct_status ct__cuda_binary_scalar(ct_binary_op op, const ctc_t *out, const ctc_t *a, double s,
+                                 bool reversed);
 ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t *b, double alpha);
 ct_status ct__cuda_where(const ctc_t *out, const ctc_t *cond, const ctc_t *a, const ctc_t *b);
 
 /* reduce.cu, arg_reduce.cu, softmax.cu, softmax_backward.cu */
-ct_status ct__cuda_reduce(int op, const ctc_t *out, const ctc_t *x, const bool *mask, double p);
+ct_status ct__cuda_reduce(ct_reduce_op op, const ctc_t *out, const ctc_t *x, const bool *mask,
+                          double p);
 ct_status ct__cuda_arg_reduce(bool is_max, const ctc_t *values, const ctc_t *indices,
                               const ctc_t *x, int dim);
 ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim, bool log);
@@ -123,7 +96,7 @@ ct_status ct__cuda_softmax_backward(const ctc_t *gx, const ctc_t *g, const ctc_t
 void ct__cuda_library_versions(char *buf, size_t size);
 
 /* unary_backward.cu */
-ct_status ct__cuda_unary_backward(int op, const ctc_t *gx, const ctc_t *g, const ctc_t *x,
+ct_status ct__cuda_unary_backward(ct_unary_op op, const ctc_t *gx, const ctc_t *g, const ctc_t *x,
                                   const ctc_t *y, double p0, double p1);
 
 /* matmul.cu */
@@ -139,22 +112,23 @@ ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count);
 ct_status ct__cuda_triangle(const ctc_t *out, const ctc_t *x, int64_t k, bool upper);
 
 /* random.cu, optim.cu */
-ct_status ct__cuda_random(const ctc_t *out, const ctc_random *p);
-ct_status ct__cuda_optimizer_step(const ctc_optim *p, const ctc_t *params, const ctc_t *grads,
+ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p, const ctc_t *probs);
+ct_status ct__cuda_optimizer_step(const ct_optim_params *p, const ctc_t *params, const ctc_t *grads,
                                   const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
                                   const bool *has, int n);
 
 /* conv.cu (cuDNN), pool.cu, norm.cu: the neural-network slots (backend.h);
  * NULL descriptors stand for NULL tensors. */
 ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc_t *w, const ctc_t *bias,
-                          const ctc_conv2d *p);
-ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
-                                   const ctc_t *x, const ctc_t *w, const ctc_conv2d *p);
+                          const ct_conv2d_params *p);
+ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
+                                   const ctc_t *g, const ctc_t *x, const ctc_t *w,
+                                   const ct_conv2d_params *p);
 void ct__cuda_conv_set_allow_tf32(bool allow);
 ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x,
-                          const ctc_pool2d *p);
-ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g, const ctc_t *indices,
-                                   const ctc_pool2d *p);
+                          const ct_pool2d_params *p);
+ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
+                                   const ctc_t *indices, const ct_pool2d_params *p);
 ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean, const ctc_t *save_invstd,
                               const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
                               const ctc_t *running_mean, const ctc_t *running_var, bool training,

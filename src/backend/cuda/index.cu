@@ -46,11 +46,11 @@ __global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gat
     if (v < 0 || v >= size) {
       ctc_fault_raise(fault, CTC_FAULT_INDEX, op, dim, v, size);
       const uint64_t zero = 0;
-      ctc_move(out.data + oo * es, (const char *)&zero, es);
+      ct_move_elem(out.data + oo * es, (const char *)&zero, es);
       continue;
     }
     c[dim] = v;
-    ctc_move(out.data + oo * es, x.data + dot(x, c) * es, es);
+    ct_move_elem(out.data + oo * es, x.data + dot(x, c) * es, es);
   }
 }
 
@@ -109,7 +109,7 @@ __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool
     c[dim] = v;
     char *dp = self.data + dot(self, c) * es;
     if (!add) {
-      ctc_move(dp, sp, es);
+      ct_move_elem(dp, sp, es);
       continue;
     }
     switch (self.dtype) {
@@ -162,7 +162,7 @@ __global__ void compact_kernel(ctc_t out, ctc_t x, const int64_t *flags, const i
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < x.numel; e += stride) {
     if (!flags[e] || pos[e] >= out.numel) continue;
     coords(x, e, c);
-    ctc_move(out.data + pos[e] * out.strides[0] * es, x.data + dot(x, c) * es, es);
+    ct_move_elem(out.data + pos[e] * out.strides[0] * es, x.data + dot(x, c) * es, es);
   }
 }
 
@@ -260,10 +260,11 @@ __global__ void triangle_kernel(ctc_t out, ctc_t x, int64_t k, bool upper) {
     int64_t i = c[nd - 2], j = c[nd - 1];
     bool keep = upper ? j - i >= k : j - i <= k;
     char *o = out.data + dot(out, c) * es;
-    if (keep) ctc_move(o, x.data + dot(x, c) * es, es);
+    if (keep)
+      ct_move_elem(o, x.data + dot(x, c) * es, es);
     else {
       const uint64_t zero = 0;
-      ctc_move(o, (const char *)&zero, es);
+      ct_move_elem(o, (const char *)&zero, es);
     }
   }
 }

@@ -4,8 +4,9 @@
  * The host packs, into one device buffer, a table of the parameters (data
  * pointers of param, grad and state buffers, numel) and a list of chunks
  * (tensor, first element) of CTC_OPT_CHUNK elements; block b updates chunk b.
- * Formulas follow torch.optim's single-tensor implementations op by op in the
- * parameter's dtype, as backend/cpu/optim.c. Each parameter's gradient and
+ * The formulas are core/optim_math.h's, the CPU's (torch.optim's
+ * single-tensor implementations op by op in the parameter's dtype). Each
+ * parameter's gradient and
  * state are contiguous and of its dtype (f32 or f64); parameters of both
  * dtypes may come in one call (the op layer groups by device and step only):
  * the f32 chunks come first in the list, then the f64 ones, one launch each. */
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 
 #include "backend/cuda/common.cuh"
+#include "core/optim_math.h"
 
 #define CTC_OPT_CHUNK 8192
 
@@ -24,80 +26,43 @@ struct opt_chunk {
   int64_t t, start;
 };
 
-template <class T> struct opt_consts {
-  int kind;
-  bool use_wd, first, nesterov, has_buf, amsgrad;
-  T wd, mom, damp1, neg_lr;
-  T decay, b1, b2, one_b1, one_b2, neg_step, bc2_sqrt, eps;
+/* The constants of core/optim_math.h for T (its struct is named per type). */
+template <class T>
+struct opt_consts_of;
+template <>
+struct opt_consts_of<float> {
+  typedef ct_optim_consts_f32 type;
+  static type make(const ct_optim_params *o) { return ct_optim_consts_of_f32(o); }
+};
+template <>
+struct opt_consts_of<double> {
+  typedef ct_optim_consts_f64 type;
+  static type make(const ct_optim_params *o) { return ct_optim_consts_of_f64(o); }
 };
 
+/* Block b updates chunk b (grid-stride over the chunks) with the formulas of
+ * core/optim_math.h, the CPU's. */
 template <class T>
-__global__ void optim_kernel(opt_consts<T> c, const opt_tensor *ts, const opt_chunk *chunks, int64_t nchunks) {
+__global__ void optim_kernel(ct_optim_kind kind, typename opt_consts_of<T>::type c,
+                             const opt_tensor *ts, const opt_chunk *chunks, int64_t nchunks) {
   for (int64_t b = blockIdx.x; b < nchunks; b += gridDim.x) {
     opt_chunk ch = chunks[b];
     opt_tensor t = ts[ch.t];
     int64_t end = ch.start + CTC_OPT_CHUNK < t.n ? ch.start + CTC_OPT_CHUNK : t.n;
-    T *p = (T *)t.p;
+    T *p = (T *)t.p, *s0 = (T *)t.s0, *s1 = (T *)t.s1, *s2 = (T *)t.s2;
     const T *g = (const T *)t.g;
     for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
-      if (c.kind == 0) { /* SGD */
-        T d = g[i];
-        if (c.use_wd) d = d + c.wd * p[i];
-        if (t.s0) {
-          T *buf = (T *)t.s0;
-          T bv = c.first ? d : buf[i] * c.mom + c.damp1 * d;
-          buf[i] = bv;
-          d = c.nesterov ? d + c.mom * bv : bv;
-        }
-        p[i] = p[i] + c.neg_lr * d;
-      } else { /* Adam / AdamW */
-        T *m = (T *)t.s0, *v = (T *)t.s1, *vmax = (T *)t.s2;
-        T pi = p[i], gi = g[i];
-        if (c.kind == 2) pi = pi * c.decay;
-        else if (c.use_wd) gi = gi + c.wd * pi;
-        T mi = m[i] * c.b1 + c.one_b1 * gi;
-        T vi = v[i] * c.b2 + c.one_b2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        T s = vi;
-        if (vmax) {
-          T mx = vmax[i];
-          s = (mx > vi || mx != mx) ? mx : vi;
-          vmax[i] = s;
-        }
-        T denom = sqrt(s) / c.bc2_sqrt + c.eps;
-        p[i] = pi + c.neg_step * mi / denom;
-      }
+      if (kind == CT_OPTIM_SGD)
+        p[i] = ct_sgd_update(&c, p[i], g[i], s0 ? s0 + i : nullptr);
+      else
+        p[i] = ct_adam_update(&c, p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : nullptr);
     }
   }
 }
 
-template <class T> static opt_consts<T> make_consts(const ctc_optim *o) {
-  opt_consts<T> c;
-  memset(&c, 0, sizeof c);
-  c.kind = o->kind;
-  c.use_wd = o->weight_decay != 0;
-  c.first = o->first_step;
-  c.nesterov = o->nesterov;
-  c.wd = (T)o->weight_decay;
-  c.mom = (T)o->momentum;
-  c.damp1 = (T)(1.0 - o->dampening);
-  c.neg_lr = (T)(-o->lr);
-  c.decay = (T)(1.0 - o->lr * o->weight_decay);
-  c.b1 = (T)o->beta1;
-  c.b2 = (T)o->beta2;
-  c.one_b1 = (T)(1.0 - o->beta1);
-  c.one_b2 = (T)(1.0 - o->beta2);
-  double bc1 = 1.0 - pow(o->beta1, (double)o->step), bc2 = 1.0 - pow(o->beta2, (double)o->step);
-  c.neg_step = (T)(-(o->lr / bc1));
-  c.bc2_sqrt = (T)sqrt(bc2);
-  c.eps = (T)o->eps;
-  return c;
-}
-
-extern "C" ct_status ct__cuda_optimizer_step(const ctc_optim *o, const ctc_t *params, const ctc_t *grads,
-                                            const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
-                                            const bool *has, int n) {
+extern "C" ct_status ct__cuda_optimizer_step(const ct_optim_params *o, const ctc_t *params,
+                                             const ctc_t *grads, const ctc_t *s0, const ctc_t *s1,
+                                             const ctc_t *s2, const bool *has, int n) {
   const char *op = "optimizer_step";
   int dev = params[0].device;
   ct_status st = ctc_use_device(op, dev);
@@ -142,12 +107,13 @@ extern "C" ct_status ct__cuda_optimizer_step(const ctc_optim *o, const ctc_t *pa
   const opt_tensor *dts = (const opt_tensor *)d;
   const opt_chunk *dch = (const opt_chunk *)(d + tbytes);
   if (n32 > 0) {
-    optim_kernel<float><<<(unsigned)(n32 < cap ? n32 : cap), CTC_THREADS, 0, s>>>(make_consts<float>(o), dts, dch, n32);
+    optim_kernel<float><<<(unsigned)(n32 < cap ? n32 : cap), CTC_THREADS, 0, s>>>(
+        o->kind, opt_consts_of<float>::make(o), dts, dch, n32);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if (n64 > 0) {
-    optim_kernel<double><<<(unsigned)(n64 < cap ? n64 : cap), CTC_THREADS, 0, s>>>(make_consts<double>(o), dts,
-                                                                                   dch + n32, n64);
+    optim_kernel<double><<<(unsigned)(n64 < cap ? n64 : cap), CTC_THREADS, 0, s>>>(
+        o->kind, opt_consts_of<double>::make(o), dts, dch + n32, n64);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;

@@ -13,27 +13,11 @@
 
 #include "backend/cuda/common.cuh"
 
+/* The planes' sizes next to the window parameters (backend/params.h). */
 struct pgeom {
   int64_t planes, H, W, Ho, Wo;
-  int64_t kh, kw, sh, sw, ph, pw;
-  bool include_pad;
+  ct_pool2d_params p;
 };
-
-/* Window bounds clipped to the image; *div: the average's divisor. */
-__device__ __forceinline__ void window(const pgeom &g, int64_t oh, int64_t ow, int64_t &h0, int64_t &h1,
-                                       int64_t &w0, int64_t &w1, int64_t &div) {
-  int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
-  int64_t he = hs + g.kh, we = ws + g.kw;
-  if (he > g.H + g.ph) he = g.H + g.ph;
-  if (we > g.W + g.pw) we = g.W + g.pw;
-  int64_t full = (he - hs) * (we - ws);
-  if (hs < 0) hs = 0;
-  if (ws < 0) ws = 0;
-  if (he > g.H) he = g.H;
-  if (we > g.W) we = g.W;
-  h0 = hs, h1 = he, w0 = ws, w1 = we;
-  div = g.include_pad ? full : (he - hs) * (we - ws);
-}
 
 template <class C>
 __global__ void pool_fwd_kernel(pgeom g, bool is_max, const char *x, int xdt, char *out, int64_t *idx) {
@@ -42,13 +26,12 @@ __global__ void pool_fwd_kernel(pgeom g, bool is_max, const char *x, int xdt, ch
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
     int64_t ow = e % g.Wo, r = e / g.Wo, oh = r % g.Ho, pl = r / g.Ho;
     const char *xp = x + pl * g.H * g.W * es;
-    int64_t h0, h1, w0, w1, div;
-    window(g, oh, ow, h0, h1, w0, w1, div);
+    int64_t hr[2], wr[2], div = ct_pool2d_window(&g.p, g.H, g.W, oh, ow, hr, wr);
     if (is_max) {
       C best = (C)-INFINITY;
-      int64_t bi = h0 * g.W + w0;
-      for (int64_t h = h0; h < h1; h++)
-        for (int64_t w = w0; w < w1; w++) {
+      int64_t bi = hr[0] * g.W + wr[0];
+      for (int64_t h = hr[0]; h < hr[1]; h++)
+        for (int64_t w = wr[0]; w < wr[1]; w++) {
           C v = ctc_load<C>(xp + (h * g.W + w) * es, xdt);
           if (v > best || v != v) {
             best = v;
@@ -61,8 +44,8 @@ __global__ void pool_fwd_kernel(pgeom g, bool is_max, const char *x, int xdt, ch
       if (idx) idx[e] = bi;
     } else {
       C s = 0;
-      for (int64_t h = h0; h < h1; h++)
-        for (int64_t w = w0; w < w1; w++) s += ctc_load<C>(xp + (h * g.W + w) * es, xdt);
+      for (int64_t h = hr[0]; h < hr[1]; h++)
+        for (int64_t w = wr[0]; w < wr[1]; w++) s += ctc_load<C>(xp + (h * g.W + w) * es, xdt);
       ctc_store<C>(out + e * es, xdt, div > 0 ? s / (C)div : (C)NAN);
     }
   }
@@ -85,8 +68,8 @@ __global__ void pool_bwd_kernel(pgeom g, bool is_max, char *gx, int dt, const ch
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
     int64_t w = e % g.W, r = e / g.W, h = r % g.H, pl = r / g.H;
     int64_t oh0, oh1, ow0, ow1;
-    covering(h, g.kh, g.sh, g.ph, g.Ho, oh0, oh1);
-    covering(w, g.kw, g.sw, g.pw, g.Wo, ow0, ow1);
+    covering(h, g.p.kernel[0], g.p.stride[0], g.p.padding[0], g.Ho, oh0, oh1);
+    covering(w, g.p.kernel[1], g.p.stride[1], g.p.padding[1], g.Wo, ow0, ow1);
     const char *gop = go + pl * g.Ho * g.Wo * es;
     const int64_t *ip = idx ? idx + pl * g.Ho * g.Wo : nullptr;
     int64_t me = h * g.W + w;
@@ -97,8 +80,7 @@ __global__ void pool_bwd_kernel(pgeom g, bool is_max, char *gx, int dt, const ch
         if (is_max) {
           if (ip[q] == me) acc += ctc_load<C>(gop + q * es, dt);
         } else {
-          int64_t h0, h1, w0, w1, div;
-          window(g, oh, ow, h0, h1, w0, w1, div);
+          int64_t hr[2], wr[2], div = ct_pool2d_window(&g.p, g.H, g.W, oh, ow, hr, wr);
           if (div <= 0) continue;
           acc += ctc_load<C>(gop + q * es, dt) / (C)div;
         }
@@ -107,13 +89,11 @@ __global__ void pool_bwd_kernel(pgeom g, bool is_max, char *gx, int dt, const ch
   }
 }
 
-static pgeom make_geom(const ctc_t *big, const ctc_t *small, const ctc_pool2d *p) {
+static pgeom make_geom(const ctc_t *big, const ctc_t *small, const ct_pool2d_params *p) {
   pgeom g;
   g.planes = big->shape[0] * big->shape[1];
   g.H = big->shape[2], g.W = big->shape[3], g.Ho = small->shape[2], g.Wo = small->shape[3];
-  g.kh = p->kernel[0], g.kw = p->kernel[1], g.sh = p->stride[0], g.sw = p->stride[1];
-  g.ph = p->padding[0], g.pw = p->padding[1];
-  g.include_pad = p->count_include_pad;
+  g.p = *p;
   return g;
 }
 
@@ -123,8 +103,8 @@ static ct_status check_dtype(const char *op, int dt) {
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x,
-                                     const ctc_pool2d *p) {
+extern "C" ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices,
+                                     const ctc_t *x, const ct_pool2d_params *p) {
   const char *op = is_max ? "max_pool2d" : "avg_pool2d";
   int dev = out->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -141,8 +121,8 @@ extern "C" ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t 
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g, const ctc_t *indices,
-                                              const ctc_pool2d *p) {
+extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
+                                              const ctc_t *indices, const ct_pool2d_params *p) {
   const char *op = is_max ? "max_pool2d_backward" : "avg_pool2d_backward";
   int dev = gx->device;
   ct_status st = check_dtype(op, gx->dtype);

@@ -18,7 +18,8 @@ __device__ __forceinline__ void store_f32(char *out, int d, int64_t i, float v) 
 }
 
 struct rng_args {
-  int kind, dtype, per, digits;
+  ct_random_kind kind;
+  int dtype, per, digits;
   bool wide, probs_f64;
   double a, b;
   float lo32, span32, mean32, std32;
@@ -38,42 +39,48 @@ __global__ void random_kernel(rng_args c) {
     int64_t i0 = b * c.per;
     int m = c.n - i0 < c.per ? (int)(c.n - i0) : c.per;
     switch (c.kind) {
-    case 0: /* CT_RANDOM_UNIFORM */
-    case 1: /* CT_RANDOM_NORMAL */
-      if (c.dtype == CT_F64) {
-        double v[2];
-        if (c.kind == 0) ct_rng_uniform_f64x2(w, c.a, c.b - c.a, v);
-        else ct_rng_normal_f64x2(w, c.a, c.b, v);
-        for (int j = 0; j < m; j++) ((double *)c.out)[i0 + j] = v[j];
-      } else {
-        float v[4];
-        if (c.kind == 0) ct_rng_uniform_f32x4(w, c.digits, c.lo32, c.span32, v);
-        else ct_rng_normal_f32x4(w, c.mean32, c.std32, v);
-        for (int j = 0; j < m; j++) store_f32(c.out, c.dtype, i0 + j, v[j]);
-      }
-      break;
-    case 2: /* CT_RANDOM_INT */
-      for (int j = 0; j < m; j++) {
-        int64_t v = c.wide ? ct_rng_int_wide(ct_philox_u64(w + 2 * j), c.int_low, c.int_range)
-                           : ct_rng_int_narrow(w[j], c.int_low, c.int_range);
-        store_int(c.out, c.dtype, i0 + j, v);
-      }
-      break;
-    case 3: /* CT_RANDOM_BERNOULLI */
-      for (int j = 0; j < m; j++) store_int(c.out, c.dtype, i0 + j, ct_rng_bernoulli(w[j], c.a));
-      break;
-    default: /* CT_RANDOM_BERNOULLI_TENSOR */
-      for (int j = 0; j < m; j++) {
-        int64_t i = i0 + j;
-        double pr = c.probs_f64 ? ((const double *)c.probs)[i] : (double)((const float *)c.probs)[i];
-        store_int(c.out, c.dtype, i, ct_rng_bernoulli(w[j], pr));
-      }
-      break;
+      case CT_RANDOM_UNIFORM:
+      case CT_RANDOM_NORMAL:
+        if (c.dtype == CT_F64) {
+          double v[2];
+          if (c.kind == CT_RANDOM_UNIFORM)
+            ct_rng_uniform_f64x2(w, c.a, c.b - c.a, v);
+          else
+            ct_rng_normal_f64x2(w, c.a, c.b, v);
+          for (int j = 0; j < m; j++) ((double *)c.out)[i0 + j] = v[j];
+        } else {
+          float v[4];
+          if (c.kind == CT_RANDOM_UNIFORM)
+            ct_rng_uniform_f32x4(w, c.digits, c.lo32, c.span32, v);
+          else
+            ct_rng_normal_f32x4(w, c.mean32, c.std32, v);
+          for (int j = 0; j < m; j++) store_f32(c.out, c.dtype, i0 + j, v[j]);
+        }
+        break;
+      case CT_RANDOM_INT:
+        for (int j = 0; j < m; j++) {
+          int64_t v = c.wide ? ct_rng_int_wide(ct_philox_u64(w + 2 * j), c.int_low, c.int_range)
+                             : ct_rng_int_narrow(w[j], c.int_low, c.int_range);
+          store_int(c.out, c.dtype, i0 + j, v);
+        }
+        break;
+      case CT_RANDOM_BERNOULLI:
+        for (int j = 0; j < m; j++) store_int(c.out, c.dtype, i0 + j, ct_rng_bernoulli(w[j], c.a));
+        break;
+      case CT_RANDOM_BERNOULLI_TENSOR:
+        for (int j = 0; j < m; j++) {
+          int64_t i = i0 + j;
+          double pr =
+              c.probs_f64 ? ((const double *)c.probs)[i] : (double)((const float *)c.probs)[i];
+          store_int(c.out, c.dtype, i, ct_rng_bernoulli(w[j], pr));
+        }
+        break;
     }
   }
 }
 
-extern "C" ct_status ct__cuda_random(const ctc_t *out, const ctc_random *p) {
+extern "C" ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p,
+                                     const ctc_t *probs) {
   int dev = out->device;
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("random", dev);
@@ -97,10 +104,10 @@ extern "C" ct_status ct__cuda_random(const ctc_t *out, const ctc_random *p) {
   c.offset = p->offset;
   c.n = out->numel;
   c.out = out->data;
-  if (p->kind == 4) {
-    if (!p->probs) return ct__fail_status(CT_ERR_INTERNAL, "bernoulli: no probabilities");
-    c.probs = p->probs->data;
-    c.probs_f64 = p->probs->dtype == CT_F64;
+  if (p->kind == CT_RANDOM_BERNOULLI_TENSOR) {
+    if (!probs) return ct__fail_status(CT_ERR_INTERNAL, "bernoulli: no probabilities");
+    c.probs = probs->data;
+    c.probs_f64 = probs->dtype == CT_F64;
   }
   cudaStream_t s = ctc_stream(dev);
   int64_t blocks = (c.n + c.per - 1) / c.per;

@@ -1,11 +1,11 @@
-/* CUDA reductions (the backend's `reduce` slot), with the CPU's semantics
- * (backend/cpu/reduce.c): an op runs one or two passes over x; floating x
- * accumulates in double, integers and bool in int64 (sums and products wrap),
- * and the finished value is stored in out's dtype.
+/* CUDA reductions (the backend's `reduce` slot). The geometry, the passes
+ * an op runs, their folds and merges and the finish are core/reduce_plan.h's,
+ * the CPU's: floating x accumulates in double, integers and bool in int64
+ * (sums and products wrap), and the finished value is stored in out's dtype.
  *
- * Geometry: x's dims split into kept dims (K outputs, row-major) and reduced
- * dims (R elements each, taken in memory order), size-1 dims dropped and
- * contiguous neighbours merged. Decomposition, per pass:
+ * Geometry: x's dims in memory order split into kept dims (K outputs) and
+ * reduced dims (R elements each), size-1 dims dropped and contiguous
+ * neighbours merged. Decomposition, per pass:
  *   - when each output's R elements are contiguous in x (full and row
  *     reductions) and the pass is a plain one, the fast path below: typed
  *     16-byte loads, a warp or a block per (output, split);
@@ -26,182 +26,66 @@
 #include <utility>
 
 #include "backend/cuda/reduce_vec.cuh"
+#include "core/reduce_plan.h"
 
-/* Passes, as backend/cpu/reduce.h. */
-enum {
-  RP_F_SUM, RP_F_PROD, RP_F_MAX, RP_F_MIN, RP_F_ABS_SUM, RP_F_ABS_MAX, RP_F_ABS_MIN, RP_F_NONZERO,
-  RP_F_SQ_SUM, RP_F_EXP_SUM, RP_F_DEV_SQ_SUM, RP_F_SCALED_SQ_SUM, RP_F_SCALED_POW_SUM, RP_F_POW_SUM,
-  RP_I_SUM, RP_I_PROD, RP_I_MAX, RP_I_MIN, RP_NZ_ALL, RP_NZ_ANY, RP_COUNT
-};
-__host__ __device__ constexpr bool pass_is_int(int p) { return p >= RP_I_SUM; }
-
+/* The geometry of core/reduce_plan.h (element strides) with the data. */
 struct rgeom {
-  int nk, nr;
-  int64_t K, R;
-  int64_t kshape[CTC_MAX_DIMS], kx[CTC_MAX_DIMS], ko[CTC_MAX_DIMS];
-  int64_t rshape[CTC_MAX_DIMS], rx[CTC_MAX_DIMS];
+  ct_reduce_geom gm;
   const char *x;
   int xdt, xes;
 };
 
-/* Appends reduced dim (size n, stride st) to g, merged into the previous one
- * when together they are one run of stride st. */
-static void rgeom_add_reduced(rgeom *g, int64_t n, int64_t st) {
-  if (g->nr > 0 && g->rx[g->nr - 1] == st * n) {
-    g->rshape[g->nr - 1] *= n;
-    g->rx[g->nr - 1] = st;
-  } else {
-    g->rshape[g->nr] = n;
-    g->rx[g->nr++] = st;
-  }
-}
-
 static void rgeom_init(rgeom *g, const ctc_t *x, const bool *mask, const ctc_t *out) {
-  memset(g, 0, sizeof *g);
+  const int64_t *os[1] = {out->strides}, ounit[1] = {1};
+  ct_reduce_geom_init(&g->gm, x->ndim, x->shape, x->strides, 1, mask, 1, os, ounit);
   g->x = x->data;
   g->xdt = x->dtype;
   g->xes = (int)ctc_elsize(x->dtype);
-  g->K = 1;
-  g->R = 1;
-  int red[CTC_MAX_DIMS], nred = 0;
-  for (int d = 0; d < x->ndim; d++) {
-    int64_t n = x->shape[d];
-    if (mask[d]) g->R *= n;
-    else g->K *= n;
-    if (n == 1) continue;
-    if (mask[d]) {
-      red[nred++] = d;
-      continue;
-    }
-    int m = g->nk;
-    if (m > 0 && g->kx[m - 1] == x->strides[d] * n && g->ko[m - 1] == out->strides[d] * n) {
-      g->kshape[m - 1] *= n;
-      g->kx[m - 1] = x->strides[d];
-      g->ko[m - 1] = out->strides[d];
-    } else {
-      g->kshape[m] = n;
-      g->kx[m] = x->strides[d];
-      g->ko[m] = out->strides[d];
-      g->nk++;
-    }
-  }
-  /* Reduced dims in memory order (decreasing stride, stable): the order of
-   * the reduced elements doesn't matter to the result beyond rounding, and
-   * so a full reduction of a permuted contiguous tensor is one contiguous run
-   * (the fast path) and the innermost reduced dim is the fastest. */
-  for (int i = 1; i < nred; i++)
-    for (int j = i; j > 0 && llabs(x->strides[red[j]]) > llabs(x->strides[red[j - 1]]); j--) {
-      int t = red[j];
-      red[j] = red[j - 1];
-      red[j - 1] = t;
-    }
-  for (int i = 0; i < nred; i++) rgeom_add_reduced(g, x->shape[red[i]], x->strides[red[i]]);
 }
 
-__device__ __forceinline__ void kept_offsets(const rgeom &g, int64_t k, int64_t &xo, int64_t &oo) {
-  xo = 0;
-  oo = 0;
-  for (int d = g.nk - 1; d >= 0; d--) {
-    int64_t q = k / g.kshape[d], r = k - q * g.kshape[d];
-    k = q;
-    xo += r * g.kx[d];
-    oo += r * g.ko[d];
-  }
+/* Offset in x of output k's first element. */
+__device__ __forceinline__ int64_t kept_offset(const rgeom &g, int64_t k) {
+  int64_t xo, oo;
+  ct_reduce_kept_offsets(&g.gm, k, 0, &xo, &oo);
+  return xo;
 }
 
-__device__ __forceinline__ int64_t red_offset(const rgeom &g, int64_t r) {
-  if (g.nr == 1) return r * g.rx[0];
-  int64_t o = 0;
-  for (int d = g.nr - 1; d >= 0; d--) {
-    int64_t q = r / g.rshape[d], m = r - q * g.rshape[d];
-    r = q;
-    o += m * g.rx[d];
-  }
-  return o;
-}
+/* NaN-propagating max and min in the lane type of the fast path. */
+__device__ __forceinline__ float nanmax(float a, float b) { return ct_nanmaxf(a, b); }
+__device__ __forceinline__ double nanmax(double a, double b) { return ct_nanmax(a, b); }
+__device__ __forceinline__ float nanmin(float a, float b) { return ct_nanminf(a, b); }
+__device__ __forceinline__ double nanmin(double a, double b) { return ct_nanmin(a, b); }
 
-template <class T> __device__ __forceinline__ T nanmax(T a, T b) { return (b > a || b != b) && a == a ? b : a; }
-template <class T> __device__ __forceinline__ T nanmin(T a, T b) { return (b < a || b != b) && a == a ? b : a; }
-
-__host__ __device__ inline double init_d(int pass) {
-  switch (pass) {
-  case RP_F_PROD: return 1.0;
-  case RP_F_MAX: return -INFINITY;
-  case RP_F_MIN: case RP_F_ABS_MIN: return INFINITY;
-  default: return 0.0;
-  }
-}
-__host__ __device__ inline int64_t init_i(int pass) {
-  switch (pass) {
-  case RP_I_PROD: case RP_NZ_ALL: return 1;
-  case RP_I_MAX: return INT64_MIN;
-  case RP_I_MIN: return INT64_MAX;
-  default: return 0;
-  }
-}
-
-/* Folds element p into a. */
+/* Folds the element at p (dtype dt) into a: core/reduce_plan.h's folds. */
 __device__ __forceinline__ double upd_d(int pass, double a, const char *p, int dt, double aux, double P) {
-  double v = ctc_load<double>(p, dt);
-  switch (pass) {
-  case RP_F_SUM: return a + v;
-  case RP_F_PROD: return a * v;
-  case RP_F_MAX: return nanmax(a, v);
-  case RP_F_MIN: return nanmin(a, v);
-  case RP_F_ABS_SUM: return a + fabs(v);
-  case RP_F_ABS_MAX: return nanmax(a, fabs(v));
-  case RP_F_ABS_MIN: return nanmin(a, fabs(v));
-  case RP_F_NONZERO: return a + (double)(v != 0);
-  case RP_F_SQ_SUM: return a + v * v;
-  case RP_F_EXP_SUM: return a + exp(v - aux);
-  case RP_F_DEV_SQ_SUM: return a + (v - aux) * (v - aux);
-  case RP_F_SCALED_SQ_SUM: return a + (fabs(v) / aux) * (fabs(v) / aux);
-  case RP_F_SCALED_POW_SUM: return a + pow(fabs(v) / aux, P);
-  default: return a + pow(fabs(v), P); /* RP_F_POW_SUM */
-  }
+  return ct_rpass_fold_f(pass, a, ctc_load<double>(p, dt), aux, P);
 }
 __device__ __forceinline__ int64_t upd_i(int pass, int64_t a, const char *p, int dt) {
-  if (pass == RP_NZ_ALL || pass == RP_NZ_ANY) {
+  if (pass == CT_RP_NZ_ALL || pass == CT_RP_NZ_ANY) {
     int64_t nz = ctc_is_half(dt) ? ((*(const uint16_t *)p & 0x7fff) != 0) : ctc_load<double>(p, dt) != 0;
-    return pass == RP_NZ_ALL ? (a & nz) : (a | nz);
+    return ct_rpass_fold_i(pass, a, nz);
   }
-  int64_t v = ctc_load<int64_t>(p, dt);
-  switch (pass) {
-  case RP_I_SUM: return (int64_t)((uint64_t)a + (uint64_t)v);
-  case RP_I_PROD: return (int64_t)((uint64_t)a * (uint64_t)v);
-  case RP_I_MAX: return v > a ? v : a;
-  default: return v < a ? v : a; /* RP_I_MIN */
-  }
+  return ct_rpass_fold_i(pass, a, ctc_load<int64_t>(p, dt));
 }
 
 struct merge_d {
   int pass;
-  __device__ double operator()(double a, double b) const {
-    switch (pass) {
-    case RP_F_PROD: return a * b;
-    case RP_F_MAX: case RP_F_ABS_MAX: return nanmax(a, b);
-    case RP_F_MIN: case RP_F_ABS_MIN: return nanmin(a, b);
-    default: return a + b;
-    }
-  }
+  __device__ double operator()(double a, double b) const { return ct_rpass_merge_f(pass, a, b); }
 };
 struct merge_i {
   int pass;
-  __device__ int64_t operator()(int64_t a, int64_t b) const {
-    switch (pass) {
-    case RP_I_SUM: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case RP_I_PROD: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case RP_I_MAX: return b > a ? b : a;
-    case RP_I_MIN: return b < a ? b : a;
-    case RP_NZ_ALL: return a & b;
-    default: return a | b;
-    }
-  }
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return ct_rpass_merge_i(pass, a, b); }
 };
 
 template <class A> __device__ __forceinline__ A init_of(int pass);
-template <> __device__ __forceinline__ double init_of<double>(int pass) { return init_d(pass); }
-template <> __device__ __forceinline__ int64_t init_of<int64_t>(int pass) { return init_i(pass); }
+template <>
+__device__ __forceinline__ double init_of<double>(int pass) {
+  return ct_rpass_init_f(pass);
+}
+template <>
+__device__ __forceinline__ int64_t init_of<int64_t>(int pass) {
+  return ct_rpass_init_i(pass);
+}
 
 template <class A>
 __device__ __forceinline__ A upd(int pass, A a, const char *p, int dt, double aux, double P) {
@@ -216,18 +100,17 @@ template <class A>
 __global__ void reduce_block_kernel(rgeom g, int pass, const double *aux, double P, A *part, int64_t S) {
   __shared__ A shared[32];
   typename merge_of<A>::type merge{pass};
-  int64_t tasks = g.K * S;
+  int64_t tasks = g.gm.K * S;
   for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
     int64_t k = t / S, s = t - k * S;
-    int64_t xo, oo;
-    kept_offsets(g, k, xo, oo);
-    int64_t r0 = g.R * s / S, r1 = g.R * (s + 1) / S;
+    int64_t xo = kept_offset(g, k);
+    int64_t r0 = g.gm.R * s / S, r1 = g.gm.R * (s + 1) / S;
     double ax = aux ? aux[k] : 0.0;
     A acc = init_of<A>(pass);
     for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x)
-      acc = upd<A>(pass, acc, g.x + (xo + red_offset(g, r)) * g.xes, g.xdt, ax, P);
+      acc = upd<A>(pass, acc, g.x + (xo + ct_reduce_offset(&g.gm, r)) * g.xes, g.xdt, ax, P);
     acc = ctc_block_reduce(acc, merge, init_of<A>(pass), shared);
-    if (threadIdx.x == 0) part[s * g.K + k] = acc;
+    if (threadIdx.x == 0) part[s * g.gm.K + k] = acc;
   }
 }
 
@@ -235,13 +118,12 @@ __global__ void reduce_block_kernel(rgeom g, int pass, const double *aux, double
 template <class A>
 __global__ void reduce_thread_kernel(rgeom g, int pass, const double *aux, double P, A *part) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.K; k += stride) {
-    int64_t xo, oo;
-    kept_offsets(g, k, xo, oo);
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.gm.K; k += stride) {
+    int64_t xo = kept_offset(g, k);
     double ax = aux ? aux[k] : 0.0;
     A acc = init_of<A>(pass);
-    for (int64_t r = 0; r < g.R; r++)
-      acc = upd<A>(pass, acc, g.x + (xo + red_offset(g, r)) * g.xes, g.xdt, ax, P);
+    for (int64_t r = 0; r < g.gm.R; r++)
+      acc = upd<A>(pass, acc, g.x + (xo + ct_reduce_offset(&g.gm, r)) * g.xes, g.xdt, ax, P);
     part[k] = acc;
   }
 }
@@ -297,7 +179,7 @@ static ct_status merge_parts(const char *name, int dev, int pass, const A *part,
 }
 
 /* ---- Fast path: each output's reduced elements contiguous --------------------------------- *
- * When g.nr == 1 && g.rx[0] == 1 (full reductions of contiguous data; row
+ * When g.gm.nr == 1 && g.gm.rx[0] == 1 (full reductions of contiguous data; row
  * reductions over the innermost dims) output k reduces the run
  * x[xo(k), xo(k) + R). A task (k, s) folds the s-th of S contiguous pieces of
  * that run. A team folds one task: a warp for short runs (8 tasks per block,
@@ -332,60 +214,46 @@ static ct_status merge_parts(const char *name, int dev, int pass, const A *part,
 #define FAST_UNROLL 4
 #define FAST_BPS 6
 
-/* How pass P folds a lane value v (type L, rv_dt::lane) into an accumulator. */
+/* How pass P folds a lane value v (type L, rv_dt::lane) into an accumulator:
+ * core/reduce_plan.h's folds (P a constant: the switch disappears), except
+ * that max/min-like passes compare in the lane type, exact in any precision. */
 template <int P, class L>
 struct fold_rule {
   static constexpr bool cmp =
-      P == RP_F_MAX || P == RP_F_MIN || P == RP_F_ABS_MAX || P == RP_F_ABS_MIN;
-  typedef std::conditional_t<pass_is_int(P), int64_t, std::conditional_t<cmp, L, double>> acc;
+      P == CT_RP_F_MAX || P == CT_RP_F_MIN || P == CT_RP_F_ABS_MAX || P == CT_RP_F_ABS_MIN;
+  typedef std::conditional_t<ct_rpass_is_int(P), int64_t, std::conditional_t<cmp, L, double>> acc;
 
   static __device__ __forceinline__ acc init() {
-    if constexpr (pass_is_int(P))
-      return init_i(P);
+    if constexpr (ct_rpass_is_int(P))
+      return ct_rpass_init_i(P);
     else
-      return (acc)init_d(P);
+      return (acc)ct_rpass_init_f(P);
   }
   static __device__ __forceinline__ acc fold(acc a, L v, double aux) {
-    if constexpr (P == RP_F_SUM)
-      return a + (double)v;
-    else if constexpr (P == RP_F_PROD)
-      return a * (double)v;
-    else if constexpr (P == RP_F_MAX)
+    if constexpr (P == CT_RP_F_MAX)
       return nanmax(a, v);
-    else if constexpr (P == RP_F_MIN)
+    else if constexpr (P == CT_RP_F_MIN)
       return nanmin(a, v);
-    else if constexpr (P == RP_F_ABS_SUM)
-      return a + fabs((double)v);
-    else if constexpr (P == RP_F_ABS_MAX)
+    else if constexpr (P == CT_RP_F_ABS_MAX)
       return nanmax(a, (L)fabs(v));
-    else if constexpr (P == RP_F_ABS_MIN)
+    else if constexpr (P == CT_RP_F_ABS_MIN)
       return nanmin(a, (L)fabs(v));
-    else if constexpr (P == RP_F_SQ_SUM)
-      return a + (double)v * (double)v;
-    else if constexpr (P == RP_F_DEV_SQ_SUM)
-      return a + ((double)v - aux) * ((double)v - aux);
-    else if constexpr (P == RP_I_SUM)
-      return (int64_t)((uint64_t)a + (uint64_t)v);
-    else if constexpr (P == RP_I_PROD)
-      return (int64_t)((uint64_t)a * (uint64_t)v);
-    else if constexpr (P == RP_I_MAX)
-      return v > a ? v : a;
-    else if constexpr (P == RP_I_MIN)
-      return v < a ? v : a;
-    else if constexpr (P == RP_NZ_ALL)
-      return a & (int64_t)(v != 0);
+    else if constexpr (P == CT_RP_NZ_ALL || P == CT_RP_NZ_ANY)
+      return ct_rpass_fold_i(P, a, (int64_t)(v != 0));
+    else if constexpr (ct_rpass_is_int(P))
+      return ct_rpass_fold_i(P, a, (int64_t)v);
     else
-      return a | (int64_t)(v != 0); /* RP_NZ_ANY */
+      return ct_rpass_fold_f(P, a, (double)v, aux, 0.0);
   }
   static __device__ __forceinline__ acc merge(acc a, acc b) {
-    if constexpr (P == RP_F_MAX || P == RP_F_ABS_MAX)
+    if constexpr (P == CT_RP_F_MAX || P == CT_RP_F_ABS_MAX)
       return nanmax(a, b);
-    else if constexpr (P == RP_F_MIN || P == RP_F_ABS_MIN)
+    else if constexpr (P == CT_RP_F_MIN || P == CT_RP_F_ABS_MIN)
       return nanmin(a, b);
-    else if constexpr (pass_is_int(P))
-      return merge_i{P}(a, b);
+    else if constexpr (ct_rpass_is_int(P))
+      return ct_rpass_merge_i(P, a, b);
     else
-      return merge_d{P}(a, b);
+      return ct_rpass_merge_f(P, a, b);
   }
 };
 
@@ -396,10 +264,10 @@ struct fold_rule {
  * (norm 0). */
 template <int DT, int P>
 constexpr bool fast_ok() {
-  if (P == RP_NZ_ALL || P == RP_NZ_ANY) return true;
+  if (P == CT_RP_NZ_ALL || P == CT_RP_NZ_ANY) return true;
   if (DT == CT_F32 || DT == CT_F64 || DT == CT_F16 || DT == CT_BF16)
-    return P <= RP_F_DEV_SQ_SUM && P != RP_F_EXP_SUM && P != RP_F_NONZERO;
-  return pass_is_int(P);
+    return P <= CT_RP_F_DEV_SQ_SUM && P != CT_RP_F_EXP_SUM && P != CT_RP_F_NONZERO;
+  return ct_rpass_is_int(P);
 }
 
 /* Folds the vector r (elements e0.. of this thread's stream) into a. */
@@ -451,26 +319,28 @@ __device__ __forceinline__ typename F::acc warp_fold(const typename D::raw *p, i
 template <int DT, int P>
 __global__ void __launch_bounds__(FAST_THREADS, FAST_BPS)
     reduce_fast_kernel(rgeom g, const double *aux,
-                       std::conditional_t<pass_is_int(P), int64_t, double> *part, int64_t S,
+                       std::conditional_t<ct_rpass_is_int(P), int64_t, double> *part, int64_t S,
                        bool warp_teams) {
   typedef rv_dt<DT> D;
   typedef fold_rule<P, typename D::lane> F;
-  typedef std::conditional_t<pass_is_int(P), int64_t, double> A;
+  typedef std::conditional_t<ct_rpass_is_int(P), int64_t, double> A;
   __shared__ A shared[32];
   typename merge_of<A>::type merge{P};
   int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nwarps = (int)blockDim.x >> 5;
   int64_t team = warp_teams ? (int64_t)blockIdx.x * nwarps + warp : blockIdx.x;
   int64_t nteams = warp_teams ? (int64_t)gridDim.x * nwarps : gridDim.x;
   int nsub = warp_teams ? 1 : nwarps, sub = warp_teams ? 0 : warp;
-  for (int64_t t = team; t < g.K * S; t += nteams) {
+  for (int64_t t = team; t < g.gm.K * S; t += nteams) {
     /* no 64-bit divisions in the common cases: one piece, one kept dim */
-    int64_t k = S == 1 ? t : t / S, s = t - k * S, xo, oo;
-    if (g.nk <= 1) xo = g.nk ? k * g.kx[0] : 0;
-    else kept_offsets(g, k, xo, oo);
-    int64_t r0 = S == 1 ? 0 : g.R * s / S, len = S == 1 ? g.R : g.R * (s + 1) / S - r0;
+    int64_t k = S == 1 ? t : t / S, s = t - k * S, xo;
+    if (g.gm.nk <= 1)
+      xo = g.gm.nk ? k * g.gm.kx[0] : 0;
+    else
+      xo = kept_offset(g, k);
+    int64_t r0 = S == 1 ? 0 : g.gm.R * s / S, len = S == 1 ? g.gm.R : g.gm.R * (s + 1) / S - r0;
     int64_t w0 = r0 + len * sub / nsub, w1 = r0 + len * (sub + 1) / nsub;
     const typename D::raw *p = reinterpret_cast<const typename D::raw *>(g.x) + xo + w0;
-    A *dst = part + s * g.K + k;
+    A *dst = part + s * g.gm.K + k;
     A v = (A)warp_fold<D, F>(p, w1 - w0, lane, aux ? aux[k] : 0.0);
     if (warp_teams) v = ctc_warp_reduce(v, merge);
     else v = ctc_block_reduce(v, merge, init_of<A>(P), shared);
@@ -488,16 +358,16 @@ struct fast_plan {
 static fast_plan plan_fast(const rgeom &g, int nsm) {
   fast_plan f;
   int64_t vec = 16 / g.xes, warp_step = 32 * vec * FAST_UNROLL; /* elements per warp iteration */
-  f.warp_teams = g.R <= 8 * warp_step;
+  f.warp_teams = g.gm.R <= 8 * warp_step;
   int64_t ts = f.warp_teams ? 32 : FAST_THREADS, per_block = FAST_THREADS / ts;
   /* at most one wave of teams, each task at least two loop iterations. Not
    * rounded up: K * S just over the wave (K = 10 on 792 teams: 800 tasks)
    * leaves a second round of a few equal tasks, doubling the time. */
   int64_t wave = (int64_t)nsm * FAST_BPS * per_block, piece = 2 * ts * vec * FAST_UNROLL;
-  int64_t want = wave / g.K, most = (g.R + piece - 1) / piece;
+  int64_t want = wave / g.gm.K, most = (g.gm.R + piece - 1) / piece;
   f.S = want < most ? want : most;
   if (f.S < 1) f.S = 1;
-  int64_t blocks = (g.K * f.S + per_block - 1) / per_block, cap = (int64_t)nsm * FAST_BPS;
+  int64_t blocks = (g.gm.K * f.S + per_block - 1) / per_block, cap = (int64_t)nsm * FAST_BPS;
   f.blocks = (unsigned)(blocks < cap ? blocks : cap);
   return f;
 }
@@ -508,7 +378,7 @@ typedef void (*fast_launch_fn)(const rgeom &g, const double *aux, void *part, co
 template <int DT, int P>
 static void fast_launch(const rgeom &g, const double *aux, void *part, const fast_plan &f,
                         cudaStream_t st) {
-  typedef std::conditional_t<pass_is_int(P), int64_t, double> A;
+  typedef std::conditional_t<ct_rpass_is_int(P), int64_t, double> A;
   reduce_fast_kernel<DT, P>
       <<<f.blocks, FAST_THREADS, 0, st>>>(g, aux, (A *)part, f.S, f.warp_teams);
 }
@@ -527,14 +397,14 @@ static fast_launch_fn fast_fn_pass(int pass, std::integer_sequence<int, P...>) {
 }
 template <int... DT>
 static fast_launch_fn fast_fn_dtype(int dt, int pass, std::integer_sequence<int, DT...>) {
-  typedef fast_launch_fn (*pick_fn)(int, std::make_integer_sequence<int, RP_COUNT>);
+  typedef fast_launch_fn (*pick_fn)(int, std::make_integer_sequence<int, CT_RP_COUNT>);
   static const pick_fn by_dtype[] = {fast_fn_pass<DT>...};
-  return by_dtype[dt](pass, std::make_integer_sequence<int, RP_COUNT>());
+  return by_dtype[dt](pass, std::make_integer_sequence<int, CT_RP_COUNT>());
 }
 
 /* The fast launcher for pass over g, or NULL when g or the pair doesn't fit. */
 static fast_launch_fn fast_fn_for(const rgeom &g, int pass) {
-  if (g.nr != 1 || g.rx[0] != 1 || (uintptr_t)g.x % (uintptr_t)g.xes != 0) return nullptr;
+  if (g.gm.nr != 1 || g.gm.rx[0] != 1 || (uintptr_t)g.x % (uintptr_t)g.xes != 0) return nullptr;
   return fast_fn_dtype(g.xdt, pass, std::make_integer_sequence<int, CT_DTYPE_COUNT>());
 }
 
@@ -544,166 +414,106 @@ static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, c
                           double P, A *res) {
   cudaStream_t st = ctc_stream(dev);
   int nsm = ctc_sm_count(dev);
-  if (g.R == 0) {
-    merge_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(pass, res, 1, g.K, res, true);
+  if (g.gm.R == 0) {
+    merge_kernel<A>
+        <<<ctc_blocks(g.gm.K, dev), CTC_THREADS, 0, st>>>(pass, res, 1, g.gm.K, res, true);
     CT_CUDA_LAUNCH_CHECK(name, dev, st);
     return CT_OK;
   }
   ctc_scratch partbuf(dev);
   A *part = res;
-  fast_launch_fn fast = g.R > 32 ? fast_fn_for(g, pass) : nullptr;
+  fast_launch_fn fast = g.gm.R > 32 ? fast_fn_for(g, pass) : nullptr;
   if (fast) {
     fast_plan f = plan_fast(g, nsm);
-    if (f.S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(f.S * g.K))))
+    if (f.S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(f.S * g.gm.K))))
       return ct_last_error();
     fast(g, aux, part, f, st);
     CT_CUDA_LAUNCH_CHECK(name, dev, st);
-    return f.S > 1 ? merge_parts<A>(name, dev, pass, part, f.S, g.K, res) : CT_OK;
+    return f.S > 1 ? merge_parts<A>(name, dev, pass, part, f.S, g.gm.K, res) : CT_OK;
   }
-  bool column = g.nk > 0 && g.nr > 0 && llabs(g.kx[g.nk - 1]) < llabs(g.rx[g.nr - 1]);
-  if (g.R <= 32 || (column && g.K >= (int64_t)nsm * 256 && g.R <= 65536)) {
-    reduce_thread_kernel<A><<<ctc_blocks(g.K, dev), CTC_THREADS, 0, st>>>(g, pass, aux, P, res);
+  if (g.gm.R <= 32 || (g.gm.column && g.gm.K >= (int64_t)nsm * 256 && g.gm.R <= 65536)) {
+    reduce_thread_kernel<A><<<ctc_blocks(g.gm.K, dev), CTC_THREADS, 0, st>>>(g, pass, aux, P, res);
     CT_CUDA_LAUNCH_CHECK(name, dev, st);
     return CT_OK;
   }
-  int threads = g.R <= 1024 ? 32 : 256;
+  int threads = g.gm.R <= 1024 ? 32 : 256;
   int64_t S = 1;
-  if (g.K < 2 * (int64_t)nsm) {
-    int64_t want = (4 * (int64_t)nsm + g.K - 1) / g.K, most = (g.R + 16383) / 16384;
+  if (g.gm.K < 2 * (int64_t)nsm) {
+    int64_t want = (4 * (int64_t)nsm + g.gm.K - 1) / g.gm.K, most = (g.gm.R + 16383) / 16384;
     S = want < most ? want : most;
     if (S < 1) S = 1;
   }
-  if (S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(S * g.K)))) return ct_last_error();
-  int64_t tasks = g.K * S, cap = (int64_t)nsm * 32;
+  if (S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(S * g.gm.K)))) return ct_last_error();
+  int64_t tasks = g.gm.K * S, cap = (int64_t)nsm * 32;
   unsigned blocks = (unsigned)(tasks < cap ? tasks : cap);
   reduce_block_kernel<A><<<blocks, threads, 0, st>>>(g, pass, aux, P, part, S);
   CT_CUDA_LAUNCH_CHECK(name, dev, st);
-  return S > 1 ? merge_parts<A>(name, dev, pass, part, S, g.K, res) : CT_OK;
+  return S > 1 ? merge_parts<A>(name, dev, pass, part, S, g.gm.K, res) : CT_OK;
 }
 
-/* ---- Plans, aux and finishing: as the CPU ------------------------------------------------- */
+/* ---- Aux and finishing: core/reduce_plan.h ---------------------------------------------- */
 
-struct plan {
-  int npass;
-  int pass[2];
-};
-
-static plan make_plan(int op, int dt, double p) {
-  bool fl = ctc_is_float(dt);
-  switch (op) {
-  case CT_ROP_SUM: case CT_ROP_MEAN: return {1, {fl ? RP_F_SUM : RP_I_SUM, 0}};
-  case CT_ROP_PROD: return {1, {fl ? RP_F_PROD : RP_I_PROD, 0}};
-  case CT_ROP_MAX: return {1, {fl ? RP_F_MAX : RP_I_MAX, 0}};
-  case CT_ROP_MIN: return {1, {fl ? RP_F_MIN : RP_I_MIN, 0}};
-  case CT_ROP_ALL: return {1, {RP_NZ_ALL, 0}};
-  case CT_ROP_ANY: return {1, {RP_NZ_ANY, 0}};
-  case CT_ROP_LOGSUMEXP: return {2, {RP_F_MAX, RP_F_EXP_SUM}};
-  case CT_ROP_VAR: case CT_ROP_STD: return {2, {RP_F_SUM, RP_F_DEV_SQ_SUM}};
-  case CT_ROP_NORM:
-    if (p == 0) return {1, {RP_F_NONZERO, 0}};
-    if (p == 1) return {1, {RP_F_ABS_SUM, 0}};
-    if (p == INFINITY) return {1, {RP_F_ABS_MAX, 0}};
-    if (p == -INFINITY) return {1, {RP_F_ABS_MIN, 0}};
-    if (p == 2 && dt != CT_F64) return {1, {RP_F_SQ_SUM, 0}};
-    if (p == 2) return {2, {RP_F_ABS_MAX, RP_F_SCALED_SQ_SUM}};
-    if (p > 0) return {2, {RP_F_ABS_MAX, RP_F_SCALED_POW_SUM}};
-    return {1, {RP_F_POW_SUM, 0}};
-  default: return {0, {0, 0}};
-  }
-}
-
-__device__ __forceinline__ double aux_of(int op, double a1, int64_t R) {
-  switch (op) {
-  case CT_ROP_LOGSUMEXP: return isinf(a1) ? 0.0 : a1;
-  case CT_ROP_VAR: case CT_ROP_STD: return a1 / (double)R;
-  case CT_ROP_NORM: return a1 > 0 && isfinite(a1) ? a1 : 1.0;
-  default: return 0.0;
-  }
-}
-
-__global__ void aux_kernel(int op, const double *a1, int64_t K, int64_t R, double *aux) {
+__global__ void aux_kernel(ct_reduce_op op, const double *a1, int64_t K, int64_t R, double *aux) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < K; k += stride)
-    aux[k] = aux_of(op, a1[k], R);
-}
-
-__device__ __forceinline__ double finish_f(int op, int last, double a1, double a2, double aux, int64_t R,
-                                           double p) {
-  switch (op) {
-  case CT_ROP_MEAN: return a1 / (double)R;
-  case CT_ROP_LOGSUMEXP: return log(a2) + aux;
-  case CT_ROP_VAR:
-  case CT_ROP_STD: {
-    double dof = (double)R - p;
-    double v = a2 / (dof > 0 ? dof : 0.0);
-    return op == CT_ROP_STD ? sqrt(v) : v;
-  }
-  case CT_ROP_NORM:
-    switch (last) {
-    case RP_F_SQ_SUM: return sqrt(a1);
-    case RP_F_SCALED_SQ_SUM: return a1 > 0 && isfinite(a1) ? a1 * sqrt(a2) : a1;
-    case RP_F_SCALED_POW_SUM: return a1 > 0 && isfinite(a1) ? a1 * pow(a2, 1.0 / p) : a1;
-    case RP_F_POW_SUM: return pow(a1, 1.0 / p);
-    default: return a1;
-    }
-  default: return a1;
-  }
+    aux[k] = ct_reduce_aux(op, a1[k], R);
 }
 
 /* out[k] = finished value of (a1, a2, aux). */
 template <class A>
-__global__ void store_kernel(rgeom g, int op, int last, const A *a1, const double *a2, const double *aux,
-                             double p, char *out, int odt) {
+__global__ void store_kernel(rgeom g, ct_reduce_op op, ct_reduce_plan pl, const A *a1,
+                             const double *a2, const double *aux, double p, char *out, int odt) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int oes = (int)ctc_elsize(odt);
-  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.K; k += stride) {
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.gm.K; k += stride) {
     int64_t xo, oo;
-    kept_offsets(g, k, xo, oo);
+    ct_reduce_kept_offsets(&g.gm, k, 0, &xo, &oo);
     char *p0 = out + oo * oes;
     if constexpr (std::is_integral<A>::value) {
       ctc_store<int64_t>(p0, odt, a1[k]);
     } else {
-      double v = finish_f(op, last, a1[k], a2 ? a2[k] : 0.0, aux ? aux[k] : 0.0, g.R, p);
+      double v = ct_reduce_finish(op, &pl, a1[k], a2 ? a2[k] : 0.0, aux ? aux[k] : 0.0, g.gm.R, p);
       ctc_store<double>(p0, odt, v);
     }
   }
 }
 
-extern "C" ct_status ct__cuda_reduce(int op, const ctc_t *out, const ctc_t *x, const bool *mask, double p) {
+extern "C" ct_status ct__cuda_reduce(ct_reduce_op op, const ctc_t *out, const ctc_t *x,
+                                     const bool *mask, double p) {
   int dev = out->device;
   const char *name = ct__reduce_names[op];
   rgeom g;
   rgeom_init(&g, x, mask, out);
-  if (g.K == 0) return CT_OK;
-  plan pl = make_plan(op, x->dtype, p);
+  if (g.gm.K == 0) return CT_OK;
+  ct_reduce_plan pl = ct_reduce_plan_of(op, ctc_is_float(x->dtype), x->dtype == CT_F64, p);
   if (pl.npass == 0) return ct__fail_status(CT_ERR_INTERNAL, "%s: unknown reduction", name);
   ct_status st = ctc_use_device(name, dev);
   if (st != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
-  unsigned blocks = ctc_blocks(g.K, dev);
-  int last = pl.pass[pl.npass - 1];
+  unsigned blocks = ctc_blocks(g.gm.K, dev);
   ctc_scratch buf(dev);
   /* a1[K] (8 bytes each), then a2[K] and aux[K] for two-pass ops */
-  char *mem = (char *)buf.get((size_t)g.K * 8 * (pl.npass == 2 ? 3 : 1));
+  char *mem = (char *)buf.get((size_t)g.gm.K * 8 * (pl.npass == 2 ? 3 : 1));
   if (!mem) return ct_last_error();
-  if (pass_is_int(pl.pass[0])) {
+  if (ct_rpass_is_int(pl.pass[0])) {
     int64_t *a1 = (int64_t *)mem;
     if ((st = run_pass<int64_t>(name, dev, g, pl.pass[0], nullptr, p, a1)) != CT_OK) return st;
-    store_kernel<int64_t><<<blocks, CTC_THREADS, 0, s>>>(g, op, last, a1, nullptr, nullptr, p, out->data,
-                                                         out->dtype);
+    store_kernel<int64_t>
+        <<<blocks, CTC_THREADS, 0, s>>>(g, op, pl, a1, nullptr, nullptr, p, out->data, out->dtype);
     CT_CUDA_LAUNCH_CHECK(name, dev, s);
     return CT_OK;
   }
   double *a1 = (double *)mem, *a2 = nullptr, *aux = nullptr;
   if ((st = run_pass<double>(name, dev, g, pl.pass[0], nullptr, p, a1)) != CT_OK) return st;
   if (pl.npass == 2) {
-    a2 = a1 + g.K;
-    aux = a2 + g.K;
-    aux_kernel<<<blocks, CTC_THREADS, 0, s>>>(op, a1, g.K, g.R, aux);
+    a2 = a1 + g.gm.K;
+    aux = a2 + g.gm.K;
+    aux_kernel<<<blocks, CTC_THREADS, 0, s>>>(op, a1, g.gm.K, g.gm.R, aux);
     CT_CUDA_LAUNCH_CHECK(name, dev, s);
     if ((st = run_pass<double>(name, dev, g, pl.pass[1], aux, p, a2)) != CT_OK) return st;
   }
-  store_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(g, op, last, a1, a2, aux, p, out->data, out->dtype);
+  store_kernel<double>
+      <<<blocks, CTC_THREADS, 0, s>>>(g, op, pl, a1, a2, aux, p, out->data, out->dtype);
   CT_CUDA_LAUNCH_CHECK(name, dev, s);
   return CT_OK;
 }

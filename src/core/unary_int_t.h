@@ -1,0 +1,33 @@
+/* Template of core/unary_math.h for one integer type (core/for_int_types.h:
+ * CT_T, CT_S, CT_UT; bool with CT_IS_BOOL). Defines
+ *   ct_ui_<op>(x, p0, p1)  the ops of CT_UNARY_INT_OPS, wrapping through CT_UT
+ *                          (p0, p1 already saturated to the dtype, core/convert.h)
+ *   ct_up_<op>(x)          the BOOL-rule predicates
+ * For bool only the predicates.
+ * The CUDA backend computes every integer dtype in int64 and wraps on store:
+ * the same bits as these formulas in the narrow type. */
+
+CT_HOST_DEVICE bool CT_FN(ct_up_isnan)(CT_T x) { return false; }
+CT_HOST_DEVICE bool CT_FN(ct_up_isinf)(CT_T x) { return false; }
+CT_HOST_DEVICE bool CT_FN(ct_up_isfinite)(CT_T x) { return true; }
+CT_HOST_DEVICE bool CT_FN(ct_up_logical_not)(CT_T x) { return x == 0; }
+
+#ifndef CT_IS_BOOL
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_neg)(CT_T x, CT_T p0, CT_T p1) {
+  return (CT_T)((CT_UT)0 - (CT_UT)x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_abs)(CT_T x, CT_T p0, CT_T p1) {
+  return (CT_T)(x < 0 ? (CT_UT)0 - (CT_UT)x : (CT_UT)x); /* abs(INT_MIN) wraps to INT_MIN */
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_relu)(CT_T x, CT_T p0, CT_T p1) { return x < 0 ? (CT_T)0 : x; }
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_sign)(CT_T x, CT_T p0, CT_T p1) {
+  return (CT_T)((x > 0) - (x < 0));
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_square)(CT_T x, CT_T p0, CT_T p1) {
+  return (CT_T)((CT_UT)x * (CT_UT)x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_clamp)(CT_T x, CT_T p0, CT_T p1) {
+  CT_T lo = x < p0 ? p0 : x;
+  return lo > p1 ? p1 : lo;
+}
+#endif

@@ -1,0 +1,68 @@
+/* The formulas of the elementwise unary ops and of their derivatives: the one
+ * definition both backends compile (backend/cpu/unary.c, unary_backward.c;
+ * backend/cuda/unary.cu, unary_backward.cu), so that a CPU and a GPU result
+ * differ only by the math library and the compiler's contraction of a * b + c
+ * (none on the CPU: the files that compile these formulas are built with
+ * -ffp-contract=off, CT_FORMULA_SOURCES in CMakeLists.txt; the emulated GPU
+ * gives the CPU's bits, tests/cuda_emu/lib/test_formulas.c).
+ *
+ * Adding a unary op: its enum and name in ops/op_table.h, its public
+ * function in ops/elementwise.c and ctensor/ops.h, and here its formula (and
+ * derivative) and its line in the lists below; both backends' kernel tables
+ * are built from these lists. */
+#ifndef CT_CORE_UNARY_MATH_H
+#define CT_CORE_UNARY_MATH_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/host_device.h"
+
+/* ---- Which formulas exist: X(ENUM, name), ENUM as in CT_UOP_ENUM ---------------- */
+
+/* ct_uf_<name>(x, p0, p1) for floating x (f32, f64; f16/bf16 in f32). */
+#define CT_UNARY_FLOAT_OPS(X)                                                                     \
+  X(NEG, neg)                                                                                     \
+  X(ABS, abs) X(EXP, exp) X(EXPM1, expm1) X(LOG, log) X(LOG1P, log1p) X(LOG2, log2) X(SQRT, sqrt) \
+      X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TAN, tan) X(TANH, tanh) X(ERF, erf)               \
+          X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu)   \
+              X(SOFTPLUS, softplus) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) \
+                  X(SIGN, sign) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)       \
+                      X(LEAKY_RELU, leaky_relu)
+
+/* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
+ * but leaky_relu, which the op layer computes in floating point. */
+#define CT_UNARY_INT_OPS(X) \
+  X(NEG, neg) X(ABS, abs) X(RELU, relu) X(SIGN, sign) X(SQUARE, square) X(CLAMP, clamp)
+
+/* ct_up_<name>(x), bool, for every dtype: the BOOL-rule ops. */
+#define CT_UNARY_PREDICATES(X) \
+  X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(LOGICAL_NOT, logical_not)
+
+/* X(ENUM, name, READS): ct_ud_<name>(g, v, p0, p1) = g * d op/dx for floating
+ * dtypes, v being the op's input x (READS = IN) or its output y (READS =
+ * OUT): each derivative reads one of them, so a kernel streams three tensors. */
+#define CT_UNARY_GRADS(X)                                                                        \
+  X(NEG, neg, IN)                                                                                \
+  X(ABS, abs, IN) X(EXP, exp, OUT) X(EXPM1, expm1, OUT) X(LOG, log, IN) X(LOG1P, log1p, IN)      \
+      X(LOG2, log2, IN) X(SQRT, sqrt, OUT) X(RSQRT, rsqrt, OUT) X(SIN, sin, IN) X(COS, cos, IN)  \
+          X(TAN, tan, OUT) X(TANH, tanh, OUT) X(ERF, erf, IN) X(SIGMOID, sigmoid, OUT)           \
+              X(RELU, relu, IN) X(GELU, gelu, IN) X(GELU_TANH, gelu_tanh, IN) X(SILU, silu, IN)  \
+                  X(SOFTPLUS, softplus, IN) X(RECIPROCAL, reciprocal, OUT) X(SQUARE, square, IN) \
+                      X(CLAMP, clamp, IN) X(LEAKY_RELU, leaky_relu, IN) X(FLOOR, zero, IN)       \
+                          X(CEIL, zero, IN) X(ROUND, zero, IN) X(TRUNC, zero, IN)                \
+                              X(SIGN, zero, IN)
+
+/* ---- The instances: ct_uf_exp_f32 ... (C), overloads (C++) ------------------------ */
+
+#define CT_TEMPLATE "core/unary_math_t.h"
+#include "core/for_float_types.h"
+#undef CT_TEMPLATE
+#define CT_TEMPLATE "core/unary_int_t.h"
+#define CT_WITH_BOOL
+#include "core/for_int_types.h"
+#undef CT_WITH_BOOL
+#undef CT_TEMPLATE
+
+#endif /* CT_CORE_UNARY_MATH_H */
