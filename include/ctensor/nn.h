@@ -68,7 +68,14 @@ ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator 
 
 /* ---- Losses --------------------------------------------------------------- */
 
-typedef enum ct_reduction { CT_REDUCTION_MEAN = 0, CT_REDUCTION_SUM, CT_REDUCTION_NONE } ct_reduction;
+/* BATCHMEAN (kl_div only, as torch's 'batchmean'): the sum divided by the
+ * input's first dim (the sum for a 0-d input). */
+typedef enum ct_reduction {
+  CT_REDUCTION_MEAN = 0,
+  CT_REDUCTION_SUM,
+  CT_REDUCTION_NONE,
+  CT_REDUCTION_BATCHMEAN
+} ct_reduction;
 
 typedef struct ct_loss_opts {
   ct_reduction reduction;     /* default mean */
@@ -83,7 +90,11 @@ typedef struct ct_loss_opts {
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts);
 /* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...).
  * When every target is ignored, the mean is nan (0 / 0) and the gradient 0,
- * as PyTorch's (sum: 0; none: zeros); so for nll_loss. */
+ * as PyTorch's (sum: 0; none: zeros); so for nll_loss.
+ * A floating target of the logits' shape holds class probabilities (torch's
+ * probability targets): loss = -sum_c w_c t_c log_softmax(x)_c per sample,
+ * with t smoothed to (1 - eps) t + eps / C; mean divides by the number of
+ * samples (not by the weights), and ignore_index is an error, as in torch. */
 ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
                             const ct_loss_opts *opts);
 /* Negative log-likelihood of log-probabilities (N, C) at integer targets (N). */
@@ -91,6 +102,38 @@ ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *target, cons
 /* Binary cross-entropy on logits, numerically stable; target in [0, 1]. */
 ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct_tensor *target,
                                                const ct_loss_opts *opts);
+/* Binary cross-entropy on probabilities p in [0, 1] (target of p's shape):
+ * -w (y log p + (1 - y) log(1 - p)), each log clamped at -100 as torch does,
+ * so p = 0 or 1 gives a finite loss. opts->weight (broadcast to p) or NULL.
+ * Differences from torch, to keep the GPU free of host synchronizations: p
+ * outside [0, 1] gives nan instead of an error; at p exactly 0 or 1 the
+ * gradient is that of the clamped log (0 from the clamped term) where torch
+ * divides by max(p (1 - p), 1e-12). Prefer the _with_logits form when the
+ * probabilities come from a sigmoid. */
+ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *target,
+                                   const ct_loss_opts *opts);
+/* mean(|input - target|) (or sum/none); broadcasts as ct_mse_loss. */
+ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts);
+/* With z = |input - target|: 0.5 z^2 / beta where z < beta, else
+ * z - 0.5 beta (torch's default beta is 1.0; beta = 0 is the L1 loss).
+ * beta < 0 fails with CT_ERR_ARG. */
+ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, double beta,
+                             const ct_loss_opts *opts);
+/* With z = |input - target|: 0.5 z^2 where z < delta, else
+ * delta (z - 0.5 delta); torch's default delta is 1.0, delta <= 0 fails with
+ * CT_ERR_ARG. Equals delta * smooth_l1_loss(beta = delta). */
+ct_tensor *ct_huber_loss(const ct_tensor *input, const ct_tensor *target, double delta,
+                         const ct_loss_opts *opts);
+/* Kullback-Leibler divergence of log-probabilities `input` from `target`
+ * (probabilities, or log-probabilities when log_target), pointwise
+ * target (log target - input), 0 where target is 0 (torch's xlogy), or
+ * exp(target) (target - input) with log_target. Reductions: mean over all
+ * elements (torch's default, not the mathematical KL), sum, none, or
+ * CT_REDUCTION_BATCHMEAN (sum / batch size, the KL divergence per sample).
+ * Where target is 0 (without log_target) the target's gradient is -input,
+ * the limit of d/dt t (log t - input), where torch's is nan. */
+ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, bool log_target,
+                     const ct_loss_opts *opts);
 
 /* ---- Modules -------------------------------------------------------------- */
 
