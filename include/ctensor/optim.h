@@ -85,18 +85,89 @@ int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char 
 ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                   const char *const *names, int n, int64_t step_count);
 
-/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. The
- * base lr is the optimizer's lr when the schedule is made; the schedule
- * borrows the optimizer (free the schedule first). step uses torch's
- * recursive form, set_epoch its closed form. */
+/* ---- Learning-rate schedules ---------------------------------------------- */
+
+/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch (per
+ * batch for OneCycle, as in torch). The base lr is the optimizer's lr when
+ * the schedule is made; the schedule borrows the optimizer (free the
+ * schedule first). step uses torch's recursive form, set_epoch its closed
+ * form; the sequences match torch.optim.lr_scheduler's.
+ *
+ *   // linear warmup over 5 epochs, then cosine over the 95 others
+ *   ct_lr_scheduler *warm = ct_linear_lr_new(opt, 0.01, 1.0, 5);
+ *   ct_lr_scheduler *cos = ct_cosine_lr_new(opt, 95, 0.0);
+ *   ct_lr_scheduler *s = ct_sequential_lr_new(opt, (ct_lr_scheduler *[]){warm, cos}, 2,
+ *                                             (int64_t[]){5});
+ */
 typedef struct ct_lr_scheduler ct_lr_scheduler;
 /* lr = base_lr * gamma^(epoch / step_size) (torch.optim.lr_scheduler.StepLR). */
 ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);
 /* Cosine annealing from base_lr to eta_min over t_max epochs (CosineAnnealingLR). */
 ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
-void ct_lr_scheduler_step(ct_lr_scheduler *s);
+/* Linear warmup (LinearLR): lr = base_lr * f, f going linearly from
+ * start_factor (in (0, 1]) to end_factor (in [0, 1]) over total_iters (> 0)
+ * epochs, then staying there; torch's defaults are 1/3, 1.0 and 5. Sets the
+ * optimizer's lr to base_lr * start_factor at once, as torch does. */
+ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double end_factor,
+                                  int64_t total_iters);
+/* Runs schedulers[0] until epoch milestones[0], then schedulers[1] restarted
+ * from its own epoch 0 (its closed form: a cosine starts at base_lr), ...
+ * (SequentialLR; n schedulers, n - 1 increasing milestones > 0). All must be
+ * made on opt; their base lr becomes the optimizer's lr before the first of
+ * them was made (torch's initial_lr), and the optimizer's lr is reset to the
+ * first schedule's epoch 0. The sequence takes ownership of the schedulers,
+ * also when it fails (they are freed then), and frees them with itself.
+ * set_epoch(e) sets the child running at e to e minus its milestone. */
+ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const *schedulers, int n,
+                                      const int64_t *milestones);
+
+/* OneCycleLR. Zeroed fields take torch's defaults. Momentum is not cycled
+ * (torch's cycle_momentum=False): ctensor's optimizers have no settable
+ * momentum; torch cycles it by default, so compare with cycle_momentum=False. */
+typedef struct ct_one_cycle_opts {
+  double max_lr;           /* required, > 0 */
+  int64_t total_steps;     /* required, > 0: the number of ct_lr_scheduler_step calls */
+  double pct_start;        /* share of the steps spent increasing the lr; 0 means 0.3 */
+  double div_factor;       /* initial lr = max_lr / div_factor; 0 means 25 */
+  double final_div_factor; /* final lr = initial lr / final_div_factor; 0 means 1e4 */
+  bool anneal_linear;      /* linear instead of cosine annealing (anneal_strategy='linear') */
+  bool three_phase;        /* warm up, come back to the initial lr, then anneal to the final */
+} ct_one_cycle_opts;
+/* Sets the optimizer's lr to the initial lr at once; stepping past
+ * total_steps fails with CT_ERR_ARG (the lr stays), as torch raises. */
+ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts *opts);
+
+/* ReduceLROnPlateau: lr = max(lr * factor, min_lr) when the metric given to
+ * ct_lr_scheduler_step_metric has not improved for more than `patience`
+ * steps, then waits `cooldown` steps before counting again. Improvement:
+ * mode min, rel: metric < best * (1 - threshold); abs: metric < best -
+ * threshold (max: > best * (1 + threshold), > best + threshold). A change
+ * smaller than eps is not made. Fields are taken as given: start from
+ * ct_plateau_defaults() (torch's defaults) and change what differs. */
+typedef struct ct_plateau_opts {
+  bool mode_max;      /* false: 'min' (a loss), true: 'max' (an accuracy) */
+  double factor;      /* in (0, 1); default 0.1 */
+  int64_t patience;   /* default 10 */
+  double threshold;   /* default 1e-4 */
+  bool threshold_abs; /* false: 'rel' (default), true: 'abs' */
+  int64_t cooldown;   /* default 0 */
+  double min_lr;      /* default 0 */
+  double eps;         /* default 1e-8 */
+} ct_plateau_opts;
+ct_plateau_opts ct_plateau_defaults(void);
+/* opts NULL: the defaults. Invalid values fail with CT_ERR_ARG. */
+ct_lr_scheduler *ct_reduce_lr_on_plateau_new(ct_optimizer *opt, const ct_plateau_opts *opts);
+
+/* One epoch (step) of the schedule. CT_ERR_ARG for ReduceLROnPlateau (it
+ * needs the metric) and for OneCycle past its total_steps. NULL: CT_OK. */
+ct_status ct_lr_scheduler_step(ct_lr_scheduler *s);
+/* One step of ReduceLROnPlateau with this epoch's metric (nan never
+ * improves); CT_ERR_ARG for other schedules. */
+ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric);
 int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
-void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
+/* Jumps to `epoch` (< 0 is 0) with the closed form. ReduceLROnPlateau only
+ * sets its epoch counter; OneCycle past total_steps fails with CT_ERR_ARG. */
+ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
 void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
 
 #ifdef __cplusplus
