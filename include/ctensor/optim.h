@@ -85,6 +85,27 @@ int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char 
 ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                   const char *const *names, int n, int64_t step_count);
 
+/* ---- Gradient clipping (torch.nn.utils) ---------------------------------- */
+
+/* Scales the gradients of params (those without one are skipped) in place so
+ * that their total norm of order norm_type (>= 0; INFINITY: the largest
+ * |element|) is at most max_norm: each gradient is multiplied by
+ * min(1, max_norm / (total + 1e-6)). The total is the norm of the gradients'
+ * norms, computed on the devices that hold them (one reduction per gradient,
+ * then one over the norms on the first gradient's device): nothing is read
+ * back to the host, so a GPU is not synchronized, unless error_if_nonfinite,
+ * which reads the total and fails with CT_ERR_ARG, leaving the gradients as
+ * they are, when it is nan or infinite (without it, such a total scales the
+ * gradients as torch does). Returns the total norm before clipping, a new 0-d
+ * tensor (the promoted dtype of the gradients, on the first gradient's
+ * device; a CPU f32 zero when no parameter has a gradient), or NULL. */
+ct_tensor *ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                              bool error_if_nonfinite);
+/* Clamps every gradient of params into [-clip_value, clip_value] in place.
+ * clip_value < 0 (which torch accepts, setting every element to it) fails
+ * with CT_ERR_ARG. */
+ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value);
+
 /* ---- Learning-rate schedules ---------------------------------------------- */
 
 /* Learning-rate schedules: call ct_lr_scheduler_step once per epoch (per
