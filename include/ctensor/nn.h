@@ -18,6 +18,8 @@
 #ifndef CTENSOR_NN_H
 #define CTENSOR_NN_H
 
+#include <stdio.h>
+
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -192,6 +194,52 @@ void ct_module_train(ct_module *m, bool training);
 bool ct_module_is_training(const ct_module *m);
 /* Clears every parameter's gradient (set to none). */
 void ct_module_zero_grad(ct_module *m);
+
+/* ---- Counting, summary, state_dict files ---------------------------------- */
+
+/* The number of parameter elements (torch's sum(p.numel() for p in
+ * m.parameters())), each tensor counted once even when registered twice;
+ * trainable_only: only parameters that require grad. -1 for NULL. */
+int64_t ct_module_num_parameters(const ct_module *m, bool trainable_only);
+/* Prints a table of the module's state to out (stdout when NULL): one line
+ * per parameter and buffer with its state_dict name, shape, dtype, device
+ * and element count, then the totals (parameters, trainable ones, buffers).
+ * CT_ERR_IO if writing fails. */
+ct_status ct_module_print_summary(const ct_module *m, FILE *out);
+
+/* Saves the module's state_dict (parameters and buffers under their
+ * state_dict names, ct_module_state's order) to a safetensors file, as
+ * torch's safetensors.torch.save_file(model.state_dict(), path) would; see
+ * ct_save_safetensors for the writing (atomic). */
+ct_status ct_module_save(const ct_module *m, const char *path);
+
+/* What ct_module_load found: state_dict keys the file lacks (in the module's
+ * order) and file entries the module lacks (in the file's order). Free with
+ * ct_load_report_free. */
+typedef struct ct_load_report {
+  char **missing;
+  int n_missing;
+  char **unexpected;
+  int n_unexpected;
+} ct_load_report;
+void ct_load_report_free(ct_load_report *report); /* NULL is a no-op */
+
+/* Loads a safetensors file written by ct_module_save (or by torch from a
+ * state_dict) into the module's parameters and buffers, copying values onto
+ * each tensor's device and keeping its handle (optimizers built on the
+ * module stay valid). Everything is checked before anything is copied:
+ *   - strict: a missing or unexpected key fails with CT_ERR_ARG naming them
+ *     (torch's load_state_dict(strict=True));
+ *   - not strict: matching keys are loaded and the others left as they are;
+ *   - in both modes, a matching key whose shape or dtype differs from the
+ *     module's fails with CT_ERR_SHAPE / CT_ERR_DTYPE naming the key and
+ *     both shapes or dtypes. torch would cast a dtype silently; a checkpoint
+ *     of another precision is converted on purpose, with ct_module_to_dtype.
+ * report (may be NULL) receives the missing and unexpected keys in both
+ * modes, also when strict loading fails for them (free it even then); on
+ * other failures it is left empty. A file that cannot be read fails as
+ * ct_load_safetensors does. */
+ct_status ct_module_load(ct_module *m, const char *path, bool strict, ct_load_report *report);
 
 /* Options for creating a module's parameters. */
 typedef struct ct_module_opts {
