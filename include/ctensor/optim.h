@@ -67,6 +67,13 @@ ct_status ct_optimizer_step(ct_optimizer *opt);
 void ct_optimizer_zero_grad(ct_optimizer *opt);
 double ct_optimizer_get_lr(const ct_optimizer *opt);
 void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
+/* The momentum term: SGD's momentum, Adam's and AdamW's beta1 (what torch's
+ * OneCycleLR cycles). set checks it as the constructors do (SGD: >= 0, > 0
+ * with nesterov; beta1 in [0, 1)), else CT_ERR_ARG and no change. An SGD
+ * optimizer made without momentum starts its momentum buffers at the next
+ * step, from the gradient, as torch does. */
+double ct_optimizer_get_momentum(const ct_optimizer *o);
+ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum);
 /* Number of steps taken. */
 int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 /* The parameters opt updates, in the order they were given: fills at most max
@@ -142,9 +149,9 @@ ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double
 ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const *schedulers, int n,
                                       const int64_t *milestones);
 
-/* OneCycleLR. Zeroed fields take torch's defaults. Momentum is not cycled
- * (torch's cycle_momentum=False): ctensor's optimizers have no settable
- * momentum; torch cycles it by default, so compare with cycle_momentum=False. */
+/* OneCycleLR. Zeroed fields take torch's defaults, cycling the momentum
+ * (ct_optimizer_set_momentum: SGD's momentum, Adam's beta1) inversely to the
+ * lr between max_momentum and base_momentum, as torch's cycle_momentum. */
 typedef struct ct_one_cycle_opts {
   double max_lr;           /* required, > 0 */
   int64_t total_steps;     /* required, > 0: the number of ct_lr_scheduler_step calls */
@@ -153,8 +160,12 @@ typedef struct ct_one_cycle_opts {
   double final_div_factor; /* final lr = initial lr / final_div_factor; 0 means 1e4 */
   bool anneal_linear;      /* linear instead of cosine annealing (anneal_strategy='linear') */
   bool three_phase;        /* warm up, come back to the initial lr, then anneal to the final */
+  bool keep_momentum;      /* leave the momentum alone (torch's cycle_momentum=False) */
+  double base_momentum;    /* momentum at the lr's peak; 0 means 0.85 */
+  double max_momentum;     /* momentum at the ends; 0 means 0.95 */
 } ct_one_cycle_opts;
-/* Sets the optimizer's lr to the initial lr at once; stepping past
+/* Sets the optimizer's lr to the initial lr (and its momentum to
+ * max_momentum) at once; stepping past
  * total_steps fails with CT_ERR_ARG (the lr stays), as torch raises. */
 ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts *opts);
 

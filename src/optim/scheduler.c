@@ -113,6 +113,11 @@ ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts 
                     (long long)o.total_steps);
   if (!(o.pct_start > 0 && o.pct_start <= 1))
     return ct__fail(CT_ERR_ARG, "%s: pct_start must be in (0, 1], got %g", what, o.pct_start);
+  if (o.base_momentum == 0) o.base_momentum = 0.85;
+  if (o.max_momentum == 0) o.max_momentum = 0.95;
+  if (!o.keep_momentum && !(o.base_momentum >= 0 && o.base_momentum <= o.max_momentum))
+    return ct__fail(CT_ERR_ARG, "%s: expected 0 <= base_momentum <= max_momentum, got %g and %g",
+                    what, o.base_momentum, o.max_momentum);
   if (!(o.div_factor > 0) || !(o.final_div_factor > 0))
     return ct__fail(CT_ERR_ARG, "%s: div_factor and final_div_factor must be > 0, got %g and %g",
                     what, o.div_factor, o.final_div_factor);
@@ -121,6 +126,10 @@ ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts 
   s->cycle = o;
   s->base_lr = o.max_lr / o.div_factor; /* torch's initial_lr */
   s->cycle_min_lr = s->base_lr / o.final_div_factor;
+  if (!o.keep_momentum && ct_optimizer_set_momentum(opt, o.max_momentum) != CT_OK) {
+    free(s);
+    return NULL;
+  }
   ct_optimizer_set_lr(opt, s->base_lr);
   return s;
 }
@@ -230,33 +239,36 @@ static double chained_lr(const ct_lr_scheduler *s, double lr) {
          s->eta_min;
 }
 
-/* OneCycleLR at step e <= total_steps (torch's get_lr, which is closed). */
-static double one_cycle_lr(const ct_lr_scheduler *s, int64_t e) {
+/* OneCycleLR at step e <= total_steps (torch's get_lr, which is closed):
+ * sets the lr and, unless keep_momentum, the momentum, annealed over the
+ * phase that e falls in. */
+static void one_cycle_apply(const ct_lr_scheduler *s, int64_t e) {
   const ct_one_cycle_opts *o = &s->cycle;
   double T = (double)o->total_steps, p = o->pct_start;
   double init = s->base_lr, max = o->max_lr, min = s->cycle_min_lr;
+  double mlo = o->base_momentum, mhi = o->max_momentum;
   struct {
-    double end_step, start, end;
-  } ph[3] = {{p * T - 1, init, max}, {T - 1, max, min}};
+    double end_step, start, end, m_start, m_end;
+  } ph[3] = {{p * T - 1, init, max, mhi, mlo}, {T - 1, max, min, mlo, mhi}};
   int n = 2;
   if (o->three_phase) {
     ph[1].end_step = 2 * p * T - 2, ph[1].end = init;
-    ph[2].end_step = T - 1, ph[2].start = init, ph[2].end = min;
+    ph[2].end_step = T - 1, ph[2].start = init, ph[2].end = min, ph[2].m_start = ph[2].m_end = mhi;
     n = 3;
   }
   double start_step = 0, x = (double)e;
-  for (int i = 0;; i++) {
-    if (x <= ph[i].end_step || i == n - 1) {
-      double pct = (x - start_step) / (ph[i].end_step - start_step);
-      if (o->anneal_linear) return (ph[i].end - ph[i].start) * pct + ph[i].start;
-      const double pi = 3.14159265358979323846;
-      return ph[i].end + (ph[i].start - ph[i].end) / 2 * (cos(pi * pct) + 1);
-    }
-    start_step = ph[i].end_step;
-  }
+  int i = 0;
+  while (!(x <= ph[i].end_step || i == n - 1)) start_step = ph[i++].end_step;
+  double pct = (x - start_step) / (ph[i].end_step - start_step);
+  const double pi = 3.14159265358979323846;
+  double w = o->anneal_linear ? 1 - pct : (cos(pi * pct) + 1) / 2; /* weight of the start */
+  ct_optimizer_set_lr(s->opt, ph[i].end + (ph[i].start - ph[i].end) * w);
+  if (!o->keep_momentum) /* valid: checked when the schedule was made */
+    ct_optimizer_set_momentum(s->opt, ph[i].m_end + (ph[i].m_start - ph[i].m_end) * w);
 }
 
-/* The closed form at s->epoch (torch's _get_closed_form_lr). */
+/* The closed form at s->epoch (torch's _get_closed_form_lr) of StepLR,
+ * LinearLR and CosineAnnealingLR. */
 static double closed_lr(const ct_lr_scheduler *s) {
   const double pi = 3.14159265358979323846;
   int64_t e = s->epoch;
@@ -267,8 +279,6 @@ static double closed_lr(const ct_lr_scheduler *s) {
       return s->base_lr * (s->start_factor + (s->end_factor - s->start_factor) *
                                                  (double)(e < s->total_iters ? e : s->total_iters) /
                                                  (double)s->total_iters);
-    case SCHED_ONE_CYCLE:
-      return one_cycle_lr(s, e);
     default:
       return s->eta_min +
              (s->base_lr - s->eta_min) * (1 + cos(pi * (double)e / (double)s->t_max)) / 2;
@@ -298,8 +308,7 @@ ct_status ct_lr_scheduler_step(ct_lr_scheduler *s) {
       return CT_ERR_ARG;
     case SCHED_ONE_CYCLE:
       if (s->epoch + 1 > s->cycle.total_steps) return past_the_cycle(s, s->epoch + 1);
-      s->epoch++;
-      ct_optimizer_set_lr(s->opt, one_cycle_lr(s, s->epoch));
+      one_cycle_apply(s, ++s->epoch);
       return CT_OK;
     case SCHED_SEQUENTIAL: {
       int i = child_at(s, ++s->epoch);
@@ -358,7 +367,8 @@ ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch) {
       return CT_OK;
     case SCHED_ONE_CYCLE:
       if (epoch > s->cycle.total_steps) return past_the_cycle(s, epoch);
-      break;
+      one_cycle_apply(s, s->epoch = epoch);
+      return CT_OK;
     case SCHED_SEQUENTIAL: {
       int i = child_at(s, epoch);
       s->epoch = epoch;
