@@ -19,6 +19,8 @@
 #define CTENSOR_NN_H
 
 #include "ctensor/api.h"
+#include <stdio.h>
+
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -39,8 +41,8 @@ CT_API ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const c
                             const ct_conv2d_opts *opts);
 
 typedef struct ct_pool2d_opts {
-  int64_t kernel[2];   /* required */
-  int64_t stride[2];   /* {0, 0} means = kernel */
+  int64_t kernel[2]; /* required */
+  int64_t stride[2]; /* {0, 0} means = kernel */
   int64_t padding[2];
   bool ceil_mode;
   bool count_include_pad_false; /* avg_pool2d: exclude padding from the divisor */
@@ -69,15 +71,22 @@ CT_API ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_gen
 
 /* ---- Losses --------------------------------------------------------------- */
 
-typedef enum ct_reduction { CT_REDUCTION_MEAN = 0, CT_REDUCTION_SUM, CT_REDUCTION_NONE } ct_reduction;
+/* BATCHMEAN (kl_div only, as torch's 'batchmean'): the sum divided by the
+ * input's first dim (the sum for a 0-d input). */
+typedef enum ct_reduction {
+  CT_REDUCTION_MEAN = 0,
+  CT_REDUCTION_SUM,
+  CT_REDUCTION_NONE,
+  CT_REDUCTION_BATCHMEAN
+} ct_reduction;
 
 typedef struct ct_loss_opts {
-  ct_reduction reduction;     /* default mean */
-  const ct_tensor *weight;    /* cross_entropy / nll: per-class weights (C), or NULL */
-  int64_t ignore_index;       /* cross_entropy / nll: targets equal to it are skipped */
-  bool has_ignore_index;      /* torch's default ignore_index is -100: set this to use it */
-  double label_smoothing;     /* cross_entropy: in [0, 1] */
-  const ct_tensor *pos_weight;/* bce_with_logits: weight of positive examples, or NULL */
+  ct_reduction reduction;      /* default mean */
+  const ct_tensor *weight;     /* cross_entropy / nll: per-class weights (C), or NULL */
+  int64_t ignore_index;        /* cross_entropy / nll: targets equal to it are skipped */
+  bool has_ignore_index;       /* torch's default ignore_index is -100: set this to use it */
+  double label_smoothing;      /* cross_entropy: in [0, 1] */
+  const ct_tensor *pos_weight; /* bce_with_logits: weight of positive examples, or NULL */
 } ct_loss_opts;
 
 /* mean((input - target)^2) (or sum/none). */
@@ -85,7 +94,11 @@ CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target,
                               const ct_loss_opts *opts);
 /* logits (N, C) or (N, C, d...) and integer class targets (N) / (N, d...).
  * When every target is ignored, the mean is nan (0 / 0) and the gradient 0,
- * as PyTorch's (sum: 0; none: zeros); so for nll_loss. */
+ * as PyTorch's (sum: 0; none: zeros); so for nll_loss.
+ * A floating target of the logits' shape holds class probabilities (torch's
+ * probability targets): loss = -sum_c w_c t_c log_softmax(x)_c per sample,
+ * with t smoothed to (1 - eps) t + eps / C; mean divides by the number of
+ * samples (not by the weights), and ignore_index is an error, as in torch. */
 CT_API ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
                                    const ct_loss_opts *opts);
 /* Negative log-likelihood of log-probabilities (N, C) at integer targets (N). */
@@ -95,6 +108,39 @@ CT_API ct_tensor *ct_nll_loss(const ct_tensor *log_probs, const ct_tensor *targe
 CT_API ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits,
                                                       const ct_tensor *target,
                                                       const ct_loss_opts *opts);
+/* Binary cross-entropy on probabilities p in [0, 1] (target of p's shape):
+ * -w (y log p + (1 - y) log(1 - p)), each log clamped at -100 as torch does,
+ * so p = 0 or 1 gives a finite loss. opts->weight (broadcast to p) or NULL.
+ * Differences from torch, to keep the GPU free of host synchronizations: p
+ * outside [0, 1] gives nan instead of an error; at p exactly 0 or 1 the
+ * gradient is that of the clamped log (0 from the clamped term) where torch
+ * divides by max(p (1 - p), 1e-12). Prefer the _with_logits form when the
+ * probabilities come from a sigmoid. */
+CT_API ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *target,
+                                          const ct_loss_opts *opts);
+/* mean(|input - target|) (or sum/none); broadcasts as ct_mse_loss. */
+CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target,
+                             const ct_loss_opts *opts);
+/* With z = |input - target|: 0.5 z^2 / beta where z < beta, else
+ * z - 0.5 beta (torch's default beta is 1.0; beta = 0 is the L1 loss).
+ * beta < 0 fails with CT_ERR_ARG. */
+CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, double beta,
+                                    const ct_loss_opts *opts);
+/* With z = |input - target|: 0.5 z^2 where z < delta, else
+ * delta (z - 0.5 delta); torch's default delta is 1.0, delta <= 0 fails with
+ * CT_ERR_ARG. Equals delta * smooth_l1_loss(beta = delta). */
+CT_API ct_tensor *ct_huber_loss(const ct_tensor *input, const ct_tensor *target, double delta,
+                                const ct_loss_opts *opts);
+/* Kullback-Leibler divergence of log-probabilities `input` from `target`
+ * (probabilities, or log-probabilities when log_target), pointwise
+ * target (log target - input), 0 where target is 0 (torch's xlogy), or
+ * exp(target) (target - input) with log_target. Reductions: mean over all
+ * elements (torch's default, not the mathematical KL), sum, none, or
+ * CT_REDUCTION_BATCHMEAN (sum / batch size, the KL divergence per sample).
+ * Where target is 0 (without log_target) the target's gradient is -input,
+ * the limit of d/dt t (log t - input), where torch's is nan. */
+CT_API ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, bool log_target,
+                            const ct_loss_opts *opts);
 
 /* ---- Modules -------------------------------------------------------------- */
 
@@ -154,6 +200,53 @@ CT_API void ct_module_train(ct_module *m, bool training);
 CT_API bool ct_module_is_training(const ct_module *m);
 /* Clears every parameter's gradient (set to none). */
 CT_API void ct_module_zero_grad(ct_module *m);
+
+/* ---- Counting, summary, state_dict files ---------------------------------- */
+
+/* The number of parameter elements (torch's sum(p.numel() for p in
+ * m.parameters())), each tensor counted once even when registered twice;
+ * trainable_only: only parameters that require grad. -1 for NULL. */
+CT_API int64_t ct_module_num_parameters(const ct_module *m, bool trainable_only);
+/* Prints a table of the module's state to out (stdout when NULL): one line
+ * per parameter and buffer with its state_dict name, shape, dtype, device
+ * and element count, then the totals (parameters, trainable ones, buffers).
+ * CT_ERR_IO if writing fails. */
+CT_API ct_status ct_module_print_summary(const ct_module *m, FILE *out);
+
+/* Saves the module's state_dict (parameters and buffers under their
+ * state_dict names, ct_module_state's order) to a safetensors file, as
+ * torch's safetensors.torch.save_file(model.state_dict(), path) would; see
+ * ct_save_safetensors for the writing (atomic). */
+CT_API ct_status ct_module_save(const ct_module *m, const char *path);
+
+/* What ct_module_load found: state_dict keys the file lacks (in the module's
+ * order) and file entries the module lacks (in the file's order). Free with
+ * ct_load_report_free. */
+typedef struct ct_load_report {
+  char **missing;
+  int n_missing;
+  char **unexpected;
+  int n_unexpected;
+} ct_load_report;
+CT_API void ct_load_report_free(ct_load_report *report); /* NULL is a no-op */
+
+/* Loads a safetensors file written by ct_module_save (or by torch from a
+ * state_dict) into the module's parameters and buffers, copying values onto
+ * each tensor's device and keeping its handle (optimizers built on the
+ * module stay valid). Everything is checked before anything is copied:
+ *   - strict: a missing or unexpected key fails with CT_ERR_ARG naming them
+ *     (torch's load_state_dict(strict=True));
+ *   - not strict: matching keys are loaded and the others left as they are;
+ *   - in both modes, a matching key whose shape or dtype differs from the
+ *     module's fails with CT_ERR_SHAPE / CT_ERR_DTYPE naming the key and
+ *     both shapes or dtypes. torch would cast a dtype silently; a checkpoint
+ *     of another precision is converted on purpose, with ct_module_to_dtype.
+ * report (may be NULL) receives the missing and unexpected keys in both
+ * modes, also when strict loading fails for them (free it even then); on
+ * other failures it is left empty. A file that cannot be read fails as
+ * ct_load_safetensors does. */
+CT_API ct_status ct_module_load(ct_module *m, const char *path, bool strict,
+                                ct_load_report *report);
 
 /* Options for creating a module's parameters. */
 typedef struct ct_module_opts {

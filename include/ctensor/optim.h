@@ -45,7 +45,7 @@ typedef struct ct_adam_opts {
   double weight_decay; /* Adam: L2 added to the gradient (default 0);
                           AdamW: decoupled (0 means 0.01) */
   bool amsgrad;
-  bool as_given;       /* true: no field is replaced by a default */
+  bool as_given; /* true: no field is replaced by a default */
 } ct_adam_opts;
 
 /* torch's defaults with as_given set: Adam (weight_decay 0) and AdamW (0.01). */
@@ -68,6 +68,13 @@ CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 CT_API void ct_optimizer_zero_grad(ct_optimizer *opt);
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
 CT_API void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
+/* The momentum term: SGD's momentum, Adam's and AdamW's beta1 (what torch's
+ * OneCycleLR cycles). set checks it as the constructors do (SGD: >= 0, > 0
+ * with nesterov; beta1 in [0, 1)), else CT_ERR_ARG and no change. An SGD
+ * optimizer made without momentum starts its momentum buffers at the next
+ * step, from the gradient, as torch does. */
+CT_API double ct_optimizer_get_momentum(const ct_optimizer *o);
+CT_API ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum);
 /* Number of steps taken. */
 CT_API int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 /* The parameters opt updates, in the order they were given: fills at most max
@@ -87,18 +94,114 @@ CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, cons
 CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                          const char *const *names, int n, int64_t step_count);
 
-/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch. The
- * base lr is the optimizer's lr when the schedule is made; the schedule
- * borrows the optimizer (free the schedule first). step uses torch's
- * recursive form, set_epoch its closed form. */
+/* ---- Gradient clipping (torch.nn.utils) ---------------------------------- */
+
+/* Scales the gradients of params (those without one are skipped) in place so
+ * that their total norm of order norm_type (>= 0; INFINITY: the largest
+ * |element|) is at most max_norm: each gradient is multiplied by
+ * min(1, max_norm / (total + 1e-6)). The total is the norm of the gradients'
+ * norms, computed on the devices that hold them (one reduction per gradient,
+ * then one over the norms on the first gradient's device): nothing is read
+ * back to the host, so a GPU is not synchronized, unless error_if_nonfinite,
+ * which reads the total and fails with CT_ERR_ARG, leaving the gradients as
+ * they are, when it is nan or infinite (without it, such a total scales the
+ * gradients as torch does). Returns the total norm before clipping, a new 0-d
+ * tensor (the promoted dtype of the gradients, on the first gradient's
+ * device; a CPU f32 zero when no parameter has a gradient), or NULL. */
+CT_API ct_tensor *ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm,
+                                     double norm_type, bool error_if_nonfinite);
+/* Clamps every gradient of params into [-clip_value, clip_value] in place.
+ * clip_value < 0 (which torch accepts, setting every element to it) fails
+ * with CT_ERR_ARG. */
+CT_API ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value);
+
+/* ---- Learning-rate schedules ---------------------------------------------- */
+
+/* Learning-rate schedules: call ct_lr_scheduler_step once per epoch (per
+ * batch for OneCycle, as in torch). The base lr is the optimizer's lr when
+ * the schedule is made; the schedule borrows the optimizer (free the
+ * schedule first). step uses torch's recursive form, set_epoch its closed
+ * form; the sequences match torch.optim.lr_scheduler's.
+ *
+ *   // linear warmup over 5 epochs, then cosine over the 95 others
+ *   ct_lr_scheduler *warm = ct_linear_lr_new(opt, 0.01, 1.0, 5);
+ *   ct_lr_scheduler *cos = ct_cosine_lr_new(opt, 95, 0.0);
+ *   ct_lr_scheduler *s = ct_sequential_lr_new(opt, (ct_lr_scheduler *[]){warm, cos}, 2,
+ *                                             (int64_t[]){5});
+ */
 typedef struct ct_lr_scheduler ct_lr_scheduler;
 /* lr = base_lr * gamma^(epoch / step_size) (torch.optim.lr_scheduler.StepLR). */
 CT_API ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma);
 /* Cosine annealing from base_lr to eta_min over t_max epochs (CosineAnnealingLR). */
 CT_API ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
-CT_API void ct_lr_scheduler_step(ct_lr_scheduler *s);
+/* Linear warmup (LinearLR): lr = base_lr * f, f going linearly from
+ * start_factor (in (0, 1]) to end_factor (in [0, 1]) over total_iters (> 0)
+ * epochs, then staying there; torch's defaults are 1/3, 1.0 and 5. Sets the
+ * optimizer's lr to base_lr * start_factor at once, as torch does. */
+CT_API ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double end_factor,
+                                         int64_t total_iters);
+/* Runs schedulers[0] until epoch milestones[0], then schedulers[1] restarted
+ * from its own epoch 0 (its closed form: a cosine starts at base_lr), ...
+ * (SequentialLR; n schedulers, n - 1 increasing milestones > 0). All must be
+ * made on opt; their base lr becomes the optimizer's lr before the first of
+ * them was made (torch's initial_lr), and the optimizer's lr is reset to the
+ * first schedule's epoch 0. The sequence takes ownership of the schedulers,
+ * also when it fails (they are freed then), and frees them with itself.
+ * set_epoch(e) sets the child running at e to e minus its milestone. */
+CT_API ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const *schedulers,
+                                             int n, const int64_t *milestones);
+
+/* OneCycleLR. Zeroed fields take torch's defaults, cycling the momentum
+ * (ct_optimizer_set_momentum: SGD's momentum, Adam's beta1) inversely to the
+ * lr between max_momentum and base_momentum, as torch's cycle_momentum. */
+typedef struct ct_one_cycle_opts {
+  double max_lr;           /* required, > 0 */
+  int64_t total_steps;     /* required, > 0: the number of ct_lr_scheduler_step calls */
+  double pct_start;        /* share of the steps spent increasing the lr; 0 means 0.3 */
+  double div_factor;       /* initial lr = max_lr / div_factor; 0 means 25 */
+  double final_div_factor; /* final lr = initial lr / final_div_factor; 0 means 1e4 */
+  bool anneal_linear;      /* linear instead of cosine annealing (anneal_strategy='linear') */
+  bool three_phase;        /* warm up, come back to the initial lr, then anneal to the final */
+  bool keep_momentum;      /* leave the momentum alone (torch's cycle_momentum=False) */
+  double base_momentum;    /* momentum at the lr's peak; 0 means 0.85 */
+  double max_momentum;     /* momentum at the ends; 0 means 0.95 */
+} ct_one_cycle_opts;
+/* Sets the optimizer's lr to the initial lr (and its momentum to
+ * max_momentum) at once; stepping past
+ * total_steps fails with CT_ERR_ARG (the lr stays), as torch raises. */
+CT_API ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts *opts);
+
+/* ReduceLROnPlateau: lr = max(lr * factor, min_lr) when the metric given to
+ * ct_lr_scheduler_step_metric has not improved for more than `patience`
+ * steps, then waits `cooldown` steps before counting again. Improvement:
+ * mode min, rel: metric < best * (1 - threshold); abs: metric < best -
+ * threshold (max: > best * (1 + threshold), > best + threshold). A change
+ * smaller than eps is not made. Fields are taken as given: start from
+ * ct_plateau_defaults() (torch's defaults) and change what differs. */
+typedef struct ct_plateau_opts {
+  bool mode_max;      /* false: 'min' (a loss), true: 'max' (an accuracy) */
+  double factor;      /* in (0, 1); default 0.1 */
+  int64_t patience;   /* default 10 */
+  double threshold;   /* default 1e-4 */
+  bool threshold_abs; /* false: 'rel' (default), true: 'abs' */
+  int64_t cooldown;   /* default 0 */
+  double min_lr;      /* default 0 */
+  double eps;         /* default 1e-8 */
+} ct_plateau_opts;
+CT_API ct_plateau_opts ct_plateau_defaults(void);
+/* opts NULL: the defaults. Invalid values fail with CT_ERR_ARG. */
+CT_API ct_lr_scheduler *ct_reduce_lr_on_plateau_new(ct_optimizer *opt, const ct_plateau_opts *opts);
+
+/* One epoch (step) of the schedule. CT_ERR_ARG for ReduceLROnPlateau (it
+ * needs the metric) and for OneCycle past its total_steps. NULL: CT_OK. */
+CT_API ct_status ct_lr_scheduler_step(ct_lr_scheduler *s);
+/* One step of ReduceLROnPlateau with this epoch's metric (nan never
+ * improves); CT_ERR_ARG for other schedules. */
+CT_API ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric);
 CT_API int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
-CT_API void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
+/* Jumps to `epoch` (< 0 is 0) with the closed form. ReduceLROnPlateau only
+ * sets its epoch counter; OneCycle past total_steps fails with CT_ERR_ARG. */
+CT_API ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
 CT_API void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
 
 #ifdef __cplusplus

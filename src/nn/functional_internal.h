@@ -39,4 +39,16 @@ static inline bool ct__nn_need_float(const char *op, const char *what, const ct_
   return false;
 }
 
+/* ---- loss_pointwise.c ---------------------------------------------------- */
+
+/* l reduced as `red` asks (mean, sum, none; batchmean: sum / input's first
+ * dim); recorded public ops, so call it inside a scope. */
+ct_tensor *ct__nn_reduce_loss(ct_tensor *l, ct_reduction red, const ct_tensor *input);
+/* A known reduction (batchmean only where batchmean_ok), else CT_ERR_ARG. */
+bool ct__nn_check_reduction(const char *op, ct_reduction red, bool batchmean_ok);
+/* cross_entropy with a floating target of class probabilities (opts given,
+ * after autocast). */
+ct_tensor *ct__cross_entropy_probs(const ct_tensor *x, const ct_tensor *target,
+                                   const ct_loss_opts *o);
+
 #endif /* CT_NN_FUNCTIONAL_INTERNAL_H */

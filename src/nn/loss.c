@@ -1,7 +1,8 @@
 /* Losses: cross_entropy and nll_loss (one fused node each: log_softmax +
  * pick at the target in forward, `softmax - onehot` scaled in backward),
  * mse_loss and binary_cross_entropy_with_logits (composed of recorded public
- * ops inside a scope).
+ * ops inside a scope). Probability targets and the pointwise losses are in
+ * loss_pointwise.c.
  *
  * Class-index losses flatten the input to rows (M, C): (N, C) as is, (C) as
  * one row, (N, C, d...) permuted to (N, d..., C). Per row i with target t_i:
@@ -81,9 +82,10 @@ static bool check_class_loss(const char *op, const ct_tensor *x, const ct_tensor
     return false;
   }
   if (ct_dtype_is_floating(target->dtype) || target->dtype == CT_BOOL) {
-    ct__fail(CT_ERR_DTYPE, "%s: expected integer class-index targets (i64 or i32), got %s%s", op,
-             ct_dtype_name(target->dtype),
-             ct_dtype_is_floating(target->dtype) ? " (class-probability targets are not supported)" : "");
+    ct__fail(
+        CT_ERR_DTYPE, "%s: expected integer class-index targets (i64 or i32), got %s%s", op,
+        ct_dtype_name(target->dtype),
+        ct_dtype_is_floating(target->dtype) ? " (class probabilities need the input's shape)" : "");
     return false;
   }
   *C = x->ndim == 1 ? x->shape[0] : x->shape[1];
@@ -106,10 +108,7 @@ static bool check_class_loss(const char *op, const ct_tensor *x, const ct_tensor
       return false;
     }
   }
-  if ((unsigned)o->reduction > CT_REDUCTION_NONE) {
-    ct__fail(CT_ERR_ARG, "%s: unknown reduction %d", op, (int)o->reduction);
-    return false;
-  }
+  if (!ct__nn_check_reduction(op, o->reduction, false)) return false;
   return true;
 }
 
@@ -250,6 +249,9 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target, co
     return r;
   }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
+  /* as torch: a floating target of the logits' shape holds probabilities */
+  if (ct_dtype_is_floating(target->dtype) && ct__nn_shape_is(target, logits->shape, logits->ndim))
+    return ct__cross_entropy_probs(logits, target, o);
   int64_t M, C;
   if (!check_class_loss(op, logits, target, o, &M, &C)) return NULL;
   double eps = o->label_smoothing;
@@ -262,12 +264,6 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target, co
 
 /* ---- Composite losses --------------------------------------------------------- */
 
-static ct_tensor *reduce_loss(ct_tensor *l, ct_reduction red) {
-  if (red == CT_REDUCTION_SUM) return ct_sum(l, NULL);
-  if (red == CT_REDUCTION_MEAN) return ct_mean(l, NULL);
-  return l;
-}
-
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct_loss_opts *opts) {
   if (!input || !target) return NULL;
   ct__autocast_args ac;
@@ -277,11 +273,10 @@ ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, const ct
     return r;
   }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
-  if ((unsigned)o->reduction > CT_REDUCTION_NONE)
-    return ct__fail(CT_ERR_ARG, "mse_loss: unknown reduction %d", (int)o->reduction);
+  if (!ct__nn_check_reduction("mse_loss", o->reduction, false)) return NULL;
   if (!ct__nn_need_float("mse_loss", "input", input)) return NULL;
   ct_scope_begin();
-  ct_tensor *r = reduce_loss(ct_square(ct_sub(input, target)), o->reduction);
+  ct_tensor *r = ct__nn_reduce_loss(ct_square(ct_sub(input, target)), o->reduction, input);
   if (r) ct_keep(r);
   ct_scope_end();
   return r;
@@ -298,8 +293,7 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct
     return r;
   }
   const ct_loss_opts *o = opts ? opts : &DEFAULT_OPTS;
-  if ((unsigned)o->reduction > CT_REDUCTION_NONE)
-    return ct__fail(CT_ERR_ARG, "%s: unknown reduction %d", op, (int)o->reduction);
+  if (!ct__nn_check_reduction(op, o->reduction, false)) return NULL;
   if (!ct__nn_need_float(op, "input", logits) || !ct__nn_need_float(op, "target", target)) return NULL;
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
   if (!ct__nn_shape_is(target, logits->shape, logits->ndim))
@@ -316,7 +310,7 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *logits, const ct
     l = ct_add(l, sp);
   }
   if (o->weight) l = ct_mul(l, o->weight);
-  ct_tensor *r = reduce_loss(l, o->reduction);
+  ct_tensor *r = ct__nn_reduce_loss(l, o->reduction, logits);
   if (r) ct_keep(r);
   ct_scope_end();
   return r;

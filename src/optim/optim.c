@@ -292,6 +292,26 @@ double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->hyper.lr : 0.0
 void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
   if (o) o->hyper.lr = lr;
 }
+double ct_optimizer_get_momentum(const ct_optimizer *o) {
+  return !o ? 0.0 : o->kind == CT_OPTIM_SGD ? o->hyper.momentum : o->hyper.beta1;
+}
+
+ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum) {
+  if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_set_momentum: optimizer is NULL");
+  if (o->kind != CT_OPTIM_SGD) {
+    if (!(momentum >= 0 && momentum < 1))
+      return ct__fail_status(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", o->name,
+                             momentum);
+    o->hyper.beta1 = momentum;
+    return CT_OK;
+  }
+  if (!(momentum >= 0) || (o->hyper.nesterov && momentum == 0))
+    return ct__fail_status(CT_ERR_ARG, "SGD: invalid momentum %g%s", momentum,
+                           o->hyper.nesterov ? " (nesterov needs a momentum > 0)" : "");
+  o->hyper.momentum = momentum; /* a buffer is made at the next step if there is none */
+  return CT_OK;
+}
+
 int64_t ct_optimizer_step_count(const ct_optimizer *o) { return o ? o->step_count : 0; }
 
 int ct_optimizer_parameters(const ct_optimizer *o, ct_tensor **params, int max) {

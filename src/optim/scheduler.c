@@ -1,38 +1,64 @@
-/* Learning-rate schedules: StepLR and CosineAnnealingLR, with torch's
- * recursive ("chainable") update on ct_lr_scheduler_step and its closed form
- * on ct_lr_scheduler_set_epoch, so the lr sequence matches PyTorch's. The
- * scheduler borrows the optimizer, which must outlive it. */
+/* Learning-rate schedules, as torch.optim.lr_scheduler: StepLR,
+ * CosineAnnealingLR and LinearLR with torch's recursive ("chainable") update
+ * on ct_lr_scheduler_step and its closed form on ct_lr_scheduler_set_epoch,
+ * so the lr sequence matches PyTorch's; OneCycleLR (closed form only, as in
+ * torch); SequentialLR over other schedules; ReduceLROnPlateau, driven by a
+ * metric. A scheduler borrows the optimizer, which must outlive it. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/internal.h"
 
-typedef enum { SCHED_STEP, SCHED_COSINE } sched_kind;
+typedef enum {
+  SCHED_STEP,
+  SCHED_COSINE,
+  SCHED_LINEAR,
+  SCHED_ONE_CYCLE,
+  SCHED_PLATEAU,
+  SCHED_SEQUENTIAL
+} sched_kind;
 
 struct ct_lr_scheduler {
   sched_kind kind;
+  const char *name;
   ct_optimizer *opt;
   double base_lr;
-  int64_t epoch; /* torch's last_epoch: 0 after construction */
-  int64_t step_size; /* StepLR */
-  double gamma;      /* StepLR */
-  int64_t t_max;     /* cosine */
-  double eta_min;    /* cosine */
+  int64_t epoch;                   /* torch's last_epoch: 0 after construction */
+  int64_t created;                 /* creation order (see ct_sequential_lr_new) */
+  int64_t step_size;               /* StepLR */
+  double gamma;                    /* StepLR */
+  int64_t t_max;                   /* cosine */
+  double eta_min;                  /* cosine */
+  double start_factor, end_factor; /* LinearLR */
+  int64_t total_iters;             /* LinearLR */
+  ct_one_cycle_opts cycle;         /* OneCycleLR, defaults filled in */
+  double cycle_min_lr;             /* OneCycleLR: initial lr / final_div_factor */
+  ct_plateau_opts plateau;         /* ReduceLROnPlateau */
+  double best;
+  int64_t bad_epochs, cooldown_left;
+  ct_lr_scheduler **children; /* SequentialLR (owned) */
+  int64_t *milestones;
+  int n_children;
 };
 
 static ct_lr_scheduler *sched_new(const char *what, sched_kind kind, ct_optimizer *opt) {
+  static atomic_llong made;
   if (!opt) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what);
   ct_lr_scheduler *s = calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   s->kind = kind;
+  s->name = what;
   s->opt = opt;
   s->base_lr = ct_optimizer_get_lr(opt);
+  s->created = atomic_fetch_add(&made, 1);
   return s;
 }
 
 ct_lr_scheduler *ct_step_lr_new(ct_optimizer *opt, int64_t step_size, double gamma) {
   if (step_size <= 0)
-    return ct__fail(CT_ERR_ARG, "step_lr_new: step_size must be > 0, got %lld", (long long)step_size);
+    return ct__fail(CT_ERR_ARG, "step_lr_new: step_size must be > 0, got %lld",
+                    (long long)step_size);
   ct_lr_scheduler *s = sched_new("step_lr_new", SCHED_STEP, opt);
   if (!s) return NULL;
   s->step_size = step_size;
@@ -50,17 +76,159 @@ ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_m
   return s;
 }
 
-void ct_lr_scheduler_free(ct_lr_scheduler *s) { free(s); }
+static double closed_lr(const ct_lr_scheduler *s);
+
+ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double end_factor,
+                                  int64_t total_iters) {
+  static const char what[] = "linear_lr_new";
+  /* torch accepts start_factor 0, then divides by zero on the first step */
+  if (!(start_factor > 0 && start_factor <= 1))
+    return ct__fail(CT_ERR_ARG, "%s: start_factor must be in (0, 1], got %g", what, start_factor);
+  if (!(end_factor >= 0 && end_factor <= 1))
+    return ct__fail(CT_ERR_ARG, "%s: end_factor must be in [0, 1], got %g", what, end_factor);
+  if (total_iters <= 0)
+    return ct__fail(CT_ERR_ARG, "%s: total_iters must be > 0, got %lld", what,
+                    (long long)total_iters);
+  ct_lr_scheduler *s = sched_new(what, SCHED_LINEAR, opt);
+  if (!s) return NULL;
+  s->start_factor = start_factor;
+  s->end_factor = end_factor;
+  s->total_iters = total_iters;
+  ct_optimizer_set_lr(opt, closed_lr(s)); /* torch's initial step: base_lr * start_factor */
+  return s;
+}
+
+ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts *opts) {
+  static const char what[] = "one_cycle_lr_new";
+  if (!opts)
+    return ct__fail(CT_ERR_ARG, "%s: opts is NULL (max_lr and total_steps are required)", what);
+  ct_one_cycle_opts o = *opts;
+  if (o.pct_start == 0) o.pct_start = 0.3;
+  if (o.div_factor == 0) o.div_factor = 25;
+  if (o.final_div_factor == 0) o.final_div_factor = 1e4;
+  if (!(o.max_lr > 0 && isfinite(o.max_lr)))
+    return ct__fail(CT_ERR_ARG, "%s: max_lr must be finite and > 0, got %g", what, o.max_lr);
+  if (o.total_steps <= 0)
+    return ct__fail(CT_ERR_ARG, "%s: total_steps must be > 0, got %lld", what,
+                    (long long)o.total_steps);
+  if (!(o.pct_start > 0 && o.pct_start <= 1))
+    return ct__fail(CT_ERR_ARG, "%s: pct_start must be in (0, 1], got %g", what, o.pct_start);
+  if (o.base_momentum == 0) o.base_momentum = 0.85;
+  if (o.max_momentum == 0) o.max_momentum = 0.95;
+  if (!o.keep_momentum && !(o.base_momentum >= 0 && o.base_momentum <= o.max_momentum))
+    return ct__fail(CT_ERR_ARG, "%s: expected 0 <= base_momentum <= max_momentum, got %g and %g",
+                    what, o.base_momentum, o.max_momentum);
+  if (!(o.div_factor > 0) || !(o.final_div_factor > 0))
+    return ct__fail(CT_ERR_ARG, "%s: div_factor and final_div_factor must be > 0, got %g and %g",
+                    what, o.div_factor, o.final_div_factor);
+  ct_lr_scheduler *s = sched_new(what, SCHED_ONE_CYCLE, opt);
+  if (!s) return NULL;
+  s->cycle = o;
+  s->base_lr = o.max_lr / o.div_factor; /* torch's initial_lr */
+  s->cycle_min_lr = s->base_lr / o.final_div_factor;
+  if (!o.keep_momentum && ct_optimizer_set_momentum(opt, o.max_momentum) != CT_OK) {
+    free(s);
+    return NULL;
+  }
+  ct_optimizer_set_lr(opt, s->base_lr);
+  return s;
+}
+
+ct_plateau_opts ct_plateau_defaults(void) {
+  return (ct_plateau_opts){.factor = 0.1, .patience = 10, .threshold = 1e-4, .eps = 1e-8};
+}
+
+ct_lr_scheduler *ct_reduce_lr_on_plateau_new(ct_optimizer *opt, const ct_plateau_opts *opts) {
+  static const char what[] = "reduce_lr_on_plateau_new";
+  ct_plateau_opts o = opts ? *opts : ct_plateau_defaults();
+  if (!(o.factor > 0 && o.factor < 1))
+    return ct__fail(CT_ERR_ARG, "%s: factor must be in (0, 1), got %g", what, o.factor);
+  if (o.patience < 0 || o.cooldown < 0)
+    return ct__fail(CT_ERR_ARG, "%s: patience and cooldown must be >= 0, got %lld and %lld", what,
+                    (long long)o.patience, (long long)o.cooldown);
+  if (!(o.threshold >= 0) || !(o.min_lr >= 0) || !(o.eps >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: threshold, min_lr and eps must be >= 0, got %g, %g and %g",
+                    what, o.threshold, o.min_lr, o.eps);
+  ct_lr_scheduler *s = sched_new(what, SCHED_PLATEAU, opt);
+  if (!s) return NULL;
+  s->plateau = o;
+  s->best = o.mode_max ? -INFINITY : INFINITY;
+  return s;
+}
+
+ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const *schedulers, int n,
+                                      const int64_t *milestones) {
+  static const char what[] = "sequential_lr_new";
+  const char *bad = NULL;
+  if (n < 1 || !schedulers) {
+    bad = "expected at least one scheduler";
+  } else {
+    for (int i = 0; i < n && !bad; i++)
+      if (!schedulers[i])
+        bad = "a scheduler is NULL";
+      else if (schedulers[i]->opt != opt)
+        bad = "every scheduler must belong to the optimizer given";
+      else if (schedulers[i]->kind == SCHED_PLATEAU)
+        bad = "reduce_lr_on_plateau cannot be sequenced";
+    for (int i = 0; i + 1 < n && !bad; i++)
+      if (!milestones || milestones[i] <= 0 || (i && milestones[i] <= milestones[i - 1]))
+        bad = "expected n - 1 increasing milestones > 0";
+  }
+  ct_lr_scheduler *s = bad ? NULL : sched_new(what, SCHED_SEQUENTIAL, opt);
+  if (s) {
+    s->children = malloc(sizeof *s->children * (size_t)n);
+    s->milestones = malloc(sizeof *s->milestones * (size_t)n);
+    if (!s->children || !s->milestones) {
+      free(s->children), free(s->milestones), free(s);
+      s = ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+    }
+  }
+  if (!s) {
+    for (int i = 0; i < n && schedulers; i++) ct_lr_scheduler_free(schedulers[i]);
+    return bad ? ct__fail(CT_ERR_ARG, "%s: %s", what, bad) : NULL;
+  }
+  /* torch's initial_lr is the optimizer's lr before the first scheduler made
+   * on it changed it: the base lr of the earliest-made child */
+  int first = 0;
+  for (int i = 1; i < n; i++)
+    if (schedulers[i]->created < schedulers[first]->created) first = i;
+  double initial = schedulers[first]->base_lr;
+  for (int i = 0; i < n; i++) {
+    s->children[i] = schedulers[i];
+    if (schedulers[i]->kind != SCHED_ONE_CYCLE) schedulers[i]->base_lr = initial;
+    if (i + 1 < n) s->milestones[i] = milestones[i];
+  }
+  s->n_children = n;
+  s->base_lr = initial;
+  ct_optimizer_set_lr(opt, initial);
+  ct_lr_scheduler_set_epoch(s->children[0], 0); /* the first schedule's initial step */
+  return s;
+}
+
+void ct_lr_scheduler_free(ct_lr_scheduler *s) {
+  if (!s) return;
+  for (int i = 0; i < s->n_children; i++) ct_lr_scheduler_free(s->children[i]);
+  free(s->children);
+  free(s->milestones);
+  free(s);
+}
 
 /* Python's a % b for b > 0 (never negative). */
 static int64_t py_mod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 
-/* The lr at s->epoch given the current lr (torch's get_lr). */
+/* The lr at s->epoch given the current lr (torch's get_lr), for the
+ * chainable schedules. */
 static double chained_lr(const ct_lr_scheduler *s, double lr) {
   int64_t e = s->epoch;
   if (s->kind == SCHED_STEP) {
     if (e == 0 || e % s->step_size != 0) return lr;
     return lr * s->gamma;
+  }
+  if (s->kind == SCHED_LINEAR) {
+    if (e == 0) return lr * s->start_factor;
+    if (e > s->total_iters) return lr;
+    double d = s->end_factor - s->start_factor;
+    return lr * (1 + d / ((double)s->total_iters * s->start_factor + (double)(e - 1) * d));
   }
   const double pi = 3.14159265358979323846;
   double t = (double)s->t_max;
@@ -71,25 +239,145 @@ static double chained_lr(const ct_lr_scheduler *s, double lr) {
          s->eta_min;
 }
 
-/* The closed form at s->epoch (torch's _get_closed_form_lr). */
-static double closed_lr(const ct_lr_scheduler *s) {
-  if (s->kind == SCHED_STEP)
-    return s->base_lr * pow(s->gamma, (double)(s->epoch / s->step_size));
+/* OneCycleLR at step e <= total_steps (torch's get_lr, which is closed):
+ * sets the lr and, unless keep_momentum, the momentum, annealed over the
+ * phase that e falls in. */
+static void one_cycle_apply(const ct_lr_scheduler *s, int64_t e) {
+  const ct_one_cycle_opts *o = &s->cycle;
+  double T = (double)o->total_steps, p = o->pct_start;
+  double init = s->base_lr, max = o->max_lr, min = s->cycle_min_lr;
+  double mlo = o->base_momentum, mhi = o->max_momentum;
+  struct {
+    double end_step, start, end, m_start, m_end;
+  } ph[3] = {{p * T - 1, init, max, mhi, mlo}, {T - 1, max, min, mlo, mhi}};
+  int n = 2;
+  if (o->three_phase) {
+    ph[1].end_step = 2 * p * T - 2, ph[1].end = init;
+    ph[2].end_step = T - 1, ph[2].start = init, ph[2].end = min, ph[2].m_start = ph[2].m_end = mhi;
+    n = 3;
+  }
+  double start_step = 0, x = (double)e;
+  int i = 0;
+  while (!(x <= ph[i].end_step || i == n - 1)) start_step = ph[i++].end_step;
+  double pct = (x - start_step) / (ph[i].end_step - start_step);
   const double pi = 3.14159265358979323846;
-  return s->eta_min +
-         (s->base_lr - s->eta_min) * (1 + cos(pi * (double)s->epoch / (double)s->t_max)) / 2;
+  double w = o->anneal_linear ? 1 - pct : (cos(pi * pct) + 1) / 2; /* weight of the start */
+  ct_optimizer_set_lr(s->opt, ph[i].end + (ph[i].start - ph[i].end) * w);
+  if (!o->keep_momentum) /* valid: checked when the schedule was made */
+    ct_optimizer_set_momentum(s->opt, ph[i].m_end + (ph[i].m_start - ph[i].m_end) * w);
 }
 
-void ct_lr_scheduler_step(ct_lr_scheduler *s) {
-  if (!s) return;
+/* The closed form at s->epoch (torch's _get_closed_form_lr) of StepLR,
+ * LinearLR and CosineAnnealingLR. */
+static double closed_lr(const ct_lr_scheduler *s) {
+  const double pi = 3.14159265358979323846;
+  int64_t e = s->epoch;
+  switch (s->kind) {
+    case SCHED_STEP:
+      return s->base_lr * pow(s->gamma, (double)(e / s->step_size));
+    case SCHED_LINEAR:
+      return s->base_lr * (s->start_factor + (s->end_factor - s->start_factor) *
+                                                 (double)(e < s->total_iters ? e : s->total_iters) /
+                                                 (double)s->total_iters);
+    default:
+      return s->eta_min +
+             (s->base_lr - s->eta_min) * (1 + cos(pi * (double)e / (double)s->t_max)) / 2;
+  }
+}
+
+static ct_status past_the_cycle(const ct_lr_scheduler *s, int64_t e) {
+  ct__fail(CT_ERR_ARG, "one_cycle_lr: stepped to %lld, past total_steps %lld", (long long)e,
+           (long long)s->cycle.total_steps);
+  return CT_ERR_ARG;
+}
+
+/* Index of the child running at epoch e: torch's bisect_right(milestones, e). */
+static int child_at(const ct_lr_scheduler *s, int64_t e) {
+  int i = 0;
+  while (i + 1 < s->n_children && s->milestones[i] <= e) i++;
+  return i;
+}
+
+ct_status ct_lr_scheduler_step(ct_lr_scheduler *s) {
+  if (!s) return CT_OK;
+  switch (s->kind) {
+    case SCHED_PLATEAU:
+      ct__fail(CT_ERR_ARG,
+               "lr_scheduler_step: reduce_lr_on_plateau steps on a metric "
+               "(ct_lr_scheduler_step_metric)");
+      return CT_ERR_ARG;
+    case SCHED_ONE_CYCLE:
+      if (s->epoch + 1 > s->cycle.total_steps) return past_the_cycle(s, s->epoch + 1);
+      one_cycle_apply(s, ++s->epoch);
+      return CT_OK;
+    case SCHED_SEQUENTIAL: {
+      int i = child_at(s, ++s->epoch);
+      if (i > 0 && s->milestones[i - 1] == s->epoch)
+        return ct_lr_scheduler_set_epoch(s->children[i], 0);
+      return ct_lr_scheduler_step(s->children[i]);
+    }
+    default:
+      s->epoch++;
+      ct_optimizer_set_lr(s->opt, chained_lr(s, ct_optimizer_get_lr(s->opt)));
+      return CT_OK;
+  }
+}
+
+ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric) {
+  if (!s) return CT_OK;
+  if (s->kind != SCHED_PLATEAU) {
+    ct__fail(CT_ERR_ARG,
+             "lr_scheduler_step_metric: only reduce_lr_on_plateau takes a metric, "
+             "not %s",
+             s->name);
+    return CT_ERR_ARG;
+  }
+  const ct_plateau_opts *o = &s->plateau;
   s->epoch++;
-  ct_optimizer_set_lr(s->opt, chained_lr(s, ct_optimizer_get_lr(s->opt)));
+  double a = metric, b = s->best, th = o->threshold;
+  bool better = o->mode_max ? (o->threshold_abs ? a > b + th : a > b * (1 + th))
+                            : (o->threshold_abs ? a < b - th : a < b * (1 - th));
+  if (better) {
+    s->best = a;
+    s->bad_epochs = 0;
+  } else {
+    s->bad_epochs++;
+  }
+  if (s->cooldown_left > 0) {
+    s->cooldown_left--;
+    s->bad_epochs = 0; /* bad epochs in cooldown are ignored */
+  }
+  if (s->bad_epochs > o->patience) {
+    double old_lr = ct_optimizer_get_lr(s->opt), new_lr = fmax(old_lr * o->factor, o->min_lr);
+    if (old_lr - new_lr > o->eps) ct_optimizer_set_lr(s->opt, new_lr);
+    s->cooldown_left = o->cooldown;
+    s->bad_epochs = 0;
+  }
+  return CT_OK;
 }
 
 int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s) { return s ? s->epoch : 0; }
 
-void ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch) {
-  if (!s) return;
-  s->epoch = epoch < 0 ? 0 : epoch;
+ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch) {
+  if (!s) return CT_OK;
+  if (epoch < 0) epoch = 0;
+  switch (s->kind) {
+    case SCHED_PLATEAU:
+      s->epoch = epoch;
+      return CT_OK;
+    case SCHED_ONE_CYCLE:
+      if (epoch > s->cycle.total_steps) return past_the_cycle(s, epoch);
+      one_cycle_apply(s, s->epoch = epoch);
+      return CT_OK;
+    case SCHED_SEQUENTIAL: {
+      int i = child_at(s, epoch);
+      s->epoch = epoch;
+      return ct_lr_scheduler_set_epoch(s->children[i], i ? epoch - s->milestones[i - 1] : epoch);
+    }
+    default:
+      break;
+  }
+  s->epoch = epoch;
   ct_optimizer_set_lr(s->opt, closed_lr(s));
+  return CT_OK;
 }
