@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "backend/cuda/common.cuh"
+#include "emu_calls.h"
 #include "emu_control.h"
 #include "emu_lib.h"
 
@@ -361,6 +362,7 @@ void emu_lib_enqueue(cudaStream_t stream, const char *name, std::function<void()
 
 namespace emu {
 void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
+  EMU_CALL_NAMED("kernel launch");
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!config_ok(name, c)) {
@@ -380,26 +382,33 @@ void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
 /* ---- Errors ---------------------------------------------------------------------------- */
 
 cudaError_t cudaGetLastError(void) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   cudaError_t e = last_error;
   last_error = cudaSuccess;
   return e;
 }
-cudaError_t cudaPeekAtLastError(void) { return last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+  EMU_CALL();
+  return last_error;
+}
 
 /* ---- Devices ---------------------------------------------------------------------------- */
 
 cudaError_t cudaGetDeviceCount(int *n) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   *n = ndev;
   return ndev > 0 ? cudaSuccess : fail(cudaErrorNoDevice);
 }
 cudaError_t cudaGetDevice(int *d) {
+  EMU_CALL();
   *d = current_dev;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
@@ -407,14 +416,17 @@ cudaError_t cudaSetDevice(int d) {
   return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int *v) {
+  EMU_CALL();
   *v = 13000;
   return cudaSuccess;
 }
 cudaError_t cudaRuntimeGetVersion(int *v) {
+  EMU_CALL();
   *v = 13000;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
@@ -426,6 +438,7 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d) {
   }
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
@@ -448,6 +461,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   drain_device(visible[current_dev]);
@@ -457,6 +471,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 /* ---- Device memory ---------------------------------------------------------------------- */
 
 cudaError_t cudaMalloc(void **p, size_t n) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   *p = nullptr;
@@ -479,6 +494,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
 }
 
 cudaError_t cudaFree(void *p) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!p) return cudaSuccess;
@@ -509,6 +525,7 @@ cudaError_t cudaFree(void *p) {
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   const Arena &a = arena[visible[current_dev]];
@@ -518,6 +535,7 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   size_t sz = (n + 63) & ~(size_t)63;
@@ -529,6 +547,7 @@ cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
 }
 
 cudaError_t cudaFreeHost(void *p) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!p) return cudaSuccess;
@@ -541,6 +560,7 @@ cudaError_t cudaFreeHost(void *p) {
 }
 
 cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   if (!in_pinned(p, 1)) return fail(cudaErrorInvalidValue);
   *dp = p; /* unified addressing */
@@ -550,6 +570,7 @@ cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned) {
 /* ---- Copies and memsets -------------------------------------------------------------------- */
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (n == 0) return cudaSuccess;
@@ -584,6 +605,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, 0);
   if (e == cudaSuccess) drain_stream(stream_of(0));
@@ -591,6 +613,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (n == 0) return cudaSuccess;
@@ -605,6 +628,7 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream)
 /* ---- Streams -------------------------------------------------------------------------------- */
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Stream *s = new Stream{visible[current_dev], !(flags & cudaStreamNonBlocking), {}};
@@ -614,6 +638,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Stream *s = stream ? stream_of(stream) : nullptr;
   if (!s) return fail(cudaErrorInvalidValue);
@@ -625,6 +650,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Stream *s = stream_of(stream);
@@ -634,6 +660,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Stream *s = stream_of(stream);
@@ -648,6 +675,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev, unsigned) {
 /* ---- Events --------------------------------------------------------------------------------- */
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Event *e = new Event;
@@ -658,6 +686,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -667,6 +696,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Event *e = (Event *)ev;
@@ -682,6 +712,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream) {
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -693,6 +724,7 @@ cudaError_t cudaEventQuery(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -701,6 +733,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *s = (Event *)a, *e = (Event *)b;
   if (!s || !e || s->destroyed || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
