@@ -134,10 +134,17 @@ extern "C" int ct__cuda_current_device(void) { return user_device; }
 
 /* Asks the runtime for its current device rather than caching it: code
  * outside ctensor (the application, NCCL) may call cudaSetDevice on this
- * thread too, and a stale cache would launch on the wrong GPU. */
+ * thread too, and a stale cache would launch on the wrong GPU. Called once
+ * per op (the caching allocator needs no device on a cache hit), it costs one
+ * cudaGetDevice, a read of the runtime's thread state.
+ *
+ * Every launch of an op comes after this call, so it also clears the
+ * thread's last error: one that another library, or the application, left
+ * there would otherwise be reported by the launch check as this op's. */
 ct_status ctc_use_device(const char *op, int dev) {
   ct_status st = check_usable(op, dev);
   if (st != CT_OK) return st;
+  (void)cudaGetLastError();
   int cur = -1;
   if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
   if (cur == dev) return CT_OK;
