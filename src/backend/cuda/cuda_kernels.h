@@ -58,6 +58,15 @@ ct_status ct__cuda_runtime_version(int *version);
 
 /* allocator.cu */
 void *ct__cuda_alloc(int dev, size_t nbytes, bool pinned);
+/* Device memory for a workspace the caller can do without (a cuDNN algorithm
+ * with alternatives): a cached block or one new segment, else NULL with no
+ * error recorded and the cache kept (ct__cuda_alloc would empty it and retry).
+ * Freed with ct__cuda_free. */
+void *ct__cuda_alloc_workspace(int dev, size_t nbytes);
+/* Every invariant of a pool (blocks tile their segments, free neighbours are
+ * merged, each free block sits in its bin, the statistics add up): false with
+ * a message in msg if one is broken. For tests. */
+bool ct__cuda_allocator_check(int dev, bool pinned, char *msg, size_t n);
 void ct__cuda_free(int dev, void *ptr, size_t nbytes, bool pinned);
 ct_status ct__cuda_memory_stats(int dev, ct_memory_stats *out);
 ct_status ct__cuda_empty_cache(int dev);

@@ -26,6 +26,10 @@ extern "C" {
  * memory; otherwise records a failure naming `what`. */
 bool emu_lib_check_device(const void *p, size_t bytes, const char *what);
 
+/* The size cudaMalloc was asked for, of the device block that starts at p;
+ * 0 if none does. */
+size_t emu_lib_device_block_size(const void *p);
+
 /* The cuDNN algorithm (a cudnnConvolution*Algo_t value) of the last
  * cudnnConvolutionForward (kind 0), cudnnConvolutionBackwardData (kind 1) or
  * cudnnConvolutionBackwardFilter (kind 2) on this thread that succeeded

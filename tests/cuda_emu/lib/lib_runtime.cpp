@@ -79,6 +79,7 @@ struct Arena {
   size_t size = 0;
   std::map<size_t, size_t> free_list; /* offset -> size */
   std::map<size_t, size_t> used;      /* offset -> size */
+  std::map<size_t, size_t> asked;     /* offset -> the size cudaMalloc was asked for */
   size_t in_use = 0;
 };
 
@@ -349,6 +350,18 @@ extern "C" bool emu_lib_check_device(const void *p, size_t bytes, const char *wh
   return false;
 }
 
+extern "C" size_t emu_lib_device_block_size(const void *p) {
+  std::lock_guard<std::recursive_mutex> g(mu);
+  init_locked();
+  for (int d = 0; d < kMaxDevices; d++) {
+    const Arena &a = arena[d];
+    if (!a.base || (const char *)p < a.base || (const char *)p >= a.base + a.size) continue;
+    auto it = a.asked.find((size_t)((const char *)p - a.base));
+    return it == a.asked.end() ? 0 : it->second;
+  }
+  return 0;
+}
+
 void emu_lib_enqueue(cudaStream_t stream, const char *name, std::function<void()> fn) {
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
@@ -484,6 +497,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     a.free_list.erase(it);
     if (rest) a.free_list[off + need] = rest;
     a.used[off] = need;
+    a.asked[off] = n;
     a.in_use += need;
     *p = a.base + off;
     OpenDevices open;
@@ -507,6 +521,7 @@ cudaError_t cudaFree(void *p) {
     if (it == a.used.end()) die("cudaFree(%p): not a block of cudaMalloc", p);
     size_t sz = it->second;
     a.used.erase(it);
+    a.asked.erase(off);
     a.in_use -= sz;
     auto nx = a.free_list.lower_bound(off);
     if (nx != a.free_list.end() && nx->first == off + sz) sz += nx->second, a.free_list.erase(nx);
