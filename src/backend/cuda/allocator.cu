@@ -26,12 +26,13 @@
  * Events come from a per-device cache. Without record_stream, a tensor used
  * on another stream must be synchronized with by the user before it is freed.
  *
- * Out of memory: the blocks the bins hold are searched exhaustively, then
- * the device's fully free segments go back to the driver (after waiting for
- * the pending events and the device) and the allocation is retried once, with
- * a segment of exactly the rounded request as a last resort; a failure then
- * records CT_ERR_OOM with the statistics. Workspaces that have alternatives
- * (cuDNN's) ask with ct__cuda_alloc_workspace, which never empties the cache.
+ * Out of memory: a segment of the request rounded up to 2 MiB is tried
+ * instead of a 20 MiB one, the blocks the bins hold are searched
+ * exhaustively, then the device's fully free segments go back to the driver
+ * (after waiting for the pending events and the device) and the allocation is
+ * retried once; a failure then records CT_ERR_OOM with the statistics.
+ * Workspaces that have alternatives (cuDNN's) ask with
+ * ct__cuda_alloc_workspace, which never empties the cache.
  *
  * Statistics (ct_memory_stats): allocated/requested (rounding), reserved,
  * inactive_split (free bytes in segments that also hold live blocks: the
@@ -606,7 +607,9 @@ static block *obtain(pool *P, int dev, size_t size, cudaStream_t s, bool pinned,
     return NULL;
   }
   size_t seg = no_cache || pinned ? size : segment_size(size);
+  size_t minimal = no_cache || pinned ? size : round_up(size, SEGMENT_ROUND);
   segment *g = segment_new(P, B, seg, pinned, err);
+  if (!g && seg > minimal) g = segment_new(P, B, minimal, pinned, err); /* a tight fit */
   if (!g && !quiet && !no_cache) {
     if ((b = find_free(B, size, max, true))) { /* a block the bounded search passed over */
       if (pinned) restore_device(user, ct__cuda_current_device());
@@ -617,8 +620,7 @@ static block *obtain(pool *P, int dev, size_t size, cudaStream_t s, bool pinned,
     P->st.num_cache_flushes++;
     release_free_segments(P, pinned);
     g = segment_new(P, B, seg, pinned, err);
-    size_t minimal = round_up(size, SEGMENT_ROUND);
-    if (!g && !pinned && seg > minimal) g = segment_new(P, B, minimal, pinned, err);
+    if (!g && seg > minimal) g = segment_new(P, B, minimal, pinned, err);
   }
   if (pinned) restore_device(user, ct__cuda_current_device());
   if (!g) return NULL;

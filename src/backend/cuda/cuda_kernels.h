@@ -134,6 +134,9 @@ ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t
                                    const ctc_t *g, const ctc_t *x, const ctc_t *w,
                                    const ct_conv2d_params *p);
 void ct__cuda_conv_set_allow_tf32(bool allow);
+/* The cuDNN plan cache (conv.cu): calls that found their plan, calls that
+ * made one, plans kept. */
+void ct__cuda_conv_plan_stats(uint64_t *hits, uint64_t *misses, int *entries);
 ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x,
                           const ct_pool2d_params *p);
 ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
