@@ -125,6 +125,8 @@ ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p, const ctc
 ct_status ct__cuda_optimizer_step(const ct_optim_params *p, const ctc_t *params, const ctc_t *grads,
                                   const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
                                   const bool *has, int n);
+/* amp.cu: the amp_unscale slot (backend.h) */
+ct_status ct__cuda_amp_unscale(const ctc_t *grads, int n, double inv_scale, const ctc_t *found_inf);
 
 /* conv.cu (cuDNN), pool.cu, norm.cu: the neural-network slots (backend.h);
  * NULL descriptors stand for NULL tensors. */
