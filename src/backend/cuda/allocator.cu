@@ -598,10 +598,11 @@ static block *obtain(pool *P, int dev, size_t size, cudaStream_t s, bool pinned,
     return NULL;
   }
   /* the driver's device: the op's for device memory; for pinned memory the
-   * calling thread's (cudaHostAlloc makes a context on the current device) */
-  int user = -1;
+   * calling thread's (cudaHostAlloc makes a context on the current device).
+   * Left current, as ops leave theirs: putting back a new thread's default
+   * (GPU 0, with no context yet) would make a context there. */
   if (pinned)
-    user = switch_device(ct__cuda_current_device());
+    (void)switch_device(ct__cuda_current_device());
   else if (ctc_use_device("alloc", dev) != CT_OK) {
     *err = cudaErrorInvalidDevice;
     return NULL;
@@ -612,7 +613,6 @@ static block *obtain(pool *P, int dev, size_t size, cudaStream_t s, bool pinned,
   if (!g && seg > minimal) g = segment_new(P, B, minimal, pinned, err); /* a tight fit */
   if (!g && !quiet && !no_cache) {
     if ((b = find_free(B, size, max, true))) { /* a block the bounded search passed over */
-      if (pinned) restore_device(user, ct__cuda_current_device());
       P->st.num_cache_hits++;
       bin_remove(b);
       return b;
@@ -622,7 +622,6 @@ static block *obtain(pool *P, int dev, size_t size, cudaStream_t s, bool pinned,
     g = segment_new(P, B, seg, pinned, err);
     if (!g && seg > minimal) g = segment_new(P, B, minimal, pinned, err);
   }
-  if (pinned) restore_device(user, ct__cuda_current_device());
   if (!g) return NULL;
   b = g->first;
   bin_remove(b);

@@ -92,6 +92,11 @@ Stream legacy[kMaxDevices];
 std::vector<Stream *> streams; /* user streams, all devices */
 std::map<const char *, size_t, std::less<>> pinned; /* pinned host blocks -> size */
 thread_local int current_dev = 0;
+/* Devices with a (primary) context: made by cudaSetDevice (CUDA 12 and later)
+ * and by the first call that needs one on the thread's current device. A
+ * context costs a GPU hundreds of MiB: a process working on GPU k must not
+ * make one on GPU 0. */
+bool has_context[kMaxDevices];
 /* The real runtime keeps one last error per host thread (programming guide,
  * "Error Checking"): an error of a data-loader thread is not the main thread's. */
 thread_local cudaError_t last_error = cudaSuccess;
@@ -216,6 +221,8 @@ void init_locked() {
   sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
   sigaction(SIGSEGV, &sa, nullptr);
 }
+
+void need_context() { has_context[visible[current_dev]] = true; }
 
 Stream *stream_of(cudaStream_t s) {
   /* 0 and cudaStreamLegacy (0x1, as DLPack's consumers name it) */
@@ -350,6 +357,12 @@ extern "C" bool emu_lib_check_device(const void *p, size_t bytes, const char *wh
   return false;
 }
 
+extern "C" bool emu_lib_has_context(int dev) {
+  std::lock_guard<std::recursive_mutex> g(mu);
+  init_locked();
+  return dev >= 0 && dev < ndev && has_context[visible[dev]];
+}
+
 extern "C" size_t emu_lib_device_block_size(const void *p) {
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
@@ -387,6 +400,7 @@ void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
   if (!s) die("launch of %s on an unknown stream %p", name, (void *)c.stream);
   if (s->dev != visible[current_dev])
     die("launch of %s on a stream of device %d while device %d is current", name, s->dev, visible[current_dev]);
+  need_context();
   emu_cfg cfg = c;
   enqueue(s, Item{Item::WORK, 0, name, [name, cfg, body = std::move(body)] { run_grid(name, cfg, body); }, nullptr, 0});
 }
@@ -426,6 +440,7 @@ cudaError_t cudaSetDevice(int d) {
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
   current_dev = d;
+  need_context(); /* as CUDA 12's cudaSetDevice */
   return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int *v) {
@@ -477,6 +492,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   drain_device(visible[current_dev]);
   return last_error;
 }
@@ -487,6 +503,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   *p = nullptr;
   Arena &a = arena[visible[current_dev]];
   size_t need = (n + 255) & ~(size_t)255;
@@ -543,6 +560,7 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   const Arena &a = arena[visible[current_dev]];
   *total = a.size;
   *free_b = a.size - a.in_use;
@@ -553,6 +571,7 @@ cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   size_t sz = (n + 63) & ~(size_t)63;
   *p = aligned_alloc(64, sz ? sz : 64);
   if (!*p) return fail(cudaErrorMemoryAllocation);
@@ -588,6 +607,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemcpyAsync on an unknown stream %p", (void *)stream);
@@ -631,6 +651,7 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream)
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemsetAsync on an unknown stream %p", (void *)stream);
@@ -646,6 +667,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   Stream *s = new Stream{visible[current_dev], !(flags & cudaStreamNonBlocking), {}};
   streams.push_back(s);
   *out = (cudaStream_t)s;
@@ -693,6 +715,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
   EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   Event *e = new Event;
   e->dev = visible[current_dev];
   e->timing = !(flags & cudaEventDisableTiming);
