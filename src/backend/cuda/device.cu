@@ -28,10 +28,29 @@ static int device_count = 0;
 static cudaError_t count_error = cudaSuccess; /* why there are none, if so */
 static int sm_counts[CTC_MAX_DEV];
 static int capabilities[CTC_MAX_DEV]; /* 10 * major + minor */
-/* The oldest architecture this build has code for (CMAKE_CUDA_ARCHITECTURES
- * 80-real 90-real 90-virtual): an older GPU would fail every launch with "no
- * kernel image", so it is reported unusable up front instead. */
-#define CTC_MIN_CAPABILITY 80
+
+/* The architectures this build has code for (CMAKE_CUDA_ARCHITECTURES, via
+ * the generated ct_cuda_archs.h; the emulator's build has the default): a GPU
+ * that none of them runs would fail every launch with "no kernel image", so it
+ * is reported unusable up front instead. */
+#if __has_include("ct_cuda_archs.h")
+#include "ct_cuda_archs.h"
+#else
+#define CT_CUDA_ARCHS "80-real;90-real;90-virtual"
+#define CT_CUDA_ARCHS_KNOWN 1
+#define CT_CUDA_SASS_ARCHS 80, 90,
+#define CT_CUDA_PTX_ARCH 90
+#endif
+static const int sass_archs[] = {CT_CUDA_SASS_ARCHS 0};
+
+/* Machine code for sm_XY runs on X.Z for Z >= Y; PTX for compute_XY, compiled
+ * by the driver, on every capability >= X.Y. */
+static bool build_runs_on(int cc) {
+  if (!CT_CUDA_ARCHS_KNOWN) return true;
+  for (int i = 0; sass_archs[i]; i++)
+    if (sass_archs[i] / 10 == cc / 10 && sass_archs[i] <= cc) return true;
+  return CT_CUDA_PTX_ARCH > 0 && CT_CUDA_PTX_ARCH <= cc;
+}
 
 static void count_devices(void) {
   int n = 0;
@@ -68,7 +87,7 @@ extern "C" int ct__cuda_device_count(void) {
 
 extern "C" bool ct__cuda_device_usable(int dev) {
   int n = ct__cuda_device_count();
-  return dev >= 0 && dev < n && capabilities[dev] >= CTC_MIN_CAPABILITY;
+  return dev >= 0 && dev < n && build_runs_on(capabilities[dev]);
 }
 
 int ctc_sm_count(int dev) {
@@ -113,12 +132,11 @@ static ct_status check_index(const char *op, int dev) {
 /* check_index, and the GPU is one this build has code for. */
 static ct_status check_usable(const char *op, int dev) {
   ct_status st = check_index(op, dev);
-  if (st != CT_OK || capabilities[dev] >= CTC_MIN_CAPABILITY) return st;
+  if (st != CT_OK || build_runs_on(capabilities[dev])) return st;
   return ct__fail_status(CT_ERR_UNAVAILABLE,
-                         "%s: cuda:%d has compute capability %d.%d; this build runs on %d.%d and newer "
-                         "(sm_80, sm_90)",
-                         op, dev, capabilities[dev] / 10, capabilities[dev] % 10, CTC_MIN_CAPABILITY / 10,
-                         CTC_MIN_CAPABILITY % 10);
+                         "%s: cuda:%d has compute capability %d.%d; this build has no code for it "
+                         "(CMAKE_CUDA_ARCHITECTURES \"%s\")",
+                         op, dev, capabilities[dev] / 10, capabilities[dev] % 10, CT_CUDA_ARCHS);
 }
 
 static thread_local int user_device = 0;
