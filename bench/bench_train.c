@@ -23,7 +23,10 @@
  * --device cpu|cuda|cuda:N (default cpu) puts the models and the data on that
  * device; on CUDA each timed call ends with ct_synchronize, so its time includes
  * the GPU work (peers_train.py --device cuda: PyTorch eager on the same GPU), and
- * a {"meta":"device",...} line follows the first meta line. The bench names are
+ * a {"meta":"device",...} line follows the first meta line; after each workload a
+ * {"meta":"cuda_memory",...} line gives the caching allocator's statistics
+ * (ct_memory_stats: fragmentation, segments, the share of requests the cache
+ * served during the workload). The bench names are
  * the CPU ones: keep CPU and GPU runs in separate files. A device this machine
  * or build lacks: the library's message on stderr, exit 77 (2: a malformed name).
  *
@@ -42,6 +45,31 @@ static ct_device dev;
 /* Ends a timed call: waits for the queued GPU work (a no-op on the CPU). */
 static bool sync_dev(void) {
   return dev.type != CT_DEVICE_CUDA || ct_synchronize(dev) == CT_OK;
+}
+
+/* The caching allocator after a workload (CUDA only): its state, and the
+ * requests of the workload (since *before) the cache served. */
+static void emit_memory(const char *bench, const ct_memory_stats *before) {
+  ct_memory_stats m;
+  if (dev.type != CT_DEVICE_CUDA || ct_memory_stats_get(dev, &m) != CT_OK) return;
+  uint64_t allocs = m.num_allocs - before->num_allocs,
+           hits = m.num_cache_hits - before->num_cache_hits;
+  printf(
+      "{\"meta\":\"cuda_memory\",\"bench\":\"%s\",\"allocated\":%zu,\"requested\":%zu,"
+      "\"reserved\":%zu,\"peak_allocated\":%zu,\"inactive_split\":%zu,\"largest_free_block\":%zu,"
+      "\"segments\":%llu,\"driver_allocs\":%llu,\"cache_flushes\":%llu,\"requests\":%llu,"
+      "\"cache_hit_rate\":%.6f}\n",
+      bench, m.allocated, m.requested, m.reserved, m.peak_allocated, m.inactive_split,
+      m.largest_free_block, (unsigned long long)m.num_segments,
+      (unsigned long long)m.num_driver_allocs, (unsigned long long)m.num_cache_flushes,
+      (unsigned long long)allocs, allocs ? (double)hits / (double)allocs : 1.0);
+}
+
+static ct_memory_stats memory_now(void) {
+  ct_memory_stats m;
+  memset(&m, 0, sizeof m);
+  if (dev.type == CT_DEVICE_CUDA && ct_memory_stats_get(dev, &m) != CT_OK) ct_clear_error();
+  return m;
 }
 
 /* ---- Linear regression with autograd ---------------------------------------------- */
@@ -115,11 +143,13 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
                 0};
   if (n > 0 && n <= MAX_PARAMS)
     s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
+  ct_memory_stats before = memory_now();
   if (s.opt && s.x && s.labels) run_step(&s);
   if (!s.opt || !s.x || !s.labels || s.failed)
     emit_error(name, "ctensor", ct_last_error_message());
   else
     emit(name, "ctensor", time_it(run_step, &s), "ms_per_step", SCALED, 1e3);
+  emit_memory(name, &before);
   ct_optimizer_free(s.opt);
   ct_module_free(net);
   ct_free(s.x);
@@ -208,11 +238,13 @@ static void bench_epoch(void) {
   if (n > 0 && n <= MAX_PARAMS)
     e.s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
   bool ready = e.s.opt && e.data && e.targets;
+  ct_memory_stats before = memory_now();
   if (ready) run_epoch(&e);
   if (!ready || e.s.failed)
     emit_error(name, "ctensor", ct_last_error_message());
   else
     emit(name, "ctensor", time_it(run_epoch, &e), "s_per_epoch", SCALED, 1.0);
+  emit_memory(name, &before);
   ct_optimizer_free(e.s.opt);
   ct_module_free(net);
   ct_free(e.data);
