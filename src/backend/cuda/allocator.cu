@@ -10,7 +10,7 @@
  * long-lived small tensors do not pin large segments.
  *
  * Lookup: free blocks sit in bins by size class (8 classes per power of two,
- * exact below 4 KiB), one set of bins per (stream, pool); a bitmap of
+ * exact below 8 KiB), one set of bins per (stream, pool); a bitmap of
  * non-empty classes finds the smallest class that can serve a request in
  * constant time, without walking the cached blocks. Within the request's own
  * class a few blocks are tried (best fit); a class above serves any request.
@@ -76,7 +76,7 @@
 #define SEGMENT_ROUND ((size_t)2 << 20)  /* ... rounded up to this */
 #define FIT_TRIES 8                      /* blocks tried in the request's own class */
 
-/* Size classes of multiples of 512 B: u = size / 512; exact for u < 8, then
+/* Size classes of multiples of 512 B: u = size / 512; exact for u < 16, then
  * 8 classes per power of two. The largest size_t falls in class 431. */
 #define SUB_BITS 3
 #define NCLASSES 432
