@@ -38,6 +38,7 @@
 #include <ctensor.h>
 
 #include "bench_util.h"
+#include "train_models.h"
 
 /* The device of the models and data (--device); the CPU by default. */
 static ct_device dev;
@@ -156,51 +157,6 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
   ct_free(s.labels);
 }
 
-static ct_module *mlp_new(void) {
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_linear_new(784, 128, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
-  return net;
-}
-
-static ct_module *cnn_new(void) {
-  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(3, 6, 5, NULL, true, &mo));   /* (B,6,28,28) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,6,14,14) */
-  ct_sequential_add(net, ct_conv2d_new(6, 16, 5, NULL, true, &mo));  /* (B,16,10,10) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,16,5,5) */
-  ct_sequential_add(net, ct_flatten_new(1, -1));                     /* (B,400) */
-  ct_sequential_add(net, ct_linear_new(16 * 5 * 5, 120, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(120, 84, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(84, 10, true, &mo));
-  return net;
-}
-
-static ct_module *fashion_cnn_new(void) {
-  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(1, 32, 3, NULL, true, &mo));   /* (B,32,26,26) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,32,13,13) */
-  ct_sequential_add(net, ct_conv2d_new(32, 64, 3, NULL, true, &mo));  /* (B,64,11,11) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,64,5,5) */
-  ct_sequential_add(net, ct_flatten_new(1, -1));                      /* (B,1600) */
-  ct_sequential_add(net, ct_linear_new(64 * 5 * 5, 128, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
-  return net;
-}
-
 /* ---- A full epoch: 938 steps over batches sliced from a data set ---------------- */
 
 enum { EPOCH_N = 60000, EPOCH_B = 64 };
@@ -229,7 +185,7 @@ static void bench_epoch(void) {
   const char *name = "train_fashion_cnn_epoch";
   enum { MAX_PARAMS = 32 };
   ct_tensor *params[MAX_PARAMS];
-  ct_module *net = fashion_cnn_new();
+  ct_module *net = train_fashion_cnn_new(dev);
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
   epoch_ctx e = {{net, NULL, NULL, NULL, 0},
                  ct_randn(CT_SHAPE(EPOCH_N, 1, 28, 28), &(ct_tensor_opts){.device = dev}),
@@ -283,11 +239,11 @@ int main(int argc, char **argv) {
   ct_manual_seed(0);
   if (bench_want(only, "train_linreg_1000")) bench_linreg();
   if (bench_want(only, "train_mlp_step"))
-    bench_step("train_mlp_step", mlp_new(), CT_SHAPE(64, 784));
+    bench_step("train_mlp_step", train_mlp_new(dev), CT_SHAPE(64, 784));
   if (bench_want(only, "train_cnn_step"))
-    bench_step("train_cnn_step", cnn_new(), CT_SHAPE(64, 3, 32, 32));
+    bench_step("train_cnn_step", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32));
   if (bench_want(only, "train_fashion_cnn_step"))
-    bench_step("train_fashion_cnn_step", fashion_cnn_new(), CT_SHAPE(64, 1, 28, 28));
+    bench_step("train_fashion_cnn_step", train_fashion_cnn_new(dev), CT_SHAPE(64, 1, 28, 28));
   /* Only when asked for by name: an epoch takes seconds per call. */
   if (only && bench_want(only, "train_fashion_cnn_epoch")) bench_epoch();
   return 0;

@@ -11,14 +11,6 @@
 #include "core/internal.h" /* white box: the allocator block behind a CUDA tensor */
 #include "ct_test.h"
 
-#define NEED_GPU()                                         \
-  do {                                                     \
-    if (!ct_cuda_is_available()) {                         \
-      ct_test_skip("no CUDA device available");            \
-      return;                                              \
-    }                                                      \
-  } while (0)
-
 /* Tests of the caching allocator's reuse: without the cache (CT_CUDA_NO_CACHE=1,
  * as under compute-sanitizer in scripts/gpu-check.sh) nothing is reused. */
 #define NEED_CACHE()                                                       \

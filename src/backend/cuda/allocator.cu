@@ -496,33 +496,30 @@ static void segment_release(pool *P, segment *s, bool pinned) {
   free(s);
 }
 
+/* Frees pending block b, whose events are done: out of the list, into the bins. */
+static void pending_done(pool *P, block *b) {
+  if (b->lprev)
+    b->lprev->lnext = b->lnext;
+  else
+    P->pending = b->lnext;
+  if (b->lnext) b->lnext->lprev = b->lprev;
+  seg_add_used(P, b->seg, 0, b->size);
+  make_free(P, b);
+}
+
 /* Polls the pending blocks' events; those done become free (lock held). */
 static void poll_pending(pool *P) {
-  block *b = P->pending;
-  while (b) {
-    block *next = b->lnext;
-    if (events_done(b)) {
-      if (b->lprev)
-        b->lprev->lnext = b->lnext;
-      else
-        P->pending = b->lnext;
-      if (b->lnext) b->lnext->lprev = b->lprev;
-      seg_add_used(P, b->seg, 0, b->size);
-      make_free(P, b);
-    }
-    b = next;
+  for (block *b = P->pending, *next; b; b = next) {
+    next = b->lnext; /* make_free merges only with free blocks: next survives */
+    if (events_done(b)) pending_done(P, b);
   }
 }
 
 /* Waits for every pending block of P and frees it (lock held). */
 static void wait_pending(pool *P) {
   while (P->pending) {
-    block *b = P->pending;
-    P->pending = b->lnext;
-    if (P->pending) P->pending->lprev = NULL;
-    events_wait(b);
-    seg_add_used(P, b->seg, 0, b->size);
-    make_free(P, b);
+    events_wait(P->pending);
+    pending_done(P, P->pending);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <ctensor.h>
 
 #include "emu_calls.h"
+#include "train_models.h" /* bench/: the models of bench_train */
 
 /* Launches per training step at most (steady state), as recorded in
  * docs/benchmarks.md ("Host work per op and per step"). */
@@ -107,35 +108,6 @@ static void per_op(void) {
 
 /* ---- Per training step ------------------------------------------------------------------- */
 
-static ct_module *mlp_new(void) {
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_linear_new(784, 128, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
-  return net;
-}
-
-/* The CIFAR CNN of bench/bench_train.c (PyTorch's tutorial Net). */
-static ct_module *cnn_new(void) {
-  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(3, 6, 5, NULL, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));
-  ct_sequential_add(net, ct_conv2d_new(6, 16, 5, NULL, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));
-  ct_sequential_add(net, ct_flatten_new(1, -1));
-  ct_sequential_add(net, ct_linear_new(16 * 5 * 5, 120, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(120, 84, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(84, 10, true, &mo));
-  return net;
-}
-
 typedef struct step_ctx {
   ct_module *net;
   ct_optimizer *opt;
@@ -201,13 +173,13 @@ int main(int argc, char **argv) {
   }
   print_header();
   per_op();
-  per_step("MLP 784-128-10 step, batch 64, SGD", mlp_new(), CT_SHAPE(64, 784), false,
+  per_step("MLP 784-128-10 step, batch 64, SGD", train_mlp_new(dev), CT_SHAPE(64, 784), false,
            BUDGET_MLP_STEP);
-  per_step("MLP step with AMP (f16 autocast, GradScaler)", mlp_new(), CT_SHAPE(64, 784), true,
-           BUDGET_MLP_STEP_AMP);
-  per_step("CIFAR CNN step, batch 64, SGD", cnn_new(), CT_SHAPE(64, 3, 32, 32), false,
+  per_step("MLP step with AMP (f16 autocast, GradScaler)", train_mlp_new(dev), CT_SHAPE(64, 784),
+           true, BUDGET_MLP_STEP_AMP);
+  per_step("CIFAR CNN step, batch 64, SGD", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32), false,
            BUDGET_CNN_STEP);
-  per_step("CIFAR CNN step with AMP", cnn_new(), CT_SHAPE(64, 3, 32, 32), true,
+  per_step("CIFAR CNN step with AMP", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32), true,
            BUDGET_CNN_STEP_AMP);
   if (failures) fprintf(stderr, "%d launch budget(s) exceeded\n", failures);
   return failures ? 1 : 0;

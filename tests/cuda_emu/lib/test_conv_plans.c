@@ -15,14 +15,6 @@
 #include "emu_calls.h"
 #include "emu_lib.h"
 
-#define NEED_GPU()                              \
-  do {                                          \
-    if (!ct_cuda_is_available()) {              \
-      ct_test_skip("no CUDA device available"); \
-      return;                                   \
-    }                                           \
-  } while (0)
-
 #define MiB ((size_t)1 << 20)
 static const ct_device dev0 = {CT_DEVICE_CUDA, 0};
 
