@@ -106,6 +106,31 @@ static void per_op(void) {
   ct_free(b);
 }
 
+/* Batch norm in training and layer norm forward and backward, f32: the
+ * launches of the normalization kernels at a shape. */
+static void per_op_norm(const char *what, const int64_t *shape, int ndim, bool layer) {
+  enum { REPS = 4 };
+  ct_tensor_opts o = {.device = dev, .requires_grad = true};
+  ct_tensor *x = ct_randn(shape, ndim, &o);
+  EXPECT_OK(x != NULL);
+  for (int i = 0; i <= REPS; i++) {
+    if (i == 1) {
+      EXPECT_OK(ct_synchronize(dev) == CT_OK);
+      emu_calls_reset(); /* the first call warms the allocator's cache */
+    }
+    ct_tensor *y = layer ? ct_layer_norm(x, 1, NULL, NULL, 1e-5)
+                         : ct_batch_norm(x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+    ct_tensor *loss = ct_sum(y, NULL);
+    EXPECT_OK(loss && ct_backward(loss, NULL, NULL) == CT_OK);
+    ct_free(loss);
+    ct_free(y);
+    EXPECT_OK(ct_set_grad(x, NULL) == CT_OK);
+  }
+  report(what, REPS);
+  EXPECT_OK(ct_synchronize(dev) == CT_OK);
+  ct_free(x);
+}
+
 /* ---- Per training step ------------------------------------------------------------------- */
 
 typedef struct step_ctx {
@@ -173,6 +198,9 @@ int main(int argc, char **argv) {
   }
   print_header();
   per_op();
+  per_op_norm("batch_norm training + backward, (16, 4, 32, 32)", CT_SHAPE(16, 4, 32, 32), false);
+  per_op_norm("batch_norm training + backward, (16, 64, 8, 8)", CT_SHAPE(16, 64, 8, 8), false);
+  per_op_norm("layer_norm + backward, (512, 256)", CT_SHAPE(512, 256), true);
   per_step("MLP 784-128-10 step, batch 64, SGD", train_mlp_new(dev), CT_SHAPE(64, 784), false,
            BUDGET_MLP_STEP);
   per_step("MLP step with AMP (f16 autocast, GradScaler)", train_mlp_new(dev), CT_SHAPE(64, 784),
