@@ -8,7 +8,7 @@
  * loops over channels/rows (1 to 4 SMs) and the 32-column tiles of layer
  * norm's grad_w/grad_b (several per block), rows == 0 (zero grad_w/grad_b);
  * batch norm's split path (few channels of many elements), with a mean 1e6
- * times the spread. */
+ * times the spread; layer norm's grad_w/grad_b over ranges of rows. */
 #include <algorithm>
 
 #include "emu_test.h"
@@ -557,6 +557,15 @@ int run_norm(void) {
         snprintf(tag, sizeof tag, "layer_norm_backward %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
         ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
       }
+  /* grad_w / grad_b over ranges of rows (few column tiles, many rows), the
+   * ranges' sums added by a second launch */
+  for (int rep = 0; rep < 2 * reps; rep++)
+    for (int dt : kDts) {
+      int64_t rows = rnd(128, 1100), cols = coin(2) ? rnd(1, 33) : rnd(34, 100);
+      emu::sm_count = (int)rnd(1, 4);
+      snprintf(tag, sizeof tag, "layer_norm_backward split %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
+      ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
+    }
   /* rows == 0: grad_w and grad_b are zeros */
   for (int dt : kDts) {
     emu::sm_count = 1;

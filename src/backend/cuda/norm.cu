@@ -15,7 +15,9 @@
  *
  * Layer norm (x (rows, cols) contiguous): one block per row for
  * the statistics and grad_x; grad_w / grad_b by 32-column tiles, 16 row
- * lanes per column merged in a fixed order. Everything is deterministic. */
+ * lanes per column merged in a fixed order, and when the tiles do not fill
+ * the GPU, by ranges of rows too, their sums added in order by a second
+ * launch. Everything is deterministic. */
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -459,21 +461,27 @@ template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
 
 #define LN_TX 32
 #define LN_TY 16
-/* grad_w / grad_b: block (32, 16) per 32 columns; lane y sums rows y, y+16, ...;
- * the 16 lanes merge in order. */
-template <class C> __global__ void ln_bwd_w_kernel(ln_args a) {
+/* grad_w / grad_b: a block (32, 16) per 32 columns and range of `chunk` rows;
+ * lane y sums rows y, y+16, ... of the range, the 16 lanes merge in order.
+ * With one range (R == 1) the block writes grad_w / grad_b; else its sums go
+ * to part[k * cols + j] (grad_w) and part[(R + k) * cols + j] (grad_b) for
+ * range k, which ln_bwd_w_merge_kernel adds. Consecutive blocks take adjacent
+ * tiles of the same rows. */
+template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
   __shared__ double sw[LN_TY][LN_TX], sb[LN_TY][LN_TX];
   int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t j0 = (int64_t)blockIdx.x * LN_TX; j0 < a.cols; j0 += (int64_t)gridDim.x * LN_TX) {
-    int64_t j = j0 + tx;
+  int64_t tiles = (a.cols + LN_TX - 1) / LN_TX;
+  for (int64_t t = blockIdx.x; t < tiles * R; t += gridDim.x) {
+    int64_t k = t / tiles, j = (t - k * tiles) * LN_TX + tx;
+    int64_t r1 = (k + 1) * chunk < a.rows ? (k + 1) * chunk : a.rows;
     double accw = 0, accb = 0;
     if (j < a.cols)
-      for (int64_t r = ty; r < a.rows; r += LN_TY) {
+      for (int64_t r = k * chunk + ty; r < r1; r += LN_TY) {
         int64_t o = (r * a.cols + j) * a.es;
         C gv = ctc_load<C>(a.g + o, a.dt);
         if (a.gw.p) {
-          C m = (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
-          accw += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * k);
+          C m = (C)vload(a.mean, r, 0), rs = (C)vload(a.rstd, r, 1);
+          accw += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * rs);
         }
         accb += (double)gv;
       }
@@ -484,10 +492,34 @@ template <class C> __global__ void ln_bwd_w_kernel(ln_args a) {
     if (ty == 0 && j < a.cols) {
       double w = 0, b = 0;
       for (int y = 0; y < LN_TY; y++) w += sw[y][tx], b += sb[y][tx];
-      vstore(a.gw, j, w);
-      vstore(a.gb, j, b);
+      if (R == 1) {
+        vstore(a.gw, j, w);
+        vstore(a.gb, j, b);
+      } else {
+        part[k * a.cols + j] = w;
+        part[(R + k) * a.cols + j] = b;
+      }
     }
   }
+}
+/* The R ranges' sums of each column, added in order (adjacent threads,
+ * adjacent columns). */
+__global__ void ln_bwd_w_merge_kernel(ln_args a, const double *part, int64_t R) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols; j += (int64_t)gridDim.x * blockDim.x) {
+    double w = 0, b = 0;
+    for (int64_t k = 0; k < R; k++) w += part[k * a.cols + j], b += part[(R + k) * a.cols + j];
+    vstore(a.gw, j, w);
+    vstore(a.gb, j, b);
+  }
+}
+/* Row ranges of grad_w / grad_b: enough blocks for 4 per SM when the column
+ * tiles alone are fewer, each range at least LN_MIN_ROWS rows (4 per lane)
+ * so that its sums outweigh their merge. */
+#define LN_MIN_ROWS 64
+static int64_t ln_row_parts(int64_t rows, int64_t tiles, int dev) {
+  int64_t want = ((int64_t)ctc_sm_count(dev) * 4 + tiles - 1) / tiles, most = rows / LN_MIN_ROWS;
+  int64_t R = want < most ? want : most;
+  return R < 1 ? 1 : R;
 }
 
 static ln_args ln_init(const ctc_t *x, int64_t cols) {
@@ -550,12 +582,19 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
   }
   if (gw || gb) {
     /* rows == 0 gives zeros: the kernel's sums are empty */
-    int64_t tiles = (cols + LN_TX - 1) / LN_TX;
-    unsigned gr = grid_for(tiles, dev);
+    int64_t tiles = (cols + LN_TX - 1) / LN_TX, R = ln_row_parts(a.rows, tiles, dev);
+    ctc_scratch buf(dev);
+    double *part = nullptr;
+    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols)))) return ct_last_error();
+    unsigned gr = grid_for(tiles * R, dev);
     dim3 t(LN_TX, LN_TY);
-    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
-    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    if (R > 1) {
+      ln_bwd_w_merge_kernel<<<ctc_blocks(cols, dev), CTC_THREADS, 0, s>>>(a, part, R);
+      CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    }
   }
   return CT_OK;
 }

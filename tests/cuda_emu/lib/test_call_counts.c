@@ -106,29 +106,35 @@ static void per_op(void) {
   ct_free(b);
 }
 
-/* Batch norm in training and layer norm forward and backward, f32: the
- * launches of the normalization kernels at a shape. */
+/* Batch norm in training and layer norm (over the last dim), forward and
+ * backward with weight and bias, f32: the launches of the normalization
+ * kernels at a shape. */
 static void per_op_norm(const char *what, const int64_t *shape, int ndim, bool layer) {
   enum { REPS = 4 };
   ct_tensor_opts o = {.device = dev, .requires_grad = true};
-  ct_tensor *x = ct_randn(shape, ndim, &o);
-  EXPECT_OK(x != NULL);
+  int64_t features = layer ? shape[ndim - 1] : shape[1];
+  ct_tensor *x = ct_randn(shape, ndim, &o), *w = ct_ones(CT_SHAPE(features), &o);
+  ct_tensor *b = ct_zeros(CT_SHAPE(features), &o);
+  EXPECT_OK(x && w && b);
   for (int i = 0; i <= REPS; i++) {
     if (i == 1) {
       EXPECT_OK(ct_synchronize(dev) == CT_OK);
       emu_calls_reset(); /* the first call warms the allocator's cache */
     }
-    ct_tensor *y = layer ? ct_layer_norm(x, 1, NULL, NULL, 1e-5)
-                         : ct_batch_norm(x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+    ct_tensor *y = layer ? ct_layer_norm(x, 1, w, b, 1e-5)
+                         : ct_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5);
     ct_tensor *loss = ct_sum(y, NULL);
     EXPECT_OK(loss && ct_backward(loss, NULL, NULL) == CT_OK);
     ct_free(loss);
     ct_free(y);
-    EXPECT_OK(ct_set_grad(x, NULL) == CT_OK);
+    ct_tensor *params[] = {x, w, b};
+    for (int k = 0; k < 3; k++) EXPECT_OK(ct_set_grad(params[k], NULL) == CT_OK);
   }
   report(what, REPS);
   EXPECT_OK(ct_synchronize(dev) == CT_OK);
   ct_free(x);
+  ct_free(w);
+  ct_free(b);
 }
 
 /* ---- Per training step ------------------------------------------------------------------- */
