@@ -106,6 +106,20 @@ static void per_op(void) {
   ct_free(b);
 }
 
+/* A column sum (over dim 0) with fewer outputs than a thread each needs. */
+static void per_op_column_sum(void) {
+  enum { REPS = 8 };
+  ct_tensor *x = ct_randn(CT_SHAPE(4096, 64), &(ct_tensor_opts){.device = dev});
+  EXPECT_OK(x != NULL);
+  ct_free(ct_sum(x, CT_DIMS(0))); /* warms the allocator's cache */
+  EXPECT_OK(ct_synchronize(dev) == CT_OK);
+  emu_calls_reset();
+  for (int i = 0; i < REPS; i++) ct_free(ct_sum(x, CT_DIMS(0)));
+  report("`ct_sum(x, CT_DIMS(0))`, (4096, 64) f32", REPS);
+  EXPECT_OK(ct_synchronize(dev) == CT_OK);
+  ct_free(x);
+}
+
 /* Batch norm in training and layer norm (over the last dim), forward and
  * backward with weight and bias, f32: the launches of the normalization
  * kernels at a shape. */
@@ -204,6 +218,7 @@ int main(int argc, char **argv) {
   }
   print_header();
   per_op();
+  per_op_column_sum();
   per_op_norm("batch_norm training + backward, (16, 4, 32, 32)", CT_SHAPE(16, 4, 32, 32), false);
   per_op_norm("batch_norm training + backward, (16, 64, 8, 8)", CT_SHAPE(16, 64, 8, 8), false);
   per_op_norm("layer_norm + backward, (512, 256)", CT_SHAPE(512, 256), true);
