@@ -28,14 +28,22 @@ static int failures = 0;
 
 static const ct_device gpu1 = {CT_DEVICE_CUDA, 1};
 
+/* The sum of t's elements (nan on error, recorded as a failure). */
+static double sum_of(const ct_tensor *t) {
+  double v = NAN;
+  ct_tensor *s = ct_sum(t, NULL);
+  EXPECT(s && ct_item(s, &v) == CT_OK);
+  ct_free(s);
+  return v;
+}
+
 /* An epoch of a loader with workers delivering pinned batches to GPU 1. */
 static void loader_on_gpu1(void) {
   ct_manual_seed(2);
   ct_tensor *x = ct_randn(CT_SHAPE(64, 8), NULL);
   ct_tensor *y = ct_randint(0, 10, CT_SHAPE(64), &(ct_tensor_opts){.dtype = CT_I64});
   ct_dataset *ds = ct_tensor_dataset_new(x, y);
-  double want = 0, got = 0;
-  EXPECT(ct_item(ct_sum(x, NULL), &want) == CT_OK);
+  double want = sum_of(x), got = 0;
   const ct_dataloader_opts gpu = {
       .batch_size = 8, .shuffle = true, .num_workers = 2, .device = gpu1};
   const ct_dataloader_opts pinned = {.batch_size = 8, .num_workers = 2, .pin_memory = true};
@@ -45,11 +53,9 @@ static void loader_on_gpu1(void) {
     ct_batch b;
     got = 0;
     while (dl && ct_dataloader_next(dl, &b) == CT_OK && b.inputs) {
-      double s = 0;
       EXPECT(ct_device_equal(ct_device_of(b.inputs), k == 0 ? gpu1 : ct_cpu()));
       EXPECT(k == 1 ? ct_is_pinned(b.inputs) : true);
-      EXPECT(ct_item(ct_sum(b.inputs, NULL), &s) == CT_OK);
-      got += s;
+      got += sum_of(b.inputs);
       ct_batch_release(&b);
     }
     EXPECT(fabs(got - want) < 1e-3);
@@ -68,15 +74,18 @@ static void entry_points_switch_devices(void) {
   ON_GPU0();
   ct_tensor *a = ct_randn(CT_SHAPE(16, 16), &o);
   ON_GPU0();
-  ct_tensor *c = ct_add(ct_matmul(a, a), a);
+  ct_tensor *aa = ct_matmul(a, a);
+  ON_GPU0();
+  ct_tensor *c = ct_add(aa, a);
   ON_GPU0();
   ct_tensor *w = ct_randn(CT_SHAPE(2, 1, 3, 3), &o);
   ON_GPU0();
-  ct_tensor *conv = ct_conv2d(ct_reshape(a, CT_SHAPE(1, 1, 16, 16)), w, NULL, NULL);
-  EXPECT(c && conv);
-  double v = 0;
+  ct_tensor *a4 = ct_reshape(a, CT_SHAPE(1, 1, 16, 16));
   ON_GPU0();
-  EXPECT(ct_item(ct_sum(conv, NULL), &v) == CT_OK);
+  ct_tensor *conv = ct_conv2d(a4, w, NULL, NULL);
+  EXPECT(c && conv);
+  ON_GPU0();
+  EXPECT(!isnan(sum_of(conv)));
   /* streams, events, record_stream and the free that records its event */
   ON_GPU0();
   ct_stream *side = ct_stream_new(gpu1);
@@ -104,18 +113,22 @@ static void entry_points_switch_devices(void) {
   ct_tensor *up = ct_to(h, gpu1, &(ct_to_opts){.non_blocking = true});
   ct_free(h);
   ON_GPU0();
-  EXPECT(ct_item(ct_sum(up, NULL), &v) == CT_OK && v == 1000);
+  EXPECT(sum_of(up) == 1000);
   /* an optimizer step and the gradient scaler's unscale */
   ct_tensor *p = ct_requires_grad_(ct_ones(CT_SHAPE(10), &o), true);
   ct_optimizer *opt = ct_sgd_new(&p, 1, &(ct_sgd_opts){.lr = 0.1, .momentum = 0.9});
   ct_grad_scaler *gs = ct_grad_scaler_new(NULL);
   EXPECT(opt && gs);
   ON_GPU0();
-  EXPECT(ct_backward(ct_grad_scaler_scale(gs, ct_sum(ct_mul(p, p), NULL)), NULL, NULL) == CT_OK);
+  ct_tensor *pp = ct_mul(p, p), *loss = ct_sum(pp, NULL), *scaled = ct_grad_scaler_scale(gs, loss);
+  EXPECT(ct_backward(scaled, NULL, NULL) == CT_OK);
+  ct_free(scaled);
+  ct_free(loss);
+  ct_free(pp);
   ON_GPU0();
   EXPECT(ct_grad_scaler_step(gs, opt, NULL) == CT_OK);
   ON_GPU0();
-  EXPECT(ct_item(ct_sum(p, NULL), &v) == CT_OK && fabs(v - 8.0) < 1e-5);
+  EXPECT(fabs(sum_of(p) - 8.0) < 1e-5);
   ct_grad_scaler_free(gs);
   ct_optimizer_free(opt);
   ct_free(p);
@@ -125,6 +138,8 @@ static void entry_points_switch_devices(void) {
   ON_GPU0();
   EXPECT(ct_memory_stats_get(gpu1, &ms) == CT_OK && ms.allocated > 0);
   ct_free(a);
+  ct_free(aa);
+  ct_free(a4);
   ct_free(w);
   ct_free(conv);
   ct_free(d);
