@@ -23,7 +23,10 @@
  * --device cpu|cuda|cuda:N (default cpu) puts the models and the data on that
  * device; on CUDA each timed call ends with ct_synchronize, so its time includes
  * the GPU work (peers_train.py --device cuda: PyTorch eager on the same GPU), and
- * a {"meta":"device",...} line follows the first meta line. The bench names are
+ * a {"meta":"device",...} line follows the first meta line; after each workload a
+ * {"meta":"cuda_memory",...} line gives the caching allocator's statistics
+ * (ct_memory_stats: fragmentation, segments, the share of requests the cache
+ * served during the workload). The bench names are
  * the CPU ones: keep CPU and GPU runs in separate files. A device this machine
  * or build lacks: the library's message on stderr, exit 77 (2: a malformed name).
  *
@@ -35,6 +38,7 @@
 #include <ctensor.h>
 
 #include "bench_util.h"
+#include "train_models.h"
 
 /* The device of the models and data (--device); the CPU by default. */
 static ct_device dev;
@@ -42,6 +46,31 @@ static ct_device dev;
 /* Ends a timed call: waits for the queued GPU work (a no-op on the CPU). */
 static bool sync_dev(void) {
   return dev.type != CT_DEVICE_CUDA || ct_synchronize(dev) == CT_OK;
+}
+
+/* The caching allocator after a workload (CUDA only): its state, and the
+ * requests of the workload (since *before) the cache served. */
+static void emit_memory(const char *bench, const ct_memory_stats *before) {
+  ct_memory_stats m;
+  if (dev.type != CT_DEVICE_CUDA || ct_memory_stats_get(dev, &m) != CT_OK) return;
+  uint64_t allocs = m.num_allocs - before->num_allocs,
+           hits = m.num_cache_hits - before->num_cache_hits;
+  printf(
+      "{\"meta\":\"cuda_memory\",\"bench\":\"%s\",\"allocated\":%zu,\"requested\":%zu,"
+      "\"reserved\":%zu,\"peak_allocated\":%zu,\"inactive_split\":%zu,\"largest_free_block\":%zu,"
+      "\"segments\":%llu,\"driver_allocs\":%llu,\"cache_flushes\":%llu,\"requests\":%llu,"
+      "\"cache_hit_rate\":%.6f}\n",
+      bench, m.allocated, m.requested, m.reserved, m.peak_allocated, m.inactive_split,
+      m.largest_free_block, (unsigned long long)m.num_segments,
+      (unsigned long long)m.num_driver_allocs, (unsigned long long)m.num_cache_flushes,
+      (unsigned long long)allocs, allocs ? (double)hits / (double)allocs : 1.0);
+}
+
+static ct_memory_stats memory_now(void) {
+  ct_memory_stats m;
+  memset(&m, 0, sizeof m);
+  if (dev.type == CT_DEVICE_CUDA && ct_memory_stats_get(dev, &m) != CT_OK) ct_clear_error();
+  return m;
 }
 
 /* ---- Linear regression with autograd ---------------------------------------------- */
@@ -115,60 +144,17 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
                 0};
   if (n > 0 && n <= MAX_PARAMS)
     s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
+  ct_memory_stats before = memory_now();
   if (s.opt && s.x && s.labels) run_step(&s);
   if (!s.opt || !s.x || !s.labels || s.failed)
     emit_error(name, "ctensor", ct_last_error_message());
   else
     emit(name, "ctensor", time_it(run_step, &s), "ms_per_step", SCALED, 1e3);
+  emit_memory(name, &before);
   ct_optimizer_free(s.opt);
   ct_module_free(net);
   ct_free(s.x);
   ct_free(s.labels);
-}
-
-static ct_module *mlp_new(void) {
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_linear_new(784, 128, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
-  return net;
-}
-
-static ct_module *cnn_new(void) {
-  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(3, 6, 5, NULL, true, &mo));   /* (B,6,28,28) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,6,14,14) */
-  ct_sequential_add(net, ct_conv2d_new(6, 16, 5, NULL, true, &mo));  /* (B,16,10,10) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                 /* (B,16,5,5) */
-  ct_sequential_add(net, ct_flatten_new(1, -1));                     /* (B,400) */
-  ct_sequential_add(net, ct_linear_new(16 * 5 * 5, 120, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(120, 84, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(84, 10, true, &mo));
-  return net;
-}
-
-static ct_module *fashion_cnn_new(void) {
-  const ct_pool2d_opts pool2 = {.kernel = {2, 2}};
-  const ct_module_opts mo = {.device = dev};
-  ct_module *net = ct_sequential_new();
-  ct_sequential_add(net, ct_conv2d_new(1, 32, 3, NULL, true, &mo));   /* (B,32,26,26) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,32,13,13) */
-  ct_sequential_add(net, ct_conv2d_new(32, 64, 3, NULL, true, &mo));  /* (B,64,11,11) */
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_max_pool2d_new(&pool2));                  /* (B,64,5,5) */
-  ct_sequential_add(net, ct_flatten_new(1, -1));                      /* (B,1600) */
-  ct_sequential_add(net, ct_linear_new(64 * 5 * 5, 128, true, &mo));
-  ct_sequential_add(net, ct_relu_new());
-  ct_sequential_add(net, ct_linear_new(128, 10, true, &mo));
-  return net;
 }
 
 /* ---- A full epoch: 938 steps over batches sliced from a data set ---------------- */
@@ -199,7 +185,7 @@ static void bench_epoch(void) {
   const char *name = "train_fashion_cnn_epoch";
   enum { MAX_PARAMS = 32 };
   ct_tensor *params[MAX_PARAMS];
-  ct_module *net = fashion_cnn_new();
+  ct_module *net = train_fashion_cnn_new(dev);
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
   epoch_ctx e = {{net, NULL, NULL, NULL, 0},
                  ct_randn(CT_SHAPE(EPOCH_N, 1, 28, 28), &(ct_tensor_opts){.device = dev}),
@@ -208,11 +194,13 @@ static void bench_epoch(void) {
   if (n > 0 && n <= MAX_PARAMS)
     e.s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
   bool ready = e.s.opt && e.data && e.targets;
+  ct_memory_stats before = memory_now();
   if (ready) run_epoch(&e);
   if (!ready || e.s.failed)
     emit_error(name, "ctensor", ct_last_error_message());
   else
     emit(name, "ctensor", time_it(run_epoch, &e), "s_per_epoch", SCALED, 1.0);
+  emit_memory(name, &before);
   ct_optimizer_free(e.s.opt);
   ct_module_free(net);
   ct_free(e.data);
@@ -251,11 +239,11 @@ int main(int argc, char **argv) {
   ct_manual_seed(0);
   if (bench_want(only, "train_linreg_1000")) bench_linreg();
   if (bench_want(only, "train_mlp_step"))
-    bench_step("train_mlp_step", mlp_new(), CT_SHAPE(64, 784));
+    bench_step("train_mlp_step", train_mlp_new(dev), CT_SHAPE(64, 784));
   if (bench_want(only, "train_cnn_step"))
-    bench_step("train_cnn_step", cnn_new(), CT_SHAPE(64, 3, 32, 32));
+    bench_step("train_cnn_step", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32));
   if (bench_want(only, "train_fashion_cnn_step"))
-    bench_step("train_fashion_cnn_step", fashion_cnn_new(), CT_SHAPE(64, 1, 28, 28));
+    bench_step("train_fashion_cnn_step", train_fashion_cnn_new(dev), CT_SHAPE(64, 1, 28, 28));
   /* Only when asked for by name: an epoch takes seconds per call. */
   if (only && bench_want(only, "train_fashion_cnn_epoch")) bench_epoch();
   return 0;

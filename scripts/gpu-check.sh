@@ -5,7 +5,8 @@
 #   bench     GPU benchmarks: bench/bench_gpu.c against PyTorch and CuPy (bench/peers_gpu.py)
 #   train     training steps on the GPU: bench_train --device cuda:0 against peers_train.py
 #   epoch     Fashion-MNIST CNN epochs and time to 91% on the GPU against PyTorch eager
-#   sanitize  compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the op tests
+#   sanitize  compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the op tests,
+#             with the caching allocator bypassed (CT_CUDA_NO_CACHE=1)
 #
 #   scripts/gpu-check.sh [--out DIR] [STAGE...]   (default: test bench train epoch sanitize)
 #
@@ -180,6 +181,21 @@ if [ -n "$cudnn" ] && [ -d "$cudnn/lib" ]; then
   note "- cuDNN: $cudnn (PyTorch's wheel)"
 fi
 
+# The GPU's own architectures only (real code, no PTX): a third of the compile
+# time of the default three. One the toolkit does not know is left to CMake's
+# choice (cmake/CtCudaArchitectures.cmake: the newest PTX).
+if [ "$emulated" != 1 ]; then
+  archs=""
+  known=$(nvcc --list-gpu-arch 2> /dev/null)
+  for cc in $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null | tr -d ' .' | sort -u); do
+    if echo "$known" | grep -qx "compute_$cc"; then archs="${archs:+$archs;}${cc}-real"; else archs=""; break; fi
+  done
+  if [ -n "$archs" ]; then
+    cmake_extra+=(-DCMAKE_CUDA_ARCHITECTURES="$archs")
+    note "- CUDA architectures: $archs (the GPUs found)"
+  fi
+fi
+
 # ---- Build ----------------------------------------------------------------------------------
 # The programs each stage runs: the real CUDA build's, or the emulated GPU's.
 if [ "$emulated" = 1 ]; then
@@ -307,8 +323,11 @@ stage_sanitize() {
     local args=(--device cuda)
     case $t in test_cuda | test_cuda_elementwise) args=() ;; esac
     # API errors are the library's to check and report (the OOM tests provoke
-    # them on purpose); the tools look for what it cannot see itself.
-    tmo 90 "$cs" --tool "$tool" --error-exitcode 99 --report-api-errors no \
+    # them on purpose); the tools look for what it cannot see itself. Without
+    # the caching allocator (CT_CUDA_NO_CACHE=1) each tensor is its own
+    # cudaMalloc of its exact size, so memcheck sees an overrun that would
+    # stay inside a rounded or split block of the cache.
+    CT_CUDA_NO_CACHE=1 tmo 90 "$cs" --tool "$tool" --error-exitcode 99 --report-api-errors no \
       "$bin/$t" ${args[@]+"${args[@]}"} > "$logs/cs-$tool-$t.log" 2>&1
     w=$?
     res=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/cs-$tool-$t.log" | tail -n1)

@@ -166,5 +166,14 @@ void ct_test_check_like_torch(const char *file, int line, const char *dir, const
 /* Marks the running test as skipped with a reason (the process exits 77 if
  * every test skipped). */
 void ct_test_skip(const char *reason);
+/* Skips the test (and returns) when no GPU is usable: GPU-only tests start
+ * with it (CMake registers files that use it with the emulated GPU too). */
+#define NEED_GPU()                              \
+  do {                                          \
+    if (!ct_cuda_is_available()) {              \
+      ct_test_skip("no CUDA device available"); \
+      return;                                   \
+    }                                           \
+  } while (0)
 
 #endif /* CT_TEST_H */

@@ -1,7 +1,10 @@
 /* Mixed precision: which dtype each op list runs in inside autocast regions
  * (nesting, other device types, f64 and integers left alone), gradients
  * reaching f32 leaves, and the gradient scaler's scale/unscale/skip/grow
- * cycle, including a real f16 overflow that it recovers from. */
+ * cycle, including a real f16 overflow that it recovers from; its fused
+ * unscale (the backend's amp_unscale) against the per-parameter ops it
+ * replaces, bit for bit. */
+#include "backend/backend.h" /* white box: the amp_unscale slot */
 #include "ct_test.h"
 
 CT_TEST_DEVICE_GENERIC
@@ -300,4 +303,116 @@ CT_TEST(grad_scaler_errors) {
   ct_grad_scaler_free(s);
   ct_optimizer_free(opt);
   ct_free(p);
+}
+
+/* ---- The fused unscale ----------------------------------------------------------------- */
+
+/* The bytes of t, on the host (malloc'd; *n their count). */
+static unsigned char *host_bytes(const ct_tensor *t, size_t *n) {
+  ct_tensor *c = ct_contiguous(ct_to(t, ct_cpu(), NULL));
+  *n = c ? ct_nbytes(c) : 0;
+  unsigned char *b = malloc(*n ? *n : 1);
+  if (c && b) memcpy(b, ct_data_ptr(c), *n);
+  return b;
+}
+
+static bool same_bytes(const ct_tensor *a, const ct_tensor *b) {
+  size_t na, nb;
+  unsigned char *x = host_bytes(a, &na), *y = host_bytes(b, &nb);
+  bool same = x && y && na == nb && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+/* The per-parameter path: isfinite, all, mul_scalar_ on a copy of g. */
+static ct_tensor *unscaled_by_ops(const ct_tensor *g, double inv, bool *finite) {
+  double ok = 0;
+  CHECK_STATUS_OK(ct_item(ct_all(ct_isfinite(g), NULL), &ok));
+  *finite = ok != 0;
+  ct_tensor *e = ct_clone(g);
+  CHECK_OK(e && ct_mul_scalar_(e, inv));
+  return e;
+}
+
+/* The backend's amp_unscale over gradients of all four float dtypes, more
+ * than a GPU launch holds (110 tensors or 320 chunks), sizes around the
+ * chunks, scales that round (1/3) or exceed 1 (halves overflow to inf), an
+ * inf, -inf or NaN in one gradient: every gradient's bytes and the verdict
+ * equal the per-parameter ops'. */
+CT_TEST(fused_unscale_matches_per_parameter_ops) {
+  enum { N = 130 };
+  const ct_dtype dts[4] = {CT_F32, CT_F64, CT_F16, CT_BF16};
+  const int64_t sizes[] = {0, 1, 17, 1000, 16383, 16384, 16385, 40000};
+  const double invs[3] = {1.0 / 65536, 1.0 / 3, 4.0 / 3};
+  const double bads[4] = {0, INFINITY, -INFINITY, NAN};
+  for (int k = 0; k < 4; k++) {
+    ct_scope_begin();
+    double inv = invs[k % 3];
+    ct_tensor *g[N], *want[N];
+    bool want_found = false;
+    for (int i = 0; i < N; i++) {
+      /* one gradient of more chunks than a launch holds (320) in the first case */
+      int64_t n = sizes[(i * 7 + k) % 8] + (i == 5 ? (k == 0 ? 320 : 25) * 16384 : 0);
+      double *v = ct_test_random(n ? n : 1, -3e4, 3e4, (unsigned)(i + 100 * k));
+      if (k > 0 && i == 77 && n > 0) v[n / 2] = bads[k];
+      g[i] = ct_test_make(v, CT_SHAPE(n), dts[i % 4], CT_LAYOUT_CONTIG);
+      free(v);
+      bool finite = true;
+      want[i] = unscaled_by_ops(g[i], inv, &finite);
+      want_found |= !finite;
+    }
+    ct_tensor_opts fo = ct_test_opts(CT_F32);
+    ct_tensor *found = ct_zeros(CT_SHAPE(1), &fo);
+    const ct_backend *be = ct__backend_of(found);
+    CHECK(be->amp_unscale != NULL);
+    if (!be->amp_unscale) return;
+    CHECK_STATUS_OK(be->amp_unscale(g, N, inv, found));
+    double f = -1;
+    CHECK_STATUS_OK(ct_item(found, &f));
+    CHECK_MSG(f == (want_found ? 1.0 : 0.0), "case %d: found_inf %g, the ops say %d", k, f,
+              want_found);
+    for (int i = 0; i < N; i++)
+      CHECK_MSG(same_bytes(g[i], want[i]), "case %d: gradient %d (%s, %lld elements) differs", k, i,
+                ct_dtype_name(dts[i % 4]), (long long)ct_numel(g[i]));
+    ct_scope_end();
+  }
+}
+
+/* Through the scaler: f32 and f64 parameters, one gradient non-contiguous
+ * (the per-parameter path inside the scaler), an inf in either kind. */
+CT_TEST(grad_scaler_unscales_fused_and_strided_gradients_alike) {
+  for (int where = 0; where < 3; where++) { /* no inf, inf in a fused one, inf in the strided one */
+    ct_scope_begin();
+    ct_tensor *ps[4];
+    const ct_dtype pdt[4] = {CT_F32, CT_F64, CT_F32, CT_F32};
+    for (int i = 0; i < 4; i++) {
+      double z[12] = {0};
+      ps[i] = ct_requires_grad_(make(z, CT_SHAPE(4, 3), pdt[i]), true);
+    }
+    ct_tensor *want[4];
+    for (int i = 0; i < 4; i++) {
+      double *v = ct_test_random(12, -100, 100, (unsigned)(7 * i + where));
+      if ((where == 1 && i == 1) || (where == 2 && i == 3)) v[5] = INFINITY;
+      ct_tensor *gi = i == 3 ? ct_transpose(make(v, CT_SHAPE(3, 4), pdt[i]), 0, 1) /* strided */
+                             : make(v, CT_SHAPE(4, 3), pdt[i]);
+      free(v);
+      CHECK_STATUS_OK(ct_set_grad(ps[i], gi));
+      bool finite;
+      want[i] = unscaled_by_ops(gi, 1.0 / 1024, &finite);
+    }
+    CHECK(!ct_is_contiguous(ct_grad(ps[3])));
+    ct_optimizer *opt = ct_sgd_new(ps, 4, &(ct_sgd_opts){.lr = 0.5});
+    ct_grad_scaler *s = ct_grad_scaler_new(&(ct_grad_scaler_opts){.init_scale = 1024});
+    CHECK_OK(opt && s);
+    CHECK_STATUS_OK(ct_grad_scaler_unscale_(s, opt));
+    for (int i = 0; i < 4; i++)
+      CHECK_MSG(same_bytes(ct_grad(ps[i]), want[i]), "case %d: gradient %d", where, i);
+    bool stepped = false;
+    CHECK_STATUS_OK(ct_grad_scaler_step(s, opt, &stepped));
+    CHECK_MSG(stepped == (where == 0), "case %d: stepped %d", where, stepped);
+    ct_grad_scaler_free(s);
+    ct_optimizer_free(opt);
+    ct_scope_end();
+  }
 }

@@ -1,6 +1,8 @@
 /* Optimizers and schedules against torch.optim's formulas, computed here by
- * hand in double over three steps with given gradients; state export/import;
- * argument errors; StepLR and CosineAnnealingLR sequences. */
+ * hand in double over three steps with given gradients; one optimizer over
+ * many parameters (one multi-tensor launch per pack on a GPU) against one
+ * optimizer per parameter, bit for bit; state export/import; argument
+ * errors; StepLR and CosineAnnealingLR sequences. */
 #include "ct_test.h"
 
 CT_TEST_DEVICE_GENERIC
@@ -125,6 +127,79 @@ CT_TEST(adam_and_adamw_match_torch_formulas) {
 }
 
 /* Parameters without a gradient are skipped and keep their own step count. */
+/* The bytes of t, on the host (malloc'd). */
+static unsigned char *host_bytes(const ct_tensor *t, size_t *n) {
+  ct_tensor *c = ct_contiguous(ct_to(t, ct_cpu(), NULL));
+  *n = c ? ct_nbytes(c) : 0;
+  unsigned char *b = malloc(*n ? *n : 1);
+  if (c && b) memcpy(b, ct_data_ptr(c), *n);
+  return b;
+}
+
+/* One optimizer over 75 parameters (f32 and f64, sizes across the chunks of
+ * a launch, more than one launch's tensors on a GPU) equals 75 optimizers of
+ * one parameter each, bit for bit, over three steps: SGD with nesterov
+ * momentum and weight decay, Adam with amsgrad, AdamW. */
+CT_TEST(many_parameters_at_once_equal_one_at_a_time) {
+  enum { P = 75, STEPS3 = 3 };
+  const int64_t sizes[] = {1, 7, 8191, 8192, 8193, 20000, 100};
+  for (int kind = 0; kind < 3; kind++) {
+    ct_scope_begin();
+    ct_tensor *a[P], *b[P];
+    for (int i = 0; i < P; i++) {
+      int64_t n = sizes[i % 7];
+      double *v = ct_test_random(n, -2, 2, (unsigned)(i + 1000 * kind));
+      ct_dtype dt = i % 5 == 3 ? CT_F64 : CT_F32;
+      a[i] = ct_requires_grad_(ct_test_make(v, CT_SHAPE(n), dt, CT_LAYOUT_CONTIG), true);
+      b[i] = ct_requires_grad_(ct_test_make(v, CT_SHAPE(n), dt, CT_LAYOUT_CONTIG), true);
+      free(v);
+    }
+    ct_optimizer *all = NULL, *one[P];
+    ct_adam_opts ao = ct_adam_defaults();
+    ao.amsgrad = true;
+    ao.weight_decay = 0.01;
+    const ct_sgd_opts so = {.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3};
+    for (int i = -1; i < P; i++) {
+      ct_tensor *const *ps = i < 0 ? a : &b[i];
+      int n = i < 0 ? P : 1;
+      ct_optimizer *o = kind == 0   ? ct_sgd_new(ps, n, &so)
+                        : kind == 1 ? ct_adam_new(ps, n, &ao)
+                                    : ct_adamw_new(ps, n, NULL);
+      CHECK_OK(o);
+      if (i < 0)
+        all = o;
+      else
+        one[i] = o;
+    }
+    for (int step = 0; step < STEPS3; step++) {
+      for (int i = 0; i < P; i++) {
+        double *g = ct_test_random(ct_numel(a[i]), -1, 1, (unsigned)(7 * i + step + 31 * kind));
+        ct_tensor *ga =
+            ct_test_make(g, CT_SHAPE(ct_numel(a[i])), ct_dtype_of(a[i]), CT_LAYOUT_CONTIG);
+        ct_tensor *gb =
+            ct_test_make(g, CT_SHAPE(ct_numel(a[i])), ct_dtype_of(a[i]), CT_LAYOUT_CONTIG);
+        free(g);
+        CHECK_STATUS_OK(ct_set_grad(a[i], ga));
+        CHECK_STATUS_OK(ct_set_grad(b[i], gb));
+      }
+      CHECK_STATUS_OK(ct_optimizer_step(all));
+      for (int i = 0; i < P; i++) CHECK_STATUS_OK(ct_optimizer_step(one[i]));
+    }
+    for (int i = 0; i < P; i++) {
+      size_t na, nb;
+      unsigned char *x = host_bytes(a[i], &na), *y = host_bytes(b[i], &nb);
+      CHECK_MSG(x && y && na == nb && memcmp(x, y, na) == 0,
+                "optimizer %d, parameter %d (%lld elements) differs", kind, i,
+                (long long)ct_numel(a[i]));
+      free(x);
+      free(y);
+    }
+    ct_optimizer_free(all);
+    for (int i = 0; i < P; i++) ct_optimizer_free(one[i]);
+    ct_scope_end();
+  }
+}
+
 CT_TEST(parameters_without_grad_are_skipped) {
   ct_tensor *ps[2] = {param(CT_F64, P0), param(CT_F64, P0)};
   ct_adam_opts o = {.lr = 0.1};

@@ -157,13 +157,36 @@ CT_API ct_status ct_event_elapsed_ms(ct_event *start, ct_event *end, float *ms);
 CT_API void ct_set_num_threads(int n);
 CT_API int ct_get_num_threads(void);
 
-/* Statistics of a device's caching allocator (for the CPU: the host cache). */
+/* Statistics of a device's caching allocator (for the CPU: the host cache).
+ *
+ * A CUDA device's memory comes from the driver in segments (one cudaMalloc
+ * each) that the allocator cuts into blocks (docs/design-notes.md, "CUDA
+ * caching allocator"): `reserved` is the segments' bytes, `allocated` the
+ * live tensors' blocks (their sizes rounded up to 512 B), `requested` what
+ * the tensors asked for. reserved - allocated is cached: of it,
+ * `inactive_split` lies in holes between live blocks, usable only by requests
+ * that fit there (fragmentation), and `largest_free_block` bounds the
+ * largest request the cache can serve without the driver. The CPU reports
+ * requested = allocated and 0 for the fragmentation fields (its cache keeps
+ * whole blocks by size class). */
 typedef struct ct_memory_stats {
-  size_t allocated;       /* bytes in live tensors */
-  size_t reserved;        /* bytes held: live plus cached */
-  size_t peak_allocated;  /* high-water mark of `allocated` */
-  uint64_t num_allocs;    /* allocation requests served */
-  uint64_t num_cache_hits;/* requests served from the cache */
+  size_t allocated;        /* bytes in live tensors (their blocks) */
+  size_t reserved;         /* bytes held: live plus cached */
+  size_t peak_allocated;   /* high-water mark of `allocated` */
+  uint64_t num_allocs;     /* allocation requests served */
+  uint64_t num_cache_hits; /* requests served from the cache */
+  /* bytes the live tensors asked for (allocated - requested: rounding) */
+  size_t requested;
+  /* free bytes in segments that also hold live blocks */
+  size_t inactive_split;
+  /* the largest free block in the cache */
+  size_t largest_free_block;
+  /* segments held: driver allocations not yet returned */
+  uint64_t num_segments;
+  /* segments ever asked of the driver (cudaMalloc calls that succeeded) */
+  uint64_t num_driver_allocs;
+  /* out-of-memory retries that returned the cache to the driver */
+  uint64_t num_cache_flushes;
 } ct_memory_stats;
 CT_API ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out);
 /* Returns cached, unused blocks to the system (host cache or GPU cache). */

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/backend.h"
 #include "core/internal.h"
 #include "ctensor/amp.h"
 #include "ctensor/autograd.h"
@@ -71,45 +72,70 @@ static int record_of(ct_grad_scaler *s, const ct_optimizer *opt, const char *op)
   return s->n_seen++;
 }
 
+/* Unscales the n gradients of one device and sets *found_inf if one held an
+ * inf or NaN: the contiguous ones in one backend call (amp_unscale: a fused
+ * multi-tensor pass), any other with isfinite, all and mul_scalar_ (the same
+ * products, bit for bit). One flag comes back to the host. */
+static ct_status unscale_device(ct_tensor **grads, int n, double inv_scale, bool *found_inf) {
+  const ct_backend *be = ct__backend_of(grads[0]);
+  ct_tensor *found = ct_zeros(CT_SHAPE(1), &(ct_tensor_opts){.device = ct_device_of(grads[0])});
+  if (!found) return ct_last_error();
+  int nf = 0; /* the fused ones first */
+  for (int i = 0; i < n && be->amp_unscale; i++)
+    if (ct__is_contiguous(grads[i])) {
+      ct_tensor *t = grads[nf];
+      grads[nf++] = grads[i];
+      grads[i] = t;
+    }
+  ct_status st = nf > 0 ? be->amp_unscale(grads, nf, inv_scale, found) : CT_OK;
+  for (int i = 0; i < nf; i++) ct__bump_version(grads[i]);
+  ct_tensor *all_ok = NULL;
+  for (int i = nf; i < n && st == CT_OK; i++) {
+    ct_tensor *ok = ct_all(ct_isfinite(grads[i]), NULL);
+    all_ok = all_ok ? ct_logical_and(all_ok, ok) : ok;
+    if (!all_ok || !ct_mul_scalar_(grads[i], inv_scale)) st = ct_last_error();
+  }
+  double v = 0;
+  if (st == CT_OK && nf > 0 && (st = ct_item(found, &v)) == CT_OK) *found_inf |= v != 0;
+  if (st == CT_OK && all_ok && (st = ct_item(all_ok, &v)) == CT_OK) *found_inf |= v == 0;
+  return st;
+}
+
 /* Multiplies every gradient by 1/scale and sets *found_inf if one holds an inf
- * or NaN. One flag per device comes back to the host, after all the launches. */
+ * or NaN, one device at a time. */
 static ct_status unscale_grads(ct_grad_scaler *s, ct_optimizer *opt, bool *found_inf) {
   int n = ct_optimizer_parameters(opt, NULL, 0);
   ct_tensor **params = calloc((size_t)(n ? n : 1), sizeof *params);
-  ct_tensor **flags = calloc((size_t)(n ? n : 1), sizeof *flags); /* all(isfinite) per device */
-  if (!params || !flags) {
+  ct_tensor **grads = calloc((size_t)(n ? n : 1), sizeof *grads);
+  ct_tensor **group = calloc((size_t)(n ? n : 1), sizeof *group);
+  if (!params || !grads || !group) {
     free(params);
-    free(flags);
+    free(grads);
+    free(group);
     return ct__fail_status(CT_ERR_OOM, "grad_scaler.unscale_: out of host memory");
   }
   ct_optimizer_parameters(opt, params, n);
-  double inv_scale = 1.0 / s->scale;
-  int n_flags = 0;
+  int ng = 0;
+  for (int i = 0; i < n; i++)
+    if ((grads[ng] = ct_grad(params[i]))) ng++;
+  *found_inf = false;
   ct_status st = CT_OK;
   ct_no_grad_begin();
   ct_scope_begin();
-  for (int i = 0; i < n && st == CT_OK; i++) {
-    ct_tensor *g = ct_grad(params[i]);
-    if (!g) continue;
-    ct_tensor *ok = ct_all(ct_isfinite(g), NULL);
-    int f = 0;
-    while (f < n_flags && !ct_device_equal(ct_device_of(flags[f]), ct_device_of(g))) f++;
-    if (f == n_flags)
-      n_flags++, flags[f] = ok;
-    else
-      flags[f] = ct_logical_and(flags[f], ok);
-    if (!flags[f] || !ct_mul_scalar_(g, inv_scale)) st = ct_last_error();
-  }
-  *found_inf = false;
-  for (int f = 0; f < n_flags && st == CT_OK; f++) {
-    double v = 1;
-    st = ct_item(flags[f], &v);
-    *found_inf |= v == 0;
+  for (int i = 0; i < ng && st == CT_OK; i++) {
+    if (!grads[i]) continue; /* taken by an earlier device's group */
+    ct_device d = ct_device_of(grads[i]);
+    int m = 0;
+    for (int j = i; j < ng; j++)
+      if (grads[j] && ct_device_equal(ct_device_of(grads[j]), d))
+        group[m++] = grads[j], grads[j] = NULL;
+    st = unscale_device(group, m, 1.0 / s->scale, found_inf);
   }
   ct_scope_end();
   ct_no_grad_end();
   free(params);
-  free(flags);
+  free(grads);
+  free(group);
   return st;
 }
 

@@ -167,6 +167,16 @@ typedef struct ct_backend {
                               ct_tensor *const *grads, ct_tensor *const *state0,
                               ct_tensor *const *state1, ct_tensor *const *state2, int n);
 
+  /* ---- Mixed precision ---- */
+  /* The gradient scaler's unscale (torch's
+   * _amp_foreach_non_finite_check_and_unscale_): each of the n gradients
+   * (contiguous, f32/f64/f16/bf16, on found_inf's device) is multiplied in
+   * place by inv_scale exactly as mul_scalar_ would (the compute type of its
+   * dtype), and found_inf (one f32 element) is set to 1 if an element was inf
+   * or NaN before the product, else left as it was. Optional: without it the
+   * scaler runs isfinite, all and mul_scalar_ per gradient. */
+  ct_status (*amp_unscale)(ct_tensor *const *grads, int n, double inv_scale, ct_tensor *found_inf);
+
   /* ---- Random ---- */
   /* Fills out (contiguous; dtype as documented by the kind) from Philox:
    * element i (row-major) depends only on (seed, offset, i). probs: the

@@ -128,10 +128,11 @@ void ct__host_empty_cache(void) {
 
 void ct__host_memory_stats(ct_memory_stats *out) {
   pthread_mutex_lock(&cache.lock);
-  out->allocated = cache.live_bytes;
-  out->reserved = cache.live_bytes + cache.cached_bytes;
-  out->peak_allocated = cache.peak_bytes;
-  out->num_allocs = cache.num_allocs;
-  out->num_cache_hits = cache.num_hits;
+  *out = (ct_memory_stats){.allocated = cache.live_bytes,
+                           .reserved = cache.live_bytes + cache.cached_bytes,
+                           .peak_allocated = cache.peak_bytes,
+                           .num_allocs = cache.num_allocs,
+                           .num_cache_hits = cache.num_hits,
+                           .requested = cache.live_bytes};
   pthread_mutex_unlock(&cache.lock);
 }

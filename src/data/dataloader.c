@@ -43,6 +43,7 @@ struct ct_dataloader {
   ct_dataset *ds;
   int64_t n, batch_size, num_batches;
   bool shuffle, pin;
+  int pin_device; /* the GPU whose context the workers' pinned allocations use */
   uint64_t seed;
   ct_generator *gen;
   ct__sample_meta meta; /* fast path: row shapes */
@@ -195,6 +196,9 @@ static void slot_clear(slot *s) {
 
 static void *worker_main(void *arg) {
   ct_dataloader *dl = arg;
+  /* A new thread's CUDA device is GPU 0: pinning there would make a context on
+   * GPU 0 in every process of a multi-GPU job. */
+  if (dl->pin && ct_cuda_set_device(dl->pin_device) != CT_OK) ct_clear_error();
   pthread_mutex_lock(&dl->mu);
   for (;;) {
     while (!dl->stop && !(dl->next_issue < dl->issue_end &&
@@ -273,6 +277,7 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   dl->seed = o.seed;
   /* As torch: pinning without a GPU warns and does not pin. */
   dl->pin = o.pin_memory && ct_cuda_is_available();
+  dl->pin_device = o.device.type == CT_DEVICE_CUDA ? o.device.index : ct_cuda_current_device();
   if (o.device.type == CT_DEVICE_CUDA) {
     if (o.device.index < 0 || o.device.index >= ct_cuda_device_count()) {
       free(dl);

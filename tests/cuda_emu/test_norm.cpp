@@ -6,7 +6,9 @@
  * evaluation, momentum 0..1, eps 0..1, constant channels/rows (variance 0),
  * nan/inf elements; sizes across the thread counts (32..512), grid-stride
  * loops over channels/rows (1 to 4 SMs) and the 32-column tiles of layer
- * norm's grad_w/grad_b (several per block), rows == 0 (zero grad_w/grad_b). */
+ * norm's grad_w/grad_b (several per block), rows == 0 (zero grad_w/grad_b);
+ * batch norm's split path (few channels of many elements), with a mean 1e6
+ * times the spread; layer norm's grad_w/grad_b over ranges of rows. */
 #include <algorithm>
 
 #include "emu_test.h"
@@ -51,9 +53,12 @@ static double vget(const Tensor &t, const ctc_t *d, int64_t i, double dflt) {
 }
 
 /* x values of one channel/row: 0 uniform around an offset, 1 small integers
- * (exact sums), 2 constant (variance 0), 3 one nan or inf among uniform */
+ * (exact sums), 2 constant (variance 0), 3 one nan or inf among uniform,
+ * 5 an offset of 1e6 against a spread of 1 (f32/f64: sum(x^2) - sum(x)^2/n
+ * in double would lose the variance's leading digits) */
 static void fill_line(const std::vector<char *> &at, int dt, int mode) {
-  double c = coin(4) ? unif(-100, 100) : unif(-4, 4), w = unif(0.05, 3);
+  double c = mode == 5 ? (coin(2) ? 1e6 : -1e6) : coin(4) ? unif(-100, 100) : unif(-4, 4);
+  double w = mode == 5 ? 1 : unif(0.05, 3);
   double k = unif(-3, 3);
   for (char *p : at) {
     double v = mode == 1 ? (double)rnd(-3, 3) : mode == 2 ? k : c + unif(-w, w);
@@ -516,6 +521,22 @@ int run_norm(void) {
         snprintf(tag, sizeof tag, "batch_norm_backward %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C, (long)S);
         bn_backward(dt, N, C, S, coin(4) ? false : M > 1, coin(3) ? (int)rnd(1, 3) : 0, tag);
       }
+  /* the split path: few channels of >= 2048 elements, several blocks per
+   * channel (statistics merged by Chan's formula, the backward pass's sums in
+   * order); the large offset (mode 5) for f32/f64 */
+  for (int rep = 0; rep < 3 * reps; rep++)
+    for (int dt : kDts) {
+      int64_t M = rnd(2048, 9000), S = coin(2) ? 1 : 64, N = (M + S - 1) / S, C = rnd(1, 3);
+      emu::sm_count = (int)rnd(1, 4);
+      int mode = dt == CT_F32 || dt == CT_F64 ? (coin(2) ? 5 : (int)rnd(0, 4)) : (int)rnd(0, 4);
+      snprintf(tag, sizeof tag, "batch_norm split %s (%ld, %ld, %ld) mode %d", dname(dt), (long)N, (long)C,
+               (long)S, mode);
+      bn_forward(dt, N, C, S, !coin(5), mode, tag);
+      emu::sm_count = (int)rnd(1, 4);
+      snprintf(tag, sizeof tag, "batch_norm_backward split %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C,
+               (long)S);
+      bn_backward(dt, N, C, S, !coin(4), coin(3) ? (int)rnd(1, 3) : 0, tag);
+    }
   /* evaluation of an empty batch: the running statistics pass through */
   for (int dt : kDts) {
     snprintf(tag, sizeof tag, "batch_norm %s N = 0", dname(dt));
@@ -536,6 +557,15 @@ int run_norm(void) {
         snprintf(tag, sizeof tag, "layer_norm_backward %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
         ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
       }
+  /* grad_w / grad_b over ranges of rows (few column tiles, many rows), the
+   * ranges' sums added by a second launch */
+  for (int rep = 0; rep < 2 * reps; rep++)
+    for (int dt : kDts) {
+      int64_t rows = rnd(128, 1100), cols = coin(2) ? rnd(1, 33) : rnd(34, 100);
+      emu::sm_count = (int)rnd(1, 4);
+      snprintf(tag, sizeof tag, "layer_norm_backward split %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
+      ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
+    }
   /* rows == 0: grad_w and grad_b are zeros */
   for (int dt : kDts) {
     emu::sm_count = 1;

@@ -5,9 +5,11 @@
  * and AdamW (L2 vs decoupled weight decay, bias corrections at steps 1, 2,
  * 3, ..., 1000, beta1 = 0, eps = 0, amsgrad with a nan in the running max);
  * several consecutive steps on the kernel's own state; many parameters in
- * one call, f32 and f64 interleaved (one launch per dtype over the packed
- * chunk table), numel 0, 1, odd sizes and several 8192-element chunks, more
- * chunks than blocks (grid-stride, 1 to 4 SMs); nan/inf gradients. */
+ * one call, f32 and f64 interleaved (one launch per dtype, the pointers in
+ * the kernel's argument), numel 0, 1, odd sizes and several 8192-element
+ * chunks, more chunks than blocks (grid-stride, 1 to 4 SMs), more tensors
+ * (30) and chunks (320) than one launch holds (multi_tensor.cuh: the next
+ * launch goes on, mid-tensor too); nan/inf gradients. */
 #include <algorithm>
 #include <memory>
 
@@ -253,6 +255,28 @@ int run_optim(void) {
     snprintf(tag, sizeof tag, "%s grid-stride", kind == SGD ? "sgd" : kind == ADAM ? "adam" : "adamw");
     run_case(o, {20000, 8193, 17, 24576, 0, 9000, 8192}, {CT_F64, CT_F32, CT_F64, CT_F32, CT_F32, CT_F64, CT_F32}, 2,
              false, tag);
+  }
+  /* more than one launch holds (320 chunks, 30 tensors): 14 f32 tensors of 23
+   * chunks fill the first launch in the middle of the 14th, which goes on in
+   * the second, with 29 of 31 one-chunk tensors (30 tensors); the last two
+   * make a third launch, the f64 tensor a fourth */
+  for (int kind = 0; kind < 3; kind++) {
+    ct_optim_params o = random_optim(kind);
+    emu::sm_count = 4;
+    std::vector<int64_t> sizes(14, 23 * 8192 - 5);
+    sizes.resize(45, 8000);
+    sizes.push_back(0);
+    sizes.push_back(100);
+    std::vector<int> dts(47, CT_F32);
+    dts[46] = CT_F64;
+    snprintf(tag, sizeof tag, "%s several launches",
+             kind == SGD    ? "sgd"
+             : kind == ADAM ? "adam"
+                            : "adamw");
+    long l0 = emu::total_launches();
+    run_case(o, sizes, dts, 1, false, tag);
+    if (emu::total_launches() - l0 != 4)
+      failf("%s: %ld launches, expected 4", tag, emu::total_launches() - l0);
   }
   /* nothing to update (every numel 0): no launch */
   {

@@ -3,7 +3,7 @@
  * reference: every op over every dtype it takes; rows
  * and full reductions of contiguous data at every misaligned start (the
  * 16-byte fast path: warp and block teams, splits and the wide merge), column
- * and generic (permuted, gapped, flipped, expanded) layouts, nan/inf/-0,
+ * (a thread per output, or 32-output tiles split over the rows) and generic (permuted, gapped, flipped, expanded) layouts, nan/inf/-0,
  * integer wrap-around, empty reductions, several multiprocessor counts. */
 #include <algorithm>
 
@@ -138,7 +138,7 @@ static Ref reference(int op, int dt, const std::vector<const char *> &el, double
   }
 }
 
-static long nfast, nblock, nthread, nwide;
+static long nfast, nblock, nthread, nwide, ncolumn;
 
 /* One reduction: x of `shape` in layout lay, reduced over mask; out keeps dims. */
 static void run_case(int op, int dt, const std::vector<int64_t> &shape, const bool *mask,
@@ -196,7 +196,8 @@ static void run_case(int op, int dt, const std::vector<int64_t> &shape, const bo
   x.snapshot();
   out.snapshot();
   long f0 = emu::launches("reduce_fast_kernel"), b0 = emu::launches("reduce_block_kernel"),
-       t0 = emu::launches("reduce_thread_kernel"), w0 = emu::launches("merge_wide_kernel");
+       t0 = emu::launches("reduce_thread_kernel"), w0 = emu::launches("merge_wide_kernel"),
+       c0 = emu::launches("reduce_column_kernel");
   emu::clear_message();
   ct_status s = ct__cuda_reduce((ct_reduce_op)op, &out.d, &x.d, mask, p);
   ncases++;
@@ -204,6 +205,7 @@ static void run_case(int op, int dt, const std::vector<int64_t> &shape, const bo
   nblock += emu::launches("reduce_block_kernel") > b0;
   nthread += emu::launches("reduce_thread_kernel") > t0;
   nwide += emu::launches("merge_wide_kernel") > w0;
+  ncolumn += emu::launches("reduce_column_kernel") > c0;
   long fails = nfail;
   if (s != CT_OK) failf("%s: status %d (%s)", tag, (int)s, emu::last_message());
   emu_clean(tag);
@@ -421,7 +423,11 @@ int run_reduce(void) {
       {CT_F32, 5, 0, CT_ROP_MEAN, 1, 0, 1},          {CT_BOOL, 0, 0, CT_ROP_ALL, 1, 1, 1},
       {CT_F32, 100, 300, CT_ROP_SUM, 2, 1, 0},       {CT_F32, 300, 100, CT_ROP_MAX, 2, 1, 1},
       {CT_F32, 2000, 600, CT_ROP_SUM, 1, 1, 0},      {CT_I16, 40, 3000, CT_ROP_MIN, 1, 1, 0},
-      {CT_BF16, 3, 70000, CT_ROP_LOGSUMEXP, 2, 0, 1}};
+      {CT_BF16, 3, 70000, CT_ROP_LOGSUMEXP, 2, 0, 1},
+      /* columns with few outputs: 32-output tiles, split over the rows */
+      {CT_F32, 5000, 100, CT_ROP_SUM, 2, 1, 0},      {CT_F64, 9000, 48, CT_ROP_VAR, 4, 1, 0},
+      {CT_F16, 3000, 70, CT_ROP_MAX, 1, 1, 0},       {CT_I32, 2000, 40, CT_ROP_SUM, 3, 1, 0},
+      {CT_BF16, 4000, 33, CT_ROP_LOGSUMEXP, 2, 1, 0}, {CT_F32, 1500, 17, CT_ROP_NORM, 5, 1, 0}};
   for (auto &m : ms) {
     std::vector<int64_t> shape = {m.s0, m.s1};
     bool mask[2] = {m.m0, m.m1};
@@ -463,7 +469,7 @@ int run_reduce(void) {
     emu::sm_count = (int)rnd(1, 4);
     arg_case(coin(2), dt, shape, dim, (int)rnd(0, 1), (int)rnd(0, 2));
   }
-  printf("  paths: fast %ld, block %ld, thread %ld, wide merge %ld cases\n", nfast, nblock, nthread,
-         nwide);
+  printf("  paths: fast %ld, block %ld, thread %ld, column %ld, wide merge %ld cases\n", nfast, nblock,
+         nthread, ncolumn, nwide);
   return su.end("reduce.cu,arg_reduce.cu");
 }

@@ -62,9 +62,14 @@ static void print_gpu(int i) {
     return;
   }
   printf(" %s\n", p.name);
+  /* usable: one this build has code for (ct_cuda_set_device refuses the others) */
+  int previous = ct_cuda_current_device();
+  bool usable = ct_cuda_set_device(i) == CT_OK;
+  if (usable) ct_cuda_set_device(previous);
+  ct_clear_error();
   printf("    memory: %.1f GiB, compute capability %d.%d, %d SMs%s\n",
          (double)p.total_memory / (double)(1u << 30), p.major, p.minor, p.multiprocessor_count,
-         p.major < 8 ? " (not usable: this build runs on 8.0 and newer)" : "");
+         usable ? "" : " (not usable: this build has no code for it)");
   printf("    pci %04x:%02x:%02x, %s\n", (unsigned)p.pci_domain_id, (unsigned)p.pci_bus_id,
          (unsigned)p.pci_device_id, p.uuid);
   ct_memory_stats ms;

@@ -71,6 +71,7 @@ const ct_backend ct__cpu_backend = {
     .layer_norm = ct__cpu_layer_norm,
     .layer_norm_backward = ct__cpu_layer_norm_backward,
     .optimizer_step = ct__cpu_optimizer_step,
+    .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
     /* No execution slots: CPU work is synchronous. */
 };

@@ -84,6 +84,10 @@ ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *par
                                  ct_tensor *const *grads, ct_tensor *const *state0,
                                  ct_tensor *const *state1, ct_tensor *const *state2, int n);
 
+/* amp.c */
+ct_status ct__cpu_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
+                              ct_tensor *found_inf);
+
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 

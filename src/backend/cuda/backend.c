@@ -243,6 +243,18 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
   return st;
 }
 
+static ct_status cuda_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
+                                  ct_tensor *found_inf) {
+  if (n <= 0) return CT_OK;
+  ctc_t *g = malloc(sizeof(ctc_t) * (size_t)n);
+  if (!g) return ct__fail_status(CT_ERR_OOM, "grad_scaler.unscale_: out of host memory");
+  for (int i = 0; i < n; i++) g[i] = desc(grads[i]);
+  ctc_t f = desc(found_inf);
+  ct_status st = ct__cuda_amp_unscale(g, n, inv_scale, &f);
+  free(g);
+  return st;
+}
+
 static ct_status cuda_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs) {
   ctc_t o = desc(out), pr;
   return ct__cuda_random(&o, p, opt(probs, &pr));
@@ -301,6 +313,8 @@ static const ct_backend ct__cuda_backend = {
     .layer_norm_backward = cuda_layer_norm_backward,
     /* one multi-tensor launch over all parameters: optim.cu */
     .optimizer_step = cuda_optimizer_step,
+    /* the gradient scaler's unscale, one multi-tensor launch: amp.cu */
+    .amp_unscale = cuda_amp_unscale,
     /* Philox, bit-identical to the CPU: random.cu */
     .random = cuda_random,
     /* execution: device.cu */

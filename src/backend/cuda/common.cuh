@@ -23,8 +23,10 @@ ct_status ct__fail_status(ct_status code, const char *fmt, ...);
 
 /* ---- Device, stream, launch checks ---------------------------------------- */
 
-/* Makes dev the runtime's device on this thread (cached; the user's current
- * device, ct_cuda_current_device, is tracked apart and is not changed). */
+/* Makes dev the runtime's device on this thread (the user's current device,
+ * ct_cuda_current_device, is tracked apart and is not changed) and clears the
+ * thread's last CUDA error, so that the launch checks that follow see only
+ * the op's own. Every launcher calls it first. */
 ct_status ctc_use_device(const char *op, int dev);
 /* The calling thread's current stream on dev (NULL: the legacy default stream). */
 cudaStream_t ctc_stream(int dev);

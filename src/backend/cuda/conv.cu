@@ -6,11 +6,21 @@
  * grad_out over (N, H, W) by the reduce kernel (double accumulation,
  * deterministic). Groups via cudnnSetConvolutionGroupCount.
  *
- * Algorithms: cudnnGet*Algorithm_v7 (heuristics, no benchmarking); among the
- * candidates it reports as supported, deterministic ones first, then the
- * others, in the heuristics' order; a candidate whose workspace query or run
- * says NOT_SUPPORTED (any sub-code), or whose workspace doesn't fit in device
- * memory, is skipped. Workspace from the caching allocator.
+ * Plans: the first call of a problem (kind, shapes, strides, padding,
+ * stride, dilation, groups, dtype, math mode, device, and the alignment of
+ * the data pointers, since some algorithms need 16-byte aligned data) creates
+ * its descriptors, asks cudnnGet*Algorithm_v7 (heuristics, no benchmarking)
+ * and tries the candidates it reports as supported, deterministic ones
+ * first, then the others, in the heuristics' order; a candidate whose
+ * workspace query or run says NOT_SUPPORTED (any sub-code) is skipped. The
+ * one that ran is kept with its math type and workspace size: later calls of
+ * the same problem make no descriptor, query or workspace-size call (as
+ * PyTorch's benchmark cache). A kept plan that cuDNN refuses, or whose
+ * workspace no longer fits, is searched again.
+ * Workspace from the caching allocator: a candidate whose workspace does not
+ * fit in free memory is passed over without emptying the cache
+ * (ct__cuda_alloc_workspace); only when every candidate wants more than is
+ * free does the first of them get the allocator's out-of-memory path, once.
  * Math: f32 uses CUDNN_FMA_MATH (exact f32, no TF32) unless
  * ct_cuda_set_allow_tf32(true); f16/bf16 take the candidate's math type
  * (tensor cores) with f32 compute; f64 computes in double.
@@ -20,6 +30,9 @@
 #include <cudnn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <string.h>
+
+#include <new>
 
 #include "backend/cuda/common.cuh"
 
@@ -53,7 +66,7 @@ static ct_status dnn_fail(const char *op, const char *call, cudnnStatus_t s, int
     if (dnn_s_ != CUDNN_STATUS_SUCCESS) return dnn_fail(op, #call, dnn_s_, dev);       \
   } while (0)
 
-/* Descriptors of one call, destroyed on every return path. */
+/* The descriptors of one problem (a plan's, below), destroyed with it. */
 struct dnn_descs {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -120,6 +133,108 @@ static ct_status dnn_handle(const char *op, int dev, cudaStream_t s, cudnnHandle
   return CT_OK;
 }
 
+enum { K_FWD, K_BWD_DATA, K_BWD_FILTER };
+
+/* ---- Plans ------------------------------------------------------------------------------ */
+
+/* What decides the algorithm: zeroed before filling, so it hashes and
+ * compares as bytes. */
+struct plan_key {
+  int64_t x[4], w[4], y[4];    /* shapes: x (N, C, H, W), w (Co, C/g, kH, kW), y (N, Co, Ho, Wo) */
+  int64_t xs[4], ws[4], ys[4]; /* their strides */
+  int64_t stride[2], padding[2], dilation[2], groups;
+  int32_t dev, kind, dtype, align; /* align: of the data pointers, up to 16 bytes */
+  int32_t tf32, pad;
+};
+
+/* A problem's descriptors and the algorithm that ran it. */
+struct plan {
+  plan_key key;
+  dnn_descs d;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH; /* set on d.conv */
+  size_t workspace = 0;
+  plan *next = nullptr; /* hash chain */
+};
+
+#define PLAN_BUCKETS 256
+#define PLAN_LIMIT 4096           /* beyond it the cache starts over (shapes that never repeat) */
+static plan *plans[PLAN_BUCKETS]; /* under dnn_mu */
+static int nplans;
+static uint64_t plan_hits, plan_misses;
+
+static unsigned key_hash(const plan_key &k) {
+  const unsigned char *p = (const unsigned char *)&k;
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < sizeof k; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return (unsigned)(h >> 32) % PLAN_BUCKETS;
+}
+
+/* The largest power of two up to 16 dividing every pointer. */
+static int32_t alignment(const void *a, const void *b, const void *c) {
+  uintptr_t v = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | 16;
+  return (int32_t)(v & (~v + 1));
+}
+
+static plan_key make_key(int dev, int kind, const ctc_t *x, const ctc_t *w, const ctc_t *y,
+                         const ct_conv2d_params *p, const void *p0, const void *p1, const void *p2) {
+  plan_key k;
+  memset(&k, 0, sizeof k);
+  for (int i = 0; i < 4; i++) {
+    k.x[i] = x->shape[i], k.w[i] = w->shape[i], k.y[i] = y->shape[i];
+    k.xs[i] = x->strides[i], k.ws[i] = w->strides[i], k.ys[i] = y->strides[i];
+  }
+  for (int i = 0; i < 2; i++)
+    k.stride[i] = p->stride[i], k.padding[i] = p->padding[i], k.dilation[i] = p->dilation[i];
+  k.groups = p->groups;
+  k.dev = dev;
+  k.kind = kind;
+  k.dtype = x->dtype;
+  k.align = alignment(p0, p1, p2);
+  k.tf32 = conv_allow_tf32;
+  return k;
+}
+
+static plan *plan_find(const plan_key &k) {
+  for (plan *p = plans[key_hash(k)]; p; p = p->next)
+    if (memcmp(&p->key, &k, sizeof k) == 0) return p;
+  return nullptr;
+}
+
+static void plan_unlink(plan *p) {
+  for (plan **pp = &plans[key_hash(p->key)]; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      nplans--;
+      return;
+    }
+}
+
+static void plan_insert(plan *p) {
+  if (nplans >= PLAN_LIMIT)
+    for (int b = 0; b < PLAN_BUCKETS; b++)
+      while (plans[b]) {
+        plan *q = plans[b];
+        plans[b] = q->next;
+        delete q;
+        nplans--;
+      }
+  unsigned b = key_hash(p->key);
+  p->next = plans[b];
+  plans[b] = p;
+  nplans++;
+}
+
+extern "C" void ct__cuda_conv_plan_stats(uint64_t *hits, uint64_t *misses, int *entries) {
+  pthread_mutex_lock(&dnn_mu);
+  *hits = plan_hits;
+  *misses = plan_misses;
+  *entries = nplans;
+  pthread_mutex_unlock(&dnn_mu);
+}
+
+/* ---- Running a plan ------------------------------------------------------------------------ */
+
 struct cand {
   int algo;
   cudnnMathType_t math;
@@ -142,91 +257,174 @@ static cudnnMathType_t math_for(int dt, cudnnMathType_t suggested) {
   return suggested;
 }
 
-enum { K_FWD, K_BWD_DATA, K_BWD_FILTER };
+/* The data of one call. Forward: out = y from x, w. Backward data: out =
+ * x-grad from w, y (= grad_out). Backward filter: out = w-grad from x, y. */
+struct conv_args {
+  const char *op;
+  int dev, kind, dt;
+  cudnnHandle_t h;
+  const void *xp, *wp, *yp;
+  void *outp;
+};
 
-/* Runs one convolution kind, trying the candidates in order. The caller holds
- * dnn_mu. Forward: out = y from x, w. Backward data: out = x-grad from w, y
- * (= grad_out). Backward filter: out = w-grad from x, y. */
-static ct_status run_conv(const char *op, int dev, cudnnHandle_t h, int kind, dnn_descs &d, int dt,
-                          const void *xp, const void *wp, const void *yp, void *outp) {
-  cand c[16];
-  int nc = 0, got = 0;
-  /* the math the heuristics rank for: exact f32 (FMA) unless TF32 is allowed,
-   * tensor cores for halves */
-  cudnnMathType_t want = dt == CT_F16 || dt == CT_BF16 ? CUDNN_TENSOR_OP_MATH : math_for(dt, CUDNN_DEFAULT_MATH);
-  DNN_CHECK(op, dev, cudnnSetConvolutionMathType(d.conv, want));
-  if (kind == K_FWD) {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DNN_CHECK(op, dev, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
-                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    nc = candidates(perf, got, c);
-  } else if (kind == K_BWD_DATA) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    DNN_CHECK(op, dev, cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                           h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-    nc = candidates(perf, got, c);
-  } else {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    DNN_CHECK(op, dev, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                           h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
-    nc = candidates(perf, got, c);
-  }
+static const char *conv_call(int kind) {
+  return kind == K_FWD        ? "cudnnConvolutionForward"
+         : kind == K_BWD_DATA ? "cudnnConvolutionBackwardData"
+                              : "cudnnConvolutionBackwardFilter";
+}
+
+/* Runs algorithm `algo` of d (its math type set) with workspace ws. */
+static cudnnStatus_t convolve(const conv_args &a, dnn_descs &d, int algo, void *ws, size_t wsz) {
   double one_d = 1.0, zero_d = 0.0;
   float one_f = 1.0f, zero_f = 0.0f;
-  const void *one = dt == CT_F64 ? (const void *)&one_d : (const void *)&one_f;
-  const void *zero = dt == CT_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+  const void *one = a.dt == CT_F64 ? (const void *)&one_d : (const void *)&one_f;
+  const void *zero = a.dt == CT_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+  if (a.kind == K_FWD)
+    return cudnnConvolutionForward(a.h, one, d.x, a.xp, d.w, a.wp, d.conv,
+                                   (cudnnConvolutionFwdAlgo_t)algo, ws, wsz, zero, d.y, a.outp);
+  if (a.kind == K_BWD_DATA)
+    return cudnnConvolutionBackwardData(a.h, one, d.w, a.wp, d.y, a.yp, d.conv,
+                                        (cudnnConvolutionBwdDataAlgo_t)algo, ws, wsz, zero, d.x,
+                                        a.outp);
+  return cudnnConvolutionBackwardFilter(a.h, one, d.x, a.xp, d.y, a.yp, d.conv,
+                                        (cudnnConvolutionBwdFilterAlgo_t)algo, ws, wsz, zero, d.w,
+                                        a.outp);
+}
+
+static cudnnStatus_t workspace_size(const conv_args &a, dnn_descs &d, int algo, size_t *wsz) {
+  if (a.kind == K_FWD)
+    return cudnnGetConvolutionForwardWorkspaceSize(a.h, d.x, d.w, d.conv, d.y,
+                                                   (cudnnConvolutionFwdAlgo_t)algo, wsz);
+  if (a.kind == K_BWD_DATA)
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(a.h, d.w, d.y, d.conv, d.x,
+                                                        (cudnnConvolutionBwdDataAlgo_t)algo, wsz);
+  return cudnnGetConvolutionBackwardFilterWorkspaceSize(a.h, d.x, d.y, d.conv, d.w,
+                                                        (cudnnConvolutionBwdFilterAlgo_t)algo, wsz);
+}
+
+/* The supported candidates of the heuristics for p's problem (math type
+ * `want` on its descriptor). */
+static ct_status query_candidates(const conv_args &a, plan *p, cand *c, int *nc) {
+  int got = 0;
+  cudnnMathType_t want =
+      a.dt == CT_F16 || a.dt == CT_BF16 ? CUDNN_TENSOR_OP_MATH : math_for(a.dt, CUDNN_DEFAULT_MATH);
+  dnn_descs &d = p->d;
+  DNN_CHECK(a.op, a.dev, cudnnSetConvolutionMathType(d.conv, want));
+  if (a.kind == K_FWD) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DNN_CHECK(a.op, a.dev,
+              cudnnGetConvolutionForwardAlgorithm_v7(a.h, d.x, d.w, d.conv, d.y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+    *nc = candidates(perf, got, c);
+  } else if (a.kind == K_BWD_DATA) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DNN_CHECK(a.op, a.dev,
+              cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                  a.h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+    *nc = candidates(perf, got, c);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DNN_CHECK(a.op, a.dev,
+              cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                  a.h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+    *nc = candidates(perf, got, c);
+  }
+  return CT_OK;
+}
+
+/* Runs candidate c with a workspace of wsz bytes from `ws` (freed here,
+ * stream-ordered); on success p keeps it. */
+static cudnnStatus_t run_candidate(const conv_args &a, plan *p, cand c, void *ws, size_t wsz) {
+  cudnnStatus_t s = convolve(a, p->d, c.algo, ws, wsz);
+  /* stream-ordered: freeing right after the enqueued call is safe (allocator.cu) */
+  if (ws) ct__cuda_free(a.dev, ws, wsz, false);
+  if (s == CUDNN_STATUS_SUCCESS) {
+    p->algo = c.algo;
+    p->math = math_for(a.dt, c.math);
+    p->workspace = wsz;
+  }
+  return s;
+}
+
+/* Finds the first candidate that runs p's problem, running it. */
+static ct_status search(const conv_args &a, plan *p) {
+  cand c[16];
+  int nc = 0;
+  ct_status st = query_candidates(a, p, c, &nc);
+  if (st != CT_OK) return st;
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
   const char *call = "cudnnGetConvolution*Algorithm_v7 (no supported algorithm)";
-  bool ws_oom = false; /* a candidate's workspace didn't fit: try the next */
-  ct_status prior = ct_last_error();
+  int starved = -1; /* the first candidate whose workspace did not fit */
+  size_t starved_size = 0;
   for (int i = 0; i < nc; i++) {
-    DNN_CHECK(op, dev, cudnnSetConvolutionMathType(d.conv, math_for(dt, c[i].math)));
+    DNN_CHECK(a.op, a.dev, cudnnSetConvolutionMathType(p->d.conv, math_for(a.dt, c[i].math)));
     size_t wsz = 0;
-    cudnnStatus_t s;
-    if (kind == K_FWD)
-      s = cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, (cudnnConvolutionFwdAlgo_t)c[i].algo, &wsz);
-    else if (kind == K_BWD_DATA)
-      s = cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x,
-                                                       (cudnnConvolutionBwdDataAlgo_t)c[i].algo, &wsz);
-    else
-      s = cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w,
-                                                         (cudnnConvolutionBwdFilterAlgo_t)c[i].algo, &wsz);
+    cudnnStatus_t s = workspace_size(a, p->d, c[i].algo, &wsz);
     if (s != CUDNN_STATUS_SUCCESS) {
       last = s;
       call = "cudnnGetConvolution*WorkspaceSize";
       if (dnn_not_supported(s) || CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_BAD_PARAM) continue;
-      return dnn_fail(op, call, s, dev);
+      return dnn_fail(a.op, call, s, a.dev);
     }
     void *ws = nullptr;
-    if (wsz > 0 && !(ws = ct__cuda_alloc(dev, wsz, false))) {
-      if (ct_last_error() != CT_ERR_OOM) return ct_last_error();
-      ws_oom = true;
-      continue;
+    if (wsz > 0 && !(ws = ct__cuda_alloc_workspace(a.dev, wsz))) {
+      if (starved < 0) starved = i, starved_size = wsz;
+      continue; /* the next candidate may need less: the cache stays */
     }
-    if (kind == K_FWD) {
-      call = "cudnnConvolutionForward";
-      s = cudnnConvolutionForward(h, one, d.x, xp, d.w, wp, d.conv, (cudnnConvolutionFwdAlgo_t)c[i].algo, ws, wsz,
-                                  zero, d.y, outp);
-    } else if (kind == K_BWD_DATA) {
-      call = "cudnnConvolutionBackwardData";
-      s = cudnnConvolutionBackwardData(h, one, d.w, wp, d.y, yp, d.conv, (cudnnConvolutionBwdDataAlgo_t)c[i].algo,
-                                       ws, wsz, zero, d.x, outp);
-    } else {
-      call = "cudnnConvolutionBackwardFilter";
-      s = cudnnConvolutionBackwardFilter(h, one, d.x, xp, d.y, yp, d.conv,
-                                         (cudnnConvolutionBwdFilterAlgo_t)c[i].algo, ws, wsz, zero, d.w, outp);
-    }
-    /* stream-ordered: freeing right after the enqueued call is safe (allocator.cu) */
-    if (ws) ct__cuda_free(dev, ws, wsz, false);
-    if (s == CUDNN_STATUS_SUCCESS) {
-      if (ws_oom && prior == CT_OK) ct_clear_error(); /* the OOM of a skipped candidate */
-      return CT_OK;
-    }
+    s = run_candidate(a, p, c[i], ws, wsz);
+    if (s == CUDNN_STATUS_SUCCESS) return CT_OK;
     last = s;
-    if (!dnn_not_supported(s)) return dnn_fail(op, call, s, dev);
+    call = conv_call(a.kind);
+    if (!dnn_not_supported(s)) return dnn_fail(a.op, call, s, a.dev);
   }
-  if (ws_oom) return CT_ERR_OOM; /* recorded by the allocator */
-  return dnn_fail(op, call, last, dev);
+  if (starved >= 0) { /* every runnable candidate wants more than is free: empty the cache, once */
+    DNN_CHECK(a.op, a.dev, cudnnSetConvolutionMathType(p->d.conv, math_for(a.dt, c[starved].math)));
+    void *ws = ct__cuda_alloc(a.dev, starved_size, false);
+    if (!ws) return ct_last_error(); /* CT_ERR_OOM, recorded by the allocator */
+    cudnnStatus_t s = run_candidate(a, p, c[starved], ws, starved_size);
+    if (s == CUDNN_STATUS_SUCCESS) return CT_OK;
+    last = s;
+    call = conv_call(a.kind);
+  }
+  return dnn_fail(a.op, call, last, a.dev);
+}
+
+/* Runs one convolution kind through its plan (made on the first call). The
+ * caller holds dnn_mu. */
+static ct_status run_conv(const conv_args &a, const ctc_t *x, const ctc_t *w, const ctc_t *y,
+                          const ct_conv2d_params *cp) {
+  const void *outer = a.kind == K_FWD ? a.xp : a.yp, *mid = a.kind == K_BWD_FILTER ? a.xp : a.wp;
+  plan_key k = make_key(a.dev, a.kind, x, w, y, cp, outer, mid, a.outp);
+  plan *p = plan_find(k);
+  if (p) {
+    plan_hits++;
+    void *ws = p->workspace ? ct__cuda_alloc_workspace(a.dev, p->workspace) : nullptr;
+    if (!p->workspace || ws) {
+      cudnnStatus_t s = convolve(a, p->d, p->algo, ws, p->workspace);
+      if (ws) ct__cuda_free(a.dev, ws, p->workspace, false);
+      if (s == CUDNN_STATUS_SUCCESS) return CT_OK;
+      if (!dnn_not_supported(s)) return dnn_fail(a.op, conv_call(a.kind), s, a.dev);
+    }
+    /* refused now, or its workspace does not fit: choose again */
+    ct_status st = search(a, p);
+    if (st != CT_OK) {
+      plan_unlink(p);
+      delete p;
+    }
+    return st;
+  }
+  plan_misses++;
+  p = new (std::nothrow) plan;
+  if (!p) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", a.op);
+  p->key = k;
+  ct_status st = make_descs(a.op, a.dev, p->d, x, w, y, cp);
+  if (st == CT_OK) st = search(a, p);
+  if (st != CT_OK) {
+    delete p;
+    return st;
+  }
+  plan_insert(p);
+  return CT_OK;
 }
 
 static ct_status check_dtype(const char *op, int dt) {
@@ -261,12 +459,10 @@ extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc
     /* an empty sum: the output is the bias (or zero) */
     if ((st = fill0(out)) != CT_OK) return st;
   } else {
-    dnn_descs d;
-    if ((st = make_descs(op, dev, d, x, w, out, p)) != CT_OK) return st;
     pthread_mutex_lock(&dnn_mu);
-    cudnnHandle_t h = nullptr;
-    st = dnn_handle(op, dev, ctc_stream(dev), &h);
-    if (st == CT_OK) st = run_conv(op, dev, h, K_FWD, d, dt, x->data, w->data, nullptr, out->data);
+    conv_args a = {op, dev, K_FWD, dt, nullptr, x->data, w->data, nullptr, out->data};
+    st = dnn_handle(op, dev, ctc_stream(dev), &a.h);
+    if (st == CT_OK) st = run_conv(a, x, w, out, p);
     pthread_mutex_unlock(&dnn_mu);
     if (st != CT_OK) return st;
   }
@@ -310,13 +506,17 @@ extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, 
     if (want_w && (st = fill0(gw)) != CT_OK) return st;
     return CT_OK;
   }
-  dnn_descs d;
-  if ((st = make_descs(op, dev, d, x, w, g, p)) != CT_OK) return st;
   pthread_mutex_lock(&dnn_mu);
   cudnnHandle_t h = nullptr;
   st = dnn_handle(op, dev, ctc_stream(dev), &h);
-  if (st == CT_OK && want_x) st = run_conv(op, dev, h, K_BWD_DATA, d, dt, nullptr, w->data, g->data, gx->data);
-  if (st == CT_OK && want_w) st = run_conv(op, dev, h, K_BWD_FILTER, d, dt, x->data, nullptr, g->data, gw->data);
+  if (st == CT_OK && want_x) {
+    conv_args a = {op, dev, K_BWD_DATA, dt, h, nullptr, w->data, g->data, gx->data};
+    st = run_conv(a, x, w, g, p);
+  }
+  if (st == CT_OK && want_w) {
+    conv_args a = {op, dev, K_BWD_FILTER, dt, h, x->data, nullptr, g->data, gw->data};
+    st = run_conv(a, x, w, g, p);
+  }
   pthread_mutex_unlock(&dnn_mu);
   if (st != CT_OK) return st;
   if (ctc_launch_blocking()) CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(ctc_stream(dev)));

@@ -58,6 +58,15 @@ ct_status ct__cuda_runtime_version(int *version);
 
 /* allocator.cu */
 void *ct__cuda_alloc(int dev, size_t nbytes, bool pinned);
+/* Device memory for a workspace the caller can do without (a cuDNN algorithm
+ * with alternatives): a cached block or one new segment, else NULL with no
+ * error recorded and the cache kept (ct__cuda_alloc would empty it and retry).
+ * Freed with ct__cuda_free. */
+void *ct__cuda_alloc_workspace(int dev, size_t nbytes);
+/* Every invariant of a pool (blocks tile their segments, free neighbours are
+ * merged, each free block sits in its bin, the statistics add up): false with
+ * a message in msg if one is broken. For tests. */
+bool ct__cuda_allocator_check(int dev, bool pinned, char *msg, size_t n);
 void ct__cuda_free(int dev, void *ptr, size_t nbytes, bool pinned);
 ct_status ct__cuda_memory_stats(int dev, ct_memory_stats *out);
 ct_status ct__cuda_empty_cache(int dev);
@@ -116,6 +125,8 @@ ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p, const ctc
 ct_status ct__cuda_optimizer_step(const ct_optim_params *p, const ctc_t *params, const ctc_t *grads,
                                   const ctc_t *s0, const ctc_t *s1, const ctc_t *s2,
                                   const bool *has, int n);
+/* amp.cu: the amp_unscale slot (backend.h) */
+ct_status ct__cuda_amp_unscale(const ctc_t *grads, int n, double inv_scale, const ctc_t *found_inf);
 
 /* conv.cu (cuDNN), pool.cu, norm.cu: the neural-network slots (backend.h);
  * NULL descriptors stand for NULL tensors. */
@@ -125,6 +136,9 @@ ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t
                                    const ctc_t *g, const ctc_t *x, const ctc_t *w,
                                    const ct_conv2d_params *p);
 void ct__cuda_conv_set_allow_tf32(bool allow);
+/* The cuDNN plan cache (conv.cu): calls that found their plan, calls that
+ * made one, plans kept. */
+void ct__cuda_conv_plan_stats(uint64_t *hits, uint64_t *misses, int *entries);
 ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x,
                           const ct_pool2d_params *p);
 ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,

@@ -28,10 +28,29 @@ static int device_count = 0;
 static cudaError_t count_error = cudaSuccess; /* why there are none, if so */
 static int sm_counts[CTC_MAX_DEV];
 static int capabilities[CTC_MAX_DEV]; /* 10 * major + minor */
-/* The oldest architecture this build has code for (CMAKE_CUDA_ARCHITECTURES
- * 80-real 90-real 90-virtual): an older GPU would fail every launch with "no
- * kernel image", so it is reported unusable up front instead. */
-#define CTC_MIN_CAPABILITY 80
+
+/* The architectures this build has code for (CMAKE_CUDA_ARCHITECTURES, via
+ * the generated ct_cuda_archs.h; the emulator's build has the default): a GPU
+ * that none of them runs would fail every launch with "no kernel image", so it
+ * is reported unusable up front instead. */
+#if __has_include("ct_cuda_archs.h")
+#include "ct_cuda_archs.h"
+#else
+#define CT_CUDA_ARCHS "80-real;90-real;90-virtual"
+#define CT_CUDA_ARCHS_KNOWN 1
+#define CT_CUDA_SASS_ARCHS 80, 90,
+#define CT_CUDA_PTX_ARCH 90
+#endif
+static const int sass_archs[] = {CT_CUDA_SASS_ARCHS 0};
+
+/* Machine code for sm_XY runs on X.Z for Z >= Y; PTX for compute_XY, compiled
+ * by the driver, on every capability >= X.Y. */
+static bool build_runs_on(int cc) {
+  if (!CT_CUDA_ARCHS_KNOWN) return true;
+  for (int i = 0; sass_archs[i]; i++)
+    if (sass_archs[i] / 10 == cc / 10 && sass_archs[i] <= cc) return true;
+  return CT_CUDA_PTX_ARCH > 0 && CT_CUDA_PTX_ARCH <= cc;
+}
 
 static void count_devices(void) {
   int n = 0;
@@ -68,7 +87,7 @@ extern "C" int ct__cuda_device_count(void) {
 
 extern "C" bool ct__cuda_device_usable(int dev) {
   int n = ct__cuda_device_count();
-  return dev >= 0 && dev < n && capabilities[dev] >= CTC_MIN_CAPABILITY;
+  return dev >= 0 && dev < n && build_runs_on(capabilities[dev]);
 }
 
 int ctc_sm_count(int dev) {
@@ -113,12 +132,11 @@ static ct_status check_index(const char *op, int dev) {
 /* check_index, and the GPU is one this build has code for. */
 static ct_status check_usable(const char *op, int dev) {
   ct_status st = check_index(op, dev);
-  if (st != CT_OK || capabilities[dev] >= CTC_MIN_CAPABILITY) return st;
+  if (st != CT_OK || build_runs_on(capabilities[dev])) return st;
   return ct__fail_status(CT_ERR_UNAVAILABLE,
-                         "%s: cuda:%d has compute capability %d.%d; this build runs on %d.%d and newer "
-                         "(sm_80, sm_90)",
-                         op, dev, capabilities[dev] / 10, capabilities[dev] % 10, CTC_MIN_CAPABILITY / 10,
-                         CTC_MIN_CAPABILITY % 10);
+                         "%s: cuda:%d has compute capability %d.%d; this build has no code for it "
+                         "(CMAKE_CUDA_ARCHITECTURES \"%s\")",
+                         op, dev, capabilities[dev] / 10, capabilities[dev] % 10, CT_CUDA_ARCHS);
 }
 
 static thread_local int user_device = 0;
@@ -134,10 +152,17 @@ extern "C" int ct__cuda_current_device(void) { return user_device; }
 
 /* Asks the runtime for its current device rather than caching it: code
  * outside ctensor (the application, NCCL) may call cudaSetDevice on this
- * thread too, and a stale cache would launch on the wrong GPU. */
+ * thread too, and a stale cache would launch on the wrong GPU. Called once
+ * per op (the caching allocator needs no device on a cache hit), it costs one
+ * cudaGetDevice, a read of the runtime's thread state.
+ *
+ * Every launch of an op comes after this call, so it also clears the
+ * thread's last error: one that another library, or the application, left
+ * there would otherwise be reported by the launch check as this op's. */
 ct_status ctc_use_device(const char *op, int dev) {
   ct_status st = check_usable(op, dev);
   if (st != CT_OK) return st;
+  (void)cudaGetLastError();
   int cur = -1;
   if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
   if (cur == dev) return CT_OK;

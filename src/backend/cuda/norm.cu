@@ -1,15 +1,23 @@
 /* CUDA batch and layer normalization, forward and backward, with the CPU's
- * semantics (backend/cpu/norm.c): statistics in double (two passes: the mean,
- * then the biased variance), eps inside the sqrt, running_var updated with
+ * semantics (backend/cpu/norm.c): statistics in double (the biased
+ * variance normalizes), eps inside the sqrt, running_var updated with
  * the unbiased variance; the elementwise parts in f32 for f32/f16/bf16 x and
  * f64 for f64 x. Statistics/parameters are read and written in their own
  * dtypes (the op layer gives f32 statistics for half x).
  *
- * Batch norm (x (N, C, S) contiguous): one block per channel: block
- * reductions (warp shuffles) for the sums, then the same block normalizes
- * its channel. Layer norm (x (rows, cols) contiguous): one block per row for
+ * Batch norm (x (N, C, S) contiguous): the training statistics by Welford
+ * per thread and Chan's merge (no cancellation for a large mean). When the
+ * channels fill the GPU, or are small, one block per channel reduces them
+ * and normalizes its channel (one launch); else P blocks per channel each
+ * reduce a range of the N*S elements, a thread per channel merges their
+ * parts in order, and a thread per element normalizes (three launches).
+ * The backward pass's sums (grad_out, grad_out * (x - mean)) likewise.
+ *
+ * Layer norm (x (rows, cols) contiguous): one block per row for
  * the statistics and grad_x; grad_w / grad_b by 32-column tiles, 16 row
- * lanes per column merged in a fixed order. Everything is deterministic. */
+ * lanes per column merged in a fixed order, and when the tiles do not fill
+ * the GPU, by ranges of rows too, their sums added in order by a second
+ * launch. Everything is deterministic. */
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -67,45 +75,87 @@ struct bn_args {
   vec w, b, mean, invstd, rm, rv, gw, gb;
 };
 
+/* Training statistics of a part of a channel: Welford's count, mean and sum
+ * of squared deviations (no cancellation, unlike sum(x^2) - sum(x)^2/n,
+ * when the mean is large against the spread), merged by Chan et al.'s
+ * formula; and the plain sum, which gives the saved mean as on the CPU
+ * (sum / M: an inf element makes it inf, where Welford's mean turns nan). */
+struct bn_part {
+  double n, mean, m2, sum;
+};
+__device__ __forceinline__ bn_part bn_merge(const bn_part &a, const bn_part &b) {
+  if (b.n == 0) return a;
+  if (a.n == 0) return b;
+  double n = a.n + b.n, d = b.mean - a.mean, fb = b.n / n;
+  return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb, a.sum + b.sum};
+}
+__device__ __forceinline__ bn_part bn_shfl_down(const bn_part &p, int o) {
+  return {__shfl_down_sync(0xffffffffu, p.n, o), __shfl_down_sync(0xffffffffu, p.mean, o),
+          __shfl_down_sync(0xffffffffu, p.m2, o), __shfl_down_sync(0xffffffffu, p.sum, o)};
+}
+/* The block's parts merged (valid in thread 0), in a fixed order: deterministic. */
+__device__ bn_part bn_block_merge(bn_part p, bn_part *sh) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) p = bn_merge(p, bn_shfl_down(p, o));
+  __syncthreads(); /* sh may hold the previous channel's parts */
+  if (lane == 0) sh[w] = p;
+  __syncthreads();
+  if (w == 0) {
+    p = lane < (int)(blockDim.x >> 5) ? sh[lane] : bn_part{0, 0, 0, 0};
+    for (int o = 16; o > 0; o >>= 1) p = bn_merge(p, bn_shfl_down(p, o));
+  }
+  return p;
+}
+/* This thread's part of elements [lo, hi) of channel ch (in (n, s) order). */
+template <class C> __device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
+  bn_part p = {0, 0, 0, 0};
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    int64_t n = i / a.S, j = i - n * a.S;
+    double v = (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt);
+    p.n += 1;
+    double d = v - p.mean;
+    p.mean += d / p.n;
+    p.m2 += d * (v - p.mean);
+    p.sum += v;
+  }
+  return p;
+}
+/* Channel ch's mean and invstd, from its merged part p (training) or the
+ * running statistics: saves them, updates the running ones, and gives the
+ * normalization's coefficients out = x * coef[0] + coef[1]. */
+__device__ void bn_finish(const bn_args &a, int64_t ch, const bn_part &p, double *coef) {
+  double M = (double)(a.N * a.S), mean, invstd;
+  if (a.training) {
+    mean = M > 0 ? p.sum / M : NAN;
+    invstd = 1.0 / sqrt((M > 0 ? p.m2 / M : NAN) + a.eps);
+    if (a.rm.p) vstore(a.rm, ch, (1 - a.momentum) * vload(a.rm, ch, 0) + a.momentum * mean);
+    if (a.rv.p) {
+      double unb = M > 1 ? p.m2 / (M - 1) : NAN;
+      vstore(a.rv, ch, (1 - a.momentum) * vload(a.rv, ch, 0) + a.momentum * unb);
+    }
+  } else {
+    mean = vload(a.rm, ch, 0);
+    invstd = 1.0 / sqrt(vload(a.rv, ch, 1) + a.eps);
+  }
+  vstore(a.mean, ch, mean);
+  vstore(a.invstd, ch, invstd);
+  double w = vload(a.w, ch, 1.0), b = vload(a.b, ch, 0.0);
+  coef[0] = w * invstd;
+  coef[1] = b - mean * w * invstd;
+}
+
+/* One block per channel: statistics, then the normalization. */
 template <class C> __global__ void bn_fwd_kernel(bn_args a) {
-  __shared__ double sh[32];
+  __shared__ bn_part sh[32];
+  __shared__ double coef[2];
   int64_t M = a.N * a.S;
   for (int64_t ch = blockIdx.x; ch < a.C; ch += gridDim.x) {
-    double mean, invstd;
-    if (a.training) {
-      double s = 0;
-      for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-        int64_t n = i / a.S, j = i - n * a.S;
-        s += (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt);
-      }
-      s = block_sum(s, sh);
-      mean = M > 0 ? s / (double)M : NAN;
-      double ss = 0;
-      for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-        int64_t n = i / a.S, j = i - n * a.S;
-        double d = (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt) - mean;
-        ss += d * d;
-      }
-      ss = block_sum(ss, sh);
-      double var = M > 0 ? ss / (double)M : NAN;
-      invstd = 1.0 / sqrt(var + a.eps);
-      if (threadIdx.x == 0) {
-        if (a.rm.p) vstore(a.rm, ch, (1 - a.momentum) * vload(a.rm, ch, 0) + a.momentum * mean);
-        if (a.rv.p) {
-          double unb = M > 1 ? ss / (double)(M - 1) : NAN;
-          vstore(a.rv, ch, (1 - a.momentum) * vload(a.rv, ch, 0) + a.momentum * unb);
-        }
-      }
-    } else {
-      mean = vload(a.rm, ch, 0);
-      invstd = 1.0 / sqrt(vload(a.rv, ch, 1) + a.eps);
-    }
-    if (threadIdx.x == 0) {
-      vstore(a.mean, ch, mean);
-      vstore(a.invstd, ch, invstd);
-    }
-    double w = vload(a.w, ch, 1.0), b = vload(a.b, ch, 0.0);
-    C scale = (C)(w * invstd), shift = (C)(b - mean * w * invstd);
+    bn_part p = {0, 0, 0, 0};
+    if (a.training) p = bn_block_merge(bn_thread_part<C>(a, ch, 0, M), sh);
+    if (threadIdx.x == 0) bn_finish(a, ch, p, coef);
+    __syncthreads();
+    C scale = (C)coef[0], shift = (C)coef[1];
+    __syncthreads(); /* every thread has read coef before the next channel's */
     for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
       int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
       ctc_store<C>(a.out + o, a.dt, ctc_load<C>(a.x + o, a.dt) * scale + shift);
@@ -113,36 +163,125 @@ template <class C> __global__ void bn_fwd_kernel(bn_args a) {
   }
 }
 
+/* The split path, for channels too few to fill the GPU: P blocks per channel
+ * each merge `chunk` consecutive elements into parts[ch * P + p] ... */
+template <class C> __global__ void bn_stats_kernel(bn_args a, bn_part *parts, int64_t P, int64_t chunk) {
+  __shared__ bn_part sh[32];
+  int64_t M = a.N * a.S;
+  for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
+    int64_t ch = b / P, lo = (b - ch * P) * chunk, hi = lo + chunk < M ? lo + chunk : M;
+    bn_part p = bn_block_merge(bn_thread_part<C>(a, ch, lo, hi), sh);
+    if (threadIdx.x == 0) parts[b] = p;
+  }
+}
+/* ... a thread per channel merges its P parts in order ... */
+__global__ void bn_merge_kernel(bn_args a, const bn_part *parts, int64_t P, double *coef) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+    bn_part p = {0, 0, 0, 0}; /* evaluation: no parts, the running statistics */
+    for (int64_t k = 0; a.training && k < P; k++) p = bn_merge(p, parts[ch * P + k]);
+    bn_finish(a, ch, p, coef + 2 * ch);
+  }
+}
+/* ... and every element is normalized by a thread of its own. */
+template <class C> __global__ void bn_apply_kernel(bn_args a, const double *coef) {
+  int64_t total = a.N * a.C * a.S;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t ch = (i / a.S) % a.C;
+    C scale = (C)coef[2 * ch], shift = (C)coef[2 * ch + 1];
+    ctc_store<C>(a.out + i * a.es, a.dt, ctc_load<C>(a.x + i * a.es, a.dt) * scale + shift);
+  }
+}
+
+/* Blocks per channel of the training statistics: enough for 4 blocks per SM
+ * when the channels alone are fewer, each merging at least BN_MIN_PART
+ * elements (4 per thread) so that a part outweighs its merge. */
+#define BN_MIN_PART 1024
+#define BN_PART_THREADS 256
+static int64_t bn_parts(int64_t M, int64_t C, int dev) {
+  int64_t want = ((int64_t)ctc_sm_count(dev) * 4 + C - 1) / C, most = M / BN_MIN_PART;
+  int64_t P = want < most ? want : most;
+  return P < 1 ? 1 : P;
+}
+
+/* Backward: the sums of grad_out and grad_out * (x - mean) over a channel's
+ * elements [lo, hi), this thread's share. */
+template <class C>
+__device__ void bn_thread_gsums(const bn_args &a, int64_t ch, double mean, int64_t lo, int64_t hi, double *sg,
+                                double *sgx) {
+  double g0 = 0, g1 = 0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
+    double gv = (double)ctc_load<C>(a.g + o, a.dt);
+    g0 += gv;
+    g1 += gv * ((double)ctc_load<C>(a.x + o, a.dt) - mean);
+  }
+  *sg = g0, *sgx = g1;
+}
+/* Channel ch's grad_w and grad_b from its sums, and grad_x's coefficients:
+ * training gx = w*invstd*(g - sg/M - (x-mean)*invstd^2*sgx/M), as
+ * k * (g - dm - (x - mean) * dv) with coef = {k, mean, dm, dv}. */
+__device__ void bn_bwd_finish(const bn_args &a, int64_t ch, double sg, double sgx, double *coef) {
+  double M = (double)(a.N * a.S), mean = vload(a.mean, ch, 0), invstd = vload(a.invstd, ch, 1);
+  vstore(a.gw, ch, sgx * invstd);
+  vstore(a.gb, ch, sg);
+  coef[0] = vload(a.w, ch, 1.0) * invstd;
+  coef[1] = mean;
+  coef[2] = a.training && M > 0 ? sg / M : 0;
+  coef[3] = a.training && M > 0 ? invstd * invstd * sgx / M : 0;
+}
+template <class C> __device__ __forceinline__ void bn_bwd_elem(const bn_args &a, const double *coef, int64_t o) {
+  C k = (C)coef[0], m = (C)coef[1], dm = (C)coef[2], dv = (C)coef[3];
+  C gv = ctc_load<C>(a.g + o, a.dt), xv = ctc_load<C>(a.x + o, a.dt);
+  ctc_store<C>(a.gx + o, a.dt, k * (gv - dm - (xv - m) * dv));
+}
+
+/* One block per channel: the sums, then grad_x. */
 template <class C> __global__ void bn_bwd_kernel(bn_args a) {
-  __shared__ double sh[32];
+  __shared__ double sh[32], coef[4];
   int64_t M = a.N * a.S;
   for (int64_t ch = blockIdx.x; ch < a.C; ch += gridDim.x) {
-    double mean = vload(a.mean, ch, 0), invstd = vload(a.invstd, ch, 1);
-    double sg = 0, sgx = 0;
-    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-      int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
-      double gv = (double)ctc_load<C>(a.g + o, a.dt);
-      sg += gv;
-      sgx += gv * ((double)ctc_load<C>(a.x + o, a.dt) - mean);
-    }
+    double sg, sgx;
+    bn_thread_gsums<C>(a, ch, vload(a.mean, ch, 0), 0, M, &sg, &sgx);
     sg = block_sum(sg, sh);
     sgx = block_sum(sgx, sh);
-    if (threadIdx.x == 0) {
-      vstore(a.gw, ch, sgx * invstd);
-      vstore(a.gb, ch, sg);
-    }
+    if (threadIdx.x == 0) bn_bwd_finish(a, ch, sg, sgx, coef);
     if (!a.gx) continue;
-    double w = vload(a.w, ch, 1.0);
-    /* training: gx = w*invstd*(g - sg/M - (x-mean)*invstd^2*sgx/M) */
-    C k = (C)(w * invstd), m = (C)mean;
-    C dm = a.training && M > 0 ? (C)(sg / (double)M) : (C)0;
-    C dv = a.training && M > 0 ? (C)(invstd * invstd * sgx / (double)M) : (C)0;
+    __syncthreads();
     for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-      int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
-      C gv = ctc_load<C>(a.g + o, a.dt), xv = ctc_load<C>(a.x + o, a.dt);
-      ctc_store<C>(a.gx + o, a.dt, k * (gv - dm - (xv - m) * dv));
+      int64_t n = i / a.S, j = i - n * a.S;
+      bn_bwd_elem<C>(a, coef, ((n * a.C + ch) * a.S + j) * a.es);
     }
+    __syncthreads(); /* every thread has read coef before the next channel's */
   }
+}
+
+/* The split path: P blocks per channel sum `chunk` elements each into
+ * parts[2 * (ch * P + p) + {0, 1}] ... */
+template <class C> __global__ void bn_bwd_sums_kernel(bn_args a, double *parts, int64_t P, int64_t chunk) {
+  __shared__ double sh[32];
+  int64_t M = a.N * a.S;
+  for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
+    int64_t ch = b / P, lo = (b - ch * P) * chunk, hi = lo + chunk < M ? lo + chunk : M;
+    double sg, sgx;
+    bn_thread_gsums<C>(a, ch, vload(a.mean, ch, 0), lo, hi, &sg, &sgx);
+    sg = ctc_block_reduce(sg, add_d(), 0.0, sh);
+    sgx = ctc_block_reduce(sgx, add_d(), 0.0, sh);
+    if (threadIdx.x == 0) parts[2 * b] = sg, parts[2 * b + 1] = sgx;
+  }
+}
+/* ... a thread per channel adds its P parts in order ... */
+__global__ void bn_bwd_merge_kernel(bn_args a, const double *parts, int64_t P, double *coef) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+    double sg = 0, sgx = 0;
+    for (int64_t k = 0; k < P; k++) sg += parts[2 * (ch * P + k)], sgx += parts[2 * (ch * P + k) + 1];
+    bn_bwd_finish(a, ch, sg, sgx, coef + 4 * ch);
+  }
+}
+/* ... and a thread per element computes grad_x. */
+template <class C> __global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
+  int64_t total = a.N * a.C * a.S;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+    bn_bwd_elem<C>(a, coef + 4 * ((i / a.S) % a.C), i * a.es);
 }
 
 static unsigned bn_threads(int64_t M) { return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32; }
@@ -179,9 +318,31 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(save_mean), a.invstd = mkvec(save_invstd);
   a.rm = mkvec(running_mean), a.rv = mkvec(running_var);
   cudaStream_t s = ctc_stream(dev);
-  unsigned g = grid_for(a.C, dev), t = bn_threads(a.N * a.S);
-  if (x->dtype == CT_F64) bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
-  else bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  bool f64 = x->dtype == CT_F64;
+  int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
+  if (P == 1) {
+    unsigned g = grid_for(a.C, dev), t = bn_threads(M);
+    if (f64) bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+    else bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
+  ctc_scratch buf(dev);
+  bn_part *parts = (bn_part *)buf.get(sizeof(bn_part) * (size_t)(a.C * P) + 2 * sizeof(double) * (size_t)a.C);
+  if (!parts) return ct_last_error();
+  double *coef = (double *)(parts + a.C * P);
+  if (training) { /* evaluation reads the running statistics only */
+    unsigned g = grid_for(a.C * P, dev);
+    int64_t chunk = (M + P - 1) / P;
+    if (f64) bn_stats_kernel<double><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    else bn_stats_kernel<float><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  bn_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  unsigned g = ctc_blocks(a.N * a.C * a.S, dev);
+  if (f64) bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
@@ -204,10 +365,32 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   a.w = mkvec(weight), a.mean = mkvec(save_mean), a.invstd = mkvec(save_invstd);
   a.gw = mkvec(gw), a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
-  unsigned gr = grid_for(a.C, dev), t = bn_threads(a.N * a.S);
-  if (x->dtype == CT_F64) bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
-  else bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
+  bool f64 = x->dtype == CT_F64;
+  int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
+  if (P == 1) {
+    unsigned gr = grid_for(a.C, dev), t = bn_threads(M);
+    if (f64) bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
+    else bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
+  ctc_scratch buf(dev);
+  double *parts = (double *)buf.get(sizeof(double) * (size_t)(a.C * (2 * P + 4)));
+  if (!parts) return ct_last_error();
+  double *coef = parts + 2 * a.C * P;
+  unsigned gr = grid_for(a.C * P, dev);
+  int64_t chunk = (M + P - 1) / P;
+  if (f64) bn_bwd_sums_kernel<double><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+  else bn_bwd_sums_kernel<float><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  bn_bwd_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  if (gx) {
+    gr = ctc_blocks(a.N * a.C * a.S, dev);
+    if (f64) bn_bwd_apply_kernel<double><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    else bn_bwd_apply_kernel<float><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
   return CT_OK;
 }
 
@@ -278,21 +461,27 @@ template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
 
 #define LN_TX 32
 #define LN_TY 16
-/* grad_w / grad_b: block (32, 16) per 32 columns; lane y sums rows y, y+16, ...;
- * the 16 lanes merge in order. */
-template <class C> __global__ void ln_bwd_w_kernel(ln_args a) {
+/* grad_w / grad_b: a block (32, 16) per 32 columns and range of `chunk` rows;
+ * lane y sums rows y, y+16, ... of the range, the 16 lanes merge in order.
+ * With one range (R == 1) the block writes grad_w / grad_b; else its sums go
+ * to part[k * cols + j] (grad_w) and part[(R + k) * cols + j] (grad_b) for
+ * range k, which ln_bwd_w_merge_kernel adds. Consecutive blocks take adjacent
+ * tiles of the same rows. */
+template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
   __shared__ double sw[LN_TY][LN_TX], sb[LN_TY][LN_TX];
   int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t j0 = (int64_t)blockIdx.x * LN_TX; j0 < a.cols; j0 += (int64_t)gridDim.x * LN_TX) {
-    int64_t j = j0 + tx;
+  int64_t tiles = (a.cols + LN_TX - 1) / LN_TX;
+  for (int64_t t = blockIdx.x; t < tiles * R; t += gridDim.x) {
+    int64_t k = t / tiles, j = (t - k * tiles) * LN_TX + tx;
+    int64_t r1 = (k + 1) * chunk < a.rows ? (k + 1) * chunk : a.rows;
     double accw = 0, accb = 0;
     if (j < a.cols)
-      for (int64_t r = ty; r < a.rows; r += LN_TY) {
+      for (int64_t r = k * chunk + ty; r < r1; r += LN_TY) {
         int64_t o = (r * a.cols + j) * a.es;
         C gv = ctc_load<C>(a.g + o, a.dt);
         if (a.gw.p) {
-          C m = (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
-          accw += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * k);
+          C m = (C)vload(a.mean, r, 0), rs = (C)vload(a.rstd, r, 1);
+          accw += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * rs);
         }
         accb += (double)gv;
       }
@@ -303,10 +492,34 @@ template <class C> __global__ void ln_bwd_w_kernel(ln_args a) {
     if (ty == 0 && j < a.cols) {
       double w = 0, b = 0;
       for (int y = 0; y < LN_TY; y++) w += sw[y][tx], b += sb[y][tx];
-      vstore(a.gw, j, w);
-      vstore(a.gb, j, b);
+      if (R == 1) {
+        vstore(a.gw, j, w);
+        vstore(a.gb, j, b);
+      } else {
+        part[k * a.cols + j] = w;
+        part[(R + k) * a.cols + j] = b;
+      }
     }
   }
+}
+/* The R ranges' sums of each column, added in order (adjacent threads,
+ * adjacent columns). */
+__global__ void ln_bwd_w_merge_kernel(ln_args a, const double *part, int64_t R) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols; j += (int64_t)gridDim.x * blockDim.x) {
+    double w = 0, b = 0;
+    for (int64_t k = 0; k < R; k++) w += part[k * a.cols + j], b += part[(R + k) * a.cols + j];
+    vstore(a.gw, j, w);
+    vstore(a.gb, j, b);
+  }
+}
+/* Row ranges of grad_w / grad_b: enough blocks for 4 per SM when the column
+ * tiles alone are fewer, each range at least LN_MIN_ROWS rows (4 per lane)
+ * so that its sums outweigh their merge. */
+#define LN_MIN_ROWS 64
+static int64_t ln_row_parts(int64_t rows, int64_t tiles, int dev) {
+  int64_t want = ((int64_t)ctc_sm_count(dev) * 4 + tiles - 1) / tiles, most = rows / LN_MIN_ROWS;
+  int64_t R = want < most ? want : most;
+  return R < 1 ? 1 : R;
 }
 
 static ln_args ln_init(const ctc_t *x, int64_t cols) {
@@ -369,12 +582,19 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
   }
   if (gw || gb) {
     /* rows == 0 gives zeros: the kernel's sums are empty */
-    int64_t tiles = (cols + LN_TX - 1) / LN_TX;
-    unsigned gr = grid_for(tiles, dev);
+    int64_t tiles = (cols + LN_TX - 1) / LN_TX, R = ln_row_parts(a.rows, tiles, dev);
+    ctc_scratch buf(dev);
+    double *part = nullptr;
+    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols)))) return ct_last_error();
+    unsigned gr = grid_for(tiles * R, dev);
     dim3 t(LN_TX, LN_TY);
-    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
-    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    if (R > 1) {
+      ln_bwd_w_merge_kernel<<<ctc_blocks(cols, dev), CTC_THREADS, 0, s>>>(a, part, R);
+      CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    }
   }
   return CT_OK;
 }

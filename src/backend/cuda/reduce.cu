@@ -12,6 +12,9 @@
  *   - thread per output when R is tiny, or when the innermost kept dim is
  *     x's fastest (a column reduction: neighbouring threads read neighbouring
  *     elements) and there are enough outputs to fill the GPU;
+ *   - a column reduction with fewer outputs (the innermost kept dim >= 16
+ *     wide): a block per 32 neighbouring outputs and split, its warps'
+ *     lanes on neighbouring outputs, its 8 warps over the reduced elements;
  *   - otherwise a block (32 threads for R <= 1024, else 256) per (output,
  *     split): threads stride over the reduced elements, then a warp-shuffle
  *     block reduction. With few outputs, R is cut into S splits so the grid
@@ -125,6 +128,40 @@ __global__ void reduce_thread_kernel(rgeom g, int pass, const double *aux, doubl
     for (int64_t r = 0; r < g.gm.R; r++)
       acc = upd<A>(pass, acc, g.x + (xo + ct_reduce_offset(&g.gm, r)) * g.xes, g.xdt, ax, P);
     part[k] = acc;
+  }
+}
+
+/* Column reductions with too few outputs for a thread each: a block of
+ * (32, COL_TY) threads per 32 consecutive outputs and split s of the reduced
+ * elements. The 32 lanes of a warp take 32 neighbouring outputs, whose
+ * elements are neighbours in memory (one load instruction, few sectors),
+ * where the block kernel's lanes would read elements a row apart; the
+ * COL_TY rows of threads stride over the split and merge in order.
+ * part[s * K + k]; consecutive blocks take neighbouring tiles of one split. */
+#define COL_TY 8
+template <class A>
+__global__ void reduce_column_kernel(rgeom g, int pass, const double *aux, double P, A *part, int64_t S) {
+  __shared__ A sh[COL_TY][32];
+  typename merge_of<A>::type merge{pass};
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t tiles = (g.gm.K + 31) / 32;
+  for (int64_t t = blockIdx.x; t < tiles * S; t += gridDim.x) {
+    int64_t s = t / tiles, k = (t - s * tiles) * 32 + tx;
+    int64_t r0 = g.gm.R * s / S, r1 = g.gm.R * (s + 1) / S;
+    A acc = init_of<A>(pass);
+    if (k < g.gm.K) {
+      int64_t xo = kept_offset(g, k);
+      double ax = aux ? aux[k] : 0.0;
+      for (int64_t r = r0 + ty; r < r1; r += COL_TY)
+        acc = upd<A>(pass, acc, g.x + (xo + ct_reduce_offset(&g.gm, r)) * g.xes, g.xdt, ax, P);
+    }
+    __syncthreads(); /* the previous tile's reads of sh are done */
+    sh[ty][tx] = acc;
+    __syncthreads();
+    if (ty == 0 && k < g.gm.K) {
+      for (int y = 1; y < COL_TY; y++) acc = merge(acc, sh[y][tx]);
+      part[s * g.gm.K + k] = acc;
+    }
   }
 }
 
@@ -435,6 +472,19 @@ static ct_status run_pass(const char *name, int dev, const rgeom &g, int pass, c
     reduce_thread_kernel<A><<<ctc_blocks(g.gm.K, dev), CTC_THREADS, 0, st>>>(g, pass, aux, P, res);
     CT_CUDA_LAUNCH_CHECK(name, dev, st);
     return CT_OK;
+  }
+  if (g.gm.column && g.gm.kshape[g.gm.nk - 1] >= 16) {
+    /* S splits: 4 blocks per SM when the tiles are fewer, >= 16 elements per thread */
+    int64_t tiles = (g.gm.K + 31) / 32, want = (4 * (int64_t)nsm + tiles - 1) / tiles,
+            most = g.gm.R / (COL_TY * 16);
+    int64_t S = want < most ? want : most;
+    if (S < 1) S = 1;
+    if (S > 1 && !(part = (A *)partbuf.get(sizeof(A) * (size_t)(S * g.gm.K)))) return ct_last_error();
+    int64_t cap = (int64_t)nsm * 32;
+    unsigned blocks = (unsigned)(tiles * S < cap ? tiles * S : cap);
+    reduce_column_kernel<A><<<blocks, dim3(32, COL_TY), 0, st>>>(g, pass, aux, P, part, S);
+    CT_CUDA_LAUNCH_CHECK(name, dev, st);
+    return S > 1 ? merge_parts<A>(name, dev, pass, part, S, g.gm.K, res) : CT_OK;
   }
   int threads = g.gm.R <= 1024 ? 32 : 256;
   int64_t S = 1;

@@ -44,6 +44,8 @@ def main():
             problems.append(f"stdout line {n} is not a JSON object: {line[:120]!r}")
         elif "error" in rec:
             errors.append(f"{rec.get('bench')} / {rec.get('impl')}: {rec['error']}")
+        elif "meta" in rec:
+            continue  # metadata (device, allocator statistics), as report.py reads it
         elif "bench" in rec:
             if not (rec.get("median_s", 0) > 0 and rec.get("samples", 0) > 0):
                 problems.append(f"stdout line {n}: no positive median_s/samples: {line[:160]}")

@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "emu_calls.h"
 #include "emu_lib.h"
 #include "host_math.h"
 
@@ -182,6 +183,7 @@ void run(const Gemm &g, Acc alpha, Acc beta) {
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
+  EMU_CALL();
   if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
   cublasContext *h = new (std::nothrow) cublasContext();
   if (!h) return CUBLAS_STATUS_ALLOC_FAILED;
@@ -192,6 +194,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  EMU_CALL();
   {
     std::lock_guard<std::mutex> lock(live_mu);
     if (!handle || live().erase(handle) == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -201,6 +204,7 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) {
+  EMU_CALL();
   if (!alive(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->stream = streamId;
   handle->ws = nullptr; /* cuBLAS: setting a stream resets the user workspace */
@@ -210,6 +214,7 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) 
 
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                      size_t workspaceSizeInBytes) {
+  EMU_CALL();
   if (!alive(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if ((uintptr_t)workspace % 256 != 0)
     return CUBLAS_STATUS_INVALID_VALUE; /* cuBLAS wants 256-byte alignment */
@@ -220,6 +225,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  EMU_CALL();
   if (!alive(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   int base = (int)mode & ~(int)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
   bool known = base == CUBLAS_DEFAULT_MATH || base == CUBLAS_TENSOR_OP_MATH ||
@@ -248,6 +254,7 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value) {
 }
 
 const char *cublasGetStatusName(cublasStatus_t status) {
+  EMU_CALL();
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:
       return "CUBLAS_STATUS_SUCCESS";
@@ -274,6 +281,7 @@ const char *cublasGetStatusName(cublasStatus_t status) {
 }
 
 const char *cublasGetStatusString(cublasStatus_t status) {
+  EMU_CALL();
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:
       return "the operation completed successfully";
@@ -307,6 +315,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                                           const void *beta, void *C, cudaDataType Ctype, int ldc,
                                           long long int strideC, int batchCount,
                                           cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  EMU_CALL();
   if (!alive(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto op_ok = [](cublasOperation_t o) {
     return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C;

@@ -73,6 +73,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emu_calls.h"
 #include "emu_lib.h"
 #include "host_math.h"
 
@@ -649,6 +650,7 @@ cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) {
 }
 
 const char *cudnnGetErrorString(cudnnStatus_t status) {
+  EMU_CALL();
   switch (status) {
 #define NAME(s) \
   case s:       \
@@ -708,12 +710,14 @@ const char *cudnnGetErrorString(cudnnStatus_t status) {
 }
 
 void cudnnGetLastErrorString(char *message, size_t max_size) {
+  EMU_CALL();
   if (!message || max_size == 0) return;
   snprintf(message, max_size, "%s", last_msg);
   last_msg[0] = 0;
 }
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
+  EMU_CALL();
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreate", "null handle pointer");
   cudnnContext *h = new (std::nothrow) cudnnContext();
   if (!h)
@@ -725,6 +729,7 @@ cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  EMU_CALL();
   if (!live_remove(handle, OBJ_HANDLE))
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroy", "invalid handle");
   delete handle;
@@ -732,6 +737,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId) {
+  EMU_CALL();
   cudnnContext *h = obj<cudnnContext>(handle, OBJ_HANDLE);
   if (!h) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "invalid handle");
   h->stream = streamId;
@@ -741,6 +747,7 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId) {
 /* ---- Descriptors ---------------------------------------------------------------------- */
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
+  EMU_CALL();
   if (!tensorDesc)
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateTensorDescriptor", "null pointer");
   cudnnTensorStruct *d = new (std::nothrow) cudnnTensorStruct();
@@ -755,6 +762,7 @@ cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc,
                                          cudnnTensorFormat_t format, cudnnDataType_t dataType,
                                          int n, int c, int h, int w) {
+  EMU_CALL();
   const char *fn = "cudnnSetTensor4dDescriptor";
   cudnnTensorStruct *d = obj<cudnnTensorStruct>(tensorDesc, OBJ_TENSOR);
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid tensor descriptor");
@@ -765,6 +773,7 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc,
 }
 
 cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
+  EMU_CALL();
   if (!tensorDesc) return CUDNN_STATUS_SUCCESS; /* cuDNN: destroying NULL is a no-op */
   if (!live_remove(tensorDesc, OBJ_TENSOR))
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroyTensorDescriptor",
@@ -774,6 +783,7 @@ cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
 }
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
+  EMU_CALL();
   if (!filterDesc)
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateFilterDescriptor", "null pointer");
   cudnnFilterStruct *d = new (std::nothrow) cudnnFilterStruct();
@@ -788,6 +798,7 @@ cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc,
                                          cudnnDataType_t dataType, cudnnTensorFormat_t format,
                                          int k, int c, int h, int w) {
+  EMU_CALL();
   const char *fn = "cudnnSetFilter4dDescriptor";
   cudnnFilterStruct *d = obj<cudnnFilterStruct>(filterDesc, OBJ_FILTER);
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid filter descriptor");
@@ -798,6 +809,7 @@ cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc,
 }
 
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
+  EMU_CALL();
   if (!filterDesc) return CUDNN_STATUS_SUCCESS;
   if (!live_remove(filterDesc, OBJ_FILTER))
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroyFilterDescriptor",
@@ -807,6 +819,7 @@ cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
 }
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc) {
+  EMU_CALL();
   if (!convDesc)
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor", "null pointer");
   cudnnConvolutionStruct *d = new (std::nothrow) cudnnConvolutionStruct();
@@ -819,6 +832,7 @@ cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *con
 }
 
 cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc) {
+  EMU_CALL();
   if (!convDesc) return CUDNN_STATUS_SUCCESS;
   if (!live_remove(convDesc, OBJ_CONV))
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroyConvolutionDescriptor",
@@ -831,6 +845,7 @@ cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convD
                                               int pad_w, int u, int v, int dilation_h,
                                               int dilation_w, cudnnConvolutionMode_t mode,
                                               cudnnDataType_t computeType) {
+  EMU_CALL();
   const char *fn = "cudnnSetConvolution2dDescriptor";
   cudnnConvolutionStruct *d = obj<cudnnConvolutionStruct>(convDesc, OBJ_CONV);
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid convolution descriptor");
@@ -851,6 +866,7 @@ cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convD
 }
 
 cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount) {
+  EMU_CALL();
   const char *fn = "cudnnSetConvolutionGroupCount";
   cudnnConvolutionStruct *d = obj<cudnnConvolutionStruct>(convDesc, OBJ_CONV);
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid convolution descriptor");
@@ -861,6 +877,7 @@ cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDes
 
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc,
                                           cudnnMathType_t mathType) {
+  EMU_CALL();
   const char *fn = "cudnnSetConvolutionMathType";
   cudnnConvolutionStruct *d = obj<cudnnConvolutionStruct>(convDesc, OBJ_CONV);
   if (!d) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid convolution descriptor");
@@ -874,6 +891,7 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
                                                     const cudnnTensorDescriptor_t inputTensorDesc,
                                                     const cudnnFilterDescriptor_t filterDesc,
                                                     int *n, int *c, int *h, int *w) {
+  EMU_CALL();
   const char *fn = "cudnnGetConvolution2dForwardOutputDim";
   const cudnnConvolutionStruct *cd = obj<const cudnnConvolutionStruct>(convDesc, OBJ_CONV);
   const cudnnTensorStruct *x = obj<const cudnnTensorStruct>(inputTensorDesc, OBJ_TENSOR);
@@ -900,6 +918,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
     const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc,
     const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  EMU_CALL();
   return get_algorithms<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
       "cudnnGetConvolutionForwardAlgorithm_v7", K_FWD, handle, srcDesc, filterDesc, convDesc,
       destDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -909,6 +928,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc,
     cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes) {
+  EMU_CALL();
   return get_workspace("cudnnGetConvolutionForwardWorkspaceSize", K_FWD, handle, xDesc, wDesc,
                        convDesc, yDesc, (int)algo, sizeInBytes);
 }
@@ -920,6 +940,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
                                       cudnnConvolutionFwdAlgo_t algo, void *workSpace,
                                       size_t workSpaceSizeInBytes, const void *beta,
                                       const cudnnTensorDescriptor_t yDesc, void *y) {
+  EMU_CALL();
   return convolve(K_FWD, handle, alpha, xDesc, wDesc, convDesc, yDesc, (int)algo, workSpace,
                   workSpaceSizeInBytes, beta, x, w, y);
 }
@@ -931,6 +952,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
     const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  EMU_CALL();
   return get_algorithms<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
       "cudnnGetConvolutionBackwardDataAlgorithm_v7", K_BWD_DATA, handle, gradDesc, filterDesc,
       convDesc, diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -940,6 +962,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc,
     cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes) {
+  EMU_CALL();
   return get_workspace("cudnnGetConvolutionBackwardDataWorkspaceSize", K_BWD_DATA, handle, dxDesc,
                        wDesc, convDesc, dyDesc, (int)algo, sizeInBytes);
 }
@@ -951,6 +974,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                                            cudnnConvolutionBwdDataAlgo_t algo, void *workSpace,
                                            size_t workSpaceSizeInBytes, const void *beta,
                                            const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  EMU_CALL();
   return convolve(K_BWD_DATA, handle, alpha, dxDesc, wDesc, convDesc, dyDesc, (int)algo, workSpace,
                   workSpaceSizeInBytes, beta, dy, w, dx);
 }
@@ -962,6 +986,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
     const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  EMU_CALL();
   return get_algorithms<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
       "cudnnGetConvolutionBackwardFilterAlgorithm_v7", K_BWD_FILTER, handle, srcDesc, gradDesc,
       convDesc, diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -971,6 +996,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes) {
+  EMU_CALL();
   return get_workspace("cudnnGetConvolutionBackwardFilterWorkspaceSize", K_BWD_FILTER, handle,
                        xDesc, gradDesc, convDesc, dyDesc, (int)algo, sizeInBytes);
 }
@@ -982,6 +1008,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
                                              cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace,
                                              size_t workSpaceSizeInBytes, const void *beta,
                                              const cudnnFilterDescriptor_t dwDesc, void *dw) {
+  EMU_CALL();
   return convolve(K_BWD_FILTER, handle, alpha, xDesc, dwDesc, convDesc, dyDesc, (int)algo,
                   workSpace, workSpaceSizeInBytes, beta, x, dy, dw);
 }

@@ -26,6 +26,15 @@ extern "C" {
  * memory; otherwise records a failure naming `what`. */
 bool emu_lib_check_device(const void *p, size_t bytes, const char *what);
 
+/* Whether (visible) device dev has a context: cudaSetDevice made it current,
+ * or a call that needs one (allocation, stream, event, copy, launch) ran
+ * while it was current. */
+bool emu_lib_has_context(int dev);
+
+/* The size cudaMalloc was asked for, of the device block that starts at p;
+ * 0 if none does. */
+size_t emu_lib_device_block_size(const void *p);
+
 /* The cuDNN algorithm (a cudnnConvolution*Algo_t value) of the last
  * cudnnConvolutionForward (kind 0), cudnnConvolutionBackwardData (kind 1) or
  * cudnnConvolutionBackwardFilter (kind 2) on this thread that succeeded

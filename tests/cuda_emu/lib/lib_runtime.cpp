@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "backend/cuda/common.cuh"
+#include "emu_calls.h"
 #include "emu_control.h"
 #include "emu_lib.h"
 
@@ -78,6 +79,7 @@ struct Arena {
   size_t size = 0;
   std::map<size_t, size_t> free_list; /* offset -> size */
   std::map<size_t, size_t> used;      /* offset -> size */
+  std::map<size_t, size_t> asked;     /* offset -> the size cudaMalloc was asked for */
   size_t in_use = 0;
 };
 
@@ -90,6 +92,11 @@ Stream legacy[kMaxDevices];
 std::vector<Stream *> streams; /* user streams, all devices */
 std::map<const char *, size_t, std::less<>> pinned; /* pinned host blocks -> size */
 thread_local int current_dev = 0;
+/* Devices with a (primary) context: made by cudaSetDevice (CUDA 12 and later)
+ * and by the first call that needs one on the thread's current device. A
+ * context costs a GPU hundreds of MiB: a process working on GPU k must not
+ * make one on GPU 0. */
+bool has_context[kMaxDevices];
 /* The real runtime keeps one last error per host thread (programming guide,
  * "Error Checking"): an error of a data-loader thread is not the main thread's. */
 thread_local cudaError_t last_error = cudaSuccess;
@@ -214,6 +221,8 @@ void init_locked() {
   sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
   sigaction(SIGSEGV, &sa, nullptr);
 }
+
+void need_context() { has_context[visible[current_dev]] = true; }
 
 Stream *stream_of(cudaStream_t s) {
   /* 0 and cudaStreamLegacy (0x1, as DLPack's consumers name it) */
@@ -348,6 +357,24 @@ extern "C" bool emu_lib_check_device(const void *p, size_t bytes, const char *wh
   return false;
 }
 
+extern "C" bool emu_lib_has_context(int dev) {
+  std::lock_guard<std::recursive_mutex> g(mu);
+  init_locked();
+  return dev >= 0 && dev < ndev && has_context[visible[dev]];
+}
+
+extern "C" size_t emu_lib_device_block_size(const void *p) {
+  std::lock_guard<std::recursive_mutex> g(mu);
+  init_locked();
+  for (int d = 0; d < kMaxDevices; d++) {
+    const Arena &a = arena[d];
+    if (!a.base || (const char *)p < a.base || (const char *)p >= a.base + a.size) continue;
+    auto it = a.asked.find((size_t)((const char *)p - a.base));
+    return it == a.asked.end() ? 0 : it->second;
+  }
+  return 0;
+}
+
 void emu_lib_enqueue(cudaStream_t stream, const char *name, std::function<void()> fn) {
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
@@ -361,6 +388,7 @@ void emu_lib_enqueue(cudaStream_t stream, const char *name, std::function<void()
 
 namespace emu {
 void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
+  EMU_CALL_NAMED("kernel launch");
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!config_ok(name, c)) {
@@ -372,6 +400,7 @@ void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
   if (!s) die("launch of %s on an unknown stream %p", name, (void *)c.stream);
   if (s->dev != visible[current_dev])
     die("launch of %s on a stream of device %d while device %d is current", name, s->dev, visible[current_dev]);
+  need_context();
   emu_cfg cfg = c;
   enqueue(s, Item{Item::WORK, 0, name, [name, cfg, body = std::move(body)] { run_grid(name, cfg, body); }, nullptr, 0});
 }
@@ -380,41 +409,52 @@ void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
 /* ---- Errors ---------------------------------------------------------------------------- */
 
 cudaError_t cudaGetLastError(void) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   cudaError_t e = last_error;
   last_error = cudaSuccess;
   return e;
 }
-cudaError_t cudaPeekAtLastError(void) { return last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+  EMU_CALL();
+  return last_error;
+}
 
 /* ---- Devices ---------------------------------------------------------------------------- */
 
 cudaError_t cudaGetDeviceCount(int *n) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   *n = ndev;
   return ndev > 0 ? cudaSuccess : fail(cudaErrorNoDevice);
 }
 cudaError_t cudaGetDevice(int *d) {
+  EMU_CALL();
   *d = current_dev;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
   current_dev = d;
+  need_context(); /* as CUDA 12's cudaSetDevice */
   return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int *v) {
+  EMU_CALL();
   *v = 13000;
   return cudaSuccess;
 }
 cudaError_t cudaRuntimeGetVersion(int *v) {
+  EMU_CALL();
   *v = 13000;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
@@ -426,6 +466,7 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int d) {
   }
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (d < 0 || d >= ndev) return fail(cudaErrorInvalidDevice);
@@ -448,8 +489,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   drain_device(visible[current_dev]);
   return last_error;
 }
@@ -457,8 +500,10 @@ cudaError_t cudaDeviceSynchronize(void) {
 /* ---- Device memory ---------------------------------------------------------------------- */
 
 cudaError_t cudaMalloc(void **p, size_t n) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   *p = nullptr;
   Arena &a = arena[visible[current_dev]];
   size_t need = (n + 255) & ~(size_t)255;
@@ -469,6 +514,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     a.free_list.erase(it);
     if (rest) a.free_list[off + need] = rest;
     a.used[off] = need;
+    a.asked[off] = n;
     a.in_use += need;
     *p = a.base + off;
     OpenDevices open;
@@ -479,6 +525,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
 }
 
 cudaError_t cudaFree(void *p) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!p) return cudaSuccess;
@@ -491,6 +538,7 @@ cudaError_t cudaFree(void *p) {
     if (it == a.used.end()) die("cudaFree(%p): not a block of cudaMalloc", p);
     size_t sz = it->second;
     a.used.erase(it);
+    a.asked.erase(off);
     a.in_use -= sz;
     auto nx = a.free_list.lower_bound(off);
     if (nx != a.free_list.end() && nx->first == off + sz) sz += nx->second, a.free_list.erase(nx);
@@ -509,8 +557,10 @@ cudaError_t cudaFree(void *p) {
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   const Arena &a = arena[visible[current_dev]];
   *total = a.size;
   *free_b = a.size - a.in_use;
@@ -518,8 +568,10 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   size_t sz = (n + 63) & ~(size_t)63;
   *p = aligned_alloc(64, sz ? sz : 64);
   if (!*p) return fail(cudaErrorMemoryAllocation);
@@ -529,6 +581,7 @@ cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
 }
 
 cudaError_t cudaFreeHost(void *p) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!p) return cudaSuccess;
@@ -541,6 +594,7 @@ cudaError_t cudaFreeHost(void *p) {
 }
 
 cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   if (!in_pinned(p, 1)) return fail(cudaErrorInvalidValue);
   *dp = p; /* unified addressing */
@@ -550,8 +604,10 @@ cudaError_t cudaHostGetDevicePointer(void **dp, void *p, unsigned) {
 /* ---- Copies and memsets -------------------------------------------------------------------- */
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemcpyAsync on an unknown stream %p", (void *)stream);
@@ -584,6 +640,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, 0);
   if (e == cudaSuccess) drain_stream(stream_of(0));
@@ -591,8 +648,10 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   if (n == 0) return cudaSuccess;
   Stream *s = stream_of(stream);
   if (!s) die("cudaMemsetAsync on an unknown stream %p", (void *)stream);
@@ -605,8 +664,10 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream)
 /* ---- Streams -------------------------------------------------------------------------------- */
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   Stream *s = new Stream{visible[current_dev], !(flags & cudaStreamNonBlocking), {}};
   streams.push_back(s);
   *out = (cudaStream_t)s;
@@ -614,6 +675,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Stream *s = stream ? stream_of(stream) : nullptr;
   if (!s) return fail(cudaErrorInvalidValue);
@@ -625,6 +687,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Stream *s = stream_of(stream);
@@ -634,6 +697,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev, unsigned) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Stream *s = stream_of(stream);
@@ -648,8 +712,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t ev, unsigned) {
 /* ---- Events --------------------------------------------------------------------------------- */
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
+  need_context();
   Event *e = new Event;
   e->dev = visible[current_dev];
   e->timing = !(flags & cudaEventDisableTiming);
@@ -658,6 +724,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -667,6 +734,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   Event *e = (Event *)ev;
@@ -682,6 +750,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream) {
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -693,6 +762,7 @@ cudaError_t cudaEventQuery(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *e = (Event *)ev;
   if (!e || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
@@ -701,6 +771,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+  EMU_CALL();
   std::lock_guard<std::recursive_mutex> g(mu);
   Event *s = (Event *)a, *e = (Event *)b;
   if (!s || !e || s->destroyed || e->destroyed) return fail(cudaErrorInvalidResourceHandle);
