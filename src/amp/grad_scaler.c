@@ -41,7 +41,7 @@ ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_opts *opts) {
   if (o.growth_interval < 0)
     return ct__fail(CT_ERR_ARG, "grad_scaler: growth_interval must be positive, got %lld",
                     (long long)o.growth_interval);
-  ct_grad_scaler *s = calloc(1, sizeof *s);
+  ct_grad_scaler *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "grad_scaler: out of host memory");
   s->o = o;
   s->scale = o.disabled ? 1.0 : o.init_scale;
@@ -75,8 +75,8 @@ static int record_of(ct_grad_scaler *s, const ct_optimizer *opt, const char *op)
  * or NaN. One flag per device comes back to the host, after all the launches. */
 static ct_status unscale_grads(ct_grad_scaler *s, ct_optimizer *opt, bool *found_inf) {
   int n = ct_optimizer_parameters(opt, NULL, 0);
-  ct_tensor **params = calloc((size_t)(n ? n : 1), sizeof *params);
-  ct_tensor **flags = calloc((size_t)(n ? n : 1), sizeof *flags); /* all(isfinite) per device */
+  ct_tensor **params = ct__calloc((size_t)(n ? n : 1), sizeof *params);
+  ct_tensor **flags = ct__calloc((size_t)(n ? n : 1), sizeof *flags); /* all(isfinite) per device */
   if (!params || !flags) {
     free(params);
     free(flags);

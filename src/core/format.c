@@ -29,7 +29,7 @@ static void put(sbuf *b, const char *fmt, ...) {
   if (n < 0) return;
   if (b->len + (size_t)n + 1 > b->cap) {
     size_t cap = (b->cap ? 2 * b->cap : 256) + (size_t)n;
-    char *g = realloc(b->s, cap);
+    char *g = ct__realloc(b->s, cap);
     if (!g) {
       b->oom = true;
       return;

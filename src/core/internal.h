@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ctensor.h"
 
 #if defined(__GNUC__)

@@ -19,7 +19,7 @@ static _Thread_local int tls_capacity;
 void ct_scope_begin(void) {
   if (tls_depth == tls_capacity) {
     int cap = tls_capacity ? 2 * tls_capacity : 8;
-    scope *grown = realloc(tls_scopes, (size_t)cap * sizeof *grown);
+    scope *grown = ct__realloc(tls_scopes, (size_t)cap * sizeof *grown);
     CT_ASSERT(grown != NULL);
     for (int i = tls_capacity; i < cap; i++) grown[i] = (scope){0};
     tls_scopes = grown;
@@ -31,7 +31,7 @@ void ct_scope_begin(void) {
 static bool push(scope *s, ct_tensor *t, int depth) {
   if (s->count == s->capacity) {
     int64_t cap = s->capacity ? 2 * s->capacity : 64;
-    ct_tensor **grown = realloc(s->items, (size_t)cap * sizeof *grown);
+    ct_tensor **grown = ct__realloc(s->items, (size_t)cap * sizeof *grown);
     if (!grown) return false;
     s->items = grown;
     s->capacity = cap;

@@ -41,7 +41,7 @@ struct ct_module {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = ct__malloc(n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -51,7 +51,7 @@ static char *dup_str(const char *s) {
 static ct_module *module_new(const ct_module_vtable *vt, void *self, bool builtin) {
   if (!vt || !vt->forward)
     return ct__fail(CT_ERR_ARG, "module_new: the vtable %s", vt ? "has no forward" : "is NULL");
-  ct_module *m = calloc(1, sizeof *m);
+  ct_module *m = ct__calloc(1, sizeof *m);
   if (!m) return ct__fail(CT_ERR_OOM, "module_new: out of host memory");
   m->vt = vt;
   m->self = self;
@@ -133,7 +133,7 @@ static bool check_name(const char *what, const ct_module *m, const char *name) {
 static bool grow(void **items, int *cap, int count, size_t size) {
   if (count < *cap) return true;
   int n = *cap ? 2 * *cap : 4;
-  void *p = realloc(*items, (size_t)n * size);
+  void *p = ct__realloc(*items, (size_t)n * size);
   if (!p) return false;
   *items = p;
   *cap = n;
@@ -271,7 +271,7 @@ typedef struct visit {
 static void visit_add(visit *v, const char *prefix, const char *name, ct_tensor *t) {
   if (v->names) {
     size_t a = strlen(prefix), b = strlen(name);
-    char *full = malloc(a + b + 1);
+    char *full = ct__malloc(a + b + 1);
     if (!full) {
       v->failed = true;
     } else {
@@ -290,7 +290,7 @@ static void walk(const ct_module *m, const char *prefix, bool buffers, visit *v)
     for (int i = 0; i < m->n_buffers; i++) visit_add(v, prefix, m->buffers[i].name, m->buffers[i].t);
   for (int i = 0; i < m->n_children && !v->failed; i++) {
     size_t a = strlen(prefix), b = strlen(m->children[i].name);
-    char *sub = malloc(a + b + 2);
+    char *sub = ct__malloc(a + b + 2);
     if (!sub) {
       v->failed = true;
       return;
@@ -314,7 +314,7 @@ static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, 
   walk(m, "", buffers, &counter);
   if (!names || max == 0) return counter.count;
   name_cache *cache = buffers ? &m->state_names : &m->param_names;
-  visit v = {.names = calloc((size_t)counter.count + 1, sizeof(char *)), .max = 0};
+  visit v = {.names = ct__calloc((size_t)counter.count + 1, sizeof(char *)), .max = 0};
   if (!v.names) {
     ct__fail(CT_ERR_OOM, "module: out of host memory listing names");
     return -1;
@@ -399,7 +399,7 @@ static ct_status move_tensor(ct_tensor *t, ct_device device, int dtype) {
 static ct_status move_all(const char *what, ct_module *m, const ct_device *device, int dtype) {
   if (!m) return ct__fail_status(CT_ERR_ARG, "%s: module is NULL", what);
   int n = ct_module_state(m, NULL, NULL, 0);
-  ct_tensor **ts = malloc(sizeof *ts * (size_t)(n ? n : 1));
+  ct_tensor **ts = ct__malloc(sizeof *ts * (size_t)(n ? n : 1));
   if (!ts) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", what);
   ct_module_state(m, ts, NULL, n);
   ct_status st = CT_OK;

@@ -76,7 +76,7 @@ static bool all_true(const ct_tensor *m, bool *ok) {
   *ok = true;
   if (m->numel == 0) return true;
   ct_tensor *c = ct__contiguous(m);
-  uint8_t *buf = c ? malloc((size_t)m->numel) : NULL;
+  uint8_t *buf = c ? ct__malloc((size_t)m->numel) : NULL;
   bool done = false;
   if (c && !buf) ct__fail(CT_ERR_OOM, "allclose: out of host memory");
   if (buf && ct__backend_of(c)->copy_to_host(buf, c, (size_t)m->numel, false) == CT_OK) {

@@ -122,7 +122,7 @@ ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts
   double count = ceil((end - start) / step);
   if (count > 1e12) return ct__fail(CT_ERR_ARG, "arange: %g elements is too many", count);
   int64_t n = (int64_t)count;
-  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  double *v = ct__malloc((size_t)(n ? n : 1) * sizeof *v);
   if (!v) return ct__fail(CT_ERR_OOM, "arange: out of host memory for %lld elements", (long long)n);
   for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
   ct_tensor *t = from_f64("arange", v, &n, 1, o);
@@ -133,7 +133,7 @@ ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts
 ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
   if (steps < 0) return ct__fail(CT_ERR_ARG, "linspace: steps must be >= 0, got %lld", (long long)steps);
-  double *v = malloc((size_t)(steps ? steps : 1) * sizeof *v);
+  double *v = ct__malloc((size_t)(steps ? steps : 1) * sizeof *v);
   if (!v) return ct__fail(CT_ERR_OOM, "linspace: out of host memory for %lld elements", (long long)steps);
   double delta = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
   /* As torch: the first half counts up from start, the second down from end,

@@ -336,7 +336,7 @@ ct_tensor *ct__one_hot(const ct_tensor *index, int64_t num_classes) {
   if (!ic) return NULL;
   int64_t n = ic->numel, lo = 0, hi = -1;
   if (n > 0) {
-    int64_t *host = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *host = ct__malloc(sizeof(int64_t) * (size_t)n);
     if (!host) {
       ct__release(ic);
       return ct__fail(CT_ERR_OOM, "%s: out of host memory reading %lld indices", op, (long long)n);

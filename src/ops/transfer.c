@@ -45,7 +45,7 @@ static ct_status cross_copy(ct_tensor *dst, const ct_tensor *src, bool non_block
     return ct__backend_of(src)->copy_to_host(ct__data(dst), src, nbytes,
                                              non_blocking && (dst->storage->flags & CT_STORAGE_PINNED));
   /* GPU to GPU on different devices: stage through host memory. */
-  void *stage = malloc(nbytes);
+  void *stage = ct__malloc(nbytes);
   if (!stage) return ct__fail_status(CT_ERR_OOM, "to: out of host memory staging %zu bytes", nbytes);
   ct_status st = ct__backend_of(src)->copy_to_host(stage, src, nbytes, false);
   if (st == CT_OK) st = ct__backend_of(dst)->copy_from_host(dst, stage, nbytes, false);

@@ -45,7 +45,7 @@ struct ct_lr_scheduler {
 static ct_lr_scheduler *sched_new(const char *what, sched_kind kind, ct_optimizer *opt) {
   static atomic_llong made;
   if (!opt) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what);
-  ct_lr_scheduler *s = calloc(1, sizeof *s);
+  ct_lr_scheduler *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   s->kind = kind;
   s->name = what;

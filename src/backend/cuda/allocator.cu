@@ -36,6 +36,7 @@
 #include <stdlib.h>
 
 #include "backend/cuda/common.cuh"
+#include "core/alloc.h"
 
 #define CTC_MAX_DEV 64          /* device.cu's */
 #define PINNED_POOL CTC_MAX_DEV /* pools[] index of the pinned host pool */
@@ -97,7 +98,7 @@ template <class T>
 static bool reserve(T **arr, int *cap, int need) {
   if (need <= *cap) return true;
   int n = *cap ? 2 * *cap : 4;
-  T *p = (T *)realloc(*arr, (size_t)n * sizeof(T));
+  T *p = (T *)ct__realloc(*arr, (size_t)n * sizeof(T));
   if (!p) return false;
   *arr = p;
   *cap = n;
@@ -293,7 +294,7 @@ static void fail_alloc(int dev, size_t size, bool pinned, cudaError_t e,
 /* A new block from the driver (lock held; released on failure). On failure
  * the cache goes back to the driver and the allocation is retried once. */
 static block *new_block(pool *P, int dev, size_t size, bool pinned, cudaStream_t s) {
-  block *b = (block *)calloc(1, sizeof *b);
+  block *b = (block *)ct__calloc(1, sizeof *b);
   if (!b) {
     pthread_mutex_unlock(&P->mu);
     ct__fail_status(CT_ERR_OOM, "alloc: out of host memory");

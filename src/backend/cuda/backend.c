@@ -218,8 +218,8 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
                                      ct_tensor *const *state1, ct_tensor *const *state2, int n) {
   if (n <= 0) return CT_OK;
   size_t sz = sizeof(ctc_t) * (size_t)n;
-  ctc_t *buf = malloc(sz * 5);
-  bool *has = calloc((size_t)n * 3, 1);
+  ctc_t *buf = ct__malloc(sz * 5);
+  bool *has = ct__calloc((size_t)n * 3, 1);
   if (!buf || !has) {
     free(buf);
     free(has);

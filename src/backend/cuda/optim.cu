@@ -15,6 +15,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "core/optim_math.h"
+#include "core/alloc.h"
 
 #define CTC_OPT_CHUNK 8192
 
@@ -75,7 +76,7 @@ extern "C" ct_status ct__cuda_optimizer_step(const ct_optim_params *o, const ctc
   }
   if (nchunks == 0) return CT_OK;
   size_t tbytes = sizeof(opt_tensor) * (size_t)n, bytes = tbytes + sizeof(opt_chunk) * (size_t)nchunks;
-  char *host = (char *)malloc(bytes);
+  char *host = (char *)ct__malloc(bytes);
   if (!host) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
   opt_tensor *ts = (opt_tensor *)host;
   opt_chunk *chunks = (opt_chunk *)(host + tbytes);
