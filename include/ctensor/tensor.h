@@ -67,8 +67,11 @@ typedef struct ct_tensor_opts {
 CT_API void ct_free(ct_tensor *t);
 /* Adds a reference and returns t (NULL-safe). */
 CT_API ct_tensor *ct_retain(ct_tensor *t);
-/* Opens a scope on this thread (scopes nest). */
-CT_API void ct_scope_begin(void);
+/* Opens a scope on this thread (scopes nest). CT_OK, or CT_ERR_OOM when the
+ * scope stack cannot grow (possible only beyond 8 nested scopes): the scope
+ * is then opened in name only; its tensors are released at the end of the
+ * enclosing scope instead, and the matching ct_scope_end still closes it. */
+CT_API ct_status ct_scope_begin(void);
 /* Releases every tensor created since the matching ct_scope_begin and not kept. */
 CT_API void ct_scope_end(void);
 /* Moves t out of the current scope into the enclosing one (the caller owns it
