@@ -376,8 +376,8 @@ ct_status ct_dist_broadcast_module_(ct_module *m, int root) {
   const char **names = ct__calloc((size_t)(n ? n : 1), sizeof *names);
   int64_t *vals = ct__malloc(sizeof(int64_t) * 2 * (size_t)(n ? n : 1));
   if (!ts || !names || !vals) st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
+  if (st == CT_OK && ct_module_state(m, ts, names, n) != n) st = ct_last_error();
   if (st == CT_OK) {
-    ct_module_state(m, ts, names, n);
     for (int i = 0; i < n; i++) {
       vals[2 * i] = ts[i]->numel;
       vals[2 * i + 1] = ts[i]->dtype;
@@ -407,8 +407,8 @@ ct_status ct_dist_average_gradients(ct_module *m) {
   int64_t *vals = ct__malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
   if (!ps || !grads || !names || !vals)
     st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
+  if (st == CT_OK && ct_module_parameters(m, ps, names, n) != n) st = ct_last_error();
   if (st == CT_OK) {
-    ct_module_parameters(m, ps, names, n);
     for (int i = 0; i < n; i++) {
       vals[3 * i] = ps[i]->numel;
       vals[3 * i + 1] = ps[i]->dtype;
