@@ -178,11 +178,12 @@ char *ct_to_string(const ct_tensor *t) {
 
 ct_status ct_fprint(FILE *f, const ct_tensor *t) {
   if (!t) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "print: tensor is NULL");
+  if (!f) return ct__fail_status(CT_ERR_ARG, "print: the FILE is NULL");
   char *s = ct_to_string(t);
   if (!s) return ct_last_error();
-  fprintf(f, "%s\n", s);
+  bool ok = fprintf(f, "%s\n", s) >= 0;
   free(s);
-  return CT_OK;
+  return ok ? CT_OK : ct__fail_status(CT_ERR_IO, "print: writing the text failed");
 }
 
 ct_status ct_print(const ct_tensor *t) { return ct_fprint(stdout, t); }

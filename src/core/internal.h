@@ -125,7 +125,8 @@ ct_status ct__make_leaf_requires_grad(ct_tensor *t);
 
 /* ---- Shapes --------------------------------------------------------------- */
 
-/* Product of shape with overflow check; -1 on overflow. */
+/* Product of shape; -1 for a negative size or when the product of the
+ * nonzero sizes overflows int64 (also when another size is 0). */
 int64_t ct__shape_numel(const int64_t *shape, int ndim);
 /* Contiguous (row-major) strides in elements. */
 void ct__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
@@ -148,6 +149,10 @@ bool ct__has_internal_overlap(const ct_tensor *t);
 
 /* ---- Checks used by ops ------------------------------------------------- */
 
+/* A device a caller named: cpu (index 0) or a visible GPU; else
+ * CT_ERR_DEVICE (an invalid type or CPU index) or CT_ERR_UNAVAILABLE (no such
+ * GPU, or no CUDA in this build) naming op. */
+bool ct__check_device(const char *op, ct_device device);
 /* All non-NULL tensors on one device, else CT_ERR_DEVICE naming op and both devices. */
 bool ct__check_same_device(const char *op, const ct_tensor *a, const ct_tensor *b);
 

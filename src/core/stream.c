@@ -23,6 +23,7 @@ struct ct_event {
 static _Thread_local ct_stream *tls_current[2][64]; /* [type][index] */
 
 static const ct_backend *backend_for(const char *op, ct_device d) {
+  if (!ct__check_device(op, d)) return NULL;
   const ct_backend *be = ct__backend((ct_device_type)d.type);
   if (!be)
     ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s: %s", op, ct_device_name(d),

@@ -28,12 +28,15 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
                (long long)p->kernel[1]);
       return false;
     }
-    int64_t span = hw[i] + 2 * p->padding[i] - p->kernel[i];
+    /* padding <= kernel / 2, so hw + 2 * padding - kernel <= hw: no overflow,
+     * and the rounding up below can't overflow either */
+    int64_t span = hw[i] - (p->kernel[i] - 2 * p->padding[i]);
     int64_t o = span < 0 ? -1
-                         : (opts->ceil_mode ? (span + p->stride[i] - 1) / p->stride[i]
-                                            : span / p->stride[i]) + 1;
+                         : (opts->ceil_mode ? span / p->stride[i] + (span % p->stride[i] != 0)
+                                            : span / p->stride[i]) +
+                               1;
     /* ceil mode: the last window must start inside the image or left padding */
-    if (opts->ceil_mode && o > 0 && (o - 1) * p->stride[i] >= hw[i] + p->padding[i]) o--;
+    if (opts->ceil_mode && o > 1 && (o - 1) > (hw[i] + p->padding[i] - 1) / p->stride[i]) o--;
     if (o <= 0) {
       char s[CT_SHAPE_STR_MAX];
       ct__fail(CT_ERR_SHAPE, "%s: kernel (%lld, %lld) with padding (%lld, %lld) is larger than the input %s",
@@ -43,6 +46,16 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
     }
     out[i] = o;
   }
+  /* windows times window size is the work (and the kernels' index range): a
+   * product past int64 is no pooling anyone can run */
+  int64_t work;
+  if (__builtin_mul_overflow(out[0] * out[1], p->kernel[0], &work) ||
+      __builtin_mul_overflow(work, p->kernel[1], &work))
+    return ct__fail(CT_ERR_SHAPE,
+                    "%s: kernel (%lld, %lld) over %lld x %lld windows overflows 64 bits", op,
+                    (long long)p->kernel[0], (long long)p->kernel[1], (long long)out[0],
+                    (long long)out[1]),
+           false;
   return true;
 }
 

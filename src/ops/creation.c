@@ -28,14 +28,7 @@ ct_tensor *ct__finish_creation(const char *op, ct_tensor *t, const ct_tensor_opt
 static bool check_opts(const char *op, const ct_tensor_opts *o) {
   if ((unsigned)o->dtype >= CT_DTYPE_COUNT)
     return ct__fail(CT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)o->dtype), false;
-  if (!ct__backend((ct_device_type)o->device.type))
-    return ct__fail(CT_ERR_UNAVAILABLE, "%s: %s is not available in this build", op,
-                    ct_device_name(o->device)),
-           false;
-  if (o->device.type == CT_DEVICE_CUDA && o->device.index >= ct_cuda_device_count())
-    return ct__fail(CT_ERR_UNAVAILABLE, "%s: %s requested but %d GPU(s) are visible", op,
-                    ct_device_name(o->device), ct_cuda_device_count()),
-           false;
+  if (!ct__check_device(op, o->device)) return false;
   if (o->pin_memory && o->device.type != CT_DEVICE_CPU)
     return ct__fail(CT_ERR_ARG, "%s: pin_memory applies to CPU tensors only, not %s", op,
                     ct_device_name(o->device)),
