@@ -162,6 +162,14 @@ bool ct__check_same_device(const char *op, const ct_tensor *a, const ct_tensor *
  * (float-to-integer saturates; nan gives 0). Not for hot loops. */
 double ct__load_as_double(const void *p, ct_dtype dtype);
 void ct__store_from_double(void *p, ct_dtype dtype, double v);
+/* One element of an integer or bool dtype at p, exactly (i64 beyond 2^53). */
+int64_t ct__load_as_i64(const void *p, ct_dtype dtype);
+/* Whether v converts to dtype without overflow, as PyTorch's fills check
+ * (full, fill_, masked_fill, clamp bounds...): nan and infinities only for
+ * floating dtypes (and bool), integer ranges for integers. ct__check_...
+ * records CT_ERR_ARG naming op, the value and the dtype. */
+bool ct__scalar_fits(double v, ct_dtype dtype);
+bool ct__check_scalar_fits(const char *op, double v, ct_dtype dtype);
 
 /* ---- Threads -------------------------------------------------------------- */
 
