@@ -22,3 +22,58 @@ CT_TEST(print_int64_exactly) {
   CHECK(s && strstr(s, "tensor(4611686018427387904,"));
   free(s);
 }
+
+/* torch.full / fill_ / masked_fill raise "value cannot be converted to type
+ * ... without overflow" instead of wrapping or storing nan as 0. */
+CT_TEST(fills_refuse_values_their_dtype_cannot_hold) {
+  ct_tensor_opts i8 = on(CT_I8), u8 = on(CT_U8), i32 = on(CT_I32), i64 = on(CT_I64);
+  ct_tensor_opts f16 = on(CT_F16), f32 = on(CT_F32), b = on(CT_BOOL);
+  CHECK_ERR_MSG(ct_full(CT_SHAPE(2), 300, &i8), CT_ERR_ARG, "without overflow");
+  CHECK_ERR_MSG(ct_full(CT_SHAPE(2), -129, &i8), CT_ERR_ARG, "i8");
+  CHECK_ERR(ct_full(CT_SHAPE(2), 127.5, &i8), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), NAN, &i32), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), INFINITY, &i32), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), 9223372036854775808.0, &i64), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), 1e6, &f16), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), 65520, &f16), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), 1e300, &f32), CT_ERR_ARG);
+  CHECK_ERR(ct_scalar(1e300, &f32), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), -0.5, &u8), CT_ERR_ARG);
+  CHECK_ERR(ct_full(CT_SHAPE(2), -256, &u8), CT_ERR_ARG);
+  /* what torch takes: fractions truncate, u8 wraps integral -255..-1, bool
+   * takes anything, floats take nan and infinities */
+  CHECK_CLOSE(ct_full(CT_SHAPE(2), 126.9, &i8), ((double[]){126, 126}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(2), -1, &u8), ((double[]){255, 255}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(2), -128, &i8), ((double[]){-128, -128}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(1), -9223372036854775808.0, &i64),
+              ((double[]){-9223372036854775808.0}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(2), NAN, &b), ((double[]){1, 1}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(2), INFINITY, &f16), ((double[]){INFINITY, INFINITY}), 0, 0);
+  CHECK_CLOSE(ct_full(CT_SHAPE(1), 65504, &f16), ((double[]){65504}), 0, 0);
+  /* fill_ and masked_fill: same rule, and nothing written on refusal */
+  ct_tensor *t = ct_zeros(CT_SHAPE(3), &i8);
+  CHECK_ERR(ct_fill_(t, 1000), CT_ERR_ARG);
+  CHECK_ERR(ct_fill_(t, NAN), CT_ERR_ARG);
+  CHECK_CLOSE(t, ((double[]){0, 0, 0}), 0, 0);
+  ct_tensor *mask = ct_gt_scalar(ct_arange(0, 3, 1, &f32), 0.5);
+  CHECK_ERR(ct_masked_fill(t, mask, 200), CT_ERR_ARG);
+  CHECK_ERR(ct_masked_fill_(t, mask, -INFINITY), CT_ERR_ARG);
+  CHECK_CLOSE(ct_masked_fill(t, mask, -7.9), ((double[]){0, -7, -7}), 0, 0);
+  CHECK_ERR(ct_where_scalar(mask, t, 1000), CT_ERR_ARG); /* torch.where(c, i8, 1000) raises */
+  CHECK(ct_zero_(t) == t);
+}
+
+/* torch's fill_ may write an expanded view (filling is idempotent); other
+ * in-place ops on one refuse (more than one element refers to one location). */
+CT_TEST(fill_writes_expanded_views) {
+  ct_tensor_opts f32 = on(CT_F32);
+  ct_tensor *base = ct_zeros(CT_SHAPE(2, 1), &f32);
+  ct_tensor *e = ct_expand(base, CT_SHAPE(2, 3));
+  CHECK(ct_fill_(e, 4) == e);
+  CHECK_CLOSE(base, ((double[]){4, 4}), 0, 0);
+  CHECK_CLOSE(e, ((double[]){4, 4, 4, 4, 4, 4}), 0, 0);
+  CHECK(ct_zero_(ct_expand(ct_select(base, 0, 1), CT_SHAPE(5))) != NULL);
+  CHECK_CLOSE(base, ((double[]){4, 0}), 0, 0);
+  CHECK_ERR(ct_add_scalar_(e, 1), CT_ERR_ARG);
+  CHECK_ERR(ct_masked_fill_(e, ct_gt_scalar(e, 0), 1), CT_ERR_ARG);
+}

@@ -244,7 +244,13 @@ CT_API ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, dou
 CT_API bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
 CT_API bool ct_equal(const ct_tensor *a, const ct_tensor *b);
 
-/* Fills. Return t. */
+/* Fills. Return t. As in PyTorch, the value must convert to t's dtype without
+ * overflow (else CT_ERR_ARG): no nan or infinity into an integer tensor, an
+ * integer range per dtype (an integral value into u8 may also be -255..-1,
+ * wrapping, as a Python int in torch; i64 takes [-2^63, 2^63)), up to the
+ * largest finite value for f16/bf16/f32; bool takes any value. A fractional
+ * value truncates toward zero in an integer tensor. fill_ may write an
+ * expanded view (filling is idempotent), as torch's fill_ does. */
 CT_API ct_tensor *ct_fill_(ct_tensor *t, double value);
 CT_API ct_tensor *ct_zero_(ct_tensor *t);
 
@@ -336,7 +342,7 @@ CT_API ct_tensor *ct_scatter_add_(ct_tensor *x, int dim, const ct_tensor *index,
                                   const ct_tensor *src);
 /* 1-d tensor of the elements where mask (bool, broadcast to x) is true. */
 CT_API ct_tensor *ct_masked_select(const ct_tensor *x, const ct_tensor *mask);
-/* x with value where mask is true. */
+/* x with value where mask is true (the value checked as ct_fill_'s). */
 CT_API ct_tensor *ct_masked_fill(const ct_tensor *x, const ct_tensor *mask, double value);
 CT_API ct_tensor *ct_masked_fill_(ct_tensor *x, const ct_tensor *mask, double value);
 /* Joins n tensors along an existing dim (cat) or a new one (stack). */

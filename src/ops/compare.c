@@ -60,8 +60,11 @@ ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *
 
 ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b) {
   if (!cond || !a) return NULL;
-  /* b becomes a 0-d tensor of the scalar-promoted dtype on a's device */
-  ct_tensor *sb = ct__empty(NULL, 0, ct__scalar_dtype(a->dtype, b), ct__device(a));
+  /* b becomes a 0-d tensor of the scalar-promoted dtype on a's device; like a
+   * fill, it must fit that dtype (torch.where(c, i8, 1000) raises) */
+  ct_dtype sd = ct__scalar_dtype(a->dtype, b);
+  if (!ct__check_scalar_fits("where", b, sd)) return NULL;
+  ct_tensor *sb = ct__empty(NULL, 0, sd, ct__device(a));
   if (!sb) return NULL;
   ct_tensor *r = NULL;
   if (ct__backend_of(sb)->fill(sb, b) == CT_OK) r = ct__ag_where(ct__where(NULL, cond, a, sb), cond, a, sb);

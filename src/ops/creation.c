@@ -46,6 +46,8 @@ ct_tensor *ct__create(const char *op, const int64_t *shape, int ndim, const ct_t
 static ct_tensor *filled(const char *op, const int64_t *shape, int ndim, double v,
                          const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
+  /* an invalid dtype is reported by ct__create */
+  if ((unsigned)o->dtype < CT_DTYPE_COUNT && !ct__check_scalar_fits(op, v, o->dtype)) return NULL;
   ct_tensor *t = ct__create(op, shape, ndim, o);
   if (t && ct__backend_of(t)->fill(t, v) != CT_OK) {
     ct__release(t);
