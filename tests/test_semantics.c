@@ -77,3 +77,73 @@ CT_TEST(fill_writes_expanded_views) {
   CHECK_ERR(ct_add_scalar_(e, 1), CT_ERR_ARG);
   CHECK_ERR(ct_masked_fill_(e, ct_gt_scalar(e, 0), 1), CT_ERR_ARG);
 }
+
+/* torch.result_type(dimensioned of row dtype, 0-d of column dtype), from
+ * torch 1.13: a 0-d operand raises the result only from a higher category. */
+CT_TEST(zero_dim_operands_in_type_promotion) {
+  static const ct_dtype D[CT_DTYPE_COUNT] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I8,
+                                             CT_U8,  CT_I16, CT_I32, CT_I64,  CT_BOOL};
+  /* columns in the order of D */
+  static const char *const want[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {
+      {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32"},
+      {"f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"},
+      {"f16", "f16", "f16", "f16", "f16", "f16", "f16", "f16", "f16", "f16"},
+      {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"},
+      {"f32", "f64", "f16", "bf16", "i8", "i8", "i8", "i8", "i8", "i8"},
+      {"f32", "f64", "f16", "bf16", "u8", "u8", "u8", "u8", "u8", "u8"},
+      {"f32", "f64", "f16", "bf16", "i16", "i16", "i16", "i16", "i16", "i16"},
+      {"f32", "f64", "f16", "bf16", "i32", "i32", "i32", "i32", "i32", "i32"},
+      {"f32", "f64", "f16", "bf16", "i64", "i64", "i64", "i64", "i64", "i64"},
+      {"f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool"},
+  };
+  for (int i = 0; i < CT_DTYPE_COUNT; i++) {
+    for (int j = 0; j < CT_DTYPE_COUNT; j++) {
+      ct_tensor_opts oi = on(D[i]), oj = on(D[j]);
+      ct_tensor *dim = ct_ones(CT_SHAPE(2), &oi), *zero = ct_ones(CT_SHAPE(), &oj);
+      ct_tensor *empty = ct_ones(CT_SHAPE(0), &oi); /* size 0 still counts as dimensioned */
+      CHECK_MSG(strcmp(ct_dtype_name(ct_result_type(dim, zero)), want[i][j]) == 0 &&
+                    ct_result_type(zero, dim) == ct_result_type(dim, zero) &&
+                    ct_result_type(empty, zero) == ct_result_type(dim, zero),
+                "result_type(%s, 0-d %s) = %s, torch: %s", ct_dtype_name(D[i]), ct_dtype_name(D[j]),
+                ct_dtype_name(ct_result_type(dim, zero)), want[i][j]);
+      /* two 0-d operands, two dimensioned ones: the plain promotion */
+      ct_tensor *zi = ct_ones(CT_SHAPE(), &oi), *dj = ct_ones(CT_SHAPE(3), &oj);
+      CHECK(ct_result_type(zi, zero) == ct_promote_types(D[i], D[j]));
+      CHECK(ct_result_type(dim, ct_ones(CT_SHAPE(1), &oj)) == ct_promote_types(D[i], D[j]));
+      (void)dj;
+    }
+  }
+  /* the ops follow it */
+  ct_tensor_opts i16 = on(CT_I16), i32 = on(CT_I32), f32 = on(CT_F32), f64 = on(CT_F64);
+  ct_tensor *a = ct_full(CT_SHAPE(2), 300, &i16);
+  ct_tensor *m = ct_mul(a, ct_scalar(200, &i32)); /* i16: 60000 wraps as torch's does */
+  CHECK(m && ct_dtype_of(m) == CT_I16);
+  CHECK_CLOSE(m, ((double[]){-5536, -5536}), 0, 0);
+  ct_tensor *x = ct_full(CT_SHAPE(2), 0.1, &f32);
+  ct_tensor *y = ct_add(x, ct_scalar(0.2, &f64));
+  CHECK(y && ct_dtype_of(y) == CT_F32);
+  ct_tensor *z = ct_sub(ct_full(CT_SHAPE(2), 3, &i32), ct_scalar(0.5, &f64));
+  CHECK(z && ct_dtype_of(z) == CT_F64);
+  CHECK_CLOSE(z, ((double[]){2.5, 2.5}), 0, 0);
+  CHECK(ct_dtype_of(ct_lt(a, ct_scalar(1.5, &f64))) == CT_BOOL);
+  ct_tensor *w = ct_where(ct_gt_scalar(x, 0), x, ct_scalar(2, &f64));
+  CHECK(w && ct_dtype_of(w) == CT_F32);
+  /* in place: the result type decides what may be written */
+  CHECK(ct_add_(a, ct_scalar(1, &i32)) == a);
+  CHECK_ERR(ct_add_(a, ct_scalar(1.5, &f32)), CT_ERR_DTYPE);
+}
+
+/* torch raises for any subtraction with a bool operand. */
+CT_TEST(bool_subtraction) {
+  ct_tensor_opts b = on(CT_BOOL), i32 = on(CT_I32);
+  ct_tensor *t = ct_ones(CT_SHAPE(2), &b), *i = ct_ones(CT_SHAPE(2), &i32);
+  CHECK_ERR_MSG(ct_sub(i, t), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_sub(t, i), CT_ERR_DTYPE, "bool");
+  CHECK_ERR(ct_sub(t, t), CT_ERR_DTYPE);
+  CHECK_ERR(ct_sub_scalar(t, 1), CT_ERR_DTYPE);
+  CHECK_ERR(ct_sub_scalar(t, 1.5), CT_ERR_DTYPE);
+  CHECK_ERR(ct_rsub_scalar(t, 1), CT_ERR_DTYPE);
+  CHECK_ERR(ct_sub_(i, t), CT_ERR_DTYPE);
+  CHECK_OK(ct_add(i, t)); /* other arithmetic with a bool operand is fine */
+  CHECK_OK(ct_mul(t, i));
+}

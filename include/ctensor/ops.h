@@ -15,10 +15,16 @@
  * requires grad while grad mode is on.
  *  - ct_op_scalar(x, s)     the other operand is a number.
  * Binary operations broadcast as NumPy does and promote dtypes as PyTorch
- * (ct_promote_types). A scalar takes the tensor's dtype, except that a
- * non-integral scalar with an integer/bool tensor gives f32 (1.5 * int -> f32).
+ * (ct_result_type): a 0-d tensor operand counts like a number, raising the
+ * result only when it is of a higher category (bool < integer < floating):
+ * i16 * 0-d i32 is i16, f32 * 0-d f64 is f32, i32 * 0-d f64 is f64. A scalar
+ * takes the tensor's dtype, except that a non-integral scalar with an
+ * integer/bool tensor gives f32 (1.5 * int -> f32).
  * Operands must be on one device (else CT_ERR_DEVICE); ct_to moves tensors.
- * Math functions of integer tensors (exp, sin, sqrt, ...) return f32.
+ * Math functions of integer tensors (exp, sin, sqrt, ...) return f32. Bool
+ * tensors, as in torch: square gives i64 (pow(x, 2)), sign and the predicates
+ * take them, and neg, abs, relu, floor, ceil, round, trunc refuse them
+ * (CT_ERR_DTYPE).
  *
  *   ct_tensor *c = ct_add(a, b);                  // new tensor
  *   ct_add_(a, b);                                // a += b
@@ -35,6 +41,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The dtype a binary op of a and b computes in, as torch.result_type: the
+ * promotion (ct_promote_types) of the dimensioned operands (ndim >= 1, size 0
+ * included); a 0-d operand joins only if its category is higher than theirs.
+ * Two 0-d operands promote as ct_promote_types. CT_F32 if either is NULL. */
+ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b);
 
 /* ---- Elementwise unary ------------------------------------------------- */
 /* Each NAME below has ct_NAME(x), ct_NAME_(x) and ct_NAME_out(out, x). */

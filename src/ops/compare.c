@@ -31,7 +31,7 @@ ct_tensor *ct__where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
   if (!cond || !a || !b) return NULL;
   if (!ct__check_same_device("where", cond, a) || !ct__check_same_device("where", a, b))
     return NULL;
-  ct_dtype rd = ct_promote_types(a->dtype, b->dtype);
+  ct_dtype rd = ct__result_type(a, b);
   int64_t ab[CT_MAX_DIMS], shape[CT_MAX_DIMS];
   int nab, ndim;
   if (!ct__ew_broadcast("where", a->shape, a->ndim, b->shape, b->ndim, ab, &nab) ||
@@ -100,7 +100,7 @@ bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double ato
     return false;
   /* close = (a == b) | (isfinite(|a - b|) & |a - b| <= atol + rtol * |b|), as
    * torch.isclose: equal infinities are close, nan is never close. */
-  ct_dtype p = ct_promote_types(a->dtype, b->dtype);
+  ct_dtype p = ct__result_type(a, b);
   if (!ct_dtype_is_floating(p)) p = CT_F64;
   ct_tensor *ca = ct__cast(a, p), *cb = ca ? ct__cast(b, p) : NULL;
   ct_tensor *eq = ct__binary(CT_BOP_EQ, NULL, a, b);
