@@ -147,3 +147,33 @@ CT_TEST(bool_subtraction) {
   CHECK_OK(ct_add(i, t)); /* other arithmetic with a bool operand is fine */
   CHECK_OK(ct_mul(t, i));
 }
+
+/* torch.clamp: a nan bound makes every element nan (also for an integer
+ * tensor, which a float bound promotes to f32); integral bounds must fit an
+ * integer dtype and convert as torch converts them. */
+CT_TEST(clamp_bounds) {
+  ct_tensor_opts f32 = on(CT_F32), i32 = on(CT_I32), u8 = on(CT_U8);
+  ct_tensor *x = ct_from_data(((float[]){-1, 0.5f, 3, NAN}), CT_SHAPE(4), &f32);
+  CHECK_CLOSE(ct_clamp(x, NAN, 1), ((double[]){NAN, NAN, NAN, NAN}), 0, 0);
+  CHECK_CLOSE(ct_clamp(x, 0, NAN), ((double[]){NAN, NAN, NAN, NAN}), 0, 0);
+  CHECK_CLOSE(ct_clamp(x, -INFINITY, 1), ((double[]){-1, 0.5, 1, NAN}), 0, 0);
+  ct_tensor *i = ct_from_data(((int32_t[]){-5, 2, 9}), CT_SHAPE(3), &i32);
+  ct_tensor *ci = ct_clamp(i, NAN, 3);
+  CHECK(ci && ct_dtype_of(ci) == CT_F32);
+  CHECK_CLOSE(ci, ((double[]){NAN, NAN, NAN}), 0, 0);
+  CHECK_ERR(ct_clamp_(i, NAN, 3), CT_ERR_DTYPE); /* f32 can't be written into i32 */
+  CHECK_CLOSE(i, ((double[]){-5, 2, 9}), 0, 0);
+  ct_tensor *xc = ct_clone(x);
+  CHECK(ct_clamp_(xc, 0, NAN) == xc);
+  CHECK_CLOSE(xc, ((double[]){NAN, NAN, NAN, NAN}), 0, 0);
+  /* u8 takes -1 as 255, so clamp(-1, 1) is min(max(x, 255), 1) = 1 */
+  ct_tensor *b = ct_from_data(((uint8_t[]){1, 2}), CT_SHAPE(2), &u8);
+  CHECK_CLOSE(ct_clamp(b, -1, 1), ((double[]){1, 1}), 0, 0);
+  CHECK_ERR(ct_clamp(b, -256, 1), CT_ERR_ARG);
+  /* the gradient through a nan bound is 0 (x >= nan is false), as torch */
+  ct_tensor *g = ct_requires_grad_(
+      ct_from_data(((double[]){1, 2}), CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_F64}), true);
+  ct_tensor *tg = ct_to(g, ct_test_device(), NULL);
+  CHECK_STATUS_OK(ct_backward(ct_sum(ct_clamp(tg, NAN, 5), NULL), NULL, NULL));
+  CHECK_CLOSE(ct_grad(g), ((double[]){0, 0}), 0, 0);
+}

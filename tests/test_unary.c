@@ -169,7 +169,8 @@ CT_TEST(unary_integer_rules) {
 }
 
 CT_TEST(unary_integer_wraparound) {
-  ct_tensor *x = ct_to(ct_from_data((int8_t[]){-128, 127, -1, 100}, CT_SHAPE(4), &(ct_tensor_opts){.dtype = CT_I8}),
+  ct_tensor *x = ct_to(ct_from_data(((int8_t[]){-128, 127, -1, 100}), CT_SHAPE(4),
+                                    &(ct_tensor_opts){.dtype = CT_I8}),
                        ct_test_device(), NULL);
   CHECK_CLOSE(ct_neg(x), ((double[]){-128, -127, 1, -100}), 0, 0);
   CHECK_CLOSE(ct_abs(x), ((double[]){-128, 127, 1, 100}), 0, 0); /* as torch: abs(-128) wraps */
@@ -180,23 +181,39 @@ CT_TEST(unary_integer_wraparound) {
   ct_tensor *ny = ct_to(ct_neg(y), ct_cpu(), NULL);
   const int64_t *p = ct_data_ptr(ny);
   CHECK(p && p[0] == INT64_MIN && p[1] == -INT64_MAX && p[2] == 5);
-  ct_tensor *u = ct_to(ct_from_data((uint8_t[]){0, 1, 255}, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_U8}),
-                       ct_test_device(), NULL);
+  ct_tensor *u =
+      ct_to(ct_from_data(((uint8_t[]){0, 1, 255}), CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_U8}),
+            ct_test_device(), NULL);
   CHECK_CLOSE(ct_neg(u), ((double[]){0, 255, 1}), 0, 0);
   CHECK_CLOSE(ct_square(u), ((double[]){0, 1, 1}), 0, 0);
 }
 
 CT_TEST(unary_bool_inputs) {
   ct_tensor *b = ct_test_make((double[]){0, 1, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG);
+  /* as torch: neg, abs, relu, floor, ceil, round, trunc have no bool form */
   CHECK_ERR_MSG(ct_neg(b), CT_ERR_DTYPE, "bool");
-  ct_tensor *a = ct_abs(b);
-  CHECK(a && ct_dtype_of(a) == CT_BOOL);
-  CHECK_CLOSE(a, ((double[]){0, 1, 1}), 0, 0);
+  CHECK_ERR_MSG(ct_abs(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_relu(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_floor(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_round_(b), CT_ERR_DTYPE, "bool");
+  ct_tensor *sg = ct_sign(b); /* sign keeps bool */
+  CHECK(sg && ct_dtype_of(sg) == CT_BOOL);
+  CHECK_CLOSE(sg, ((double[]){0, 1, 1}), 0, 0);
+  ct_tensor *sq = ct_square(b); /* pow(bool, 2) is i64 in torch */
+  CHECK(sq && ct_dtype_of(sq) == CT_I64);
+  CHECK_CLOSE(sq, ((double[]){0, 1, 1}), 0, 0);
+  CHECK_ERR(ct_square_(b), CT_ERR_DTYPE); /* i64 can't be written back to bool */
   ct_tensor *e = ct_exp(b);
   CHECK(e && ct_dtype_of(e) == CT_F32);
   CHECK_CLOSE(e, ((double[]){1, exp(1), exp(1)}), 1e-6, 0);
   CHECK_CLOSE(ct_logical_not(b), ((double[]){1, 0, 0}), 0, 0);
-  CHECK_ERR(ct_clamp(b, 0, 1), CT_ERR_DTYPE);
+  /* clamp's integral bounds promote bool to i64, fractional ones to f32 */
+  ct_tensor *c = ct_clamp(b, 0, 0);
+  CHECK(c && ct_dtype_of(c) == CT_I64);
+  CHECK_CLOSE(c, ((double[]){0, 0, 0}), 0, 0);
+  ct_tensor *cf = ct_clamp(b, 0.5, 2);
+  CHECK(cf && ct_dtype_of(cf) == CT_F32);
+  CHECK_CLOSE(cf, ((double[]){0.5, 1, 1}), 0, 0);
 }
 
 CT_TEST(unary_nan_inf_propagate) {
@@ -266,18 +283,19 @@ CT_TEST(clamp_and_leaky_relu) {
       CHECK(ct_leaky_relu_(x, 0.5) == x);
     }
   }
-  /* integers: integral bounds keep the dtype (saturating), others give f32 */
+  /* integers: integral bounds keep the dtype and must fit it (torch raises
+   * for 1e9 in i8), infinite ones are no bound, others give f32 */
   ct_tensor *i = ct_test_make((double[]){-100, -5, 0, 5, 100}, CT_SHAPE(5), CT_I8, CT_LAYOUT_TRANSPOSED);
-  ct_tensor *c = ct_clamp(i, -10, 1e9);
+  ct_tensor *c = ct_clamp(i, -10, INFINITY);
   CHECK(c && ct_dtype_of(c) == CT_I8);
   CHECK_CLOSE(c, ((double[]){-10, -5, 0, 5, 100}), 0, 0);
+  CHECK_ERR_MSG(ct_clamp(i, -10, 1e9), CT_ERR_ARG, "overflow");
+  CHECK_ERR_MSG(ct_clamp(i, -129, 0), CT_ERR_ARG, "overflow");
   ct_tensor *cf = ct_clamp(i, -2.5, 2.5);
   CHECK(cf && ct_dtype_of(cf) == CT_F32);
   CHECK_CLOSE(cf, ((double[]){-2.5, -2.5, 0, 2.5, 2.5}), 0, 0);
   CHECK_ERR_MSG(ct_clamp_(i, -2.5, 2.5), CT_ERR_DTYPE, "can't be cast");
-  ct_tensor *l = ct_leaky_relu(i, 0.5);
-  CHECK(l && ct_dtype_of(l) == CT_F32);
-  CHECK_CLOSE(l, ((double[]){-50, -2.5, 0, 5, 100}), 0, 0);
+  CHECK_ERR(ct_leaky_relu(i, 0.5), CT_ERR_DTYPE); /* floating only, as torch */
   CHECK_ERR(ct_leaky_relu_(i, 0.5), CT_ERR_DTYPE);
   ct_tensor *o = ct_empty(CT_SHAPE(5), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
   CHECK(ct_clamp_out(o, i, 0, 50) == o);

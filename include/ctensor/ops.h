@@ -140,12 +140,17 @@ CT_API ct_tensor *ct_isinf(const ct_tensor *x);
 CT_API ct_tensor *ct_isfinite(const ct_tensor *x);
 CT_API ct_tensor *ct_logical_not(const ct_tensor *x);
 
-/* clamp(x, lo, hi) = min(max(x, lo), hi); pass -INFINITY / INFINITY for no
- * bound. nan stays nan. Also ct_clamp_(x, ...), ct_clamp_out(out, x, ...). */
+/* clamp(x, lo, hi) = min(max(x, lo), hi) (lo > hi gives hi); pass -INFINITY /
+ * INFINITY for no bound (torch's None: an infinite bound never promotes).
+ * nan in x stays nan; a nan bound makes every element nan, as torch. The
+ * bounds promote like scalars: a fractional (or nan) bound with an integer or
+ * bool x gives f32; integral bounds keep an integer dtype (and must fit it, as
+ * ct_fill_'s value) and give i64 for bool. Also ct_clamp_(x, ...),
+ * ct_clamp_out(out, x, ...). */
 CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
 CT_API ct_tensor *ct_clamp_(ct_tensor *x, double lo, double hi);
 CT_API ct_tensor *ct_clamp_out(ct_tensor *out, const ct_tensor *x, double lo, double hi);
-/* x > 0 ? x : slope * x */
+/* x > 0 ? x : slope * x; floating x only (CT_ERR_DTYPE otherwise, as torch). */
 CT_API ct_tensor *ct_leaky_relu(const ct_tensor *x, double slope);
 CT_API ct_tensor *ct_leaky_relu_(ct_tensor *x, double slope);
 
