@@ -177,3 +177,74 @@ CT_TEST(clamp_bounds) {
   CHECK_STATUS_OK(ct_backward(ct_sum(ct_clamp(tg, NAN, 5), NULL), NULL, NULL));
   CHECK_CLOSE(ct_grad(g), ((double[]){0, 0}), 0, 0);
 }
+
+/* torch.arange in an integer dtype converts start, end and step to integers
+ * first; linspace converts its endpoints with the fill check. */
+CT_TEST(integer_arange_and_linspace) {
+  ct_tensor_opts i64 = on(CT_I64), i32 = on(CT_I32), i8 = on(CT_I8), f32 = on(CT_F32);
+  ct_tensor *a = ct_arange(0, 5.5, 1, &i64); /* torch: [0, 1, 2, 3, 4] */
+  CHECK_SHAPE(a, 5);
+  CHECK_CLOSE(a, ((double[]){0, 1, 2, 3, 4}), 0, 0);
+  CHECK_CLOSE(ct_arange(0.9, 5.5, 1, &i64), ((double[]){0, 1, 2, 3, 4}), 0, 0);
+  CHECK_CLOSE(ct_arange(-0.9, 3, 1, &i32), ((double[]){0, 1, 2}), 0, 0);
+  CHECK_CLOSE(ct_arange(0, 5, 1.5, &i64), ((double[]){0, 1, 2, 3, 4}), 0, 0);
+  CHECK_CLOSE(ct_arange(5, 0, -1.5, &i64), ((double[]){5, 4, 3, 2, 1}), 0, 0);
+  CHECK_CLOSE(ct_arange(0, 300, 100, &i8), ((double[]){0, 100, -56}), 0, 0); /* wraps, as torch */
+  CHECK_ERR_MSG(ct_arange(0, 5, 0.5, &i64), CT_ERR_ARG, "step");
+  CHECK_ERR(ct_arange(0, 2, 1, &(ct_tensor_opts){.dtype = CT_BOOL}), CT_ERR_DTYPE);
+  CHECK_SHAPE(ct_arange(0, 5.5, 1, &f32), 6); /* floating: [0, 1, ..., 5] */
+  int64_t big = (int64_t)1 << 53; /* big + 1 has no double: the values are computed in i64 */
+  ct_tensor *ab = ct_arange((double)big, (double)big + 4, 1, &i64);
+  CHECK_SHAPE(ab, 4);
+  int64_t got[4] = {0};
+  CHECK_STATUS_OK(ct_copy_to_host(ab, got, sizeof got));
+  CHECK(got[0] == big && got[1] == big + 1 && got[2] == big + 2 && got[3] == big + 3);
+  CHECK_CLOSE(ct_linspace(0, 10, 4, &i64), ((double[]){0, 3, 6, 10}), 0, 0);
+  CHECK_CLOSE(ct_linspace(-1.5, 1.5, 3, &i64), ((double[]){-1, 0, 1}), 0, 0);
+  CHECK_ERR_MSG(ct_linspace(0, 1000, 3, &i8), CT_ERR_ARG, "overflow");
+  CHECK_ERR(ct_linspace(NAN, 1, 3, &i32), CT_ERR_ARG);
+}
+
+/* torch.randint's dtype is int64 unless one is given: options that only name
+ * a device must not turn the integers into floats. */
+CT_TEST(randint_default_dtype) {
+  ct_tensor *r = ct_randint(0, 10, CT_SHAPE(4), &(ct_tensor_opts){.device = ct_test_device()});
+  CHECK(r && ct_dtype_of(r) == CT_I64);
+  CHECK(ct_dtype_of(ct_randint(0, 10, CT_SHAPE(4), NULL)) == CT_I64);
+  ct_tensor_opts i16 = on(CT_I16), f64 = on(CT_F64);
+  CHECK(ct_dtype_of(ct_randint(-5, 5, CT_SHAPE(4), &i16)) == CT_I16);
+  CHECK(ct_dtype_of(ct_randint(-5, 5, CT_SHAPE(4), &f64)) == CT_F64);
+}
+
+/* torch.tensor([1, 2]) is int64: in C, ct_from_data reads the element type
+ * from the pointer's type; a contradicting dtype is refused. */
+CT_TEST(from_data_reads_the_pointer_type) {
+  int64_t v64[3] = {1, 2, 3};
+  int32_t v32[2] = {-4, 5};
+  uint8_t vu8[2] = {7, 255};
+  bool vb[2] = {true, false};
+  double vd[2] = {0.5, -1.25};
+  ct_tensor_opts dev = {.device = ct_test_device()};
+  ct_tensor *a = ct_from_data(v64, CT_SHAPE(3), NULL);
+  CHECK(a && ct_dtype_of(a) == CT_I64);
+  CHECK_CLOSE(a, ((double[]){1, 2, 3}), 0, 0);
+  ct_tensor *b = ct_from_data(v32, CT_SHAPE(2), &dev); /* zero dtype: the data's */
+  CHECK(b && ct_dtype_of(b) == CT_I32 && ct_device_of(b).type == ct_test_device().type);
+  CHECK_CLOSE(b, ((double[]){-4, 5}), 0, 0);
+  CHECK(ct_dtype_of(ct_from_data(vu8, CT_SHAPE(2), NULL)) == CT_U8);
+  CHECK(ct_dtype_of(ct_from_data(vb, CT_SHAPE(2), NULL)) == CT_BOOL);
+  const double *cd = vd;
+  CHECK(ct_dtype_of(ct_from_data(cd, CT_SHAPE(2), NULL)) == CT_F64);
+  CHECK_CLOSE(ct_from_data(((float[]){1.5f, 2}), CT_SHAPE(2), NULL), ((double[]){1.5, 2}), 0, 0);
+  CHECK_ERR_MSG(ct_from_data(v64, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_F64}), CT_ERR_DTYPE,
+                "i64");
+  CHECK_ERR(ct_from_data(vd, CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I64}), CT_ERR_DTYPE);
+  /* a void pointer keeps opts->dtype (f32 by default): bytes are reinterpreted */
+  const void *raw = v32;
+  ct_tensor *r = ct_from_data(raw, CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I32});
+  CHECK_CLOSE(r, ((double[]){-4, 5}), 0, 0);
+  CHECK(ct_dtype_of(ct_from_data(raw, CT_SHAPE(2), NULL)) == CT_F32);
+  /* the function itself, as C++ and function pointers see it */
+  ct_tensor *(*fn)(const void *, const int64_t *, int, const ct_tensor_opts *) = ct_from_data;
+  CHECK(ct_dtype_of(fn(v64, CT_SHAPE(3), NULL)) == CT_F32);
+}
