@@ -21,7 +21,9 @@
  * takes the tensor's dtype, except that a non-integral scalar with an
  * integer/bool tensor gives f32 (1.5 * int -> f32).
  * Operands must be on one device (else CT_ERR_DEVICE); ct_to moves tensors.
- * Math functions of integer tensors (exp, sin, sqrt, ...) return f32. Bool
+ * Math functions of integer tensors (exp, sin, sqrt, sigmoid, ...) return f32;
+ * the activations gelu, gelu_tanh, silu, softplus and leaky_relu take floating
+ * tensors only (CT_ERR_DTYPE, as torch's kernels). Bool
  * tensors, as in torch: square gives i64 (pow(x, 2)), sign and the predicates
  * take them, and neg, abs, relu, floor, ceil, round, trunc refuse them
  * (CT_ERR_DTYPE).
@@ -282,9 +284,10 @@ typedef struct ct_reduce_opts {
 #define CT_DIMS_KEEP(...) \
   (&(ct_reduce_opts){.dims = {__VA_ARGS__}, .ndims = CT__NARGS(__VA_ARGS__), .keepdim = true})
 
-/* sum and prod of integers/bool give i64; mean, var, std, norm, logsumexp need
- * floating input. f32 sums are accurate for long inputs (blocked pairwise
- * summation). Each has a ct_NAME_out(out, x, r) form.
+/* sum and prod of integers/bool give i64; mean, var, std and norm need
+ * floating input; logsumexp of integers/bool computes in f32 (as torch). f32
+ * sums are accurate for long inputs (blocked pairwise summation). Each has a
+ * ct_NAME_out(out, x, r) form.
  * Gradients where the derivative is undefined are PyTorch's: prod at a zero
  * gets the product of the other elements (0 with two zeros in the slice);
  * max/min split the gradient evenly among tied elements; std at zero spread
@@ -296,8 +299,9 @@ CT_API ct_tensor *ct_max(const ct_tensor *x,
                          const ct_reduce_opts *r); /* torch.amax; nan propagates */
 CT_API ct_tensor *ct_min(const ct_tensor *x, const ct_reduce_opts *r); /* torch.amin */
 CT_API ct_tensor *ct_logsumexp(const ct_tensor *x, const ct_reduce_opts *r);
-CT_API ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
-CT_API ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
+/* all/any: bool, except u8 for a u8 input (as torch). */
+CT_API ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r);
 /* Variance / standard deviation dividing by N - correction (1: unbiased). */
 CT_API ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction);
 CT_API ct_tensor *ct_std(const ct_tensor *x, const ct_reduce_opts *r, double correction);

@@ -115,8 +115,11 @@ static bool unary_dtypes(ct_unary_op op, ct_dtype xd, double *p0, double *p1, ct
     return true;
   }
   if (ct_dtype_is_floating(xd)) return true;
-  if (op == CT_UOP_LEAKY_RELU) /* torch has no integer leaky_relu */
-    return ct__fail(CT_ERR_DTYPE, "leaky_relu: expected a floating tensor, got %s",
+  /* torch's activations with float-only kernels (its exp, sigmoid, tanh...
+   * promote integers instead) */
+  if (op == CT_UOP_LEAKY_RELU || op == CT_UOP_GELU || op == CT_UOP_GELU_TANH || op == CT_UOP_SILU ||
+      op == CT_UOP_SOFTPLUS)
+    return ct__fail(CT_ERR_DTYPE, "%s: expected a floating tensor, got %s", info->name,
                     ct_dtype_name(xd)),
            false;
   if (info->rule == CT_RULE_FLOAT) {
