@@ -119,13 +119,16 @@ CT_API ct_tensor *ct_scalar(double value, const ct_tensor_opts *opts);
 /* [start, end) by step, as torch.arange: ceil((end - start) / step) elements.
  * The dtype is opts->dtype, f32 by default like every creator here (C has no
  * integer literals to infer i64 from, as torch.arange(5) does: pass
- * .dtype = CT_I64 for that). In an integer dtype start, end and step are
- * first truncated to integers, as torch does: arange(0, 5.5) in i64 is
- * [0, 1, 2, 3, 4], and a step of 0.5 is an error (0). Bool is refused. */
+ * .dtype = CT_I64 for that). In an integer dtype start, end and step must be
+ * integers (CT_ERR_ARG otherwise): torch's results for fractional ones depend
+ * on the dtype (arange(0, 5.5) has 5 elements in int64 but 6 in int32), so
+ * ctensor refuses them rather than copy that; the values are computed in i64,
+ * exact beyond 2^53, and wrap in narrower dtypes as torch's. Bool is refused. */
 CT_API ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts *opts);
 /* `steps` evenly spaced values from start to end inclusive, computed in f64
  * and converted (truncated for integer dtypes); start and end must fit the
- * dtype as ct_full's value. */
+ * dtype as ct_full's value, and in an integer dtype are converted to it first
+ * (as torch: linspace(-100, 0.5, 3) in i32 runs from -100 to 0). */
 CT_API ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts);
 /* n x m identity (m <= 0: square). */
 CT_API ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts);

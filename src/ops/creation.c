@@ -120,9 +120,9 @@ static void arange_i64(void *out, int64_t i, const void *ctx) {
   *(int64_t *)out = (int64_t)((uint64_t)r->start + (uint64_t)i * (uint64_t)r->step);
 }
 
-/* An integer arange argument as torch takes it: truncated toward zero to i64. */
+/* An integral arange argument of an integer dtype, as an i64. */
 static bool arange_int_arg(double v, int64_t *out) {
-  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return false;
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != trunc(v)) return false;
   *out = (int64_t)v;
   return true;
 }
@@ -136,17 +136,15 @@ ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts
     return ct__fail(CT_ERR_DTYPE, "arange: bool is not a dtype arange makes (as torch)");
   bool integral = ct_dtype_is_integral(o->dtype);
   int64_t is = 0, ie = 0, ist = 0;
-  if (integral) {
-    /* torch converts start, end and step to the integer type first:
-     * arange(0, 5.5) in i64 is [0, 1, 2, 3, 4], and a step of 0.5 is 0 */
-    if (!arange_int_arg(start, &is) || !arange_int_arg(end, &ie) || !arange_int_arg(step, &ist))
-      return ct__fail(CT_ERR_ARG, "arange: start %g, end %g and step %g must fit in i64", start,
-                      end, step);
-    if (ist == 0)
-      return ct__fail(CT_ERR_ARG, "arange: step %g is 0 as an integer (%s)", step,
-                      ct_dtype_name(o->dtype));
-    start = (double)is, end = (double)ie, step = (double)ist;
-  }
+  /* torch gives fractional arguments with an integer dtype results that
+   * depend on the dtype (arange(0, 5.5) has 5 elements in int64, 6 in int32):
+   * refused rather than copied */
+  if (integral &&
+      (!arange_int_arg(start, &is) || !arange_int_arg(end, &ie) || !arange_int_arg(step, &ist)))
+    return ct__fail(CT_ERR_ARG,
+                    "arange: with the integer dtype %s, start, end and step must be integers "
+                    "within i64, got %g, %g and %g",
+                    ct_dtype_name(o->dtype), start, end, step);
   if ((end - start) / step < 0)
     return ct__fail(CT_ERR_ARG, "arange: step %g goes away from end (start %g, end %g)", step,
                     start, end);
@@ -176,10 +174,19 @@ static void linspace_value(void *out, int64_t i, const void *ctx) {
 ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts) {
   const ct_tensor_opts *o = opts ? opts : &default_opts;
   if (steps < 0) return ct__fail(CT_ERR_ARG, "linspace: steps must be >= 0, got %lld", (long long)steps);
+  if ((unsigned)o->dtype < CT_DTYPE_COUNT && o->dtype == CT_BOOL)
+    return ct__fail(CT_ERR_DTYPE, "linspace: bool is not a dtype linspace makes (as torch)");
   /* torch converts start and end to the dtype, checked (ct_fill_'s rule) */
   if ((unsigned)o->dtype < CT_DTYPE_COUNT && (!ct__check_scalar_fits("linspace", start, o->dtype) ||
                                               !ct__check_scalar_fits("linspace", end, o->dtype)))
     return NULL;
+  if (ct_dtype_is_integral(o->dtype)) { /* torch converts the endpoints to the dtype first */
+    unsigned char buf[8];
+    ct__store_from_double(buf, o->dtype, start);
+    start = ct__load_as_double(buf, o->dtype);
+    ct__store_from_double(buf, o->dtype, end);
+    end = ct__load_as_double(buf, o->dtype);
+  }
   linspace_args a = {start, end, steps > 1 ? (end - start) / (double)(steps - 1) : 0, steps};
   ct_tensor *t = from_host_values("linspace", steps, CT_F64, linspace_value, &a, o);
   return ct__finish_creation("linspace", t, o);
