@@ -248,3 +248,23 @@ CT_TEST(from_data_reads_the_pointer_type) {
   ct_tensor *(*fn)(const void *, const int64_t *, int, const ct_tensor_opts *) = ct_from_data;
   CHECK(ct_dtype_of(fn(v64, CT_SHAPE(3), NULL)) == CT_F32);
 }
+
+/* Tensor-with-number ops convert the number as torch does: comparisons in
+ * the tensor's floating dtype, maximum/minimum as torch.clamp's checked
+ * conversion (u8 takes -1 as 255), and an integer division by a zero number
+ * raises only when there is an element to divide. */
+CT_TEST(scalar_conversions_as_torch) {
+  ct_tensor_opts f32 = on(CT_F32), f16 = on(CT_F16), i32 = on(CT_I32), u8 = on(CT_U8);
+  ct_tensor *x = ct_full(CT_SHAPE(2), 0.1, &f32); /* 0.1f */
+  CHECK_CLOSE(ct_eq_scalar(x, 0.1), ((double[]){1, 1}), 0, 0);
+  CHECK_CLOSE(ct_lt_scalar(x, 0.1), ((double[]){0, 0}), 0, 0);
+  ct_tensor *h = ct_full(CT_SHAPE(1), INFINITY, &f16); /* 1e10 is inf in f16 */
+  CHECK_CLOSE(ct_ne_scalar(h, 1e10), ((double[]){0}), 0, 0);
+  ct_tensor *xi = ct_full(CT_SHAPE(2), 3, &i32);
+  CHECK_ERR_MSG(ct_maximum_scalar(xi, 1e10), CT_ERR_ARG, "maximum");
+  CHECK_ERR_MSG(ct_minimum_scalar_(xi, -1e10), CT_ERR_ARG, "minimum");
+  CHECK_CLOSE(xi, ((double[]){3, 3}), 0, 0); /* refused before anything is written */
+  CHECK_CLOSE(ct_maximum_scalar(ct_full(CT_SHAPE(1), 3, &u8), -1), ((double[]){255}), 0, 0);
+  CHECK_ERR(ct_floor_divide_scalar(xi, 0), CT_ERR_ARG);
+  CHECK_SHAPE(ct_remainder_scalar(ct_zeros(CT_SHAPE(2, 0), &i32), 0), 2, 0);
+}

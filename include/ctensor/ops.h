@@ -180,23 +180,28 @@ CT_API ct_tensor *ct_div_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_div_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_div_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_div_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_floor_divide(
-    const ct_tensor *a, const ct_tensor *b); /* floor(a / b); integers: error on division by zero */
+/* floor(a / b); integers: error on division by zero (not for an empty a, as torch) */
+CT_API ct_tensor *ct_floor_divide(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_floor_divide_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b); /* a ^ b */
+/* a ^ b; integers: a negative exponent is CT_ERR_ARG (also in a tensor, where
+ * torch gives 1, -1 or 0), a scalar one must fit the dtype */
+CT_API ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_pow_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_maximum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+/* propagates nan; an integer tensor's scalar must fit its dtype (as
+ * torch.clamp, its scalar form) */
+CT_API ct_tensor *ct_maximum(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_maximum_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_minimum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+/* propagates nan; scalar as maximum's */
+CT_API ct_tensor *ct_minimum(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_scalar(const ct_tensor *a, double s);
@@ -227,6 +232,9 @@ CT_API ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double a
 CT_API ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha);
 
 /* ---- Comparisons and logic (bool results) ------------------------------ */
+/* A number is converted to the floating tensor's dtype before comparing, as
+ * torch: an f32 tensor's 0.1f equals 0.1, and in f16 1e10 is inf, which an
+ * inf element equals. */
 CT_API ct_tensor *ct_eq(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_eq_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_eq_scalar(const ct_tensor *a, double s);

@@ -129,8 +129,23 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
     /* checked before anything is written, so an in-place call leaves a alone */
     if (op == CT_BOP_POW && s < 0)
       return ct__fail(CT_ERR_ARG, "pow: integers to negative integer powers are not allowed");
-    if ((op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_REMAINDER || op == CT_BOP_FMOD) && s == 0)
+    /* torch converts an integer exponent to the tensor's dtype, checked, and
+     * so does its clamp, which a maximum/minimum with a number is */
+    if ((op == CT_BOP_POW || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM) &&
+        !ct__check_scalar_fits(name, s, cd))
+      return NULL;
+    /* as torch, whose kernel raises: not for an empty tensor */
+    if ((op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_REMAINDER || op == CT_BOP_FMOD) && s == 0 &&
+        a->numel > 0)
       return ct__fail(CT_ERR_ARG, "%s: integer division by zero", name);
+  }
+  /* torch compares in the common dtype, the number converted to it first:
+   * an f16 tensor's 65504 < 1e10 is false (1e10 is inf in f16), an f32's 0.1f
+   * == 0.1 is true */
+  if (ct__binary_info[op].rule == CT_BRULE_COMPARE && ct_dtype_is_floating(cd) && cd != CT_F64) {
+    unsigned char buf[8];
+    ct__store_from_double(buf, cd, s);
+    s = ct__load_as_double(buf, cd);
   }
   const ct_backend *be = ct__backend_for(name, a);
   if (!be) return NULL;
