@@ -270,7 +270,18 @@ void ct_test_check_like_torch(const char *file, int line, const char *dir, const
   free(rv);
 }
 
+static int saved_argc;
+static char **saved_argv;
+
+const char *ct_test_option(const char *name) {
+  for (int i = 1; i + 1 < saved_argc; i++)
+    if (strncmp(saved_argv[i], "--", 2) == 0 && strcmp(saved_argv[i] + 2, name) == 0)
+      return saved_argv[i + 1];
+  return NULL;
+}
+
 int main(int argc, char **argv) {
+  saved_argc = argc, saved_argv = argv;
   const char *dev = "cpu";
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
