@@ -94,7 +94,10 @@ char *ct__shape_str(const ct_tensor *t, char *buf, size_t size) {
   return ct_shape_format(t->shape, t->ndim, buf, size);
 }
 
+/* An empty tensor has no elements to share memory (torch writes into an
+ * empty expanded view too). */
 bool ct__has_internal_overlap(const ct_tensor *t) {
+  if (t->numel == 0) return false;
   for (int d = 0; d < t->ndim; d++)
     if (t->strides[d] == 0 && t->shape[d] > 1) return true;
   return false;
