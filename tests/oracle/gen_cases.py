@@ -688,7 +688,8 @@ def with_layout(t, lay):
 
 
 def overlaps(t):
-    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
+    """Elements sharing memory (an expanded dim); an empty tensor has none."""
+    return t.numel() > 0 and any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
 
 
 def result_dtype(ins):

@@ -858,19 +858,22 @@ class Gen:
 # ---- helpers shared with the reference -------------------------------------------
 
 INT_DIVISIONS = ("floor_divide", "remainder", "fmod")
-OVERFLOW_NOTE = ("where torch 1.13 gives nan or inf because an intermediate overflows (a / b "
-                 "in its floor_divide and remainder, the running product of prod), the "
-                 "reference is the float64 value: ctensor's kernels don't overflow there")
+OVERFLOW_NOTE = ("where torch 1.13 gives nan or inf because an intermediate overflows or "
+                 "underflows (a / b in its floor_divide and remainder, the running product of "
+                 "prod), the reference is the float64 value: ctensor's kernels don't overflow "
+                 "there")
 
 
 def without_overflow(f, *ins):
-    """f(*ins), except that non-finite floating results whose float64 value
-    (every tensor input as f64) is finite take that value, rounded."""
+    """f(*ins), except that results made non-finite by an intermediate
+    overflow or underflow take the float64 value (every tensor input as f64),
+    rounded: an infinity or nan whose f64 value is finite, a nan whose f64 value
+    is not (prod's 0 * inf after an f32 underflow)."""
     r = f(*ins)
     if not r.is_floating_point() or r.numel() == 0:
         return r
     r64 = f(*[t.double() if isinstance(t, torch.Tensor) else t for t in ins])
-    fix = ~torch.isfinite(r) & torch.isfinite(r64)
+    fix = (~torch.isfinite(r) & torch.isfinite(r64)) | (torch.isnan(r) & ~torch.isnan(r64))
     return torch.where(fix, r64.to(r.dtype), r) if bool(fix.any()) else r
 
 
