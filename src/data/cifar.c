@@ -37,7 +37,7 @@ ct_status ct__cifar_read_batch(const char *path, int64_t records, uint8_t *pixel
                              name);
     return ct__fail_status(CT_ERR_IO, "cifar10_open: cannot open %s: %s", name, strerror(errno));
   }
-  uint8_t *block = malloc((size_t)RECORD * BLOCK);
+  uint8_t *block = ct__malloc((size_t)RECORD * BLOCK);
   ct_status st = CT_OK;
   struct stat sb;
   if (!block) {
