@@ -176,8 +176,8 @@ ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const 
   }
   ct_lr_scheduler *s = bad ? NULL : sched_new(what, SCHED_SEQUENTIAL, opt);
   if (s) {
-    s->children = malloc(sizeof *s->children * (size_t)n);
-    s->milestones = malloc(sizeof *s->milestones * (size_t)n);
+    s->children = ct__malloc_array((size_t)n, sizeof *s->children);
+    s->milestones = ct__malloc_array((size_t)n, sizeof *s->milestones);
     if (!s->children || !s->milestones) {
       free(s->children), free(s->milestones), free(s);
       s = ct__fail(CT_ERR_OOM, "%s: out of host memory", what);

@@ -19,7 +19,7 @@ hits=$(grep -rnE '(^|[^A-Za-z0-9_>.])(malloc|calloc|realloc|aligned_alloc|posix_
   "$src" --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' \
   | grep -v "^$src/core/alloc\.[ch]:" | grep -v "^$src/autograd/" \
   | grep -vE "^$src/backend/cpu/blas\.c:[0-9]+:  char \*saved = old \? strdup\(old\) : NULL;\$" \
-  | grep -vE ':[0-9]+:[[:space:]]*(/\*|\*|//)' || true)
+  | grep -vE ':[0-9]+:[[:space:]]*(/\*|\*([[:space:]]|/|$)|//)' || true)
 if [ -n "$hits" ]; then
   echo "direct allocation calls (use ct__malloc & co. from core/alloc.h):"
   echo "$hits"
