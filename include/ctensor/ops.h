@@ -48,7 +48,7 @@ extern "C" {
  * promotion (ct_promote_types) of the dimensioned operands (ndim >= 1, size 0
  * included); a 0-d operand joins only if its category is higher than theirs.
  * Two 0-d operands promote as ct_promote_types. CT_F32 if either is NULL. */
-ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b);
 
 /* ---- Elementwise unary ------------------------------------------------- */
 /* Each NAME below has ct_NAME(x), ct_NAME_(x) and ct_NAME_out(out, x). */

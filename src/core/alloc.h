@@ -9,7 +9,9 @@
  * (tests/test_alloc_failure.c). The check costs one relaxed atomic load per
  * allocation while no fault is armed.
  *
- * C and C++ (the CUDA backend's .cu files) include this header. */
+ * C and C++ (the CUDA backend's .cu files) include this header. A plugin's
+ * shared object (backend/plugin.h) reaches ct__malloc, ct__calloc and
+ * ct__realloc through the host table, so its allocations are counted too. */
 #ifndef CT_CORE_ALLOC_H
 #define CT_CORE_ALLOC_H
 
