@@ -58,16 +58,20 @@ double ct_test_atol(ct_dtype d) {
   }
 }
 
+/* Through a cast, which converts every value (fills refuse out-of-range ones). */
 void ct_test_round_to(double *vals, int64_t n, ct_dtype dtype) {
-  ct_tensor *t = ct_empty(CT_SHAPE(1), &(ct_tensor_opts){.dtype = dtype});
-  ct_tensor *d = NULL;
-  for (int64_t i = 0; i < n; i++) {
-    ct_fill_(t, vals[i]);
-    ct_item(t, &vals[i]);
-  }
-  ct_free(d);
+  ct_tensor *h = ct_from_data(vals, CT_SHAPE(n), &(ct_tensor_opts){.dtype = CT_F64});
+  ct_tensor *t = ct_cast(h, dtype);
+  ct_tensor *back = ct_cast(t, CT_F64);
+  if (back) memcpy(vals, ct_data_ptr(back), (size_t)n * sizeof(double));
+  ct_free(back);
   ct_free(t);
+  ct_free(h);
 }
+
+/* What fills the gaps of the SLICED and OFFSET layouts: any value a correct
+ * kernel never reads; this one fits every dtype (fills check the range). */
+#define GAP_VALUE 111.0
 
 ct_tensor *ct_test_make(const double *vals, const int64_t *shape, int ndim, ct_dtype dtype,
                         ct_test_layout layout) {
@@ -98,7 +102,8 @@ ct_tensor *ct_test_make(const double *vals, const int64_t *shape, int ndim, ct_d
     int64_t big[CT_MAX_DIMS];
     memcpy(big, shape, sizeof(int64_t) * (size_t)ndim);
     big[ndim - 1] = 2 * shape[ndim - 1];
-    ct_tensor *b = ct_full(big, ndim, -777.0, &(ct_tensor_opts){.dtype = dtype, .device = test_device});
+    ct_tensor *b =
+        ct_full(big, ndim, GAP_VALUE, &(ct_tensor_opts){.dtype = dtype, .device = test_device});
     ct_tensor *view = ct_slice(b, ndim - 1, 1, big[ndim - 1], 2);
     ct_copy_(view, dev);
     result = view;
@@ -106,7 +111,8 @@ ct_tensor *ct_test_make(const double *vals, const int64_t *shape, int ndim, ct_d
   }
   case CT_LAYOUT_OFFSET: {
     int64_t n = ct_numel(dev);
-    ct_tensor *b = ct_full(CT_SHAPE(n + 3), -777.0, &(ct_tensor_opts){.dtype = dtype, .device = test_device});
+    ct_tensor *b = ct_full(CT_SHAPE(n + 3), GAP_VALUE,
+                           &(ct_tensor_opts){.dtype = dtype, .device = test_device});
     ct_tensor *tail = ct_slice(b, 0, 3, n + 3, 1);
     ct_tensor *view = ct_view(tail, shape, ndim);
     ct_copy_(view, dev);
@@ -264,7 +270,18 @@ void ct_test_check_like_torch(const char *file, int line, const char *dir, const
   free(rv);
 }
 
+static int saved_argc;
+static char **saved_argv;
+
+const char *ct_test_option(const char *name) {
+  for (int i = 1; i + 1 < saved_argc; i++)
+    if (strncmp(saved_argv[i], "--", 2) == 0 && strcmp(saved_argv[i] + 2, name) == 0)
+      return saved_argv[i + 1];
+  return NULL;
+}
+
 int main(int argc, char **argv) {
+  saved_argc = argc, saved_argv = argv;
   const char *dev = "cpu";
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {

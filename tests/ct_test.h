@@ -163,6 +163,10 @@ ct_tensor *ct_test_load_output(const char *dir, const char *name);
 void ct_test_check_like_torch(const char *file, int line, const char *dir, const char *what,
                               const ct_tensor *got, const char *name, double rtol, double atol);
 
+/* The value after "--NAME" on the test program's command line, or NULL (for
+ * tests with run-time options, such as the oracle's --cases N --seed S). */
+const char *ct_test_option(const char *name);
+
 /* Marks the running test as skipped with a reason (the process exits 77 if
  * every test skipped). */
 void ct_test_skip(const char *reason);

@@ -197,13 +197,13 @@ CT_TEST(view_gradients) {
 
 static ct_tensor *f_index(ct_tensor *const *in, void *ctx) {
   ct_tensor *x = in[0], *src = in[1]; /* (3, 4), (2, 4) */
-  ct_tensor *idx = ct_from_data((int64_t[]){2, 0, 2}, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
-  ct_tensor *gidx = ct_from_data((int64_t[]){0, 2, 1, 0, 1, 1, 0, 2}, CT_SHAPE(2, 4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+  ct_tensor *idx = ct_from_data(((int64_t[]){2, 0, 2}), CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+  ct_tensor *gidx = ct_from_data(((int64_t[]){0, 2, 1, 0, 1, 1, 0, 2}), CT_SHAPE(2, 4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
   ct_tensor *mask = ct_gt_scalar(ct_detach(x), 0.0);
   ct_tensor *a = ct_index_select(x, 0, idx);              /* (3, 4) */
   ct_tensor *b = ct_gather(x, 0, gidx);                   /* (2, 4) */
   ct_tensor *c = ct_scatter_add(x, 0, gidx, src);         /* (3, 4) */
-  ct_tensor *d = ct_scatter(x, 0, ct_from_data((int64_t[]){1, 0, 2, 1}, CT_SHAPE(1, 4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()}), ct_narrow(src, 0, 0, 1));
+  ct_tensor *d = ct_scatter(x, 0, ct_from_data(((int64_t[]){1, 0, 2, 1}), CT_SHAPE(1, 4), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()}), ct_narrow(src, 0, 0, 1));
   ct_tensor *e = ct_masked_select(x, mask);
   ct_tensor *f = ct_masked_fill(x, mask, 0.5);
   ct_tensor *g = ct_cat((ct_tensor *[]){x, src}, 2, 0);   /* (5, 4) */

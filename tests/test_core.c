@@ -127,11 +127,11 @@ CT_TEST(copy_and_cast_all_dtypes) {
 }
 
 CT_TEST(half_conversions_round_to_nearest_even) {
-  ct_tensor *t = ct_from_data((float[]){1.0f + 1.0f / 2048, 65504, 65520, 1e-8f, -0.0f, NAN},
+  ct_tensor *t = ct_from_data(((float[]){1.0f + 1.0f / 2048, 65504, 65520, 1e-8f, -0.0f, NAN}),
                               CT_SHAPE(6), &(ct_tensor_opts){0});
   ct_tensor *h = ct_cast(t, CT_F16);
   CHECK_CLOSE(h, ((double[]){1.0, 65504, INFINITY, 0, 0, NAN}), 0, 0);
-  ct_tensor *b = ct_cast(ct_from_data((float[]){1.0f + 1.0f / 256, 3e38f}, CT_SHAPE(2), NULL), CT_BF16);
+  ct_tensor *b = ct_cast(ct_from_data(((float[]){1.0f + 1.0f / 256, 3e38f}), CT_SHAPE(2), NULL), CT_BF16);
   CHECK_CLOSE(b, ((double[]){1.0, 3.00405527e38}), 1e-7, 0);
 }
 

@@ -429,7 +429,7 @@ CT_TEST(kernel_faults_reported_at_sync) {
   NEED_GPU();
   ct_tensor_opts o = {.device = ct_cuda(0)}, oi = {.dtype = CT_I64, .device = ct_cuda(0)};
   ct_tensor *x = ct_arange(0, 12, 1, &o);
-  ct_tensor *bad = ct_from_data((int64_t[]){1, 12, 3}, CT_SHAPE(3), &oi);
+  ct_tensor *bad = ct_from_data(((int64_t[]){1, 12, 3}), CT_SHAPE(3), &oi);
   ct_tensor *g = ct_gather(x, 0, bad);
   CHECK_OK(g); /* no synchronization at the launch */
   CHECK_ERR_MSG(ct_synchronize(ct_cuda(0)) == CT_OK, CT_ERR_ARG,
@@ -440,10 +440,10 @@ CT_TEST(kernel_faults_reported_at_sync) {
   CHECK(v == 66);
   /* a read on the host reports it too */
   ct_tensor *s = ct_zeros(CT_SHAPE(12), &o);
-  CHECK_OK(ct_scatter_add_(s, 0, ct_from_data((int64_t[]){-1}, CT_SHAPE(1), &oi), ct_ones(CT_SHAPE(1), &o)));
+  CHECK_OK(ct_scatter_add_(s, 0, ct_from_data(((int64_t[]){-1}), CT_SHAPE(1), &oi), ct_ones(CT_SHAPE(1), &o)));
   CHECK_ERR_MSG(ct_item(ct_sum(s, NULL), &v) == CT_OK, CT_ERR_ARG, "scatter_add: index -1");
-  ct_tensor *a = ct_from_data((int32_t[]){4, 5}, CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_cuda(0)});
-  ct_tensor *z = ct_from_data((int32_t[]){2, 0}, CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_cuda(0)});
+  ct_tensor *a = ct_from_data(((int32_t[]){4, 5}), CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_cuda(0)});
+  ct_tensor *z = ct_from_data(((int32_t[]){2, 0}), CT_SHAPE(2), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_cuda(0)});
   CHECK_OK(ct_floor_divide(a, z));
   CHECK_ERR_MSG(ct_synchronize(ct_cuda(0)) == CT_OK, CT_ERR_ARG, "floor_divide: integer division by zero");
   CHECK_CLOSE(ct_floor_divide(a, a), ((double[]){1, 1}), 0, 0);

@@ -656,7 +656,7 @@ CT_TEST(dataloader_delivers_on_gpu) {
    * staged batch still copying: the loader must not take the report (it is
    * made once, to whoever synchronizes first). */
   ct_batch b;
-  ct_tensor *bad = ct_from_data((int64_t[]){7}, CT_SHAPE(1), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_cuda(0)});
+  ct_tensor *bad = ct_from_data(((int64_t[]){7}), CT_SHAPE(1), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_cuda(0)});
   ct_tensor *xg = ct_to(x, ct_cuda(0), NULL);
   ct_tensor *g = ct_index_select(xg, 1, bad); /* x has 3 columns */
   CHECK_OK(g);

@@ -138,7 +138,7 @@ CT_TEST(loss_gradients) {
   ct_tensor_opts od = ct_test_opts(CT_F64);
   int64_t t[5] = {1, 0, 2, 2, 1};
   ct_tensor *tg = targets(t, CT_SHAPE(5));
-  ct_tensor *w = ct_from_data((double[]){0.3, 1.2, 2.0}, CT_SHAPE(3), &od);
+  ct_tensor *w = ct_from_data(((double[]){0.3, 1.2, 2.0}), CT_SHAPE(3), &od);
   ce_gc cases[] = {
       {tg, {0}, 0},
       {tg, {.reduction = CT_REDUCTION_SUM}, 0},
@@ -163,7 +163,7 @@ CT_TEST(loss_gradients) {
   CHECK_GRADIENTS("mse_loss", loss_f, &mse, mi, 2);
   CHECK_GRADIENTS("mse_loss none", loss_f, &mse_none, mi, 2);
   ce_gc bce = {NULL, {0}, 3};
-  ce_gc bcep = {NULL, {.pos_weight = ct_from_data((double[]){0.5, 2, 3, 1}, CT_SHAPE(4), &od)}, 3};
+  ce_gc bcep = {NULL, {.pos_weight = ct_from_data(((double[]){0.5, 2, 3, 1}), CT_SHAPE(4), &od)}, 3};
   ct_tensor *bi[2] = {ct_gradcheck_input(CT_SHAPE(3, 4), -3, 3, 33), ct_gradcheck_input(CT_SHAPE(3, 4), 0, 1, 34)};
   CHECK_GRADIENTS("bce_with_logits", loss_f, &bce, bi, 2);
   CHECK_GRADIENTS("bce_with_logits pos_weight", loss_f, &bcep, bi, 2);

@@ -177,7 +177,7 @@ static ct_tensor *loss_f(ct_tensor *const *in, void *ctx) {
 
 CT_TEST(pointwise_gradients) {
   ct_tensor_opts od = ct_test_opts(CT_F64);
-  ct_tensor *w = ct_from_data((double[]){0.3, 1.2, 2.0, 0.7}, CT_SHAPE(4), &od);
+  ct_tensor *w = ct_from_data(((double[]){0.3, 1.2, 2.0, 0.7}), CT_SHAPE(4), &od);
   struct {
     gc c;
     double lo0, hi0, lo1, hi1;

@@ -341,7 +341,7 @@ CT_TEST(matmul_promotion_and_integers) {
   int64_t big[2] = {(int64_t)1 << 53, 1};
   ct_tensor_opts oi = ct_test_opts(CT_I64);
   ct_tensor *x = ct_from_data(big, CT_SHAPE(2), &oi);
-  ct_tensor *y = ct_from_data((int64_t[]){3, 1}, CT_SHAPE(2), &oi);
+  ct_tensor *y = ct_from_data(((int64_t[]){3, 1}), CT_SHAPE(2), &oi);
   ct_tensor *dot = ct_dot(x, y);
   int64_t got = 0;
   CHECK(dot && ct_copy_to_host(dot, &got, sizeof got) == CT_OK);

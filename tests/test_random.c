@@ -516,7 +516,10 @@ CT_TEST(errors) {
   CHECK_ERR_MSG(ct_randint(5, 5, CT_SHAPE(2), &o), CT_ERR_ARG, "low < high");
   CHECK_ERR(ct_randint(0, 300, CT_SHAPE(2), TOPTS(CT_U8)), CT_ERR_ARG);
   CHECK_ERR(ct_randint(-1, 1, CT_SHAPE(2), TOPTS(CT_BOOL)), CT_ERR_ARG);
-  CHECK_ERR(ct_randint(0, (1 << 24) + 2, CT_SHAPE(2), &o), CT_ERR_ARG);
+  CHECK_ERR(ct_randint(0, (1 << 11) + 2, CT_SHAPE(2), TOPTS(CT_F16)), CT_ERR_ARG);
+  CHECK_ERR(ct_randint(0, (1 << 24) + 2, CT_SHAPE(2), TOPTS(CT_I16)), CT_ERR_ARG);
+  /* the zero value of opts->dtype means randint's default, i64, as NULL does */
+  CHECK(ct_dtype_of(ct_randint(0, (1 << 24) + 2, CT_SHAPE(2), &o)) == CT_I64);
   CHECK_ERR(ct_normal(0, -1, CT_SHAPE(2), &o), CT_ERR_ARG);
   CHECK_ERR(ct_normal(NAN, 1, CT_SHAPE(2), &o), CT_ERR_ARG);
   CHECK_ERR(ct_uniform(1, 0, CT_SHAPE(2), &o), CT_ERR_ARG);

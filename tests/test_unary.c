@@ -5,7 +5,9 @@
 
 CT_TEST_DEVICE_GENERIC
 
-typedef enum { K_SAME, K_FLOAT, K_IDENT } kind;
+/* integer inputs: same dtype, f32 result, a copy, or CT_ERR_DTYPE (torch's
+ * float-only activation kernels) */
+typedef enum { K_SAME, K_FLOAT, K_IDENT, K_FLOAT_ONLY } kind;
 
 typedef struct unary_case {
   const char *name;
@@ -49,10 +51,10 @@ static const unary_case cases[] = {
     CASE(erf, erf, -3, 3, K_FLOAT),
     CASE(sigmoid, r_sigmoid, -30, 30, K_FLOAT),
     CASE(relu, r_relu, -5, 5, K_SAME),
-    CASE(gelu, r_gelu, -5, 5, K_FLOAT),
-    CASE(gelu_tanh, r_gelu_tanh, -5, 5, K_FLOAT),
-    CASE(silu, r_silu, -10, 10, K_FLOAT),
-    CASE(softplus, r_softplus, -30, 30, K_FLOAT),
+    CASE(gelu, r_gelu, -5, 5, K_FLOAT_ONLY),
+    CASE(gelu_tanh, r_gelu_tanh, -5, 5, K_FLOAT_ONLY),
+    CASE(silu, r_silu, -10, 10, K_FLOAT_ONLY),
+    CASE(softplus, r_softplus, -30, 30, K_FLOAT_ONLY),
     CASE(floor, floor, -5, 5, K_IDENT),
     CASE(ceil, ceil, -5, 5, K_IDENT),
     CASE(round, nearbyint, -5, 5, K_IDENT),
@@ -145,7 +147,11 @@ CT_TEST(unary_integer_rules) {
         ct_tensor *x = ct_test_make(in, CT_SHAPE(2, 4), dt, (ct_test_layout)l);
         ct_tensor *y = c->fn(x);
         double e[8];
-        if (c->k == K_FLOAT) {
+        if (c->k == K_FLOAT_ONLY) {
+          CHECK(y == NULL);
+          CHECK_ERR_MSG(c->fn(x), CT_ERR_DTYPE, "floating");
+          CHECK_ERR_MSG(c->fn_(x), CT_ERR_DTYPE, "floating");
+        } else if (c->k == K_FLOAT) {
           /* math on integers computes in f32 */
           for (int i = 0; i < 8; i++) e[i] = c->ref(in[i]);
           ct_test_round_to(e, 8, CT_F32);
@@ -169,7 +175,8 @@ CT_TEST(unary_integer_rules) {
 }
 
 CT_TEST(unary_integer_wraparound) {
-  ct_tensor *x = ct_to(ct_from_data((int8_t[]){-128, 127, -1, 100}, CT_SHAPE(4), &(ct_tensor_opts){.dtype = CT_I8}),
+  ct_tensor *x = ct_to(ct_from_data(((int8_t[]){-128, 127, -1, 100}), CT_SHAPE(4),
+                                    &(ct_tensor_opts){.dtype = CT_I8}),
                        ct_test_device(), NULL);
   CHECK_CLOSE(ct_neg(x), ((double[]){-128, -127, 1, -100}), 0, 0);
   CHECK_CLOSE(ct_abs(x), ((double[]){-128, 127, 1, 100}), 0, 0); /* as torch: abs(-128) wraps */
@@ -180,23 +187,39 @@ CT_TEST(unary_integer_wraparound) {
   ct_tensor *ny = ct_to(ct_neg(y), ct_cpu(), NULL);
   const int64_t *p = ct_data_ptr(ny);
   CHECK(p && p[0] == INT64_MIN && p[1] == -INT64_MAX && p[2] == 5);
-  ct_tensor *u = ct_to(ct_from_data((uint8_t[]){0, 1, 255}, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_U8}),
-                       ct_test_device(), NULL);
+  ct_tensor *u =
+      ct_to(ct_from_data(((uint8_t[]){0, 1, 255}), CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_U8}),
+            ct_test_device(), NULL);
   CHECK_CLOSE(ct_neg(u), ((double[]){0, 255, 1}), 0, 0);
   CHECK_CLOSE(ct_square(u), ((double[]){0, 1, 1}), 0, 0);
 }
 
 CT_TEST(unary_bool_inputs) {
   ct_tensor *b = ct_test_make((double[]){0, 1, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG);
+  /* as torch: neg, abs, relu, floor, ceil, round, trunc have no bool form */
   CHECK_ERR_MSG(ct_neg(b), CT_ERR_DTYPE, "bool");
-  ct_tensor *a = ct_abs(b);
-  CHECK(a && ct_dtype_of(a) == CT_BOOL);
-  CHECK_CLOSE(a, ((double[]){0, 1, 1}), 0, 0);
+  CHECK_ERR_MSG(ct_abs(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_relu(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_floor(b), CT_ERR_DTYPE, "bool");
+  CHECK_ERR_MSG(ct_round_(b), CT_ERR_DTYPE, "bool");
+  ct_tensor *sg = ct_sign(b); /* sign keeps bool */
+  CHECK(sg && ct_dtype_of(sg) == CT_BOOL);
+  CHECK_CLOSE(sg, ((double[]){0, 1, 1}), 0, 0);
+  ct_tensor *sq = ct_square(b); /* pow(bool, 2) is i64 in torch */
+  CHECK(sq && ct_dtype_of(sq) == CT_I64);
+  CHECK_CLOSE(sq, ((double[]){0, 1, 1}), 0, 0);
+  CHECK_ERR(ct_square_(b), CT_ERR_DTYPE); /* i64 can't be written back to bool */
   ct_tensor *e = ct_exp(b);
   CHECK(e && ct_dtype_of(e) == CT_F32);
   CHECK_CLOSE(e, ((double[]){1, exp(1), exp(1)}), 1e-6, 0);
   CHECK_CLOSE(ct_logical_not(b), ((double[]){1, 0, 0}), 0, 0);
-  CHECK_ERR(ct_clamp(b, 0, 1), CT_ERR_DTYPE);
+  /* clamp's integral bounds promote bool to i64, fractional ones to f32 */
+  ct_tensor *c = ct_clamp(b, 0, 0);
+  CHECK(c && ct_dtype_of(c) == CT_I64);
+  CHECK_CLOSE(c, ((double[]){0, 0, 0}), 0, 0);
+  ct_tensor *cf = ct_clamp(b, 0.5, 2);
+  CHECK(cf && ct_dtype_of(cf) == CT_F32);
+  CHECK_CLOSE(cf, ((double[]){0.5, 1, 1}), 0, 0);
 }
 
 CT_TEST(unary_nan_inf_propagate) {
@@ -266,18 +289,19 @@ CT_TEST(clamp_and_leaky_relu) {
       CHECK(ct_leaky_relu_(x, 0.5) == x);
     }
   }
-  /* integers: integral bounds keep the dtype (saturating), others give f32 */
+  /* integers: integral bounds keep the dtype and must fit it (torch raises
+   * for 1e9 in i8), infinite ones are no bound, others give f32 */
   ct_tensor *i = ct_test_make((double[]){-100, -5, 0, 5, 100}, CT_SHAPE(5), CT_I8, CT_LAYOUT_TRANSPOSED);
-  ct_tensor *c = ct_clamp(i, -10, 1e9);
+  ct_tensor *c = ct_clamp(i, -10, INFINITY);
   CHECK(c && ct_dtype_of(c) == CT_I8);
   CHECK_CLOSE(c, ((double[]){-10, -5, 0, 5, 100}), 0, 0);
+  CHECK_ERR_MSG(ct_clamp(i, -10, 1e9), CT_ERR_ARG, "overflow");
+  CHECK_ERR_MSG(ct_clamp(i, -129, 0), CT_ERR_ARG, "overflow");
   ct_tensor *cf = ct_clamp(i, -2.5, 2.5);
   CHECK(cf && ct_dtype_of(cf) == CT_F32);
   CHECK_CLOSE(cf, ((double[]){-2.5, -2.5, 0, 2.5, 2.5}), 0, 0);
   CHECK_ERR_MSG(ct_clamp_(i, -2.5, 2.5), CT_ERR_DTYPE, "can't be cast");
-  ct_tensor *l = ct_leaky_relu(i, 0.5);
-  CHECK(l && ct_dtype_of(l) == CT_F32);
-  CHECK_CLOSE(l, ((double[]){-50, -2.5, 0, 5, 100}), 0, 0);
+  CHECK_ERR(ct_leaky_relu(i, 0.5), CT_ERR_DTYPE); /* floating only, as torch */
   CHECK_ERR(ct_leaky_relu_(i, 0.5), CT_ERR_DTYPE);
   ct_tensor *o = ct_empty(CT_SHAPE(5), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
   CHECK(ct_clamp_out(o, i, 0, 50) == o);

@@ -37,14 +37,16 @@ typedef enum ct_dtype {
 /* "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool". */
 CT_API const char *ct_dtype_name(ct_dtype dtype);
 /* Parses a name above (also "float32", "float", "int64", "long", "half", ...);
- * returns false for an unknown name. */
+ * returns false for an unknown name or a NULL argument. */
 CT_API bool ct_dtype_parse(const char *name, ct_dtype *out);
 /* Bytes per element. */
 CT_API size_t ct_dtype_size(ct_dtype dtype);
 CT_API bool ct_dtype_is_floating(ct_dtype dtype);
 /* True for i8..i64 and u8 (not bool). */
 CT_API bool ct_dtype_is_integral(ct_dtype dtype);
-/* The dtype of a binary operation between two tensors, as in PyTorch. */
+/* The dtype of a binary operation between two tensors of these dtypes, as in
+ * PyTorch (for tensors themselves, where 0-d operands count less, see
+ * ct_result_type in ops.h). An invalid dtype gives the other one. */
 CT_API ct_dtype ct_promote_types(ct_dtype a, ct_dtype b);
 /* Whether a result of dtype `from` may be written into an output of dtype `to`
  * (PyTorch's rule: no float into integer, nothing non-bool into bool). */

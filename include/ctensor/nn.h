@@ -183,7 +183,9 @@ CT_API ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
  * each child's) with their dotted names (PyTorch's state_dict keys). Writes at
  * most max entries (params and names may be NULL) and returns the total count.
  * Tensors and names are borrowed: names stay valid while the module's
- * structure is unchanged, until it is freed. */
+ * structure is unchanged, until it is freed. Counting (names NULL) never
+ * fails; building names can: -1 with CT_ERR_OOM, and nothing is written to
+ * names (check the result before reading them). */
 CT_API int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names,
                                 int max);
 /* Parameters and buffers in PyTorch's state_dict order: for each module,

@@ -15,10 +15,18 @@
  * requires grad while grad mode is on.
  *  - ct_op_scalar(x, s)     the other operand is a number.
  * Binary operations broadcast as NumPy does and promote dtypes as PyTorch
- * (ct_promote_types). A scalar takes the tensor's dtype, except that a
- * non-integral scalar with an integer/bool tensor gives f32 (1.5 * int -> f32).
+ * (ct_result_type): a 0-d tensor operand counts like a number, raising the
+ * result only when it is of a higher category (bool < integer < floating):
+ * i16 * 0-d i32 is i16, f32 * 0-d f64 is f32, i32 * 0-d f64 is f64. A scalar
+ * takes the tensor's dtype, except that a non-integral scalar with an
+ * integer/bool tensor gives f32 (1.5 * int -> f32).
  * Operands must be on one device (else CT_ERR_DEVICE); ct_to moves tensors.
- * Math functions of integer tensors (exp, sin, sqrt, ...) return f32.
+ * Math functions of integer tensors (exp, sin, sqrt, sigmoid, ...) return f32;
+ * the activations gelu, gelu_tanh, silu, softplus and leaky_relu take floating
+ * tensors only (CT_ERR_DTYPE, as torch's kernels). Bool
+ * tensors, as in torch: square gives i64 (pow(x, 2)), sign and the predicates
+ * take them, and neg, abs, relu, floor, ceil, round, trunc refuse them
+ * (CT_ERR_DTYPE).
  *
  *   ct_tensor *c = ct_add(a, b);                  // new tensor
  *   ct_add_(a, b);                                // a += b
@@ -35,6 +43,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The dtype a binary op of a and b computes in, as torch.result_type: the
+ * promotion (ct_promote_types) of the dimensioned operands (ndim >= 1, size 0
+ * included); a 0-d operand joins only if its category is higher than theirs.
+ * Two 0-d operands promote as ct_promote_types. CT_F32 if either is NULL. */
+CT_API ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b);
 
 /* ---- Elementwise unary ------------------------------------------------- */
 /* Each NAME below has ct_NAME(x), ct_NAME_(x) and ct_NAME_out(out, x). */
@@ -128,12 +142,17 @@ CT_API ct_tensor *ct_isinf(const ct_tensor *x);
 CT_API ct_tensor *ct_isfinite(const ct_tensor *x);
 CT_API ct_tensor *ct_logical_not(const ct_tensor *x);
 
-/* clamp(x, lo, hi) = min(max(x, lo), hi); pass -INFINITY / INFINITY for no
- * bound. nan stays nan. Also ct_clamp_(x, ...), ct_clamp_out(out, x, ...). */
+/* clamp(x, lo, hi) = min(max(x, lo), hi) (lo > hi gives hi); pass -INFINITY /
+ * INFINITY for no bound (torch's None: an infinite bound never promotes).
+ * nan in x stays nan; a nan bound makes every element nan, as torch. The
+ * bounds promote like scalars: a fractional (or nan) bound with an integer or
+ * bool x gives f32; integral bounds keep an integer dtype (and must fit it, as
+ * ct_fill_'s value) and give i64 for bool. Also ct_clamp_(x, ...),
+ * ct_clamp_out(out, x, ...). */
 CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
 CT_API ct_tensor *ct_clamp_(ct_tensor *x, double lo, double hi);
 CT_API ct_tensor *ct_clamp_out(ct_tensor *out, const ct_tensor *x, double lo, double hi);
-/* x > 0 ? x : slope * x */
+/* x > 0 ? x : slope * x; floating x only (CT_ERR_DTYPE otherwise, as torch). */
 CT_API ct_tensor *ct_leaky_relu(const ct_tensor *x, double slope);
 CT_API ct_tensor *ct_leaky_relu_(ct_tensor *x, double slope);
 
@@ -161,23 +180,28 @@ CT_API ct_tensor *ct_div_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_div_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_div_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_div_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_floor_divide(
-    const ct_tensor *a, const ct_tensor *b); /* floor(a / b); integers: error on division by zero */
+/* floor(a / b); integers: error on division by zero (not for an empty a, as torch) */
+CT_API ct_tensor *ct_floor_divide(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_floor_divide_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_floor_divide_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b); /* a ^ b */
+/* a ^ b; integers: a negative exponent is CT_ERR_ARG (also in a tensor, where
+ * torch gives 1, -1 or 0), a scalar one must fit the dtype */
+CT_API ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_pow_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_pow_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_maximum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+/* propagates nan; an integer tensor's scalar must fit its dtype (as
+ * torch.clamp, its scalar form) */
+CT_API ct_tensor *ct_maximum(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_maximum_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_maximum_scalar_(ct_tensor *a, double s);
-CT_API ct_tensor *ct_minimum(const ct_tensor *a, const ct_tensor *b); /* propagates nan */
+/* propagates nan; scalar as maximum's */
+CT_API ct_tensor *ct_minimum(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_minimum_scalar(const ct_tensor *a, double s);
@@ -208,6 +232,9 @@ CT_API ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double a
 CT_API ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha);
 
 /* ---- Comparisons and logic (bool results) ------------------------------ */
+/* A number is converted to the floating tensor's dtype before comparing, as
+ * torch: an f32 tensor's 0.1f equals 0.1, and in f16 1e10 is inf, which an
+ * inf element equals. */
 CT_API ct_tensor *ct_eq(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_eq_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_eq_scalar(const ct_tensor *a, double s);
@@ -244,7 +271,13 @@ CT_API ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, dou
 CT_API bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
 CT_API bool ct_equal(const ct_tensor *a, const ct_tensor *b);
 
-/* Fills. Return t. */
+/* Fills. Return t. As in PyTorch, the value must convert to t's dtype without
+ * overflow (else CT_ERR_ARG): no nan or infinity into an integer tensor, an
+ * integer range per dtype (an integral value into u8 may also be -255..-1,
+ * wrapping, as a Python int in torch; i64 takes [-2^63, 2^63)), up to the
+ * largest finite value for f16/bf16/f32; bool takes any value. A fractional
+ * value truncates toward zero in an integer tensor. fill_ may write an
+ * expanded view (filling is idempotent), as torch's fill_ does. */
 CT_API ct_tensor *ct_fill_(ct_tensor *t, double value);
 CT_API ct_tensor *ct_zero_(ct_tensor *t);
 
@@ -259,9 +292,10 @@ typedef struct ct_reduce_opts {
 #define CT_DIMS_KEEP(...) \
   (&(ct_reduce_opts){.dims = {__VA_ARGS__}, .ndims = CT__NARGS(__VA_ARGS__), .keepdim = true})
 
-/* sum and prod of integers/bool give i64; mean, var, std, norm, logsumexp need
- * floating input. f32 sums are accurate for long inputs (blocked pairwise
- * summation). Each has a ct_NAME_out(out, x, r) form.
+/* sum and prod of integers/bool give i64; mean, var, std and norm need
+ * floating input; logsumexp of integers/bool computes in f32 (as torch). f32
+ * sums are accurate for long inputs (blocked pairwise summation). Each has a
+ * ct_NAME_out(out, x, r) form.
  * Gradients where the derivative is undefined are PyTorch's: prod at a zero
  * gets the product of the other elements (0 with two zeros in the slice);
  * max/min split the gradient evenly among tied elements; std at zero spread
@@ -273,8 +307,9 @@ CT_API ct_tensor *ct_max(const ct_tensor *x,
                          const ct_reduce_opts *r); /* torch.amax; nan propagates */
 CT_API ct_tensor *ct_min(const ct_tensor *x, const ct_reduce_opts *r); /* torch.amin */
 CT_API ct_tensor *ct_logsumexp(const ct_tensor *x, const ct_reduce_opts *r);
-CT_API ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
-CT_API ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r); /* bool */
+/* all/any: bool, except u8 for a u8 input (as torch). */
+CT_API ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r);
+CT_API ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r);
 /* Variance / standard deviation dividing by N - correction (1: unbiased). */
 CT_API ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction);
 CT_API ct_tensor *ct_std(const ct_tensor *x, const ct_reduce_opts *r, double correction);
@@ -336,7 +371,7 @@ CT_API ct_tensor *ct_scatter_add_(ct_tensor *x, int dim, const ct_tensor *index,
                                   const ct_tensor *src);
 /* 1-d tensor of the elements where mask (bool, broadcast to x) is true. */
 CT_API ct_tensor *ct_masked_select(const ct_tensor *x, const ct_tensor *mask);
-/* x with value where mask is true. */
+/* x with value where mask is true (the value checked as ct_fill_'s). */
 CT_API ct_tensor *ct_masked_fill(const ct_tensor *x, const ct_tensor *mask, double value);
 CT_API ct_tensor *ct_masked_fill_(ct_tensor *x, const ct_tensor *mask, double value);
 /* Joins n tensors along an existing dim (cat) or a new one (stack). */

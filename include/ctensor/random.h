@@ -43,10 +43,12 @@ CT_API uint64_t ct_generator_next_u64(ct_generator *g);
 CT_API ct_tensor *ct_rand(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 /* Standard normal (Box-Muller). Floating dtypes only. */
 CT_API ct_tensor *ct_randn(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
-/* Integers uniform in [low, high): i64 on the CPU with NULL opts (torch's
- * default), else in opts->dtype on opts->device (a zeroed dtype is f32).
- * CT_ERR_ARG unless low < high and every value of the range is exact in the
- * dtype. */
+/* Integers uniform in [low, high), in opts->dtype on opts->device. The
+ * default dtype is i64, as torch.randint's: NULL opts and the zero value of
+ * opts->dtype (CT_F32) both give i64, so options that only name a device
+ * still give integers (cast the result for f32 values); other dtypes,
+ * floating ones included, are taken as given. CT_ERR_ARG unless low < high
+ * and every value of the range is exact in the dtype. */
 CT_API ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
                              const ct_tensor_opts *opts);
 /* Normal with mean and std (finite, std >= 0). */

@@ -67,8 +67,11 @@ typedef struct ct_tensor_opts {
 CT_API void ct_free(ct_tensor *t);
 /* Adds a reference and returns t (NULL-safe). */
 CT_API ct_tensor *ct_retain(ct_tensor *t);
-/* Opens a scope on this thread (scopes nest). */
-CT_API void ct_scope_begin(void);
+/* Opens a scope on this thread (scopes nest). CT_OK, or CT_ERR_OOM when the
+ * scope stack cannot grow (possible only beyond 8 nested scopes): the scope
+ * is then opened in name only; its tensors are released at the end of the
+ * enclosing scope instead, and the matching ct_scope_end still closes it. */
+CT_API ct_status ct_scope_begin(void);
 /* Releases every tensor created since the matching ct_scope_begin and not kept. */
 CT_API void ct_scope_end(void);
 /* Moves t out of the current scope into the enclosing one (the caller owns it
@@ -108,18 +111,56 @@ CT_API ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t nbytes);
 CT_API ct_tensor *ct_empty(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 CT_API ct_tensor *ct_zeros(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
 CT_API ct_tensor *ct_ones(const int64_t *shape, int ndim, const ct_tensor_opts *opts);
+/* `value` must convert to the dtype without overflow, as ct_fill_ (ops.h)
+ * says (torch.full raises too): no nan into an integer dtype, 300 into i8... */
 CT_API ct_tensor *ct_full(const int64_t *shape, int ndim, double value, const ct_tensor_opts *opts);
-/* A 0-d tensor holding `value`. */
+/* A 0-d tensor holding `value` (checked as ct_full). */
 CT_API ct_tensor *ct_scalar(double value, const ct_tensor_opts *opts);
-/* [start, end) by step, as torch.arange: ceil((end - start) / step) elements. */
+/* [start, end) by step, as torch.arange: ceil((end - start) / step) elements.
+ * The dtype is opts->dtype, f32 by default like every creator here (C has no
+ * integer literals to infer i64 from, as torch.arange(5) does: pass
+ * .dtype = CT_I64 for that). In an integer dtype start, end and step must be
+ * integers (CT_ERR_ARG otherwise): torch's results for fractional ones depend
+ * on the dtype (arange(0, 5.5) has 5 elements in int64 but 6 in int32), so
+ * ctensor refuses them rather than copy that; the values are computed in i64,
+ * exact beyond 2^53, and wrap in narrower dtypes as torch's. Bool is refused. */
 CT_API ct_tensor *ct_arange(double start, double end, double step, const ct_tensor_opts *opts);
-/* `steps` evenly spaced values from start to end inclusive. */
+/* `steps` evenly spaced values from start to end inclusive, computed in f64
+ * and converted (truncated for integer dtypes); start and end must fit the
+ * dtype as ct_full's value, and in an integer dtype are converted to it first
+ * (as torch: linspace(-100, 0.5, 3) in i32 runs from -100 to 0). */
 CT_API ct_tensor *ct_linspace(double start, double end, int64_t steps, const ct_tensor_opts *opts);
 /* n x m identity (m <= 0: square). */
 CT_API ct_tensor *ct_eye(int64_t n, int64_t m, const ct_tensor_opts *opts);
-/* Copies numel elements of `dtype` (opts->dtype) from a row-major host buffer. */
+/* Copies numel elements from a row-major host buffer. Their dtype is
+ * opts->dtype (f32 by default); in C, ct_from_data is also a macro that reads
+ * the element type from the pointer's C type, so that integer data is not
+ * silently read as f32 (torch.tensor([1, 2]) is int64):
+ *   int64_t v[] = {1, 2, 3};
+ *   ct_from_data(v, CT_SHAPE(3), NULL);        // i64
+ *   ct_from_data(v, CT_SHAPE(3), &(ct_tensor_opts){.device = gpu}); // i64 too
+ *   ct_from_data(v, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_F64}); // CT_ERR_DTYPE
+ * Pointers to float, double, int8_t, uint8_t, int16_t, int32_t, int64_t and
+ * bool (const or not) are recognized; with them opts->dtype must be that
+ * dtype or CT_F32 (the zero value, meaning "the data's"). A void pointer (or
+ * another type, such as uint16_t holding f16 bits) keeps opts->dtype. As the
+ * first argument of a macro, a compound literal with commas needs its own
+ * parentheses: ct_from_data(((int64_t[]){1, 2}), CT_SHAPE(2), NULL). */
 CT_API ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim,
                                const ct_tensor_opts *opts);
+/* ct_from_data with the data's dtype given (-1: unknown, opts->dtype). */
+CT_API ct_tensor *ct_from_data_typed(const void *data, int data_dtype, const int64_t *shape,
+                                     int ndim, const ct_tensor_opts *opts);
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+/* The dtype of the elements a pointer points to, -1 when its type doesn't say. */
+#define CT_DTYPE_OF_POINTER(p) \
+  _Generic((p), float *: CT_F32, const float *: CT_F32, double *: CT_F64,                      \
+           const double *: CT_F64, int8_t *: CT_I8, const int8_t *: CT_I8, uint8_t *: CT_U8,     \
+           const uint8_t *: CT_U8, int16_t *: CT_I16, const int16_t *: CT_I16, int32_t *: CT_I32, \
+           const int32_t *: CT_I32, int64_t *: CT_I64, const int64_t *: CT_I64, bool *: CT_BOOL, \
+           const bool *: CT_BOOL, default: -1)
+#define ct_from_data(data, ...) ct_from_data_typed((data), CT_DTYPE_OF_POINTER(data), __VA_ARGS__)
+#endif
 /* *_like: same shape; dtype and device of `t` unless opts is given. */
 CT_API ct_tensor *ct_empty_like(const ct_tensor *t, const ct_tensor_opts *opts);
 CT_API ct_tensor *ct_zeros_like(const ct_tensor *t, const ct_tensor_opts *opts);

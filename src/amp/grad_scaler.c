@@ -42,7 +42,7 @@ ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_opts *opts) {
   if (o.growth_interval < 0)
     return ct__fail(CT_ERR_ARG, "grad_scaler: growth_interval must be positive, got %lld",
                     (long long)o.growth_interval);
-  ct_grad_scaler *s = calloc(1, sizeof *s);
+  ct_grad_scaler *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "grad_scaler: out of host memory");
   s->o = o;
   s->scale = o.disabled ? 1.0 : o.init_scale;
@@ -105,9 +105,9 @@ static ct_status unscale_device(ct_tensor **grads, int n, double inv_scale, bool
  * or NaN, one device at a time. */
 static ct_status unscale_grads(ct_grad_scaler *s, ct_optimizer *opt, bool *found_inf) {
   int n = ct_optimizer_parameters(opt, NULL, 0);
-  ct_tensor **params = calloc((size_t)(n ? n : 1), sizeof *params);
-  ct_tensor **grads = calloc((size_t)(n ? n : 1), sizeof *grads);
-  ct_tensor **group = calloc((size_t)(n ? n : 1), sizeof *group);
+  ct_tensor **params = ct__calloc((size_t)(n ? n : 1), sizeof *params);
+  ct_tensor **grads = ct__calloc((size_t)(n ? n : 1), sizeof *grads);
+  ct_tensor **group = ct__calloc((size_t)(n ? n : 1), sizeof *group);
   if (!params || !grads || !group) {
     free(params);
     free(grads);

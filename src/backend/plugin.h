@@ -40,6 +40,11 @@ typedef struct ct_plugin_host {
   void (*assert_fail)(const char *file, int line, const char *expr);
   const ct_backend *(*backend)(ct_device_type type);
   void (*store_from_double)(void *p, ct_dtype dtype, double v);
+  /* The core's allocation hook (core/alloc.h), so that a plugin's host
+   * allocations are counted and failed with the core's. */
+  void *(*malloc)(size_t nbytes);
+  void *(*calloc)(size_t count, size_t size);
+  void *(*realloc)(void *p, size_t nbytes);
   /* The MPI engine's broadcast (NCCL sends its unique id with it). */
   ct_status (*mpi_broadcast)(const char *op, void *buf, int64_t nbytes, int root);
 } ct_plugin_host;

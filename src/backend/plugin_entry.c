@@ -52,6 +52,12 @@ void ct__store_from_double(void *p, ct_dtype dtype, double v) {
   host->store_from_double(p, dtype, v);
 }
 
+void *ct__malloc(size_t nbytes) { return host->malloc(nbytes); }
+
+void *ct__calloc(size_t count, size_t size) { return host->calloc(count, size); }
+
+void *ct__realloc(void *p, size_t nbytes) { return host->realloc(p, nbytes); }
+
 ct_status ct__mpi_broadcast(const char *op, void *buf, int64_t nbytes, int root) {
   return host->mpi_broadcast(op, buf, nbytes, root);
 }

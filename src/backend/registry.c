@@ -119,6 +119,9 @@ static const ct_plugin_host host = {
     .assert_fail = ct__assert_fail,
     .backend = ct__backend,
     .store_from_double = ct__store_from_double,
+    .malloc = ct__malloc,
+    .calloc = ct__calloc,
+    .realloc = ct__realloc,
     .mpi_broadcast = ct__mpi_broadcast,
 };
 

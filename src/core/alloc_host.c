@@ -55,7 +55,7 @@ static void read_settings(void) {
 }
 
 void *ct__host_alloc(size_t nbytes) {
-  if (nbytes < CT_HOST_CACHE_MIN) return malloc(nbytes ? nbytes : 1);
+  if (nbytes < CT_HOST_CACHE_MIN) return ct__malloc(nbytes ? nbytes : 1);
   size_t rounded;
   int c = size_class(nbytes, &rounded);
   pthread_mutex_lock(&cache.lock);
@@ -71,11 +71,11 @@ void *ct__host_alloc(size_t nbytes) {
   if (cache.live_bytes > cache.peak_bytes) cache.peak_bytes = cache.live_bytes;
   pthread_mutex_unlock(&cache.lock);
   if (b) return b;
-  void *p = aligned_alloc(CT_HOST_ALIGN, rounded);
+  void *p = ct__aligned_alloc(CT_HOST_ALIGN, rounded);
   if (!p) {
     /* Give the cache back to the system and try once more. */
     ct__host_empty_cache();
-    p = aligned_alloc(CT_HOST_ALIGN, rounded);
+    p = ct__aligned_alloc(CT_HOST_ALIGN, rounded);
   }
   if (!p) {
     pthread_mutex_lock(&cache.lock);

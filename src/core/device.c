@@ -18,9 +18,12 @@ const char *ct_device_name(ct_device d) {
   static _Thread_local char bufs[4][CT_DEVICE_NAME_MAX];
   static _Thread_local int next;
   char *b = bufs[next++ & 3];
-  if (d.type == CT_DEVICE_CPU) snprintf(b, CT_DEVICE_NAME_MAX, "cpu");
-  else if (d.type == CT_DEVICE_CUDA) snprintf(b, CT_DEVICE_NAME_MAX, "cuda:%d", d.index);
-  else snprintf(b, CT_DEVICE_NAME_MAX, "device?%d", d.type);
+  if (d.type == CT_DEVICE_CPU)
+    snprintf(b, CT_DEVICE_NAME_MAX, "cpu");
+  else if (d.type == CT_DEVICE_CUDA)
+    snprintf(b, CT_DEVICE_NAME_MAX, "cuda:%d", d.index);
+  else
+    snprintf(b, CT_DEVICE_NAME_MAX, "device?%d", d.type);
   return b;
 }
 
@@ -40,9 +43,8 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
                                name);
       index = (int)v;
     } else {
-      return ct__fail_status(CT_ERR_DEVICE,
-                             "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)",
-                             name);
+      return ct__fail_status(
+          CT_ERR_DEVICE, "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)", name);
     }
     int count = ct_cuda_device_count();
     if (count == 0 && !ct__backend(CT_DEVICE_CUDA))
@@ -52,8 +54,9 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
       return ct__fail_status(CT_ERR_UNAVAILABLE,
                              "device_parse: '%s' requested but no CUDA GPU is visible", name);
     if (index >= count)
-      return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but only %d GPU%s visible",
-                             name, count, count == 1 ? " is" : "s are");
+      return ct__fail_status(CT_ERR_UNAVAILABLE,
+                             "device_parse: '%s' requested but only %d GPU%s visible", name, count,
+                             count == 1 ? " is" : "s are");
     return *out = ct_cuda(index), CT_OK;
   }
   return ct__fail_status(CT_ERR_DEVICE,
@@ -64,6 +67,29 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
 static const ct_backend *cuda_backend(void) {
   const ct_backend *be = ct__backend(CT_DEVICE_CUDA);
   return be && be->device_count ? be : NULL;
+}
+
+bool ct__check_device(const char *op, ct_device d) {
+  if (d.type == CT_DEVICE_CPU) {
+    if (d.index == 0) return true;
+    ct__fail(CT_ERR_DEVICE, "%s: the CPU device has index 0 only, got cpu:%d", op, d.index);
+    return false;
+  }
+  if (d.type != CT_DEVICE_CUDA) {
+    ct__fail(CT_ERR_DEVICE, "%s: invalid device type %d (expected CT_DEVICE_CPU or CT_DEVICE_CUDA)",
+             op, d.type);
+    return false;
+  }
+  int count = ct_cuda_device_count();
+  if (d.index >= 0 && d.index < count) return true;
+  if (count == 0)
+    ct__fail(
+        CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but %s", op, d.index,
+        ct__backend(CT_DEVICE_CUDA) ? "no CUDA GPU is visible" : ct__backend_error(CT_DEVICE_CUDA));
+  else
+    ct__fail(CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but %d GPU%s visible", op, d.index, count,
+             count == 1 ? " is" : "s are");
+  return false;
 }
 
 /* The first GPU this build can run on (compute capability 8.0+), or -1. */
@@ -142,6 +168,7 @@ ct_status ct_cuda_runtime_version(int *version) {
 }
 
 ct_status ct_synchronize(ct_device device) {
+  if (!ct__check_device("synchronize", device)) return ct_last_error();
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be)
     return ct__fail_status(CT_ERR_UNAVAILABLE, "synchronize: no backend for %s: %s",
@@ -189,6 +216,7 @@ int ct_get_num_threads(void) { return ct__num_threads(); }
 
 ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out) {
   if (!out) return ct__fail_status(CT_ERR_ARG, "memory_stats: out is NULL");
+  if (!ct__check_device("memory_stats", device)) return ct_last_error();
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be || !be->memory_stats)
     return ct__fail_status(CT_ERR_UNAVAILABLE, "memory_stats: no backend for %s: %s",
@@ -197,6 +225,7 @@ ct_status ct_memory_stats_get(ct_device device, ct_memory_stats *out) {
 }
 
 ct_status ct_empty_cache(ct_device device) {
+  if (!ct__check_device("empty_cache", device)) return ct_last_error();
   const ct_backend *be = ct__backend((ct_device_type)device.type);
   if (!be || !be->empty_cache)
     return ct__fail_status(CT_ERR_UNAVAILABLE, "empty_cache: no backend for %s: %s",

@@ -41,7 +41,7 @@ bool ct_dtype_parse(const char *name, ct_dtype *out) {
       {"uint8", CT_U8},    {"int16", CT_I16},   {"short", CT_I16},   {"int32", CT_I32},
       {"int", CT_I32},     {"int64", CT_I64},   {"long", CT_I64},
   };
-  if (!name) return false;
+  if (!name || !out) return false;
   for (int d = 0; d < CT_DTYPE_COUNT; d++)
     if (strcmp(name, traits[d].name) == 0) return *out = (ct_dtype)d, true;
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
@@ -50,7 +50,9 @@ bool ct_dtype_parse(const char *name, ct_dtype *out) {
 }
 
 ct_dtype ct_promote_types(ct_dtype a, ct_dtype b) {
-  if (a == b) return a;
+  /* an invalid dtype promotes to the other (or stays): callers validate */
+  if (!valid(a)) return b;
+  if (!valid(b) || a == b) return a;
   const dtype_traits *ta = &traits[a], *tb = &traits[b];
   if (ta->is_floating || tb->is_floating) {
     if (ta->is_floating && tb->is_floating) {

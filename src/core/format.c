@@ -29,7 +29,7 @@ static void put(sbuf *b, const char *fmt, ...) {
   if (n < 0) return;
   if (b->len + (size_t)n + 1 > b->cap) {
     size_t cap = (b->cap ? 2 * b->cap : 256) + (size_t)n;
-    char *g = realloc(b->s, cap);
+    char *g = ct__realloc(b->s, cap);
     if (!g) {
       b->oom = true;
       return;
@@ -50,15 +50,27 @@ typedef struct printer {
   sbuf *out;
 } printer;
 
-static double value_at(const printer *p, const int64_t *idx) {
+/* An element: its value as a double (floats; the statistics of the modes)
+ * and, for integer dtypes, exactly (an i64 above 2^53 is not a double). */
+typedef struct element {
+  double v;
+  int64_t i;
+} element;
+
+static element value_at(const printer *p, const int64_t *idx) {
   int64_t off = 0;
   for (int d = 0; d < p->t->ndim; d++) off += idx[d] * p->t->strides[d];
-  return ct__load_as_double(p->base + off * (int64_t)ct__elsize(p->t->dtype), p->t->dtype);
+  const char *e = p->base + off * (int64_t)ct__elsize(p->t->dtype);
+  element r = {0, 0};
+  if (p->mode <= 1) r.i = ct__load_as_i64(e, p->t->dtype);
+  else r.v = ct__load_as_double(e, p->t->dtype);
+  return r;
 }
 
-static int format_value(const printer *p, double v, char *buf, size_t n) {
-  if (p->mode == 1) return snprintf(buf, n, "%s", v != 0 ? "True" : "False");
-  if (p->mode == 0) return snprintf(buf, n, "%lld", (long long)v);
+static int format_value(const printer *p, element x, char *buf, size_t n) {
+  double v = x.v;
+  if (p->mode == 1) return snprintf(buf, n, "%s", x.i != 0 ? "True" : "False");
+  if (p->mode == 0) return snprintf(buf, n, "%lld", (long long)x.i);
   if (isnan(v)) return snprintf(buf, n, "nan");
   if (isinf(v)) return snprintf(buf, n, v > 0 ? "inf" : "-inf");
   if (p->mode == 2) return snprintf(buf, n, "%.0f.", v);
@@ -67,7 +79,7 @@ static int format_value(const printer *p, double v, char *buf, size_t n) {
 }
 
 /* Visits the elements that will be printed (for widths and modes). */
-static void visit(const printer *p, int d, int64_t *idx, void (*fn)(const printer *, double, void *),
+static void visit(const printer *p, int d, int64_t *idx, void (*fn)(const printer *, element, void *),
                   void *ctx) {
   if (d == p->t->ndim) {
     fn(p, value_at(p, idx), ctx);
@@ -87,7 +99,9 @@ typedef struct stats {
   bool any;
 } stats;
 
-static void collect(const printer *p, double v, void *ctx) {
+static void collect(const printer *p, element x, void *ctx) {
+  (void)p;
+  double v = x.v;
   stats *s = ctx;
   if (!isfinite(v)) return;
   if (v != floor(v)) s->all_integral = false;
@@ -96,9 +110,9 @@ static void collect(const printer *p, double v, void *ctx) {
   if (a > 0 && (!s->any || a < s->min_abs)) s->min_abs = a, s->any = true;
 }
 
-static void measure(const printer *p, double v, void *ctx) {
+static void measure(const printer *p, element x, void *ctx) {
   char buf[64];
-  int w = format_value(p, v, buf, sizeof buf);
+  int w = format_value(p, x, buf, sizeof buf);
   if (w > *(int *)ctx) *(int *)ctx = w;
 }
 
@@ -151,6 +165,7 @@ char *ct_to_string(const ct_tensor *t) {
   } else if (!ct_dtype_is_floating(t->dtype)) {
     p.mode = 0;
   } else {
+    p.mode = 3; /* value_at reads doubles for the statistics */
     stats s = {.all_integral = true};
     if (cpu->numel) visit(&p, 0, idx, collect, &s);
     if (s.all_integral && s.max_abs < 1e8) p.mode = 2;
@@ -178,11 +193,12 @@ char *ct_to_string(const ct_tensor *t) {
 
 ct_status ct_fprint(FILE *f, const ct_tensor *t) {
   if (!t) return ct_last_error() ? ct_last_error() : ct__fail_status(CT_ERR_ARG, "print: tensor is NULL");
+  if (!f) return ct__fail_status(CT_ERR_ARG, "print: the FILE is NULL");
   char *s = ct_to_string(t);
   if (!s) return ct_last_error();
-  fprintf(f, "%s\n", s);
+  bool ok = fprintf(f, "%s\n", s) >= 0;
   free(s);
-  return CT_OK;
+  return ok ? CT_OK : ct__fail_status(CT_ERR_IO, "print: writing the text failed");
 }
 
 ct_status ct_print(const ct_tensor *t) { return ct_fprint(stdout, t); }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ctensor.h"
 
 #if defined(__GNUC__)
@@ -124,7 +125,8 @@ ct_status ct__make_leaf_requires_grad(ct_tensor *t);
 
 /* ---- Shapes --------------------------------------------------------------- */
 
-/* Product of shape with overflow check; -1 on overflow. */
+/* Product of shape; -1 for a negative size or when the product of the
+ * nonzero sizes overflows int64 (also when another size is 0). */
 int64_t ct__shape_numel(const int64_t *shape, int ndim);
 /* Contiguous (row-major) strides in elements. */
 void ct__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
@@ -147,6 +149,10 @@ bool ct__has_internal_overlap(const ct_tensor *t);
 
 /* ---- Checks used by ops ------------------------------------------------- */
 
+/* A device a caller named: cpu (index 0) or a visible GPU; else
+ * CT_ERR_DEVICE (an invalid type or CPU index) or CT_ERR_UNAVAILABLE (no such
+ * GPU, or no CUDA in this build) naming op. */
+bool ct__check_device(const char *op, ct_device device);
 /* All non-NULL tensors on one device, else CT_ERR_DEVICE naming op and both devices. */
 bool ct__check_same_device(const char *op, const ct_tensor *a, const ct_tensor *b);
 
@@ -156,6 +162,14 @@ bool ct__check_same_device(const char *op, const ct_tensor *a, const ct_tensor *
  * (float-to-integer saturates; nan gives 0). Not for hot loops. */
 double ct__load_as_double(const void *p, ct_dtype dtype);
 void ct__store_from_double(void *p, ct_dtype dtype, double v);
+/* One element of an integer or bool dtype at p, exactly (i64 beyond 2^53). */
+int64_t ct__load_as_i64(const void *p, ct_dtype dtype);
+/* Whether v converts to dtype without overflow, as PyTorch's fills check
+ * (full, fill_, masked_fill, clamp bounds...): nan and infinities only for
+ * floating dtypes (and bool), integer ranges for integers. ct__check_...
+ * records CT_ERR_ARG naming op, the value and the dtype. */
+bool ct__scalar_fits(double v, ct_dtype dtype);
+bool ct__check_scalar_fits(const char *op, double v, ct_dtype dtype);
 
 /* ---- Threads -------------------------------------------------------------- */
 

@@ -12,30 +12,60 @@ typedef struct scope {
   int64_t count, capacity;
 } scope;
 
-static _Thread_local scope *tls_scopes;  /* stack; [0] is depth 1 */
+/* The first levels live in a fixed thread-local array, so that opening a scope
+ * at depth <= STATIC_SCOPES never allocates: a failed ct_scope_begin always has
+ * a real scope around it to collect its tensors (see ghost_depth). */
+#define STATIC_SCOPES 8
+static _Thread_local scope tls_static[STATIC_SCOPES];
+static _Thread_local scope *tls_scopes = NULL; /* stack; [0] is depth 1 */
 static _Thread_local int tls_depth;
 static _Thread_local int tls_capacity;
+/* Scopes opened while the stack could not grow (out of memory), and every
+ * scope opened inside them: their tensors go to the innermost real scope,
+ * which releases them at its own end; ct_scope_end closes these first. */
+static _Thread_local int ghost_depth;
 
-void ct_scope_begin(void) {
-  if (tls_depth == tls_capacity) {
-    int cap = tls_capacity ? 2 * tls_capacity : 8;
-    scope *grown = realloc(tls_scopes, (size_t)cap * sizeof *grown);
-    CT_ASSERT(grown != NULL);
-    for (int i = tls_capacity; i < cap; i++) grown[i] = (scope){0};
-    tls_scopes = grown;
-    tls_capacity = cap;
+ct_status ct_scope_begin(void) {
+  if (!tls_scopes) {
+    tls_scopes = tls_static;
+    tls_capacity = STATIC_SCOPES;
+  }
+  if (ghost_depth == 0 && tls_depth == tls_capacity) {
+    int cap = 2 * tls_capacity;
+    scope *grown = tls_scopes == tls_static
+                       ? ct__malloc_array((size_t)cap, sizeof *grown)
+                       : ct__realloc_array(tls_scopes, (size_t)cap, sizeof *grown);
+    if (grown) {
+      if (tls_scopes == tls_static) memcpy(grown, tls_static, sizeof tls_static);
+      for (int i = tls_capacity; i < cap; i++) grown[i] = (scope){0};
+      tls_scopes = grown;
+      tls_capacity = cap;
+    }
+  }
+  if (ghost_depth > 0 || tls_depth == tls_capacity) {
+    ghost_depth++;
+    return ct__fail_status(CT_ERR_OOM,
+                           "scope_begin: out of host memory opening scope %d; its tensors are "
+                           "released at the end of the enclosing scope",
+                           tls_depth + ghost_depth);
   }
   tls_scopes[tls_depth++].count = 0;
+  return CT_OK;
+}
+
+/* Room for one more item in s. */
+static bool reserve(scope *s) {
+  if (s->count < s->capacity) return true;
+  int64_t cap = s->capacity ? 2 * s->capacity : 64;
+  ct_tensor **grown = ct__realloc_array(s->items, (size_t)cap, sizeof *grown);
+  if (!grown) return false;
+  s->items = grown;
+  s->capacity = cap;
+  return true;
 }
 
 static bool push(scope *s, ct_tensor *t, int depth) {
-  if (s->count == s->capacity) {
-    int64_t cap = s->capacity ? 2 * s->capacity : 64;
-    ct_tensor **grown = realloc(s->items, (size_t)cap * sizeof *grown);
-    if (!grown) return false;
-    s->items = grown;
-    s->capacity = cap;
-  }
+  if (!reserve(s)) return false;
   t->scope_depth = depth;
   t->scope_slot = s->count;
   s->items[s->count++] = t;
@@ -43,6 +73,10 @@ static bool push(scope *s, ct_tensor *t, int depth) {
 }
 
 void ct_scope_end(void) {
+  if (ghost_depth > 0) {
+    ghost_depth--;
+    return;
+  }
   if (tls_depth == 0) return; /* unbalanced end: nothing to release */
   scope *s = &tls_scopes[tls_depth - 1];
   /* Release in reverse creation order: later tensors may hold earlier ones. */
@@ -88,10 +122,14 @@ static void unlink_from_scope(ct_tensor *t) {
 }
 
 ct_tensor *ct_keep(ct_tensor *t) {
-  if (!t || t->scope_depth == 0 || t->scope_depth != tls_depth) return t;
+  /* Inside a scope that could not be opened, the enclosing scope is the real
+   * one that holds t already. */
+  if (!t || ghost_depth > 0 || t->scope_depth == 0 || t->scope_depth != tls_depth) return t;
+  /* Room first: on failure t stays in this scope (released at its end). */
+  if (tls_depth > 1 && !reserve(&tls_scopes[tls_depth - 2]))
+    return ct__fail(CT_ERR_OOM, "keep: out of host memory growing the enclosing scope's list");
   unlink_from_scope(t);
-  if (tls_depth > 1 && !push(&tls_scopes[tls_depth - 2], t, tls_depth - 1))
-    return ct__fail(CT_ERR_OOM, "out of host memory growing the scope list");
+  if (tls_depth > 1) push(&tls_scopes[tls_depth - 2], t, tls_depth - 1);
   return t;
 }
 

@@ -4,15 +4,19 @@
 #include "core/internal.h"
 
 int64_t ct__shape_numel(const int64_t *shape, int ndim) {
+  /* The product of the nonzero sizes must fit too, even when a size is 0:
+   * strides are products of sizes, and a (2^62, 2^62, 0) tensor's would
+   * overflow (torch refuses it as well). */
   int64_t n = 1;
+  bool zero = false;
   for (int d = 0; d < ndim; d++) {
     if (shape[d] < 0) return -1;
-    if (shape[d] == 0) return 0;
+    if (shape[d] == 0)
+      zero = true;
+    else if (__builtin_mul_overflow(n, shape[d], &n))
+      return -1;
   }
-  for (int d = 0; d < ndim; d++) {
-    if (__builtin_mul_overflow(n, shape[d], &n)) return -1;
-  }
-  return n;
+  return zero ? 0 : n;
 }
 
 void ct__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides) {
@@ -52,8 +56,12 @@ bool ct__check_shape(const char *op, const int64_t *shape, int ndim) {
     if (shape[d] < 0)
       return ct__fail(CT_ERR_SHAPE, "%s: negative size %lld in dim %d", op, (long long)shape[d], d),
              false;
-  if (ct__shape_numel(shape, ndim) < 0)
-    return ct__fail(CT_ERR_SHAPE, "%s: the number of elements overflows 64 bits", op), false;
+  if (ct__shape_numel(shape, ndim) < 0) {
+    char buf[CT_SHAPE_STR_MAX];
+    return ct__fail(CT_ERR_SHAPE, "%s: shape %s: the product of its sizes overflows 64 bits", op,
+                    ct_shape_format(shape, ndim, buf, sizeof buf)),
+           false;
+  }
   return true;
 }
 
@@ -86,7 +94,10 @@ char *ct__shape_str(const ct_tensor *t, char *buf, size_t size) {
   return ct_shape_format(t->shape, t->ndim, buf, size);
 }
 
+/* An empty tensor has no elements to share memory (torch writes into an
+ * empty expanded view too). */
 bool ct__has_internal_overlap(const ct_tensor *t) {
+  if (t->numel == 0) return false;
   for (int d = 0; d < t->ndim; d++)
     if (t->strides[d] == 0 && t->shape[d] > 1) return true;
   return false;

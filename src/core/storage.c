@@ -28,13 +28,13 @@ ct_storage *ct__storage_new(ct_device device, size_t nbytes, bool pinned) {
                     ct_device_name(device), ct__backend_error((ct_device_type)device.type));
   ct_storage *s;
   if (device.type == CT_DEVICE_CPU && !pinned && nbytes <= INLINE_BYTES) {
-    inline_storage *is = malloc(sizeof *is);
+    inline_storage *is = ct__malloc(sizeof *is);
     if (!is) return ct__fail(CT_ERR_OOM, "out of host memory allocating %zu bytes", sizeof *is);
     s = &is->s;
     s->data = is->data;
     s->flags = 0;
   } else {
-    s = malloc(sizeof *s);
+    s = ct__malloc(sizeof *s);
     if (!s) return ct__fail(CT_ERR_OOM, "out of host memory allocating %zu bytes", sizeof *s);
     s->data = be->alloc(pinned ? -1 : device.index, nbytes, pinned);
     if (!s->data) {

@@ -13,7 +13,7 @@ typedef struct external_storage {
 
 ct_storage *ct__storage_external(ct_device device, void *data, size_t nbytes,
                                  void (*release)(void *ctx), void *ctx) {
-  external_storage *es = malloc(sizeof *es);
+  external_storage *es = ct__malloc(sizeof *es);
   if (!es) return ct__fail(CT_ERR_OOM, "out of host memory allocating %zu bytes", sizeof *es);
   atomic_init(&es->s.refcount, 1);
   atomic_init(&es->s.version, 0);

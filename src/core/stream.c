@@ -23,6 +23,7 @@ struct ct_event {
 static _Thread_local ct_stream *tls_current[2][64]; /* [type][index] */
 
 static const ct_backend *backend_for(const char *op, ct_device d) {
+  if (!ct__check_device(op, d)) return NULL;
   const ct_backend *be = ct__backend((ct_device_type)d.type);
   if (!be)
     ct__fail(CT_ERR_UNAVAILABLE, "%s: no backend for %s: %s", op, ct_device_name(d),
@@ -33,7 +34,7 @@ static const ct_backend *backend_for(const char *op, ct_device d) {
 ct_stream *ct_stream_new(ct_device device) {
   const ct_backend *be = backend_for("stream_new", device);
   if (!be) return NULL;
-  ct_stream *s = calloc(1, sizeof *s);
+  ct_stream *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "stream_new: out of host memory");
   s->device = device;
   if (be->stream_new && !(s->native = be->stream_new(device.index))) {
@@ -87,7 +88,7 @@ static double now_ms(void) {
 ct_event *ct_event_new(ct_device device, bool enable_timing) {
   const ct_backend *be = backend_for("event_new", device);
   if (!be) return NULL;
-  ct_event *e = calloc(1, sizeof *e);
+  ct_event *e = ct__calloc(1, sizeof *e);
   if (!e) return ct__fail(CT_ERR_OOM, "event_new: out of host memory");
   e->device = device;
   e->timing = enable_timing;

@@ -7,7 +7,7 @@
 void (*ct__autograd_meta_free)(struct ct_autograd_meta *meta) = NULL;
 
 static ct_tensor *tensor_alloc(void) {
-  ct_tensor *t = malloc(sizeof *t);
+  ct_tensor *t = ct__malloc(sizeof *t);
   if (!t) return ct__fail(CT_ERR_OOM, "out of host memory allocating a tensor handle");
   atomic_init(&t->refcount, 1);
   t->autograd = NULL;

@@ -37,7 +37,7 @@ ct_status ct__cifar_read_batch(const char *path, int64_t records, uint8_t *pixel
                              name);
     return ct__fail_status(CT_ERR_IO, "cifar10_open: cannot open %s: %s", name, strerror(errno));
   }
-  uint8_t *block = malloc((size_t)RECORD * BLOCK);
+  uint8_t *block = ct__malloc((size_t)RECORD * BLOCK);
   ct_status st = CT_OK;
   struct stat sb;
   if (!block) {
@@ -82,9 +82,9 @@ ct_dataset *ct_cifar10_open(const char *dir, bool train, const ct_transform_opts
   const int nfiles = train ? 5 : 1;
   ct__image_store s = {.n = (int64_t)nfiles * PER_FILE, .c = 3, .h = 32, .w = 32};
   size_t path_len = strlen(dir) + 32;
-  char *path = malloc(path_len);
-  s.pixels = malloc((size_t)s.n * PIXELS);
-  s.labels = malloc((size_t)s.n);
+  char *path = ct__malloc(path_len);
+  s.pixels = ct__malloc((size_t)s.n * PIXELS);
+  s.labels = ct__malloc((size_t)s.n);
   ct_dataset *d = NULL;
   if (!path || !s.pixels || !s.labels) {
     ct__fail(CT_ERR_OOM, "cifar10_open: out of host memory");

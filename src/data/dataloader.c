@@ -183,7 +183,7 @@ static void build_batch(ct_dataloader *dl, int64_t b, slot *out) {
     out->inputs = out->targets = NULL;
     out->status = st;
     const char *msg = ct_last_error() == st ? ct_last_error_message() : "";
-    out->message = strdup(*msg ? msg : "dataloader: a batch failed without a message");
+    out->message = ct__strdup(*msg ? msg : "dataloader: a batch failed without a message");
   }
 }
 
@@ -264,7 +264,7 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
     return ct__fail(CT_ERR_ARG, "dataloader_new: the dataset's length is %lld", (long long)full_n);
   /* this shard's samples: padded up, or with drop_last cut down, to N / W */
   int64_t n = shards == 1 ? full_n : o.drop_last ? full_n / shards : (full_n + shards - 1) / shards;
-  ct_dataloader *dl = calloc(1, sizeof *dl);
+  ct_dataloader *dl = ct__calloc(1, sizeof *dl);
   if (!dl) return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
   dl->ds = d;
   dl->n = n;
@@ -295,16 +295,16 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   if (d->fast) d->fast->sample_meta(d->self, &dl->meta);
   dl->num_workers = o.num_workers;
   dl->capacity = (int64_t)(o.prefetch ? o.prefetch : 2) * (o.num_workers ? o.num_workers : 1);
-  dl->perm = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  dl->perm = ct__malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   dl->gen = ct_generator_new(o.seed);
-  dl->ring = calloc((size_t)dl->capacity, sizeof *dl->ring);
-  if (shards > 1) dl->full = malloc(sizeof(int64_t) * (size_t)(full_n ? full_n : 1));
+  dl->ring = ct__calloc((size_t)dl->capacity, sizeof *dl->ring);
+  if (shards > 1) dl->full = ct__malloc(sizeof(int64_t) * (size_t)(full_n ? full_n : 1));
   if (!dl->perm || !dl->gen || !dl->ring || (shards > 1 && !dl->full)) {
     ct_dataloader_free(dl);
     return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
   }
   if (o.num_workers > 0) {
-    dl->threads = calloc((size_t)o.num_workers, sizeof *dl->threads);
+    dl->threads = ct__calloc((size_t)o.num_workers, sizeof *dl->threads);
     if (!dl->threads) {
       ct_dataloader_free(dl);
       return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
@@ -446,7 +446,7 @@ static ct_status next_on_device(ct_dataloader *dl, ct_batch *out) {
     later = ct__device_stage_put(dl->stage, next.inputs, next.targets, next.index);
   if (later != CT_OK) {
     dl->pending = later;
-    dl->pending_message = strdup(ct_last_error_message());
+    dl->pending_message = ct__strdup(ct_last_error_message());
     ct_clear_error();
   }
   out->wait_seconds = now_seconds() - t0;

@@ -10,7 +10,7 @@
 
 ct_dataset *ct__dataset_new_fast(const ct_dataset_vtable *vt, const ct__batch_ops *fast,
                                  void *self) {
-  ct_dataset *d = malloc(sizeof *d);
+  ct_dataset *d = ct__malloc(sizeof *d);
   if (!d) {
     if (vt->destroy) vt->destroy(self);
     return ct__fail(CT_ERR_OOM, "dataset_new: out of host memory");
@@ -157,7 +157,7 @@ ct_dataset *ct_tensor_dataset_new(ct_tensor *inputs, ct_tensor *targets) {
   if (!ct__is_cpu(inputs) || !ct__is_cpu(targets))
     return ct__fail(CT_ERR_DEVICE, "tensor_dataset_new: inputs (%s) and targets (%s) must be on the cpu",
                     ct_device_name(ct__device(inputs)), ct_device_name(ct__device(targets)));
-  tensor_ds *s = malloc(sizeof *s);
+  tensor_ds *s = ct__malloc(sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "tensor_dataset_new: out of host memory");
   s->inputs = ct__retain(inputs);
   s->targets = ct__retain(targets);
@@ -223,7 +223,7 @@ static const ct_dataset_vtable image_ds_vtable = {
 static const ct__batch_ops image_ds_ops = {.sample_meta = image_ds_meta, .fill = image_ds_fill};
 
 ct_dataset *ct__image_dataset_new(const ct__image_store *store) {
-  image_ds *s = malloc(sizeof *s);
+  image_ds *s = ct__malloc(sizeof *s);
   if (!s) {
     free(store->pixels);
     free(store->labels);

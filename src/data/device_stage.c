@@ -37,7 +37,7 @@ struct ct__device_stage {
 };
 
 ct__device_stage *ct__device_stage_new(ct_device device) {
-  ct__device_stage *s = calloc(1, sizeof *s);
+  ct__device_stage *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "dataloader: out of host memory");
   s->device = device;
   s->copy_stream = ct_stream_new(device);

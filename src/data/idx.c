@@ -148,7 +148,7 @@ ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint
    * the end of the file before it gets memory. */
   const size_t first = (size_t)4 << 20;
   size_t need = out->data_bytes, cap = need < first ? need : first, have = 0;
-  uint8_t *buf = malloc(cap ? cap : 1);
+  uint8_t *buf = ct__malloc(cap ? cap : 1);
   if (!buf) {
     gzclose(f);
     return ct__fail_status(CT_ERR_OOM, "%s: out of host memory for %zu bytes", name, cap);
@@ -159,7 +159,7 @@ ct_status ct__idx_read_file(const char *path, uint32_t magic, ct__idx *out, uint
     have += (size_t)r;
     if (have < cap || cap == need) break;
     size_t grown = cap > need / 2 ? need : 2 * cap;
-    uint8_t *nb = realloc(buf, grown);
+    uint8_t *nb = ct__realloc(buf, grown);
     if (!nb) {
       ct__fail(CT_ERR_OOM, "%s: out of host memory for %zu bytes", name, grown);
       goto fail;
@@ -205,7 +205,7 @@ enum { MNIST_CLASSES = 10 };
 /* dir/base.gz if it exists, else dir/base (which may not exist either). */
 static char *find_file(const char *dir, const char *base) {
   size_t n = strlen(dir) + strlen(base) + 8;
-  char *p = malloc(n);
+  char *p = ct__malloc(n);
   if (!p) return ct__fail(CT_ERR_OOM, "mnist_open: out of host memory");
   struct stat st;
   snprintf(p, n, "%s/%s.gz", dir, base);

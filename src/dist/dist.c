@@ -96,7 +96,7 @@ ct_status ct_dist_init(const ct_dist_opts *opts) {
   }
   if (st == CT_OK && backend == CT_DIST_BACKEND_NCCL) st = ct__nccl_init(rank, world, dev);
   if (st != CT_OK) {
-    char *msg = strdup(ct_last_error_message());
+    char *msg = ct__strdup(ct_last_error_message());
     ct__mpi_finalize(owns);
     st = ct__fail_status(st, "%s", msg ? msg : "dist_init failed");
     free(msg);
@@ -268,7 +268,7 @@ static ct_status reduce_bucket(const char *op, ct_tensor *const *ts, int n, ct_d
   if (n == 1) return all_reduce_nograd(op, ts[0], rop);
   ct_tensor *flat =
       ct_empty(&total, 1, &(ct_tensor_opts){.dtype = ts[0]->dtype, .device = ct__device(ts[0])});
-  ct_tensor **views = calloc((size_t)n, sizeof *views);
+  ct_tensor **views = ct__calloc((size_t)n, sizeof *views);
   ct_status st = flat && views ? CT_OK
                  : flat        ? ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op)
                                : ct_last_error();
@@ -303,8 +303,8 @@ ct_status ct_dist_all_reduce_coalesced_(ct_tensor *const *tensors, int n, ct_dis
     if (tensors[i] && (st = check_tensor(op, tensors[i])) == CT_OK)
       st = check_reduce(op, tensors[i], rop);
   if (st != CT_OK) return st;
-  ct_tensor **group = malloc(sizeof *group * (size_t)(n ? n : 1));
-  bool *done = calloc((size_t)(n ? n : 1), 1);
+  ct_tensor **group = ct__malloc(sizeof *group * (size_t)(n ? n : 1));
+  bool *done = ct__calloc((size_t)(n ? n : 1), 1);
   if (!group || !done) st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
   ct_no_grad_begin();
   /* Buckets in order of first appearance: the same on every rank. */
@@ -344,7 +344,7 @@ static ct_status agree(const char *op, const char *what, int64_t *vals, int n, i
                            op, what, (long long)cmin, (long long)cmax, g.rank, n);
   if (n == 0) return CT_OK;
   size_t sz = sizeof(int64_t) * (size_t)n * (size_t)k;
-  int64_t *mx = malloc(sz), *mn = malloc(sz);
+  int64_t *mx = ct__malloc(sz), *mn = ct__malloc(sz);
   st = mx && mn ? ct__mpi_max_min_i64(op, vals, mx, mn, n * k)
                 : ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
   for (int i = 0; i < n && st == CT_OK; i++)
@@ -372,12 +372,12 @@ ct_status ct_dist_broadcast_module_(ct_module *m, int root) {
   if (st != CT_OK) return st;
   if (!m) return ct__fail_status(CT_ERR_ARG, "%s: module is NULL", op);
   int n = ct_module_state(m, NULL, NULL, 0);
-  ct_tensor **ts = calloc((size_t)(n ? n : 1), sizeof *ts);
-  const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
-  int64_t *vals = malloc(sizeof(int64_t) * 2 * (size_t)(n ? n : 1));
+  ct_tensor **ts = ct__calloc((size_t)(n ? n : 1), sizeof *ts);
+  const char **names = ct__calloc((size_t)(n ? n : 1), sizeof *names);
+  int64_t *vals = ct__malloc(sizeof(int64_t) * 2 * (size_t)(n ? n : 1));
   if (!ts || !names || !vals) st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
+  if (st == CT_OK && ct_module_state(m, ts, names, n) != n) st = ct_last_error();
   if (st == CT_OK) {
-    ct_module_state(m, ts, names, n);
     for (int i = 0; i < n; i++) {
       vals[2 * i] = ts[i]->numel;
       vals[2 * i + 1] = ts[i]->dtype;
@@ -401,14 +401,14 @@ ct_status ct_dist_average_gradients(ct_module *m) {
   if (st != CT_OK) return st;
   if (!m) return ct__fail_status(CT_ERR_ARG, "%s: module is NULL", op);
   int n = ct_module_parameters(m, NULL, NULL, 0);
-  ct_tensor **ps = calloc((size_t)(n ? n : 1), sizeof *ps);
-  ct_tensor **grads = calloc((size_t)(n ? n : 1), sizeof *grads);
-  const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
-  int64_t *vals = malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
+  ct_tensor **ps = ct__calloc((size_t)(n ? n : 1), sizeof *ps);
+  ct_tensor **grads = ct__calloc((size_t)(n ? n : 1), sizeof *grads);
+  const char **names = ct__calloc((size_t)(n ? n : 1), sizeof *names);
+  int64_t *vals = ct__malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
   if (!ps || !grads || !names || !vals)
     st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", op);
+  if (st == CT_OK && ct_module_parameters(m, ps, names, n) != n) st = ct_last_error();
   if (st == CT_OK) {
-    ct_module_parameters(m, ps, names, n);
     for (int i = 0; i < n; i++) {
       vals[3 * i] = ps[i]->numel;
       vals[3 * i + 1] = ps[i]->dtype;

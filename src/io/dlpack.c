@@ -269,7 +269,7 @@ static void fill_dltensor(DLTensor *dl, ct_tensor *held, int64_t *shape, int64_t
 
 DLManagedTensorVersioned *ct_to_dlpack_versioned(const ct_tensor *t, const ct_dlpack_opts *opts) {
   if (!t) return NULL;
-  export_versioned *e = calloc(1, sizeof *e);
+  export_versioned *e = ct__calloc(1, sizeof *e);
   if (!e) return ct__fail(CT_ERR_OOM, "to_dlpack: out of host memory");
   if (!(e->held = export_hold(t, opts))) {
     free(e);
@@ -285,7 +285,7 @@ DLManagedTensorVersioned *ct_to_dlpack_versioned(const ct_tensor *t, const ct_dl
 
 DLManagedTensor *ct_to_dlpack(const ct_tensor *t, const ct_dlpack_opts *opts) {
   if (!t) return NULL;
-  export_legacy *e = calloc(1, sizeof *e);
+  export_legacy *e = ct__calloc(1, sizeof *e);
   if (!e) return ct__fail(CT_ERR_OOM, "to_dlpack: out of host memory");
   if (!(e->held = export_hold(t, opts))) {
     free(e);

@@ -300,7 +300,7 @@ static ct_tensor *load(npy_src *s) {
   if (hlen > NPY_MAX_HEADER)
     return ct__fail(CT_ERR_FORMAT, "header length %u exceeds the %d-byte limit", hlen,
                     NPY_MAX_HEADER);
-  char *text = malloc(hlen ? hlen : 1);
+  char *text = ct__malloc(hlen ? hlen : 1);
   if (!text) return ct__fail(CT_ERR_OOM, "out of memory for a %u-byte header", hlen);
   got = src_read(s, text, hlen);
   if (s->io_error) {
@@ -445,7 +445,7 @@ ct_status ct_save_npy(const char *path, const ct_tensor *t) {
   if (ct__is_cpu(cc) && !(host_is_big_endian() && es > 1)) {
     data = ct__data(cc);
   } else {
-    owned = malloc(nbytes ? nbytes : 1);
+    owned = ct__malloc(nbytes ? nbytes : 1);
     ct_status st =
         !owned ? ct__fail_status(CT_ERR_OOM, "save_npy: out of host memory (%zu bytes)", nbytes)
         : ct__is_cpu(cc) ? (memcpy(owned, ct__data(cc), nbytes), CT_OK)

@@ -80,7 +80,7 @@ static ct_status load(const source *s, ct_tensor ***out_tensors, char ***out_nam
                            hsize > s->size - 8 ? "the file" : "the limit",
                            hsize > s->size - 8 ? (unsigned long long)(s->size - 8)
                                                : (unsigned long long)CT_SAFETENSORS_MAX_HEADER);
-  char *json = malloc(hsize ? hsize : 1);
+  char *json = ct__malloc(hsize ? hsize : 1);
   if (!json)
     return ct__fail_status(CT_ERR_OOM, "load_safetensors: %s: out of host memory", s->what);
   st = read_at(s, 8, json, hsize);
@@ -91,8 +91,8 @@ static ct_status load(const source *s, ct_tensor ***out_tensors, char ***out_nam
   if (st != CT_OK) return st;
 
   size_t cnt = (size_t)(h.n ? h.n : 1);
-  ct_tensor **tensors = calloc(cnt, sizeof *tensors);
-  char **names = calloc(cnt, sizeof *names);
+  ct_tensor **tensors = ct__calloc(cnt, sizeof *tensors);
+  char **names = ct__calloc(cnt, sizeof *names);
   if (!tensors || !names)
     st = ct__fail_status(CT_ERR_OOM, "load_safetensors: %s: out of host memory", s->what);
   for (int i = 0; i < h.n && st == CT_OK; i++) {
@@ -192,7 +192,7 @@ static void put(text *t, const char *s, size_t n) {
   if (t->len + n + 1 > t->cap) {
     size_t cap = t->cap ? t->cap : 256;
     while (cap < t->len + n + 1) cap *= 2;
-    char *p = realloc(t->s, cap);
+    char *p = ct__realloc(t->s, cap);
     if (!p) {
       t->oom = true;
       return;
@@ -294,7 +294,7 @@ static ct_status write_body(FILE *f, const text *h, ct_tensor *const *tensors, i
   for (int i = 0; i < n && st == CT_OK; i++) {
     size_t nbytes = ct_nbytes(tensors[i]);
     if (nbytes == 0) continue;
-    void *host = malloc(nbytes);
+    void *host = ct__malloc(nbytes);
     if (!host)
       return ct__fail_status(CT_ERR_OOM, "save_safetensors: out of host memory (%zu bytes)",
                              nbytes);
@@ -367,7 +367,7 @@ ct_status ct_save_safetensors(const char *path, ct_tensor *const *tensors, const
   text h = {0};
   st = build_header(&h, tensors, names, n);
   size_t tlen = strlen(path) + 32;
-  char *tmp = st == CT_OK ? malloc(tlen) : NULL;
+  char *tmp = st == CT_OK ? ct__malloc(tlen) : NULL;
   if (st == CT_OK && !tmp) st = ct__fail_status(CT_ERR_OOM, "save_safetensors: out of host memory");
   if (st == CT_OK) {
     /* The name ct_safetensors_remove_stale looks for. */

@@ -118,7 +118,7 @@ static char *parse_string(parser *p, const char *context) {
     fail(p, "unterminated string starting at byte %zu", start - 1);
     return NULL;
   }
-  char *out = malloc(end - start + 1);
+  char *out = ct__malloc(end - start + 1);
   if (!out) {
     p->failed = true;
     ct__fail(CT_ERR_OOM, "load_safetensors: %s: out of host memory parsing the header", p->what);
@@ -407,7 +407,7 @@ static ct_status check_layout(ct__st_header *h, uint64_t data_size, const char *
                              what, tn, (unsigned long long)e->begin, (unsigned long long)e->end,
                              (unsigned long long)data_size);
   }
-  ct__st_entry **order = malloc(sizeof *order * (size_t)(h->n ? h->n : 1));
+  ct__st_entry **order = ct__malloc(sizeof *order * (size_t)(h->n ? h->n : 1));
   if (!order) return ct__fail_status(CT_ERR_OOM, "load_safetensors: %s: out of host memory", what);
   for (int i = 0; i < h->n; i++) order[i] = &h->entries[i];
   ct_status st = CT_OK;
@@ -465,7 +465,7 @@ ct_status ct__st_parse_header(const char *json, size_t len, uint64_t data_size, 
       }
       if (out->n == cap) {
         int ncap = cap ? 2 * cap : 16;
-        ct__st_entry *grown = realloc(out->entries, sizeof *grown * (size_t)ncap);
+        ct__st_entry *grown = ct__realloc(out->entries, sizeof *grown * (size_t)ncap);
         if (!grown) {
           free(key);
           p.failed = true;

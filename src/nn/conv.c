@@ -36,17 +36,25 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     p.stride[i] = o.stride[0] || o.stride[1] ? o.stride[i] : 1;
     p.dilation[i] = o.dilation[0] || o.dilation[1] ? o.dilation[i] : 1;
     p.padding[i] = o.padding[i];
-    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0)
-      return ct__fail(CT_ERR_ARG, "conv2d: expected stride >= 1, dilation >= 1 and padding >= 0, got stride (%lld, %lld), dilation (%lld, %lld), padding (%lld, %lld)",
+    /* the upper bound keeps the kernels' index arithmetic (offsets of
+     * padding, strides and dilations) far from int64 overflow */
+    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || p.stride[i] > INT32_MAX ||
+        p.dilation[i] > INT32_MAX || p.padding[i] > INT32_MAX)
+      return ct__fail(CT_ERR_ARG,
+                      "conv2d: expected stride and dilation in [1, 2^31) and padding in [0, 2^31), "
+                      "got stride (%lld, %lld), dilation (%lld, %lld), padding (%lld, %lld)",
                       (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0],
                       (long long)p.dilation[1], (long long)o.padding[0], (long long)o.padding[1]);
   }
-  if (p.groups < 1) return ct__fail(CT_ERR_ARG, "conv2d: groups must be >= 1, got %lld", (long long)p.groups);
+  if (p.groups < 1 || p.groups > INT32_MAX)
+    return ct__fail(CT_ERR_ARG, "conv2d: groups must be in [1, 2^31), got %lld",
+                    (long long)p.groups);
   bool unbatched = x->ndim == 3;
   int64_t N = unbatched ? 1 : x->shape[0];
   const int64_t *chw = x->shape + (unbatched ? 0 : 1);
   int64_t Co = weight->shape[0], Cg = weight->shape[1];
-  if (chw[0] != Cg * p.groups)
+  int64_t channels;
+  if (__builtin_mul_overflow(Cg, p.groups, &channels) || chw[0] != channels)
     return ct__fail(CT_ERR_SHAPE, "conv2d: expected input with %lld channels (weight %s%s), got %lld",
                     (long long)(Cg * p.groups), ct__shape_str(weight, s1, sizeof s1),
                     p.groups > 1 ? ", groups" : "", (long long)chw[0]);
@@ -58,16 +66,20 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
                     ct__shape_str(bias, s1, sizeof s1));
   int64_t out[2];
   for (int i = 0; i < 2; i++) {
-    int64_t padded = chw[1 + i] + 2 * p.padding[i];
-    int64_t eff = p.dilation[i] * (weight->shape[2 + i] - 1) + 1;
-    if (eff > padded)
+    int64_t padded, eff;
+    if (__builtin_add_overflow(chw[1 + i], 2 * p.padding[i], &padded))
+      return ct__fail(CT_ERR_SHAPE, "conv2d: the padded input overflows 64 bits");
+    if (weight->shape[2 + i] < 1)
+      return ct__fail(CT_ERR_SHAPE, "conv2d: the kernel size must be nonzero, got weight %s",
+                      ct__shape_str(weight, s1, sizeof s1));
+    if (__builtin_mul_overflow(p.dilation[i], weight->shape[2 + i] - 1, &eff) || eff + 1 > padded)
       return ct__fail(CT_ERR_SHAPE,
-                      "conv2d: kernel size (%lld, %lld) (dilated: (%lld, %lld)) is larger than the padded input (%lld, %lld)",
+                      "conv2d: kernel size (%lld, %lld) with dilation (%lld, %lld) is larger than "
+                      "the padded input: (%lld, %lld) with padding (%lld, %lld)",
                       (long long)weight->shape[2], (long long)weight->shape[3],
-                      (long long)(p.dilation[0] * (weight->shape[2] - 1) + 1),
-                      (long long)(p.dilation[1] * (weight->shape[3] - 1) + 1),
-                      (long long)(chw[1] + 2 * p.padding[0]), (long long)(chw[2] + 2 * p.padding[1]));
-    out[i] = (padded - eff) / p.stride[i] + 1;
+                      (long long)p.dilation[0], (long long)p.dilation[1], (long long)chw[1],
+                      (long long)chw[2], (long long)p.padding[0], (long long)p.padding[1]);
+    out[i] = (padded - eff - 1) / p.stride[i] + 1;
   }
   (void)s2;
   const ct_backend *be = ct__backend_for(OP, x);

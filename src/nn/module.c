@@ -41,7 +41,7 @@ struct ct_module {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = ct__malloc(n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -51,7 +51,7 @@ static char *dup_str(const char *s) {
 static ct_module *module_new(const ct_module_vtable *vt, void *self, bool builtin) {
   if (!vt || !vt->forward)
     return ct__fail(CT_ERR_ARG, "module_new: the vtable %s", vt ? "has no forward" : "is NULL");
-  ct_module *m = calloc(1, sizeof *m);
+  ct_module *m = ct__calloc(1, sizeof *m);
   if (!m) return ct__fail(CT_ERR_OOM, "module_new: out of host memory");
   m->vt = vt;
   m->self = self;
@@ -133,7 +133,7 @@ static bool check_name(const char *what, const ct_module *m, const char *name) {
 static bool grow(void **items, int *cap, int count, size_t size) {
   if (count < *cap) return true;
   int n = *cap ? 2 * *cap : 4;
-  void *p = realloc(*items, (size_t)n * size);
+  void *p = ct__realloc(*items, (size_t)n * size);
   if (!p) return false;
   *items = p;
   *cap = n;
@@ -262,50 +262,58 @@ ct_tensor *ct_module_get(const ct_module *m, const char *full_name) {
 /* Visits tensors in PyTorch's order: a module's parameters, then (with
  * buffers) its buffers, then each child's, depth first. */
 typedef struct visit {
-  ct_tensor **tensors;
-  char **names; /* full names, malloc'd; NULL when only counting */
-  int max, count;
-  bool failed;
+  ct_tensor **tensors; /* filled up to max */
+  int max;
+  char **names; /* full names, malloc'd, up to names_cap; NULL when not wanted */
+  int names_cap;
+  int count;
+  bool failed; /* out of memory building a name */
 } visit;
 
+static char *join(const char *a, const char *b, const char *sep) {
+  size_t la = strlen(a), lb = strlen(b), ls = strlen(sep);
+  char *s = ct__malloc(la + lb + ls + 1);
+  if (s) {
+    memcpy(s, a, la);
+    memcpy(s + la, b, lb);
+    memcpy(s + la + lb, sep, ls + 1);
+  }
+  return s;
+}
+
 static void visit_add(visit *v, const char *prefix, const char *name, ct_tensor *t) {
-  if (v->names) {
-    size_t a = strlen(prefix), b = strlen(name);
-    char *full = malloc(a + b + 1);
-    if (!full) {
-      v->failed = true;
-    } else {
-      memcpy(full, prefix, a);
-      memcpy(full + a, name, b + 1);
-    }
-    v->names[v->count] = full;
+  if (v->names && v->count < v->names_cap && !v->failed) {
+    v->names[v->count] = join(prefix, name, "");
+    if (!v->names[v->count]) v->failed = true;
   }
   if (v->tensors && v->count < v->max) v->tensors[v->count] = t;
   v->count++;
 }
 
+/* Prefixes are built only when names are wanted, so counting never allocates. */
 static void walk(const ct_module *m, const char *prefix, bool buffers, visit *v) {
   for (int i = 0; i < m->n_params; i++) visit_add(v, prefix, m->params[i].name, m->params[i].t);
   if (buffers)
     for (int i = 0; i < m->n_buffers; i++) visit_add(v, prefix, m->buffers[i].name, m->buffers[i].t);
   for (int i = 0; i < m->n_children && !v->failed; i++) {
-    size_t a = strlen(prefix), b = strlen(m->children[i].name);
-    char *sub = malloc(a + b + 2);
-    if (!sub) {
+    char *sub = v->names ? join(prefix, m->children[i].name, ".") : NULL;
+    if (v->names && !sub) {
       v->failed = true;
       return;
     }
-    memcpy(sub, prefix, a);
-    memcpy(sub + a, m->children[i].name, b);
-    sub[a + b] = '.';
-    sub[a + b + 1] = '\0';
-    walk(m->children[i].m, sub, buffers, v);
-    free(sub);
+    walk(m->children[i].m, sub ? sub : "", buffers, v);
+    ct__free(sub);
   }
 }
 
+static void free_names(char **names, int n) {
+  for (int i = 0; i < n; i++) ct__free(names[i]);
+  ct__free(names);
+}
+
 /* Lists m's tensors; names (if wanted) point into m's cache. Returns the
- * total count, or -1 on out of memory (error recorded). */
+ * total count, or -1 on out of memory (error recorded; nothing written to
+ * names). */
 static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, const char **names,
                         int max) {
   ct_module *m = (ct_module *)cm; /* the name cache is not observable state */
@@ -314,23 +322,23 @@ static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, 
   walk(m, "", buffers, &counter);
   if (!names || max == 0) return counter.count;
   name_cache *cache = buffers ? &m->state_names : &m->param_names;
-  visit v = {.names = calloc((size_t)counter.count + 1, sizeof(char *)), .max = 0};
+  visit v = {.names = ct__calloc((size_t)counter.count + 1, sizeof(char *)),
+             .names_cap = counter.count};
   if (!v.names) {
     ct__fail(CT_ERR_OOM, "module: out of host memory listing names");
     return -1;
   }
   walk(m, "", buffers, &v);
-  if (v.failed) {
-    for (int i = 0; i < v.count; i++) free(v.names[i]);
-    free(v.names);
+  int built = v.count < v.names_cap ? v.count : v.names_cap;
+  if (v.failed || v.count != counter.count) {
+    free_names(v.names, built);
     ct__fail(CT_ERR_OOM, "module: out of host memory listing names");
     return -1;
   }
   bool same = cache->names && cache->n == v.count;
   for (int i = 0; same && i < v.count; i++) same = !strcmp(cache->names[i], v.names[i]);
   if (same) {
-    for (int i = 0; i < v.count; i++) free(v.names[i]);
-    free(v.names);
+    free_names(v.names, v.count);
   } else {
     cache_clear(cache);
     cache->names = v.names;
@@ -399,7 +407,7 @@ static ct_status move_tensor(ct_tensor *t, ct_device device, int dtype) {
 static ct_status move_all(const char *what, ct_module *m, const ct_device *device, int dtype) {
   if (!m) return ct__fail_status(CT_ERR_ARG, "%s: module is NULL", what);
   int n = ct_module_state(m, NULL, NULL, 0);
-  ct_tensor **ts = malloc(sizeof *ts * (size_t)(n ? n : 1));
+  ct_tensor **ts = ct__malloc(sizeof *ts * (size_t)(n ? n : 1));
   if (!ts) return ct__fail_status(CT_ERR_OOM, "%s: out of host memory", what);
   ct_module_state(m, ts, NULL, n);
   ct_status st = CT_OK;

@@ -17,18 +17,22 @@ static int state_of(const char *op, const ct_module *m, bool params_only, ct_ten
     return -1;
   }
   int n = params_only ? ct_module_parameters(m, NULL, NULL, 0) : ct_module_state(m, NULL, NULL, 0);
-  *tensors = calloc((size_t)n + 1, sizeof **tensors);
-  *names = calloc((size_t)n + 1, sizeof **names);
+  *tensors = ct__calloc((size_t)n + 1, sizeof **tensors);
+  *names = ct__calloc((size_t)n + 1, sizeof **names);
   if (!*tensors || !*names) {
     free(*tensors), free(*names);
     *tensors = NULL, *names = NULL;
     ct__fail(CT_ERR_OOM, "%s: out of host memory", op);
     return -1;
   }
-  if (params_only)
-    ct_module_parameters(m, *tensors, *names, n);
-  else
-    ct_module_state(m, *tensors, *names, n);
+  /* Building the names can run out of memory (-1, the error set). */
+  int got = params_only ? ct_module_parameters(m, *tensors, *names, n)
+                        : ct_module_state(m, *tensors, *names, n);
+  if (got < 0) {
+    free(*tensors), free(*names);
+    *tensors = NULL, *names = NULL;
+    return -1;
+  }
   return n;
 }
 
@@ -126,11 +130,11 @@ static int find(const char *const *names, int n, const char *name) {
 
 /* Appends copies of the names to *list (malloc'd); false on OOM. */
 static bool add_name(char ***list, int *n, const char *name) {
-  char **l = realloc(*list, sizeof **list * (size_t)(*n + 1));
+  char **l = ct__realloc_array(*list, (size_t)*n + 1, sizeof **list);
   if (!l) return false;
   *list = l;
   size_t len = strlen(name) + 1;
-  if (!(l[*n] = malloc(len))) return false;
+  if (!(l[*n] = ct__malloc(len))) return false;
   memcpy(l[*n], name, len);
   (*n)++;
   return true;

@@ -11,7 +11,7 @@
 
 /* Allocates a zeroed configuration; NULL with CT_ERR_OOM naming what. */
 static void *impl_new(const char *what, size_t size) {
-  void *p = calloc(1, size);
+  void *p = ct__calloc(1, size);
   if (!p) ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   return p;
 }

@@ -55,10 +55,21 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
   ct_dtype sd = stats_dtype(x->dtype);
   ct_tensor *rs[2] = {running_mean, running_var};
   for (int i = 0; i < 2; i++)
-    if (rs[i] && ((rs[i]->dtype != sd && rs[i]->dtype != x->dtype) || !ct__is_contiguous(rs[i])))
-      return ct__fail(CT_ERR_DTYPE, "batch_norm: expected a contiguous %s of dtype %s, got %s%s",
-                      i ? "running_var" : "running_mean", ct_dtype_name(sd), ct_dtype_name(rs[i]->dtype),
-                      ct__is_contiguous(rs[i]) ? "" : " (not contiguous)");
+    if (rs[i] && rs[i]->dtype != sd && rs[i]->dtype != x->dtype)
+      return ct__fail(CT_ERR_DTYPE, "batch_norm: expected a %s of dtype %s, got %s",
+                      i ? "running_var" : "running_mean", ct_dtype_name(sd),
+                      ct_dtype_name(rs[i]->dtype));
+  /* the kernels take contiguous statistics; strided ones (torch takes any
+   * layout) go through contiguous copies, written back after a training step */
+  ct_tensor *rc[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    if (!rs[i] || ct__is_contiguous(rs[i])) continue;
+    if (!(rc[i] = ct__clone(rs[i]))) {
+      ct__release(rc[0]);
+      return NULL;
+    }
+  }
+  ct_tensor *run_mean = rc[0] ? rc[0] : running_mean, *run_var = rc[1] ? rc[1] : running_var;
   const ct_backend *be = ct__backend_for(op, x);
   if (!be) return NULL;
   CT_NEED_SLOT(be, batch_norm, op, x);
@@ -71,9 +82,13 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
   ct_tensor *r3 = r ? ct__nn_reshape(r, s3, 3) : NULL;
   ct_tensor *mean = r3 ? ct__empty(&C, 1, sd, ct__device(x)) : NULL;
   ct_tensor *invstd = mean ? ct__empty(&C, 1, sd, ct__device(x)) : NULL;
-  ct_status st = invstd ? be->batch_norm(r3, mean, invstd, x3, wc, bc, running_mean, running_var,
-                                         training, momentum, eps)
+  ct_status st = invstd ? be->batch_norm(r3, mean, invstd, x3, wc, bc, run_mean, run_var, training,
+                                         momentum, eps)
                         : ct_last_error();
+  for (int i = 0; i < 2; i++) {
+    if (st == CT_OK && training && rc[i]) st = ct__copy_into(rs[i], rc[i]);
+    ct__release(rc[i]);
+  }
   if (st == CT_OK && training) {
     if (running_mean) ct__bump_version(running_mean);
     if (running_var) ct__bump_version(running_var);

@@ -3,7 +3,15 @@
  * nodes (autograd/grad_nn.c; max pooling keeps its argmax indices for it). */
 #include "nn/functional_internal.h"
 
-/* Fills p and the output size (oh, ow) from opts; false with an error. */
+/* Division rounding toward -inf (torch's div_rtn) and toward +inf; b > 0. */
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && a < 0); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* Fills p and the output size (oh, ow) from opts; false with an error. The
+ * size is torch's: floor (or in ceil_mode ceil) of (in + 2 pad - kernel) /
+ * stride, plus one; in ceil_mode a last window that would start in the right
+ * padding is dropped, and a kernel wider than the padded input still gives
+ * one (clipped) window, as torch. */
 static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_opts *opts,
                           ct_pool2d_params *p, int64_t out[2]) {
   if (!opts)
@@ -15,11 +23,14 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
     p->kernel[i] = opts->kernel[i];
     p->stride[i] = def_stride ? opts->kernel[i] : opts->stride[i];
     p->padding[i] = opts->padding[i];
+  }
+  for (int i = 0; i < 2; i++) {
     if (p->kernel[i] < 1 || p->stride[i] < 1 || p->padding[i] < 0) {
-      ct__fail(CT_ERR_ARG, "%s: expected kernel >= 1, stride >= 1 and padding >= 0, got kernel (%lld, %lld), stride (%lld, %lld), padding (%lld, %lld)",
-               op, (long long)opts->kernel[0], (long long)opts->kernel[1],
-               (long long)opts->stride[0], (long long)opts->stride[1],
-               (long long)opts->padding[0], (long long)opts->padding[1]);
+      ct__fail(CT_ERR_ARG,
+               "%s: expected kernel >= 1, stride >= 1 and padding >= 0, got kernel (%lld, %lld), "
+               "stride (%lld, %lld), padding (%lld, %lld)",
+               op, (long long)p->kernel[0], (long long)p->kernel[1], (long long)p->stride[0],
+               (long long)p->stride[1], (long long)p->padding[0], (long long)p->padding[1]);
       return false;
     }
     if (p->padding[i] > p->kernel[i] / 2) {
@@ -28,13 +39,14 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
                (long long)p->kernel[1]);
       return false;
     }
-    int64_t span = hw[i] + 2 * p->padding[i] - p->kernel[i];
-    int64_t o = span < 0 ? -1
-                         : (opts->ceil_mode ? (span + p->stride[i] - 1) / p->stride[i]
-                                            : span / p->stride[i]) + 1;
-    /* ceil mode: the last window must start inside the image or left padding */
-    if (opts->ceil_mode && o > 0 && (o - 1) * p->stride[i] >= hw[i] + p->padding[i]) o--;
-    if (o <= 0) {
+    /* padding <= kernel / 2, so in + 2 * padding - kernel <= in: no overflow */
+    int64_t span = hw[i] - (p->kernel[i] - 2 * p->padding[i]);
+    int64_t o =
+        (opts->ceil_mode ? ceil_div(span, p->stride[i]) : floor_div(span, p->stride[i])) + 1;
+    /* ceil mode: drop a last window starting at or after in + padding, i.e.
+     * (o - 1) * stride >= in + padding (written without the product) */
+    if (opts->ceil_mode && o > 0 && o - 1 > floor_div(hw[i] + p->padding[i] - 1, p->stride[i])) o--;
+    if (o < 1) {
       char s[CT_SHAPE_STR_MAX];
       ct__fail(CT_ERR_SHAPE, "%s: kernel (%lld, %lld) with padding (%lld, %lld) is larger than the input %s",
                op, (long long)p->kernel[0], (long long)p->kernel[1], (long long)p->padding[0],
@@ -43,6 +55,17 @@ static bool pool_geometry(const char *op, const ct_tensor *x, const ct_pool2d_op
     }
     out[i] = o;
   }
+  /* windows times window size is the work (and the kernels' index range): a
+   * product past int64 is no pooling anyone can run */
+  int64_t work;
+  if (__builtin_mul_overflow(out[0], out[1], &work) ||
+      __builtin_mul_overflow(work, p->kernel[0], &work) ||
+      __builtin_mul_overflow(work, p->kernel[1], &work))
+    return ct__fail(CT_ERR_SHAPE,
+                    "%s: kernel (%lld, %lld) over %lld x %lld windows overflows 64 bits", op,
+                    (long long)p->kernel[0], (long long)p->kernel[1], (long long)out[0],
+                    (long long)out[1]),
+           false;
   return true;
 }
 

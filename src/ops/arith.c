@@ -15,6 +15,24 @@ ct_dtype ct__scalar_dtype(ct_dtype t, double s) {
   return t == CT_BOOL ? CT_I64 : t;
 }
 
+/* PyTorch's result_type of two tensors: dimensioned operands (ndim >= 1, even
+ * of size 0) decide, and a 0-d operand counts only when its category (bool <
+ * integer < floating) is higher than theirs: i16 * 0-d i32 is i16, f32 * 0-d
+ * f64 is f32, i32 * 0-d f64 is f64 (torch.result_type). Two 0-d operands, or
+ * two dimensioned ones, promote as ct_promote_types. */
+ct_dtype ct__result_type(const ct_tensor *a, const ct_tensor *b) {
+  if ((a->ndim == 0) == (b->ndim == 0)) return ct_promote_types(a->dtype, b->dtype);
+  ct_dtype dim = a->ndim ? a->dtype : b->dtype, zero = a->ndim ? b->dtype : a->dtype;
+  if (ct_dtype_is_floating(dim)) return dim;
+  if (dim == CT_BOOL || ct_dtype_is_floating(zero)) return ct_promote_types(dim, zero);
+  return dim;
+}
+
+ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b) {
+  if (!a || !b) return CT_F32;
+  return ct__result_type(a, b);
+}
+
 /* Compute dtype from the promoted dtype p, by the op's rule. */
 static ct_dtype compute_dtype(ct_binary_op op, ct_dtype p) {
   if (ct__binary_info[op].rule == CT_BRULE_FLOAT && !ct_dtype_is_floating(p)) return CT_F32;
@@ -29,8 +47,16 @@ ct_dtype ct__binary_result_dtype(ct_binary_op op, ct_dtype a, ct_dtype b) {
   return result_of(op, compute_dtype(op, ct_promote_types(a, b)));
 }
 
-/* Arithmetic on two bools: add (or), mul (and), maximum, minimum only, as torch. */
-static bool check_bool(ct_binary_op op, ct_dtype cd) {
+/* Arithmetic on two bools: add (or), mul (and), maximum, minimum only, as
+ * torch; and no subtraction with a bool operand at all (i32 - bool, bool - 1:
+ * torch raises, pointing to logical_not / logical_xor). */
+static bool check_bool(ct_binary_op op, ct_dtype cd, ct_dtype a, ct_dtype b) {
+  if (op == CT_BOP_SUB && (a == CT_BOOL || b == CT_BOOL)) {
+    ct__fail(CT_ERR_DTYPE,
+             "sub: subtraction with a bool tensor is not supported; use "
+             "logical_not or logical_xor");
+    return false;
+  }
   if (cd != CT_BOOL || ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
   if (op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM)
     return true;
@@ -77,15 +103,15 @@ ct_tensor *ct__binary(ct_binary_op op, ct_tensor *out, const ct_tensor *a, const
   if (CT_UNLIKELY(!ct_device_equal(ct__device(a), ct__device(b))) &&
       !ct__check_same_device(ct__binary_info[op].name, a, b))
     return NULL;
-  ct_dtype cd = compute_dtype(op, ct_promote_types(a->dtype, b->dtype));
-  if (!check_bool(op, cd)) return NULL;
+  ct_dtype cd = compute_dtype(op, ct__result_type(a, b));
+  if (!check_bool(op, cd, a->dtype, b->dtype)) return NULL;
   return run_two(op, false, 0, out, a, b, cd, result_of(op, cd));
 }
 
 ct_tensor *ct__add_scaled(ct_tensor *out, const ct_tensor *a, const ct_tensor *b, double alpha) {
   if (!a || !b) return NULL;
   if (!ct__check_same_device("add", a, b)) return NULL;
-  ct_dtype cd = ct_promote_types(a->dtype, b->dtype);
+  ct_dtype cd = ct__result_type(a, b);
   if (!ct_dtype_is_floating(cd) && (!isfinite(alpha) || alpha != trunc(alpha)))
     return ct__fail(CT_ERR_ARG, "add: for integer tensors alpha must be an integer, got %g", alpha);
   return run_two(CT_BOP_ADD, true, alpha, out, a, b, cd, cd);
@@ -98,13 +124,28 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
   if (!a) return NULL;
   const char *name = ct__binary_info[op].name;
   ct_dtype cd = compute_dtype(op, ct__scalar_dtype(a->dtype, s));
-  if (!check_bool(op, cd)) return NULL;
+  if (!check_bool(op, cd, a->dtype, a->dtype)) return NULL;
   if (!ct_dtype_is_floating(cd) && !reversed) {
     /* checked before anything is written, so an in-place call leaves a alone */
     if (op == CT_BOP_POW && s < 0)
       return ct__fail(CT_ERR_ARG, "pow: integers to negative integer powers are not allowed");
-    if ((op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_REMAINDER || op == CT_BOP_FMOD) && s == 0)
+    /* torch converts an integer exponent to the tensor's dtype, checked, and
+     * so does its clamp, which a maximum/minimum with a number is */
+    if ((op == CT_BOP_POW || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM) &&
+        !ct__check_scalar_fits(name, s, cd))
+      return NULL;
+    /* as torch, whose kernel raises: not for an empty tensor */
+    if ((op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_REMAINDER || op == CT_BOP_FMOD) && s == 0 &&
+        a->numel > 0)
       return ct__fail(CT_ERR_ARG, "%s: integer division by zero", name);
+  }
+  /* torch compares in the common dtype, the number converted to it first:
+   * an f16 tensor's 65504 < 1e10 is false (1e10 is inf in f16), an f32's 0.1f
+   * == 0.1 is true */
+  if (ct__binary_info[op].rule == CT_BRULE_COMPARE && ct_dtype_is_floating(cd) && cd != CT_F64) {
+    unsigned char buf[8];
+    ct__store_from_double(buf, cd, s);
+    s = ct__load_as_double(buf, cd);
   }
   const ct_backend *be = ct__backend_for(name, a);
   if (!be) return NULL;

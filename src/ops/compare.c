@@ -31,7 +31,7 @@ ct_tensor *ct__where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
   if (!cond || !a || !b) return NULL;
   if (!ct__check_same_device("where", cond, a) || !ct__check_same_device("where", a, b))
     return NULL;
-  ct_dtype rd = ct_promote_types(a->dtype, b->dtype);
+  ct_dtype rd = ct__result_type(a, b);
   int64_t ab[CT_MAX_DIMS], shape[CT_MAX_DIMS];
   int nab, ndim;
   if (!ct__ew_broadcast("where", a->shape, a->ndim, b->shape, b->ndim, ab, &nab) ||
@@ -60,8 +60,11 @@ ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *
 
 ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b) {
   if (!cond || !a) return NULL;
-  /* b becomes a 0-d tensor of the scalar-promoted dtype on a's device */
-  ct_tensor *sb = ct__empty(NULL, 0, ct__scalar_dtype(a->dtype, b), ct__device(a));
+  /* b becomes a 0-d tensor of the scalar-promoted dtype on a's device; like a
+   * fill, it must fit that dtype (torch.where(c, i8, 1000) raises) */
+  ct_dtype sd = ct__scalar_dtype(a->dtype, b);
+  if (!ct__check_scalar_fits("where", b, sd)) return NULL;
+  ct_tensor *sb = ct__empty(NULL, 0, sd, ct__device(a));
   if (!sb) return NULL;
   ct_tensor *r = NULL;
   if (ct__backend_of(sb)->fill(sb, b) == CT_OK) r = ct__ag_where(ct__where(NULL, cond, a, sb), cond, a, sb);
@@ -76,7 +79,7 @@ static bool all_true(const ct_tensor *m, bool *ok) {
   *ok = true;
   if (m->numel == 0) return true;
   ct_tensor *c = ct__contiguous(m);
-  uint8_t *buf = c ? malloc((size_t)m->numel) : NULL;
+  uint8_t *buf = c ? ct__malloc((size_t)m->numel) : NULL;
   bool done = false;
   if (c && !buf) ct__fail(CT_ERR_OOM, "allclose: out of host memory");
   if (buf && ct__backend_of(c)->copy_to_host(buf, c, (size_t)m->numel, false) == CT_OK) {
@@ -97,7 +100,7 @@ bool ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double ato
     return false;
   /* close = (a == b) | (isfinite(|a - b|) & |a - b| <= atol + rtol * |b|), as
    * torch.isclose: equal infinities are close, nan is never close. */
-  ct_dtype p = ct_promote_types(a->dtype, b->dtype);
+  ct_dtype p = ct__result_type(a, b);
   if (!ct_dtype_is_floating(p)) p = CT_F64;
   ct_tensor *ca = ct__cast(a, p), *cb = ca ? ct__cast(b, p) : NULL;
   ct_tensor *eq = ct__binary(CT_BOP_EQ, NULL, a, b);

@@ -87,32 +87,81 @@ bool ct__ew_need_out(const char *op, const ct_tensor *out) {
 
 /* ---- Unary ------------------------------------------------------------------- */
 
-/* A clamp bound keeps an integer tensor's dtype if it is integral or no bound. */
+/* A clamp bound keeps an integer tensor's dtype if it is integral or no bound
+ * (infinite: the C API's "no bound", torch's None). */
 static bool integral_bound(double v) { return isinf(v) || v == trunc(v); }
+
+/* A finite clamp bound as the integer dtype dt holds it: checked for overflow
+ * and wrapped as torch converts it (u8 takes -1 as 255). */
+static bool integer_bound(double *v, ct_dtype dt) {
+  if (isinf(*v)) return true;
+  if (!ct__check_scalar_fits("clamp", *v, dt)) return false;
+  unsigned char buf[8];
+  ct__store_from_double(buf, dt, *v);
+  *v = ct__load_as_double(buf, dt);
+  return true;
+}
+
+/* Dtypes of a unary op on x (PyTorch's rules): *cd the dtype the kernel reads,
+ * *rd the result's, *copy when the op is the identity (a copy, maybe a cast).
+ * False with an error for a dtype torch refuses. */
+static bool unary_dtypes(ct_unary_op op, ct_dtype xd, double *p0, double *p1, ct_dtype *cd,
+                         ct_dtype *rd, bool *copy) {
+  const ct_unary_info *info = &ct__unary_info[op];
+  *cd = *rd = xd;
+  *copy = false;
+  if (info->rule == CT_RULE_BOOL) {
+    *rd = CT_BOOL;
+    return true;
+  }
+  if (ct_dtype_is_floating(xd)) return true;
+  /* torch's activations with float-only kernels (its exp, sigmoid, tanh...
+   * promote integers instead) */
+  if (op == CT_UOP_LEAKY_RELU || op == CT_UOP_GELU || op == CT_UOP_GELU_TANH || op == CT_UOP_SILU ||
+      op == CT_UOP_SOFTPLUS)
+    return ct__fail(CT_ERR_DTYPE, "%s: expected a floating tensor, got %s", info->name,
+                    ct_dtype_name(xd)),
+           false;
+  if (info->rule == CT_RULE_FLOAT) {
+    *cd = *rd = CT_F32;
+    return true;
+  }
+  if (op == CT_UOP_CLAMP) {
+    /* bounds promote as scalars: a fractional or nan bound gives f32, an
+     * integral one with a bool tensor i64 (torch.clamp(bool, 0, 1) is i64) */
+    if (!integral_bound(*p0) || !integral_bound(*p1))
+      *cd = *rd = CT_F32;
+    else if (xd == CT_BOOL)
+      *cd = *rd = CT_I64;
+    return ct_dtype_is_floating(*rd) || (integer_bound(p0, *rd) && integer_bound(p1, *rd));
+  }
+  if (xd == CT_BOOL) {
+    switch (op) {
+      case CT_UOP_SIGN:
+        *copy = true;
+        return true; /* bool, as torch */
+      case CT_UOP_SQUARE:
+        *rd = CT_I64, *copy = true;
+        return true; /* pow(bool, 2): i64 */
+      case CT_UOP_NEG:
+        return ct__fail(CT_ERR_DTYPE,
+                        "neg: negation of a bool tensor is not supported; use "
+                        "logical_not"),
+               false;
+      default: /* abs, relu, floor, ceil, round, trunc: torch has no bool form */
+        return ct__fail(CT_ERR_DTYPE, "%s: not supported for bool tensors", info->name), false;
+    }
+  }
+  *copy = info->rule == CT_RULE_IDENT;
+  return true;
+}
 
 ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double p0, double p1) {
   if (!x) return NULL;
   const ct_unary_info *info = &ct__unary_info[op];
-  /* cd: dtype the kernel reads; rd: result dtype; copy: identity for x's dtype */
-  ct_dtype xd = x->dtype, cd = xd, rd = xd;
-  bool copy = false;
-  if (info->rule == CT_RULE_BOOL) {
-    rd = CT_BOOL;
-  } else if (!ct_dtype_is_floating(xd)) {
-    if (info->rule == CT_RULE_FLOAT || op == CT_UOP_LEAKY_RELU) {
-      cd = rd = CT_F32;
-    } else if (info->rule == CT_RULE_IDENT) {
-      copy = true;
-    } else if (op == CT_UOP_CLAMP) {
-      if (xd == CT_BOOL) return ct__fail(CT_ERR_DTYPE, "clamp: not supported for bool tensors");
-      if (!integral_bound(p0) || !integral_bound(p1)) cd = rd = CT_F32; /* as torch's promotion */
-    } else if (xd == CT_BOOL) {
-      if (op == CT_UOP_NEG)
-        return ct__fail(CT_ERR_DTYPE,
-                        "neg: negation of a bool tensor is not supported; use logical_not");
-      copy = true; /* abs, relu, sign, square are the identity on {0, 1} */
-    }
-  }
+  ct_dtype cd, rd; /* cd: dtype the kernel reads; rd: result dtype */
+  bool copy;       /* identity for x's dtype */
+  if (!unary_dtypes(op, x->dtype, &p0, &p1, &cd, &rd, &copy)) return NULL;
   const ct_backend *be = ct__backend_for(info->name, x);
   if (!be) return NULL;
   if (!copy) CT_NEED_SLOT(be, unary, info->name, x);
@@ -121,6 +170,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   ct_status st;
   if (copy) {
     st = res == x ? CT_OK : be->copy(res, x);
+  } else if (op == CT_UOP_CLAMP && (isnan(p0) || isnan(p1))) {
+    st = be->fill(res, NAN); /* a nan bound makes every element nan, as torch */
   } else {
     ct_tensor *tmp;
     const ct_tensor *xin = ct__ew_operand(x, cd, res, &tmp);

@@ -30,6 +30,9 @@ ct_tensor *ct__add_scaled(ct_tensor *out, const ct_tensor *a, const ct_tensor *b
 /* out = cond ? a : b, broadcasting all three; cond nonzero means true. */
 ct_tensor *ct__where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 
+/* The dtype two tensor operands promote to, with PyTorch's rule for 0-d
+ * operands (ct_result_type in ops.h). */
+ct_dtype ct__result_type(const ct_tensor *a, const ct_tensor *b);
 /* Result dtype rules, exposed for autograd and other families. */
 ct_dtype ct__binary_result_dtype(ct_binary_op op, ct_dtype a, ct_dtype b);
 /* Dtype of a tensor of dtype t combined with the number s (PyTorch's rule for

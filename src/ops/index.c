@@ -271,7 +271,7 @@ ct_tensor *ct__masked_fill(ct_tensor *x, const ct_tensor *mask, double value, bo
   const ct_backend *be = backend_checked(op, x, mask);
   if (!be) return NULL;
   CT_NEED_SLOT(be, where, op, x);
-  if (!check_mask(op, mask)) return NULL;
+  if (!check_mask(op, mask) || !ct__check_scalar_fits(op, value, x->dtype)) return NULL;
   int64_t shape[CT_MAX_DIMS];
   int nd;
   char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
@@ -336,7 +336,7 @@ ct_tensor *ct__one_hot(const ct_tensor *index, int64_t num_classes) {
   if (!ic) return NULL;
   int64_t n = ic->numel, lo = 0, hi = -1;
   if (n > 0) {
-    int64_t *host = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *host = ct__malloc(sizeof(int64_t) * (size_t)n);
     if (!host) {
       ct__release(ic);
       return ct__fail(CT_ERR_OOM, "%s: out of host memory reading %lld indices", op, (long long)n);

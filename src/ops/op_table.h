@@ -44,7 +44,7 @@ typedef enum { CT_RULE_SAME, CT_RULE_FLOAT, CT_RULE_IDENT, CT_RULE_BOOL } ct_una
   X(RECIPROCAL, reciprocal, FLOAT)   \
   X(SQUARE, square, SAME)            \
   X(CLAMP, clamp, SAME)              /* p0 = lo, p1 = hi */ \
-  X(LEAKY_RELU, leaky_relu, SAME)    /* p0 = slope (float result for ints) */ \
+  X(LEAKY_RELU, leaky_relu, SAME)    /* p0 = slope (floating inputs only) */ \
   X(ISNAN, isnan, BOOL)              \
   X(ISINF, isinf, BOOL)              \
   X(ISFINITE, isfinite, BOOL)        \

@@ -47,7 +47,7 @@ ct_generator *ct_default_generator(void) { return &default_generator; }
 void ct_manual_seed(uint64_t seed) { ct_generator_set_state(&default_generator, seed, 0); }
 
 ct_generator *ct_generator_new(uint64_t seed) {
-  ct_generator *g = malloc(sizeof *g);
+  ct_generator *g = ct__malloc(sizeof *g);
   if (!g) return ct__fail(CT_ERR_OOM, "generator_new: out of host memory");
   atomic_flag_clear(&g->lock);
   g->seed = seed;
@@ -203,9 +203,13 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
   if (low >= high)
     return ct__fail(CT_ERR_ARG, "randint: expected low < high, got low %lld, high %lld", (long long)low,
                     (long long)high);
-  ct_dtype d = opts ? opts->dtype : CT_I64;
-  ct_tensor_opts i64_opts = {.dtype = CT_I64};
-  if (!opts) opts = &i64_opts; /* torch.randint's default dtype is int64 */
+  /* torch.randint's default dtype is int64: NULL options and the zero value
+   * of opts->dtype (CT_F32) both mean i64, so that options given for another
+   * field (a device, a generator) don't turn the integers into floats. */
+  ct_tensor_opts o = opts ? *opts : default_opts;
+  if (o.dtype == CT_F32) o.dtype = CT_I64;
+  opts = &o;
+  ct_dtype d = o.dtype;
   if ((unsigned)d < CT_DTYPE_COUNT && !int_range_fits(low, high, d))
     return ct__fail(CT_ERR_ARG, "randint: the range [%lld, %lld) does not fit in %s", (long long)low,
                     (long long)high, ct_dtype_name(d));
@@ -223,7 +227,7 @@ static double *host_values(const char *op, const ct_tensor *t) {
   ct__release(c);
   if (!cc) return NULL;
   size_t nbytes = (size_t)t->numel * sizeof(double);
-  double *v = malloc(nbytes ? nbytes : 1);
+  double *v = ct__malloc(nbytes ? nbytes : 1);
   ct_status st = CT_OK;
   if (!v) st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory (%zu bytes)", op, nbytes);
   else if (ct__is_cpu(cc)) memcpy(v, ct__data(cc), nbytes);
@@ -327,7 +331,7 @@ ct_tensor *ct_randperm(int64_t n, const ct_tensor_opts *opts) {
   oi.dtype = CT_I64;
   ct_tensor *t = ct__create("randperm", &n, 1, &oi);
   if (!t) return NULL;
-  int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  int64_t *v = ct__malloc_array((size_t)n, sizeof *v);
   if (!v) {
     ct__release(t);
     return ct__fail(CT_ERR_OOM, "randperm: out of host memory for %lld elements", (long long)n);

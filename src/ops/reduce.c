@@ -82,6 +82,13 @@ static ct_tensor *keepdim_view(ct_tensor *res, const ct_tensor *x, const bool *m
 ct_tensor *ct__reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
                       const ct_reduce_opts *r, double p) {
   if (!x) return NULL;
+  if (op == CT_ROP_LOGSUMEXP && !ct_dtype_is_floating(x->dtype)) {
+    /* torch.logsumexp of integers and bool computes in the default float type */
+    ct_tensor *xf = ct__cast(x, CT_F32);
+    ct_tensor *r32 = xf ? ct__reduce(op, out, xf, r, p) : NULL;
+    ct__release(xf);
+    return r32;
+  }
   const char *name = ct__reduce_names[op];
   ct_dtype rdt;
   bool mask[CT_MAX_DIMS];
@@ -145,12 +152,16 @@ DEFINE_REDUCE(MIN, min)
 DEFINE_REDUCE(LOGSUMEXP, logsumexp)
 #undef DEFINE_REDUCE
 
-ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r) {
-  return ct__track(ct__reduce(CT_ROP_ALL, NULL, x, r, 0.0));
+/* all/any of u8 are u8 in torch (a legacy of masks stored as bytes). */
+static ct_tensor *all_any(ct_reduce_op op, const ct_tensor *x, const ct_reduce_opts *r) {
+  ct_tensor *b = ct__reduce(op, NULL, x, r, 0.0);
+  if (!b || x->dtype != CT_U8) return ct__track(b);
+  ct_tensor *u = ct__cast(b, CT_U8);
+  ct__release(b);
+  return ct__track(u);
 }
-ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r) {
-  return ct__track(ct__reduce(CT_ROP_ANY, NULL, x, r, 0.0));
-}
+ct_tensor *ct_all(const ct_tensor *x, const ct_reduce_opts *r) { return all_any(CT_ROP_ALL, x, r); }
+ct_tensor *ct_any(const ct_tensor *x, const ct_reduce_opts *r) { return all_any(CT_ROP_ANY, x, r); }
 ct_tensor *ct_var(const ct_tensor *x, const ct_reduce_opts *r, double correction) {
   return reduce_new(CT_ROP_VAR, x, r, correction);
 }

@@ -45,7 +45,7 @@ static ct_status cross_copy(ct_tensor *dst, const ct_tensor *src, bool non_block
     return ct__backend_of(src)->copy_to_host(ct__data(dst), src, nbytes,
                                              non_blocking && (dst->storage->flags & CT_STORAGE_PINNED));
   /* GPU to GPU on different devices: stage through host memory. */
-  void *stage = malloc(nbytes);
+  void *stage = ct__malloc(nbytes);
   if (!stage) return ct__fail_status(CT_ERR_OOM, "to: out of host memory staging %zu bytes", nbytes);
   ct_status st = ct__backend_of(src)->copy_to_host(stage, src, nbytes, false);
   if (st == CT_OK) st = ct__backend_of(dst)->copy_from_host(dst, stage, nbytes, false);
@@ -57,11 +57,7 @@ static ct_status cross_copy(ct_tensor *dst, const ct_tensor *src, bool non_block
 static ct_tensor *to_device(const ct_tensor *t, ct_device device, bool non_blocking, bool force_copy) {
   ct_device from = ct__device(t);
   if (ct_device_equal(from, device)) return force_copy ? ct__clone(t) : ct__retain(t);
-  if (!ct__backend((ct_device_type)device.type) ||
-      (device.type == CT_DEVICE_CUDA && device.index >= ct_cuda_device_count()))
-    return ct__fail(CT_ERR_UNAVAILABLE, "to: %s is not available (%d GPU(s) visible%s)",
-                    ct_device_name(device), ct_cuda_device_count(),
-                    ct__backend(CT_DEVICE_CUDA) ? "" : ", no CUDA in this build");
+  if (!ct__check_device("to", device)) return NULL;
   ct_tensor *src = ct__contiguous(t);
   if (!src) return NULL;
   ct_tensor *dst = ct__empty(t->shape, t->ndim, t->dtype, device);

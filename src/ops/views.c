@@ -24,21 +24,28 @@ static bool infer_shape(const char *op, const ct_tensor *t, const int64_t *shape
     return ct__fail(CT_ERR_SHAPE, "%s: %d dims requested; ctensor supports 0 to %d", op, ndim,
                     CT_MAX_DIMS),
            false;
+  if (ndim > 0 && !shape) return ct__fail(CT_ERR_ARG, "%s: shape is NULL", op), false;
   int infer = -1;
   int64_t known = 1;
+  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
   for (int d = 0; d < ndim; d++) {
     if (shape[d] == -1) {
       if (infer >= 0) return ct__fail(CT_ERR_SHAPE, "%s: only one dim can be -1", op), false;
       infer = d;
+      out[d] = 1;
     } else if (shape[d] < 0) {
       return ct__fail(CT_ERR_SHAPE, "%s: invalid size %lld in dim %d", op, (long long)shape[d], d),
              false;
     } else {
-      known *= shape[d];
+      out[d] = shape[d];
     }
-    out[d] = shape[d];
   }
-  char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+  /* the product of the sizes (and of the nonzero ones) must fit in 64 bits */
+  known = ct__shape_numel(out, ndim);
+  if (known < 0)
+    return ct__fail(CT_ERR_SHAPE, "%s: shape %s: the product of its sizes overflows 64 bits", op,
+                    ct_shape_format(shape, ndim, b, sizeof b)),
+           false;
   if (infer >= 0) {
     if (known == 0 || t->numel % known != 0)
       return ct__fail(CT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
@@ -112,6 +119,7 @@ ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
 
 ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
   NULL_IN(t);
+  if (ndim > 0 && !dims) return ct__fail(CT_ERR_ARG, "permute: dims is NULL");
   if (ndim != t->ndim)
     return ct__fail(CT_ERR_ARG, "permute: %d dims given for a %d-d tensor", ndim, t->ndim);
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
@@ -174,8 +182,10 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
   memcpy(ns, t->shape, sizeof ns);
   memcpy(st, t->strides, sizeof st);
-  ns[d] = (end - start + step - 1) / step;
-  st[d] = t->strides[d] * step;
+  ns[d] = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow for a huge step */
+  /* with 2 or more elements stride * step is within the storage; with fewer it
+   * is never used and may overflow, so the stride is then kept */
+  if (ns[d] > 1) st[d] = t->strides[d] * step;
   return strided_view(t, ns, st, t->ndim, t->offset + start * t->strides[d]);
 }
 
@@ -185,7 +195,7 @@ ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length)
   if (t->ndim == 0 || !ct__wrap_dim(&d, t->ndim))
     return ct__fail(CT_ERR_ARG, "narrow: dim %d out of range for a %d-d tensor", dim, t->ndim);
   if (start < 0) start += t->shape[d];
-  if (start < 0 || length < 0 || start + length > t->shape[d])
+  if (start < 0 || length < 0 || start > t->shape[d] || length > t->shape[d] - start)
     return ct__fail(CT_ERR_ARG, "narrow: start %lld + length %lld exceeds size %lld of dim %d",
                     (long long)start, (long long)length, (long long)t->shape[d], d);
   return ct_slice(t, d, start, start + length, 1);
@@ -213,6 +223,7 @@ ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
   char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
   if (ndim < t->ndim || ndim > CT_MAX_DIMS)
     return ct__fail(CT_ERR_SHAPE, "expand: can't expand a %d-d tensor to %d dims", t->ndim, ndim);
+  if (ndim > 0 && !shape) return ct__fail(CT_ERR_ARG, "expand: shape is NULL");
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
   for (int d = 0; d < ndim; d++) {
     int td = t->ndim - ndim + d;
@@ -231,6 +242,9 @@ ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
                       (long long)t->shape[td], (long long)want);
     }
   }
+  if (ct__shape_numel(ns, ndim) < 0)
+    return ct__fail(CT_ERR_SHAPE, "expand: shape %s: the product of its sizes overflows 64 bits",
+                    ct_shape_format(ns, ndim, b, sizeof b));
   return view_as(CT_VIEW_EXPAND, NULL, t, ns, st, ndim, t->offset);
 }
 
@@ -305,17 +319,15 @@ ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
   if (t->ndim < 2 || !ct__wrap_dim(&a, t->ndim) || !ct__wrap_dim(&b, t->ndim) || a == b)
     return ct__fail(CT_ERR_ARG, "diagonal: dims (%d, %d) invalid for a %d-d tensor", dim1, dim2,
                     t->ndim);
-  int64_t len, off = t->offset;
-  if (offset >= 0) {
+  /* the offset moves the start only when the diagonal is not empty, so the
+   * products below stay within the storage (no overflow for a huge offset) */
+  int64_t len = 0, off = t->offset;
+  if (offset >= 0 && offset < t->shape[b]) {
     len = t->shape[b] - offset < t->shape[a] ? t->shape[b] - offset : t->shape[a];
-    off += offset * t->strides[b];
-  } else {
+    if (len > 0) off += offset * t->strides[b];
+  } else if (offset < 0 && offset > -t->shape[a]) {
     len = t->shape[a] + offset < t->shape[b] ? t->shape[a] + offset : t->shape[b];
-    off -= offset * t->strides[a];
-  }
-  if (len <= 0) {
-    len = 0;
-    off = t->offset;
+    if (len > 0) off -= offset * t->strides[a];
   }
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
   int k = 0;

@@ -19,7 +19,7 @@ static int collect_grads(const char *op, ct_tensor *const *params, int n, ct_ten
              n > 0 ? " and NULL" : "");
     return -1;
   }
-  ct_tensor **g = calloc((size_t)n + 1, sizeof *g);
+  ct_tensor **g = ct__calloc((size_t)n + 1, sizeof *g);
   if (!g) {
     ct__fail(CT_ERR_OOM, "%s: out of host memory", op);
     return -1;
@@ -50,7 +50,7 @@ ct_tensor *ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, 
     free(grads);
     return ct_scalar(0.0, NULL);
   }
-  ct_tensor **norms = calloc((size_t)k, sizeof *norms);
+  ct_tensor **norms = ct__calloc((size_t)k, sizeof *norms);
   if (!norms) {
     free(grads);
     return ct__fail(CT_ERR_OOM, "%s: out of host memory", op);

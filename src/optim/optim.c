@@ -59,13 +59,13 @@ static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tens
       if (params[j] == p)
         return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j);
   }
-  ct_optimizer *o = calloc(1, sizeof *o);
+  ct_optimizer *o = ct__calloc(1, sizeof *o);
   if (!o) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   size_t sz = (size_t)(n ? n : 1);
-  o->params = calloc(sz, sizeof *o->params);
-  o->steps = calloc(sz, sizeof *o->steps);
+  o->params = ct__calloc(sz, sizeof *o->params);
+  o->steps = ct__calloc(sz, sizeof *o->steps);
   bool ok = o->params && o->steps;
-  for (int k = 0; k < N_STATE; k++) ok = (o->state[k] = calloc(sz, sizeof(ct_tensor *))) && ok;
+  for (int k = 0; k < N_STATE; k++) ok = (o->state[k] = ct__calloc(sz, sizeof(ct_tensor *))) && ok;
   if (!ok) {
     ct_optimizer_free(o);
     return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
@@ -168,7 +168,7 @@ static ct_tensor *zeros_state(const ct_tensor *p) {
 /* Calls the backend for the parameters in idx[0..m) (one device, one step). */
 static ct_status run_group(ct_optimizer *o, const int *idx, int m, ct_tensor **grads,
                            ct_optim_params hp) {
-  ct_tensor **buf = malloc(sizeof(ct_tensor *) * (size_t)m * (2 + N_STATE));
+  ct_tensor **buf = ct__malloc(sizeof(ct_tensor *) * (size_t)m * (2 + N_STATE));
   if (!buf) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
   ct_tensor **ps = buf, **gs = buf + m, *(*st[N_STATE]) = {buf + 2 * m, buf + 3 * m, buf + 4 * m};
   for (int j = 0; j < m; j++) {
@@ -236,7 +236,7 @@ static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool
   for (int i = 0; i < o->n && s == CT_OK; i++)
     if (grads[i]) s = ensure_state(o, i, &fresh[i]);
   if (s != CT_OK) return s;
-  int *idx = malloc(sizeof(int) * (size_t)(o->n ? o->n : 1));
+  int *idx = ct__malloc(sizeof(int) * (size_t)(o->n ? o->n : 1));
   if (!idx) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
   /* Groups: same device and same per-call parameters (SGD's first step, Adam's
    * step number). */
@@ -266,8 +266,8 @@ static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool
 ct_status ct_optimizer_step(ct_optimizer *o) {
   if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_step: optimizer is NULL");
   size_t sz = (size_t)(o->n ? o->n : 1);
-  ct_tensor **grads = calloc(sz, sizeof *grads);
-  bool *flags = calloc(2 * sz, sizeof *flags);
+  ct_tensor **grads = ct__calloc(sz, sizeof *grads);
+  bool *flags = ct__calloc(2 * sz, sizeof *flags);
   if (!grads || !flags) {
     free(grads);
     free(flags);
@@ -330,14 +330,14 @@ int ct_optimizer_state(const ct_optimizer *co, ct_tensor **tensors, const char *
   for (int i = 0; i < o->n; i++)
     for (int k = 0; k < N_STATE; k++) count += o->state[k][i] != NULL;
   if (names && max > 0) {
-    char **fresh = calloc((size_t)count + 1, sizeof *fresh);
+    char **fresh = ct__calloc((size_t)count + 1, sizeof *fresh);
     int c = 0;
     bool ok = fresh != NULL;
     for (int i = 0; ok && i < o->n; i++)
       for (int k = 0; ok && k < N_STATE; k++) {
         if (!o->state[k][i]) continue;
         size_t len = strlen(kinds[k]) + 16;
-        ok = (fresh[c] = malloc(len)) != NULL;
+        ok = (fresh[c] = ct__malloc(len)) != NULL;
         if (ok) snprintf(fresh[c++], len, "%d.%s", i, kinds[k]);
       }
     if (!ok) {
@@ -394,7 +394,7 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
     return ct__fail_status(CT_ERR_ARG, "optimizer_load_state: invalid arguments (n %d, step %lld)",
                            n, (long long)step_count);
   /* Validate everything before changing anything. */
-  unsigned char *seen = calloc((size_t)(o->n ? o->n : 1) * N_STATE, 1);
+  unsigned char *seen = ct__calloc((size_t)(o->n ? o->n : 1) * N_STATE, 1);
   if (!seen) return ct__fail_status(CT_ERR_OOM, "optimizer_load_state: out of host memory");
   ct_status s = CT_OK;
   for (int j = 0; j < n && s == CT_OK; j++) {

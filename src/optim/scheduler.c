@@ -45,7 +45,7 @@ struct ct_lr_scheduler {
 static ct_lr_scheduler *sched_new(const char *what, sched_kind kind, ct_optimizer *opt) {
   static atomic_llong made;
   if (!opt) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what);
-  ct_lr_scheduler *s = calloc(1, sizeof *s);
+  ct_lr_scheduler *s = ct__calloc(1, sizeof *s);
   if (!s) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   s->kind = kind;
   s->name = what;
@@ -176,8 +176,8 @@ ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const 
   }
   ct_lr_scheduler *s = bad ? NULL : sched_new(what, SCHED_SEQUENTIAL, opt);
   if (s) {
-    s->children = malloc(sizeof *s->children * (size_t)n);
-    s->milestones = malloc(sizeof *s->milestones * (size_t)n);
+    s->children = ct__malloc_array((size_t)n, sizeof *s->children);
+    s->milestones = ct__malloc_array((size_t)n, sizeof *s->milestones);
     if (!s->children || !s->milestones) {
       free(s->children), free(s->milestones), free(s);
       s = ct__fail(CT_ERR_OOM, "%s: out of host memory", what);

@@ -1,37 +1,41 @@
 #!/usr/bin/env python3
-"""Generates the cases of the PyTorch oracle test (tests/test_oracle.c).
+"""Generates the cases of the PyTorch differential test (tests/test_oracle.c).
 
-Usage: gen_cases.py OUTDIR
+Usage: gen_cases.py [--cases N] [--seed S] [--no-table]
 
-For every case of the table below it draws inputs from a fixed-seed NumPy
-generator, runs them through PyTorch and writes OUTDIR/<case>_in<k>.npy and
-OUTDIR/<case>_out.npy, plus the manifest OUTDIR/cases.txt. The C side reads the
-manifest, runs the same op through ctensor and compares.
+Writes to stdout, as a stream the C side reads while this runs: first the
+curated table below (hand-picked inputs where implementations go wrong, unless
+--no-table), then N cases generated from seed S by random_cases.py (ops,
+dtypes, shapes from 0-d and size 0 to rank 8, memory layouts, special values,
+autograd compositions). The C side runs each case through ctensor and compares.
 
-Manifest: '#' lines are comments (a comment placed right before a case line
-documents that case, e.g. a deliberate deviation from torch). A case line is
+Stream, one case after another ('#' lines are comments: a comment right before
+a case documents it, e.g. a deliberate deviation from torch):
 
-    NAME OP NIN TOL [KEY=VALUE ...]
+    case NAME OP NIN TOL [KEY=VALUE ...]
+    in K DTYPE NDIM D0 .. Dn-1 LAYOUT      (NIN times), then the raw elements
+    out DTYPE NDIM D0 .. Dn-1              then the raw elements   | err MESSAGE
+    gout DTYPE NDIM D0 ..                  (grad cases) the gradient fed to backward
+    grad K DTYPE NDIM D0 ..                (grad cases, per input in rg=) | grad K none
+    end
 
-  NAME   unique case name (files NAME_in0.npy ... NAME_out.npy)
+  NAME   unique case name
   OP     a ctensor op of the C dispatch table (mostly the ct_ name without ct_)
-  NIN    number of input files
   TOL    exact | std | loose: tolerance class (the C side scales per dtype;
          integer and bool results are always compared exactly)
-  KEY=VALUE parameters of the op (dims=0,2 keep=1 dim=-1 s=2.5 p=inf ...) and
-         how to present the inputs:
-           dt<k>=bf16  input k is stored as f32 (NumPy has no bf16) and cast
-                       to bf16 by the C side; its values are exact bf16 values
-           odt=bf16    the expected output is bf16, stored as f32 (exact)
-           T=<k>,...   input k is stored transposed (last two dims swapped,
-                       contiguous); the C side passes ct_transpose(in, -2, -1),
-                       a non-contiguous view of the logical input
-           variant=inplace|out  call ct_OP_ on input 0 itself (a strided view
-                       when T names it) / ct_OP_out into a fresh tensor of the
-                       expected shape and dtype
-           error=1     torch rejects these inputs (its message is in the comment
-                       above the line; there is no _out.npy): ctensor must
+  KEY=VALUE parameters of the op (dims=0,2 keep=1 dim=-1 s=2.5 p=inf ...):
+           variant=inplace|out  call ct_OP_ on input 0 itself / ct_OP_out into
+                       a fresh tensor of the expected shape and dtype
+           rg=0,2      inputs that require grad: backward(out, gout) follows
+                       and their gradients are compared
+           error=1     torch rejects these inputs (err line): ctensor must
                        return NULL with an error set
+  DTYPE  f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool; elements are little-endian
+         (bf16 as its 16 bits)
+  LAYOUT how the C side stores the input (torch sees the same memory layout):
+           c contiguous, t dims reversed in memory (a permuted view), s every
+           other element of a doubled last dim, o at a storage offset,
+           e:D0,..  the elements given are a base expanded to this shape
 
 Float16/bfloat16 references: torch 1.13 lacks most CPU half kernels, so half
 inputs are upcast to f32, the op runs in f32 and the result is rounded to the
@@ -45,6 +49,8 @@ torch's generator, so values cannot be compared.
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 import torch
@@ -648,62 +654,212 @@ def error_cases():
     case("err_sum_bad_dim", "sum", [U((2, 3))], lambda t: t.sum(dim=3), dims=(3,), err=True)
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: gen_cases.py OUTDIR")
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
+DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+          torch.bfloat16: "bf16", torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16",
+          torch.int32: "i32", torch.int64: "i64", torch.bool: "bool"}
+
+
+def raw(t):
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().tobytes()
+    return t.numpy().tobytes()
+
+
+def header(t):
+    return f"{DTYPES[t.dtype]} {t.dim()}" + "".join(f" {d}" for d in t.shape)
+
+
+def with_layout(t, lay):
+    """t stored as LAYOUT says (differentiable, so leaves get their gradients)."""
+    if lay == "c":
+        return t
+    if lay == "t":
+        rev = list(range(t.dim()))[::-1]
+        return t.permute(rev).contiguous().permute(rev)
+    if lay == "s":
+        both = torch.stack([torch.zeros_like(t), t], -1)
+        return both.reshape(*t.shape[:-1], 2 * t.shape[-1])[..., 1::2]
+    if lay == "o":
+        flat = torch.cat([torch.zeros(3, dtype=t.dtype), t.flatten()])
+        return flat[3:].view(t.shape)
+    assert lay.startswith("e:"), lay
+    return t.expand(*[int(d) for d in lay[2:].split(",")])
+
+
+def overlaps(t):
+    """Elements sharing memory (an expanded dim); an empty tensor has none."""
+    return t.numel() > 0 and any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
+
+
+def result_dtype(ins):
+    ts = [t for t in ins if isinstance(t, torch.Tensor)]
+    if len(ts) >= 2:
+        return torch.result_type(ts[0], ts[1])
+    return ts[0].dtype
+
+
+ELEMENTWISE = {"add", "sub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "fmod",
+               "remainder", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+               "logical_or", "logical_xor", "where", "add_scaled"}
+
+
+def reference(op, ref, ins, variant):
+    """ref(*ins) as ctensor defines the op: half inputs computed in f32 and
+    rounded; in place (variant) the result written into ins[0], with torch's
+    rules for what an in-place op may write. Raises on torch's errors."""
+    if variant == "inplace" and op != "fill_":
+        x = ins[0]
+        r = reference(op, ref, ins, None)
+        if tuple(r.shape) != tuple(x.shape):
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
+                               f"shape {list(r.shape)}")
+        if not torch.can_cast(r.dtype, x.dtype):
+            raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type "
+                               f"{x.dtype}")
+        if overlaps(x):
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location")
+        return x.detach().clone().copy_(r)
+    halves = [t.dtype for t in ins if isinstance(t, torch.Tensor) and t.dtype in HALF]
+    if not halves:
+        return ref(*ins)
+    try:  # torch's own checks (a bool operand of sub, shapes) come first
+        out = ref(*ins)
+    except RuntimeError as e:
+        if "Half" not in str(e) and "BFloat16" not in str(e):
+            raise
+        out = None
+    if op in ELEMENTWISE:
+        # operands first converted to the common dtype, as torch's and ctensor's
+        # kernels do (an i16 exponent 32767 is 32768 in f16), then computed in f32
+        k = [1, 2] if op == "where" else [0, 1]
+        if len(ins) > max(k):
+            common = torch.result_type(ins[k[0]], ins[k[1]])
+            ins = [t.to(common) if i in k else t for i, t in enumerate(ins)]
+    if out is not None and out.dtype not in HALF:
+        return out
+    up = [t.float() if isinstance(t, torch.Tensor) and t.dtype in HALF else t for t in ins]
+    o32 = ref(*up)
+    if not o32.is_floating_point():
+        return o32
+    target = out.dtype if out is not None else result_dtype(ins)
+    if target not in HALF:
+        target = halves[0] if result_dtype(ins) in HALF else result_dtype(ins)
+    return o32.to(target)
+
+
+def first_line(e):
+    return (str(e).splitlines() or [type(e).__name__])[0][:160] or type(e).__name__
+
+
+class Writer:
+    def __init__(self, f):
+        self.f = f
+        self.names = set()
+
+    def line(self, text):
+        self.f.write(text.encode() + b"\n")
+
+    def tensor(self, tag, t):
+        self.line(f"{tag} {header(t)}")
+        self.f.write(raw(t))
+
+    def case(self, name, op, inputs, ref, tol, params, note=None, expect_err=None, grad=None):
+        """inputs: [(logical or base tensor, layout)]. expect_err: None (either
+        way) or whether torch must reject the inputs (the table's err flag)."""
+        if name in self.names:
+            sys.exit(f"gen_cases.py: duplicate case {name}")
+        self.names.add(name)
+        params = dict(params)
+        variant = params.get("variant")
+        leaves = [t.detach().clone() for t, _ in inputs]
+        if grad:
+            for k in grad:
+                leaves[k].requires_grad_(True)
+        failure, out, grads, gout = None, None, None, None
+        try:
+            with np.errstate(all="ignore"):
+                ins = [with_layout(t, lay) for t, (_, lay) in zip(leaves, inputs)]
+                if not grad and variant != "inplace":
+                    ins = [t.detach() for t in ins]
+                out = reference(op, ref, ins, variant)
+                if grad:
+                    gen = torch.Generator().manual_seed(len(self.names))
+                    gout = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.dtype)
+                    out.backward(gout)
+                    grads = [leaves[k].grad for k in grad]
+                out = out.detach().contiguous()
+        except (RuntimeError, IndexError, ValueError, TypeError) as e:
+            failure = first_line(e)
+        if out is not None and out.dim() > 8:
+            # DEVIATION: ctensor's tensors have at most 8 dims (CT_MAX_DIMS); beyond
+            # that it refuses what torch computes
+            failure = f"ctensor: a {out.dim()}-d result exceeds CT_MAX_DIMS (8)"
+        if expect_err is not None and (failure is not None) != expect_err:
+            sys.exit(f"gen_cases.py: case {name}: torch " +
+                     (f"failed: {failure}" if failure else "succeeded, expected an error"))
+        if failure is not None:
+            params["error"] = 1
+        if grad:
+            params["rg"] = tuple(grad)
+        int_out = out is not None and not out.is_floating_point()
+        toks = [name, op, str(len(inputs)), "exact" if failure or int_out else tol]
+        toks += [f"{k}={fmt(v)}" for k, v in params.items()]
+        if note:
+            self.line(f"# {name}: {note}")
+        if failure:
+            self.line(f"# {name}: torch: {failure}")
+        self.line("case " + " ".join(toks))
+        for k, (t, lay) in enumerate(inputs):
+            self.line(f"in {k} {header(t)} {lay}")
+            self.f.write(raw(t))
+        if failure:
+            self.line("err " + failure)
+        else:
+            self.tensor("out", out)
+            if grad:
+                self.tensor("gout", gout.detach())
+                for k, g in zip(grad, grads):
+                    if g is None:
+                        self.line(f"grad {k} none")
+                    else:
+                        self.tensor(f"grad {k}", g)
+        self.line("end")
+
+
+def table_cases(w):
     for group in (unary_cases, binary_cases, compare_cases, reduction_cases, softmax_cases,
                   matmul_cases, indexing_cases, creation_cases, cast_view_cases, edge_cases,
                   error_cases):
         group()
-    names = set()
-    lines = ["# ctensor PyTorch oracle cases, generated by tests/oracle/gen_cases.py",
-             f"# torch {torch.__version__}, numpy {np.__version__}; format in gen_cases.py"]
     for name, op, ins, ref, tol, params, dts, T, note, err in CASES:
-        if name in names:
-            sys.exit(f"duplicate case {name}")
-        names.add(name)
         tens = [to_torch(a, dts.get(k)) for k, a in enumerate(ins)]
-        try:
-            with np.errstate(all="ignore"):
-                out = run_ref(ref, tens).contiguous()
-            failure = None
-        except (RuntimeError, IndexError, ValueError) as e:
-            failure = str(e).splitlines()[0][:100] or type(e).__name__
-        if (failure is not None) != err:
-            sys.exit(f"gen_cases.py: case {name}: torch " +
-                     (f"failed: {failure}" if failure else "succeeded, expected an error"))
-        toks = [name, op, str(len(ins)), "exact" if err or int_result(out.dtype) else tol]
-        toks += [f"{k}={fmt(v)}" for k, v in params.items()]
-        for k, t in enumerate(tens):
-            arr = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
-            if k in T:
-                assert arr.ndim >= 2, name
-                arr = np.swapaxes(arr, -1, -2)
-            np.save(os.path.join(out_dir, f"{name}_in{k}.npy"), np.array(arr, order="C", copy=True))
-            if t.dtype == torch.bfloat16:
-                toks.append(f"dt{k}=bf16")
-        if T:
-            toks.append("T=" + fmt(list(T)))
-        if err:
-            toks.append("error=1")
-            lines.append(f"# {name}: torch: {failure}")
-        if note:
-            lines.append(f"# {name}: {note}")
-        if err:
-            lines.append(" ".join(toks))
-            continue
-        if out.dtype == torch.bfloat16:
-            toks.append("odt=bf16")
-            arr = out.float().numpy()
-        else:
-            arr = out.numpy()
-        np.save(os.path.join(out_dir, f"{name}_out.npy"), np.array(arr, order="C", copy=True))
-        lines.append(" ".join(toks))
-    with open(os.path.join(out_dir, "cases.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"gen_cases.py: {len(CASES)} cases in {out_dir}")
+        layouts = ["t" if k in T else "c" for k in range(len(tens))]
+        w.case(name, op, list(zip(tens, layouts)), ref, tol, params, note, expect_err=err)
+
+
+def main():
+    import argparse
+
+    import random_cases
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=0, help="generated cases after the table")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--first", type=int, default=0, help="index of the first generated case")
+    ap.add_argument("--no-table", action="store_true")
+    a = ap.parse_args()
+    w = Writer(sys.stdout.buffer)
+    w.line(f"# ctensor differential cases: torch {torch.__version__}, numpy {np.__version__}, "
+           f"seed {a.seed}, cases {a.first}..{a.first + a.cases - 1}")
+    if not a.no_table:
+        table_cases(w)
+    gen = random_cases.Gen(a.seed)
+    for i in range(a.first, a.first + a.cases):
+        c = gen.case(i)
+        w.case(c.name, c.op, c.inputs, c.ref, c.tol, c.params, c.note, grad=c.grad)
+    sys.stdout.buffer.flush()
 
 
 if __name__ == "__main__":

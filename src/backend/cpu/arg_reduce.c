@@ -149,8 +149,8 @@ ct_status ct__cpu_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices,
       .g = &g, .row = kernels[x->dtype].row[!is_max], .col = kernels[x->dtype].col[!is_max]};
   CT_ASSERT(c.row);
   int64_t ntasks = plan_tasks(&c);
-  c.best = malloc(sizeof(ct_racc) * (size_t)(c.S * g.gm.K));
-  c.idx = malloc(sizeof(int64_t) * (size_t)(c.S * g.gm.K));
+  c.best = ct__malloc(sizeof(ct_racc) * (size_t)(c.S * g.gm.K));
+  c.idx = ct__malloc(sizeof(int64_t) * (size_t)(c.S * g.gm.K));
   if (!c.best || !c.idx) {
     free(c.best);
     free(c.idx);

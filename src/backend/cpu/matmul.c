@@ -231,7 +231,7 @@ static ct_status float_matmul(ct_tensor *out, const ct_tensor *a, const ct_tenso
   size_t csize = j.dtype == CT_F64 ? sizeof(double) : sizeof(float);
   void *scratch = NULL;
   if (j.scratch_per_worker) {
-    scratch = malloc(j.scratch_per_worker * csize * (size_t)workers);
+    scratch = ct__malloc(j.scratch_per_worker * csize * (size_t)workers);
     if (!scratch)
       return ct__fail_status(CT_ERR_OOM, "matmul: out of memory for %zu bytes of scratch",
                              j.scratch_per_worker * csize * (size_t)workers);

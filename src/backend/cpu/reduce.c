@@ -129,7 +129,7 @@ static ct_status run_pass(const ct_rgeom *g, ct_rpass pass, ct_dtype dt, const d
   if (c.S == 1) {
     c.part = result;
   } else {
-    c.part = malloc(sizeof(ct_racc) * (size_t)(c.S * g->gm.K));
+    c.part = ct__malloc(sizeof(ct_racc) * (size_t)(c.S * g->gm.K));
     if (!c.part) return ct__fail_status(CT_ERR_OOM, "reduce: out of host memory for partial results");
   }
   int64_t ntasks = groups * c.S;
@@ -170,8 +170,8 @@ ct_status ct__cpu_reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
   if (g.gm.K == 0) return CT_OK;
   ct_reduce_plan pl = ct_reduce_plan_of(op, ct_dtype_is_floating(x->dtype), x->dtype == CT_F64, p);
   CT_ASSERT(pl.npass > 0);
-  ct_racc *a1 = malloc(sizeof(ct_racc) * (size_t)g.gm.K * (pl.npass == 2 ? 2 : 1));
-  double *aux = pl.npass == 2 ? malloc(sizeof(double) * (size_t)g.gm.K) : NULL;
+  ct_racc *a1 = ct__malloc(sizeof(ct_racc) * (size_t)g.gm.K * (pl.npass == 2 ? 2 : 1));
+  double *aux = pl.npass == 2 ? ct__malloc(sizeof(double) * (size_t)g.gm.K) : NULL;
   ct_status st = CT_OK;
   if (!a1 || (pl.npass == 2 && !aux)) {
     st = ct__fail_status(CT_ERR_OOM, "%s: out of host memory", ct__reduce_names[op]);

@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "backend/cuda/common.cuh"
+#include "core/alloc.h"
 
 #define CTC_MAX_DEV 64          /* device.cu's */
 #define PINNED_POOL CTC_MAX_DEV /* pools[] index of the pinned host pool */
@@ -182,7 +183,7 @@ template <class T>
 static bool reserve(T **arr, int *cap, int need) {
   if (need <= *cap) return true;
   int n = *cap ? 2 * *cap : 4;
-  T *p = (T *)realloc(*arr, (size_t)n * sizeof(T));
+  T *p = (T *)ct__realloc(*arr, (size_t)n * sizeof(T));
   if (!p) return false;
   *arr = p;
   *cap = n;
@@ -311,7 +312,7 @@ static bin_set *bins_of(pool *P, cudaStream_t s, bool small, bool create) {
   for (int i = 0; i < P->nbins; i++)
     if (P->bins[i]->stream == s && P->bins[i]->small == small) return P->bins[i];
   if (!create || !reserve(&P->bins, &P->cap_bins, P->nbins + 1)) return NULL;
-  bin_set *B = (bin_set *)calloc(1, sizeof *B);
+  bin_set *B = (bin_set *)ct__calloc(1, sizeof *B);
   if (!B) return NULL;
   B->stream = s;
   B->small = small;
@@ -427,7 +428,7 @@ static void make_free(pool *P, block *b) {
  * Out of host memory, b stays whole: larger than asked, never unsafe. */
 static void split(block *b, size_t size) {
   if (b->size - size < MIN_BLOCK) return;
-  block *r = (block *)calloc(1, sizeof *r);
+  block *r = (block *)ct__calloc(1, sizeof *r);
   if (!r) return;
   r->ptr = b->ptr + size;
   r->size = b->size - size;
@@ -454,8 +455,8 @@ static void raw_free(void *p, bool pinned) {
 /* A new segment of `size` bytes as one free block in B, from the driver
  * (the runtime's current device is the pool's). NULL with *err set. */
 static segment *segment_new(pool *P, bin_set *B, size_t size, bool pinned, cudaError_t *err) {
-  segment *s = (segment *)calloc(1, sizeof *s);
-  block *b = (block *)calloc(1, sizeof *b);
+  segment *s = (segment *)ct__calloc(1, sizeof *s);
+  block *b = (block *)ct__calloc(1, sizeof *b);
   void *ptr = NULL;
   *err = s && b ? raw_alloc(&ptr, size, pinned) : cudaErrorMemoryAllocation;
   if (*err != cudaSuccess) {

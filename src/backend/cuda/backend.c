@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/plugin.h"
+#include "core/alloc.h"
 
 _Static_assert(CTC_MAX_DIMS == CT_MAX_DIMS, "ctc_t holds CT_MAX_DIMS dims");
 
@@ -218,8 +219,8 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
                                      ct_tensor *const *state1, ct_tensor *const *state2, int n) {
   if (n <= 0) return CT_OK;
   size_t sz = sizeof(ctc_t) * (size_t)n;
-  ctc_t *buf = malloc(sz * 5);
-  bool *has = calloc((size_t)n * 3, 1);
+  ctc_t *buf = ct__malloc(sz * 5);
+  bool *has = ct__calloc((size_t)n * 3, 1);
   if (!buf || !has) {
     free(buf);
     free(has);
@@ -246,7 +247,7 @@ static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const 
 static ct_status cuda_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
                                   ct_tensor *found_inf) {
   if (n <= 0) return CT_OK;
-  ctc_t *g = malloc(sizeof(ctc_t) * (size_t)n);
+  ctc_t *g = ct__malloc(sizeof(ctc_t) * (size_t)n);
   if (!g) return ct__fail_status(CT_ERR_OOM, "grad_scaler.unscale_: out of host memory");
   for (int i = 0; i < n; i++) g[i] = desc(grads[i]);
   ctc_t f = desc(found_inf);

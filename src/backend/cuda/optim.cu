@@ -17,6 +17,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/multi_tensor.cuh"
 #include "core/optim_math.h"
+#include "core/alloc.h"
 
 #define CTC_OPT_CHUNK 8192
 
