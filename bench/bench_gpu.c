@@ -9,6 +9,10 @@
  *   gpu_mul_2p28_f32       ct_mul, fresh result
  *   gpu_mul_out_2p28_f32   ct_mul_out
  *   gpu_sum_2p28_f32       ct_sum over all 2^28 elements      (bytes = 4 * 2^28)
+ *   gpu_add_transposed_2p28_f32  ct_add_out of a (16384, 16384) matrix and another one
+ *                          transposed: the strided kernel, whose index arithmetic (one
+ *                          division per element) the contiguous workloads never run
+ *                          (bytes = 3 * 4 * 2^28)
  *   gpu_matmul_8192_{f16,bf16,f32}  8192^3 products, fresh result, TF32 off
  *                          (flops = 2 * 8192^3)
  *   gpu_launch_1elem_f32   host time per op of ct_add on 1-element CUDA tensors, a loop
@@ -430,6 +434,53 @@ static void bench_binary(big_ctx *c, const char *w, char op, bool out) {
   report(w, "ctensor", ok, t, "gbps", RATE, 3.0 * 4.0 * (double)N_BIG / 1e9);
 }
 
+/* out = a + b^T on (side, side) views of the flat arrays. Checked against the
+ * CPU backend (b copied to the host whole, transposed there) at sampled rows,
+ * so that no strided GPU kernel takes part in the check. */
+static void run_ct_add_transposed(void *p) {
+  big_ctx *c = p;
+  if (!ct_add_out(c->out, c->a, c->b)) ct_fail("ct_add_out (transposed)");
+}
+
+/* Row `row` of a (side, side) tensor with contiguous rows, on the CPU. */
+static ct_tensor *host_row(const ct_tensor *m, int64_t row) {
+  ct_tensor *s = ct_slice(m, 0, row, row + 1, 1);
+  ct_tensor *h = s ? ct_to(s, ct_cpu(), NULL) : NULL;
+  ct_free(s);
+  return h;
+}
+
+static void bench_add_transposed(big_ctx *flat, const char *w) {
+  int64_t side = (int64_t)1 << (big_log2 / 2), shape[2] = {side, side};
+  timing t = {0};
+  ct_tensor *bv = ct_view(flat->b, shape, 2);
+  big_ctx c = {ct_view(flat->a, shape, 2), bv ? ct_transpose(bv, 0, 1) : NULL,
+               ct_view(flat->out, shape, 2), NULL, NULL, '+'};
+  ct_free(bv);
+  ct_tensor *hb = ct_to(flat->b, ct_cpu(), NULL), *hbv = hb ? ct_view(hb, shape, 2) : NULL,
+            *hbt = hbv ? ct_transpose(hbv, 0, 1) : NULL;
+  bool ok = c.a && c.b && c.out && hbt && ct_fill_(c.out, NAN) && ct_add_out(c.out, c.a, c.b);
+  if (!ok) ct_fail(w);
+  for (int64_t row = 0; ok && row < side; row += side / 8 + 1) {
+    ct_tensor *got = host_row(c.out, row), *ha = host_row(c.a, row),
+              *hbr = ct_slice(hbt, 0, row, row + 1, 1), *want = ha && hbr ? ct_add(ha, hbr) : NULL;
+    ok = got && want && ct_equal(got, want);
+    if (!ok) fail("wrong result", "ct_add_out of a transposed operand differs from the CPU's sum");
+    ct_free(got);
+    ct_free(ha);
+    ct_free(hbr);
+    ct_free(want);
+  }
+  ct_free(hbt);
+  ct_free(hbv);
+  ct_free(hb);
+  if (ok) ok = time_device(run_ct_add_transposed, &c, false, &t);
+  report(w, "ctensor", ok, t, "gbps", RATE, 3.0 * 4.0 * (double)N_BIG / 1e9);
+  ct_free(c.a);
+  ct_free(c.b);
+  ct_free(c.out);
+}
+
 static void bench_sum(big_ctx *c, const char *w) {
   timing t = {0};
   double got = NAN, ref = NAN;
@@ -645,8 +696,9 @@ int main(int argc, char **argv) {
   print_gpu_meta();
 
   /* The workload names, which carry the sizes. */
-  enum { COPY, ADD, ADD_OUT, MUL, MUL_OUT, SUM, N_BIG_WORK };
-  static const char *const big_kind[N_BIG_WORK] = {"copy", "add", "add_out", "mul", "mul_out", "sum"};
+  enum { COPY, ADD, ADD_OUT, MUL, MUL_OUT, SUM, ADD_T, N_BIG_WORK };
+  static const char *const big_kind[N_BIG_WORK] = {"copy",    "add", "add_out",       "mul",
+                                                   "mul_out", "sum", "add_transposed"};
   char big[N_BIG_WORK][64], mm[3][64], h2d[64];
   static const char *const mm_type[3] = {"f16", "bf16", "f32"};
   for (int i = 0; i < N_BIG_WORK; i++) snprintf(big[i], sizeof big[i], "gpu_%s_2p%d_f32", big_kind[i], big_log2);
@@ -672,6 +724,7 @@ int main(int argc, char **argv) {
       if (bench_want(only, big[MUL])) bench_binary(&c, big[MUL], '*', false);
       if (bench_want(only, big[MUL_OUT])) bench_binary(&c, big[MUL_OUT], '*', true);
       if (bench_want(only, big[SUM])) bench_sum(&c, big[SUM]);
+      if (bench_want(only, big[ADD_T])) bench_add_transposed(&c, big[ADD_T]);
     }
     ct_free(c.a);
     ct_free(c.b);

@@ -212,7 +212,8 @@ def rand_big(be, n=N_BIG):
 
 def bench_big():
     names = ["gpu_copy_2p28_f32", "gpu_add_2p28_f32", "gpu_add_out_2p28_f32",
-             "gpu_mul_2p28_f32", "gpu_mul_out_2p28_f32", "gpu_sum_2p28_f32"]
+             "gpu_mul_2p28_f32", "gpu_mul_out_2p28_f32", "gpu_sum_2p28_f32",
+             "gpu_add_transposed_2p28_f32"]
     if not any(want(w) for w in names):
         return
     for be in backends():
@@ -244,6 +245,14 @@ def bench_big():
         if want("gpu_sum_2p28_f32"):
             fn = (lambda: torch.sum(a)) if T else (lambda: a.sum())
             emit("gpu_sum_2p28_f32", be.name, lambda: time_device(be, fn), "gbps", rate(GB_SUM))
+        if want("gpu_add_transposed_2p28_f32"):
+            side = 1 << 14  # (16384, 16384): the strided kernel, as bench_gpu.c
+            a2, b2, o2 = (x.reshape(side, side) for x in (a, b, out))
+            fn = ((lambda: torch.add(a2, b2.t(), out=o2)) if T
+                  else (lambda: cp.add(a2, b2.T, out=o2)))
+            emit("gpu_add_transposed_2p28_f32", be.name, lambda: time_device(be, fn), "gbps",
+                 rate(GB_EW))
+            del a2, b2, o2
         del a, b, out
         release(be)
 

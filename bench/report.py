@@ -278,6 +278,7 @@ GPU_WORKLOADS = {
     "gpu_mul_2p28_f32": "c = a * b, 2^28 f32, fresh result",
     "gpu_mul_out_2p28_f32": "a * b into a preallocated out, 2^28 f32",
     "gpu_sum_2p28_f32": "sum of 2^28 f32",
+    "gpu_add_transposed_2p28_f32": "a + b^T into out, (16384, 16384) f32 (the strided kernel)",
     "gpu_matmul_8192_f16": "matmul 8192x8192 f16",
     "gpu_matmul_8192_bf16": "matmul 8192x8192 bf16",
     "gpu_matmul_8192_f32": "matmul 8192x8192 f32 (TF32 off)",
@@ -324,6 +325,11 @@ for _w in ["gpu_add_2p28_f32", "gpu_add_out_2p28_f32", "gpu_mul_2p28_f32",
 GPU_TARGETS += [
     ("gpu_sum_2p28_f32", ">= 85% of the copy bandwidth", "ctensor GB/s / copy GB/s", of_copy,
      0.85, True, ["torch", "cupy"]),
+]
+GPU_TARGETS += [
+    ("gpu_add_transposed_2p28_f32", "not slower than PyTorch (no bandwidth target: "
+     "a transposed read)", "PyTorch time / ctensor time", speedup(["torch"]), 1.0, True,
+     ["torch", "cupy"]),
 ]
 for _w in ["gpu_matmul_8192_f16", "gpu_matmul_8192_bf16", "gpu_matmul_8192_f32"]:
     GPU_TARGETS.append((_w, ">= 0.95x PyTorch", "PyTorch time / ctensor time",

@@ -384,7 +384,8 @@ int main(int argc, char **argv) {
                 {"unary_backward", run_unary_backward},
                 {"norm", run_norm},
                 {"pool", run_pool},
-                {"optim", run_optim}};
+                {"optim", run_optim},
+                {"geometry", run_geometry}};
   /* the emulator's own checks first: without them the suites could pass vacuously */
   int bad = run_emulator_selftest(), ran = 0;
   for (auto &su : suites) {
@@ -401,7 +402,7 @@ int main(int argc, char **argv) {
     if (!known) {
       fprintf(stderr,
               "unknown suite %s (reduce, softmax, elementwise, index, random, unary_backward, norm, "
-              "pool, optim)\n",
+              "pool, optim, geometry)\n",
               argv[i]);
       return 2;
     }

@@ -118,5 +118,6 @@ int run_unary_backward(void);
 int run_norm(void);
 int run_pool(void);
 int run_optim(void);
+int run_geometry(void);
 
 #endif

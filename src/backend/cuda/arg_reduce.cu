@@ -77,7 +77,7 @@ extern "C" ct_status ct__cuda_arg_reduce(bool is_max, const ctc_t *values, const
   ctc_ew g;
   ctc_ew_init(&g, 3, ts);
   g.contig = false; /* offsets through the dims: the operands have different layouts */
-  if (g.ndim == 0) { g.ndim = 1; g.shape[0] = 1; }
+  if (g.ndim == 0) { g.ndim = 1; g.shape[0] = 1; ctc_ew_set_dividers(&g); }
   if (g.numel == 0) return CT_OK;
   int64_t n = x->ndim ? x->shape[dim] : 1, step = x->ndim ? x->strides[dim] : 0;
   cudaStream_t s = ctc_stream(dev);

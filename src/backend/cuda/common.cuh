@@ -245,10 +245,40 @@ template <class C> __device__ __forceinline__ void ctc_store(char *p, int dt, C 
  * after merging) or a broadcast scalar (all strides 0): then element i of an
  * operand is at i (or 0) and no offset arithmetic runs. */
 #define CTC_EW_MAX 4
+
+/* Division by a run-time constant, for the strided path's index-to-coordinates
+ * step. A 64-bit integer division has no instruction on the GPU: it is a
+ * software routine of dozens of instructions, run once per dim per element.
+ * While every index fits in 31 bits, the division by dim size d becomes a
+ * multiply-high, an add and a shift by a magic number computed once on the
+ * host (Granlund & Montgomery, "Division by invariant integers using
+ * multiplication", 1994; PyTorch's IntDivider): q = (umulhi(n, mul) + n) >> shift
+ * with shift = ceil(log2 d) and mul = 2^32 (2^shift - d) / d + 1, exact for every
+ * n < 2^31 and 1 <= d < 2^31 (the sum then fits in 32 bits). */
+struct ctc_div32 {
+  uint32_t mul, shift;
+};
+__host__ __device__ inline ctc_div32 ctc_div32_make(uint32_t d) {
+  uint32_t shift = 0;
+  while (shift < 31 && ((uint32_t)1 << shift) < d) shift++;
+  uint64_t mul = ((uint64_t)1 << 32) * (((uint64_t)1 << shift) - d) / d + 1;
+  return ctc_div32{(uint32_t)mul, shift};
+}
+__host__ __device__ __forceinline__ uint32_t ctc_div32_apply(ctc_div32 v, uint32_t n) {
+#ifdef __CUDA_ARCH__
+  uint32_t hi = __umulhi(n, v.mul);
+#else
+  uint32_t hi = (uint32_t)(((uint64_t)n * v.mul) >> 32);
+#endif
+  return (hi + n) >> v.shift;
+}
+
 struct ctc_ew {
   int nargs, ndim;
   bool contig;
+  bool idx32; /* numel < 2^31: coordinates through div32 (set by ctc_ew_set_dividers) */
   int64_t numel;
+  ctc_div32 div[CTC_MAX_DIMS]; /* dividers of shape[1..ndim) (dim 0 is never divided) */
   int64_t shape[CTC_MAX_DIMS];
   int64_t st[CTC_EW_MAX][CTC_MAX_DIMS]; /* elements */
   char *data[CTC_EW_MAX];
@@ -259,6 +289,14 @@ struct ctc_ew {
 
 /* Host: builds the geometry of ts[0..nargs) (all of ts[0]'s shape). */
 void ctc_ew_init(ctc_ew *g, int nargs, const ctc_t *const *ts);
+/* Host: fills idx32 and div from numel and shape; ctc_ew_init calls it, and a
+ * caller that changes the shape or numel after init calls it again. */
+inline void ctc_ew_set_dividers(ctc_ew *g) {
+  g->idx32 = g->numel <= INT32_MAX;
+  for (int d = 0; d < g->ndim; d++)
+    g->div[d] =
+        g->idx32 && g->shape[d] >= 1 ? ctc_div32_make((uint32_t)g->shape[d]) : ctc_div32{1, 0};
+}
 
 /* Element offsets (in elements) of linear index i for each operand. */
 template <int N>
@@ -270,12 +308,29 @@ __device__ __forceinline__ void ctc_ew_offsets(const ctc_ew &g, int64_t i, int64
   }
 #pragma unroll
   for (int a = 0; a < N; a++) off[a] = 0;
-  for (int d = g.ndim - 1; d >= 0; d--) {
-    int64_t s = g.shape[d];
-    int64_t q = i / s, r = i - q * s;
-    i = q;
+  /* innermost dim first; what is left after dim 1 is dim 0's coordinate
+   * (i < numel), so dim 0 costs no division */
+  if (g.idx32) {
+    uint32_t j = (uint32_t)i;
+    for (int d = g.ndim - 1; d >= 1; d--) {
+      uint32_t q = ctc_div32_apply(g.div[d], j), r = j - q * (uint32_t)g.shape[d];
+      j = q;
 #pragma unroll
-    for (int a = 0; a < N; a++) off[a] += r * g.st[a][d];
+      for (int a = 0; a < N; a++) off[a] += (int64_t)r * g.st[a][d];
+    }
+    i = j;
+  } else {
+    for (int d = g.ndim - 1; d >= 1; d--) {
+      int64_t s = g.shape[d];
+      int64_t q = i / s, r = i - q * s;
+      i = q;
+#pragma unroll
+      for (int a = 0; a < N; a++) off[a] += r * g.st[a][d];
+    }
+  }
+  if (g.ndim > 0) {
+#pragma unroll
+    for (int a = 0; a < N; a++) off[a] += i * g.st[a][0];
   }
 }
 

@@ -400,4 +400,5 @@ void ctc_ew_init(ctc_ew *g, int nargs, const ctc_t *const *ts) {
   if (m == 0)
     for (int a = 0; a < nargs; a++) g->scalar[a] = false; /* one element: offset 0 anyway */
   g->contig = contig;
+  ctc_ew_set_dividers(g);
 }
