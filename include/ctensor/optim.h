@@ -10,7 +10,7 @@
  *   }
  *   ct_optimizer_free(opt);
  *
- * Updates follow torch.optim exactly (same formulas, same order of
+ * SGD, Adam, AdamW, RMSprop and Adagrad. Updates follow torch.optim exactly (same formulas, same order of
  * operations). State (momentum buffers, Adam moments) lives on each
  * parameter's device. Steps run without recording gradients. */
 #ifndef CTENSOR_OPTIM_H
@@ -52,6 +52,34 @@ typedef struct ct_adam_opts {
 CT_API ct_adam_opts ct_adam_defaults(void);
 CT_API ct_adam_opts ct_adamw_defaults(void);
 
+/* RMSprop (torch.optim.RMSprop). Zeroed fields mean torch's defaults as in
+ * ct_adam_opts; as_given (set by ct_rmsprop_defaults()) takes every field as
+ * it is. */
+typedef struct ct_rmsprop_opts {
+  double lr;           /* 0 means 1e-2 */
+  double alpha;        /* smoothing constant of the squared average; 0 means 0.99 */
+  double eps;          /* added to the root; 0 means 1e-8 */
+  double weight_decay; /* L2 added to the gradient (default 0) */
+  double momentum;     /* default 0 (no momentum buffer) */
+  bool centered;       /* divide by the estimated variance (square_avg - grad_avg^2) */
+  bool as_given;
+} ct_rmsprop_opts;
+CT_API ct_rmsprop_opts ct_rmsprop_defaults(void);
+
+/* Adagrad (torch.optim.Adagrad): the step size at step t is
+ * lr / (1 + (t - 1) * lr_decay); each parameter's sum of squared gradients
+ * starts at initial_accumulator_value. Zeroed fields mean torch's defaults
+ * unless as_given (set by ct_adagrad_defaults()). */
+typedef struct ct_adagrad_opts {
+  double lr;                        /* 0 means 1e-2 */
+  double lr_decay;                  /* default 0 */
+  double weight_decay;              /* L2 added to the gradient (default 0) */
+  double initial_accumulator_value; /* default 0 */
+  double eps;                       /* 0 means 1e-10 */
+  bool as_given;
+} ct_adagrad_opts;
+CT_API ct_adagrad_opts ct_adagrad_defaults(void);
+
 /* The optimizer keeps a reference to each parameter: contiguous f32/f64 leaf
  * tensors, each listed once. SGD needs opts (the learning rate); Adam's opts
  * may be NULL (defaults). Invalid hyper-parameters fail with CT_ERR_ARG as in
@@ -60,6 +88,11 @@ CT_API ct_adam_opts ct_adamw_defaults(void);
 CT_API ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
 CT_API ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
 CT_API ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+/* RMSprop and Adagrad; opts may be NULL (torch's defaults). Negative lr,
+ * alpha, eps, momentum, weight_decay, lr_decay or initial_accumulator_value
+ * fail with CT_ERR_ARG, as in torch. */
+CT_API ct_optimizer *ct_rmsprop_new(ct_tensor *const *params, int n, const ct_rmsprop_opts *opts);
+CT_API ct_optimizer *ct_adagrad_new(ct_tensor *const *params, int n, const ct_adagrad_opts *opts);
 CT_API void ct_optimizer_free(ct_optimizer *opt); /* NULL is a no-op */
 
 /* One update of every parameter that has a gradient. */
@@ -68,11 +101,13 @@ CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 CT_API void ct_optimizer_zero_grad(ct_optimizer *opt);
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
 CT_API void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
-/* The momentum term: SGD's momentum, Adam's and AdamW's beta1 (what torch's
- * OneCycleLR cycles). set checks it as the constructors do (SGD: >= 0, > 0
- * with nesterov; beta1 in [0, 1)), else CT_ERR_ARG and no change. An SGD
- * optimizer made without momentum starts its momentum buffers at the next
- * step, from the gradient, as torch does. */
+/* The momentum term: SGD's and RMSprop's momentum, Adam's and AdamW's beta1
+ * (what torch's OneCycleLR cycles). set checks it as the constructors do
+ * (SGD: >= 0, > 0 with nesterov; RMSprop: >= 0; beta1 in [0, 1)), else
+ * CT_ERR_ARG and no change; Adagrad has none (get: 0, set: CT_ERR_ARG, as
+ * torch's OneCycleLR refuses it). An SGD optimizer made without momentum
+ * starts its momentum buffers at the next step, from the gradient, as torch
+ * does; an RMSprop one starts them at zero. */
 CT_API double ct_optimizer_get_momentum(const ct_optimizer *o);
 CT_API ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum);
 /* Number of steps taken. */
@@ -81,7 +116,8 @@ CT_API int64_t ct_optimizer_step_count(const ct_optimizer *opt);
  * (borrowed references) and returns the total count. */
 CT_API int ct_optimizer_parameters(const ct_optimizer *opt, ct_tensor **params, int max);
 /* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
- * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq");
+ * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq";
+ * RMSprop: "square_avg", "momentum_buffer", "grad_avg"; Adagrad: "sum");
  * borrowed (names valid until the state changes or the optimizer is freed).
  * Returns the total count. */
 CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names,
@@ -89,8 +125,9 @@ CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, cons
 /* Restores state saved by ct_optimizer_state (copies values in, across
  * devices and dtypes; creates the buffers if needed). Everything is checked
  * before anything changes: unknown names fail with CT_ERR_ARG, wrong shapes
- * with CT_ERR_SHAPE; an Adam parameter needs all its moments or none. Sets the
- * step count, which is also each restored parameter's Adam step. */
+ * with CT_ERR_SHAPE; an Adam, RMSprop or Adagrad parameter needs all its
+ * state tensors or none. Sets the step count, which is also each restored
+ * parameter's step (Adam's bias correction, Adagrad's lr decay). */
 CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                          const char *const *names, int n, int64_t step_count);
 

@@ -1,4 +1,4 @@
-/* Optimizers: SGD, Adam, AdamW. Argument checks as torch.optim, per-parameter
+/* Optimizers: SGD, Adam, AdamW, RMSprop, Adagrad. Argument checks as torch.optim, per-parameter
  * state (momentum buffers, Adam moments) on the parameter's device, and one
  * backend call per device and step number (the multi-tensor `optimizer_step`
  * slot: one launch on CUDA). Updates run without recording autograd and bump
@@ -11,27 +11,43 @@
 enum { N_STATE = 3 };
 static const char *const sgd_state_names[N_STATE] = {"momentum_buffer", NULL, NULL};
 static const char *const adam_state_names[N_STATE] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+static const char *const rmsprop_state_names[N_STATE] = {"square_avg", "momentum_buffer",
+                                                         "grad_avg"};
+static const char *const adagrad_state_names[N_STATE] = {"sum", NULL, NULL};
 
 struct ct_optimizer {
   ct_optim_kind kind;
-  const char *name;        /* "SGD", "Adam", "AdamW" */
-  ct_optim_params hyper;   /* lr and hyper-parameters; per-call fields filled at step */
+  const char *name;      /* "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" */
+  ct_optim_params hyper; /* lr and hyper-parameters; per-call fields filled at step */
   int n;
-  ct_tensor **params;      /* n references */
+  ct_tensor **params;         /* n references */
   ct_tensor **state[N_STATE]; /* [k][i]: owned, NULL until created */
-  int64_t *steps;          /* Adam(W): updates taken by parameter i */
+  int64_t *steps;             /* Adam(W), Adagrad: updates taken by parameter i */
+  double initial_sum;         /* Adagrad: where each sum of squares starts */
   int64_t step_count;
-  char **names;            /* ct_optimizer_state's names */
+  char **names; /* ct_optimizer_state's names */
   int n_names;
 };
 
 static const char *const *state_names(const ct_optimizer *o) {
-  return o->kind == CT_OPTIM_SGD ? sgd_state_names : adam_state_names;
+  switch (o->kind) {
+    case CT_OPTIM_SGD:
+      return sgd_state_names;
+    case CT_OPTIM_RMSPROP:
+      return rmsprop_state_names;
+    case CT_OPTIM_ADAGRAD:
+      return adagrad_state_names;
+    default:
+      return adam_state_names;
+  }
 }
 
 /* Which state buffers parameters need. */
 static bool needs_state(const ct_optimizer *o, int k) {
   if (o->kind == CT_OPTIM_SGD) return k == 0 && o->hyper.momentum != 0;
+  if (o->kind == CT_OPTIM_ADAGRAD) return k == 0;
+  if (o->kind == CT_OPTIM_RMSPROP)
+    return k == 0 || (k == 1 && o->hyper.momentum > 0) || (k == 2 && o->hyper.centered);
   return k < 2 || (k == 2 && o->hyper.amsgrad);
 }
 
@@ -71,7 +87,8 @@ static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tens
     return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   }
   o->kind = kind;
-  o->name = kind == CT_OPTIM_SGD ? "SGD" : kind == CT_OPTIM_ADAM ? "Adam" : "AdamW";
+  static const char *const kind_names[] = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"};
+  o->name = kind_names[kind];
   o->hyper = hyper;
   o->hyper.kind = kind;
   o->n = n;
@@ -87,9 +104,13 @@ ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opt
   if (!(s.weight_decay >= 0))
     return ct__fail(CT_ERR_ARG, "sgd_new: invalid weight_decay %g", s.weight_decay);
   if (s.nesterov && (s.momentum <= 0 || s.dampening != 0))
-    return ct__fail(CT_ERR_ARG, "sgd_new: nesterov momentum requires a momentum and zero dampening");
-  ct_optim_params h = {.lr = s.lr, .momentum = s.momentum, .dampening = s.dampening,
-                       .weight_decay = s.weight_decay, .nesterov = s.nesterov};
+    return ct__fail(CT_ERR_ARG,
+                    "sgd_new: nesterov momentum requires a momentum and zero dampening");
+  ct_optim_params h = {.lr = s.lr,
+                       .momentum = s.momentum,
+                       .dampening = s.dampening,
+                       .weight_decay = s.weight_decay,
+                       .nesterov = s.nesterov};
   return optimizer_new("sgd_new", CT_OPTIM_SGD, params, n, h);
 }
 
@@ -121,8 +142,12 @@ static ct_optimizer *adam_new(const char *what, ct_optim_kind kind, ct_tensor *c
     return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, a.beta2);
   if (!(a.weight_decay >= 0))
     return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
-  ct_optim_params h = {.lr = a.lr, .beta1 = a.beta1, .beta2 = a.beta2, .eps = a.eps,
-                       .weight_decay = a.weight_decay, .amsgrad = a.amsgrad};
+  ct_optim_params h = {.lr = a.lr,
+                       .beta1 = a.beta1,
+                       .beta2 = a.beta2,
+                       .eps = a.eps,
+                       .weight_decay = a.weight_decay,
+                       .amsgrad = a.amsgrad};
   return optimizer_new(what, kind, params, n, h);
 }
 
@@ -131,6 +156,61 @@ ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *o
 }
 ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts) {
   return adam_new("adamw_new", CT_OPTIM_ADAMW, params, n, opts);
+}
+
+ct_rmsprop_opts ct_rmsprop_defaults(void) {
+  return (ct_rmsprop_opts){.lr = 1e-2, .alpha = 0.99, .eps = 1e-8, .as_given = true};
+}
+
+ct_optimizer *ct_rmsprop_new(ct_tensor *const *params, int n, const ct_rmsprop_opts *opts) {
+  ct_rmsprop_opts r = opts ? *opts : (ct_rmsprop_opts){0};
+  if (!r.as_given) {
+    ct_rmsprop_opts d = ct_rmsprop_defaults();
+    if (r.lr == 0) r.lr = d.lr;
+    if (r.alpha == 0) r.alpha = d.alpha;
+    if (r.eps == 0) r.eps = d.eps;
+  }
+  const char *what = "rmsprop_new";
+  if (!(r.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, r.lr);
+  if (!(r.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, r.eps);
+  if (!(r.momentum >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid momentum %g", what, r.momentum);
+  if (!(r.weight_decay >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, r.weight_decay);
+  if (!(r.alpha >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid alpha %g", what, r.alpha);
+  ct_optim_params h = {.lr = r.lr,
+                       .alpha = r.alpha,
+                       .eps = r.eps,
+                       .weight_decay = r.weight_decay,
+                       .momentum = r.momentum,
+                       .centered = r.centered};
+  return optimizer_new(what, CT_OPTIM_RMSPROP, params, n, h);
+}
+
+ct_adagrad_opts ct_adagrad_defaults(void) {
+  return (ct_adagrad_opts){.lr = 1e-2, .eps = 1e-10, .as_given = true};
+}
+
+ct_optimizer *ct_adagrad_new(ct_tensor *const *params, int n, const ct_adagrad_opts *opts) {
+  ct_adagrad_opts a = opts ? *opts : (ct_adagrad_opts){0};
+  if (!a.as_given) {
+    ct_adagrad_opts d = ct_adagrad_defaults();
+    if (a.lr == 0) a.lr = d.lr;
+    if (a.eps == 0) a.eps = d.eps;
+  }
+  const char *what = "adagrad_new";
+  if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
+  if (!(a.lr_decay >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid lr_decay %g", what, a.lr_decay);
+  if (!(a.weight_decay >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
+  if (!(a.initial_accumulator_value >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: invalid initial_accumulator_value %g", what,
+                    a.initial_accumulator_value);
+  if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
+  ct_optim_params h = {
+      .lr = a.lr, .lr_decay = a.lr_decay, .weight_decay = a.weight_decay, .eps = a.eps};
+  ct_optimizer *o = optimizer_new(what, CT_OPTIM_ADAGRAD, params, n, h);
+  if (o) o->initial_sum = a.initial_accumulator_value;
+  return o;
 }
 
 static void free_names(ct_optimizer *o) {
@@ -155,10 +235,10 @@ void ct_optimizer_free(ct_optimizer *o) {
 
 /* ---- The update ------------------------------------------------------------- */
 
-/* A zeroed tensor like p, owned by the caller (not in any scope). */
-static ct_tensor *zeros_state(const ct_tensor *p) {
+/* A tensor like p filled with v, owned by the caller (not in any scope). */
+static ct_tensor *filled_state(const ct_tensor *p, double v) {
   ct_tensor *t = ct__empty(p->shape, p->ndim, p->dtype, ct__device(p));
-  if (t && ct__backend_of(t)->fill(t, 0.0) != CT_OK) {
+  if (t && ct__backend_of(t)->fill(t, v) != CT_OK) {
     ct__release(t);
     return NULL;
   }
@@ -202,10 +282,11 @@ static ct_status gather_grads(ct_optimizer *o, ct_tensor **grads) {
     if (!g) continue;
     if (g->dtype != p->dtype || !ct_device_equal(ct__device(g), ct__device(p)) ||
         g->numel != p->numel)
-      return ct__fail_status(CT_ERR_STATE, "%s.step: the gradient of parameter %d (%s on %s) does "
-                             "not match it (%s on %s)", o->name, i, ct_dtype_name(g->dtype),
-                             ct_device_name(ct__device(g)), ct_dtype_name(p->dtype),
-                             ct_device_name(ct__device(p)));
+      return ct__fail_status(CT_ERR_STATE,
+                             "%s.step: the gradient of parameter %d (%s on %s) does "
+                             "not match it (%s on %s)",
+                             o->name, i, ct_dtype_name(g->dtype), ct_device_name(ct__device(g)),
+                             ct_dtype_name(p->dtype), ct_device_name(ct__device(p)));
     if (ct__is_contiguous(g)) {
       grads[i] = ct__retain(g);
     } else {
@@ -223,7 +304,8 @@ static ct_status ensure_state(ct_optimizer *o, int i, bool *fresh) {
   *fresh = false;
   for (int k = 0; k < N_STATE; k++) {
     if (!needs_state(o, k) || o->state[k][i]) continue;
-    o->state[k][i] = zeros_state(o->params[i]);
+    /* torch's state starts at zero, Adagrad's sum at initial_accumulator_value */
+    o->state[k][i] = filled_state(o->params[i], o->kind == CT_OPTIM_ADAGRAD ? o->initial_sum : 0.0);
     if (!o->state[k][i]) return ct_last_error();
     *fresh = true;
   }
@@ -293,11 +375,21 @@ void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
   if (o) o->hyper.lr = lr;
 }
 double ct_optimizer_get_momentum(const ct_optimizer *o) {
-  return !o ? 0.0 : o->kind == CT_OPTIM_SGD ? o->hyper.momentum : o->hyper.beta1;
+  if (!o || o->kind == CT_OPTIM_ADAGRAD) return 0.0;
+  return o->kind == CT_OPTIM_SGD || o->kind == CT_OPTIM_RMSPROP ? o->hyper.momentum
+                                                                : o->hyper.beta1;
 }
 
 ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum) {
   if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_set_momentum: optimizer is NULL");
+  if (o->kind == CT_OPTIM_ADAGRAD)
+    return ct__fail_status(CT_ERR_ARG, "Adagrad: has no momentum to set (got %g)", momentum);
+  if (o->kind == CT_OPTIM_RMSPROP) {
+    if (!(momentum >= 0))
+      return ct__fail_status(CT_ERR_ARG, "RMSprop: invalid momentum %g", momentum);
+    o->hyper.momentum = momentum; /* a zero buffer is made at the next step if there is none */
+    return CT_OK;
+  }
   if (o->kind != CT_OPTIM_SGD) {
     if (!(momentum >= 0 && momentum < 1))
       return ct__fail_status(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", o->name,
@@ -402,10 +494,13 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
     const ct_tensor *t = tensors[j];
     char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
     if (!parse_state_name(o, names[j], &i, &k))
-      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' is not a state of this %s "
-                          "(expected '<param index>.%s'%s)", names[j] ? names[j] : "(null)",
-                          o->name, state_names(o)[0],
-                          o->kind == CT_OPTIM_SGD ? " with momentum" : " or .exp_avg_sq");
+      s = ct__fail_status(CT_ERR_ARG,
+                          "optimizer_load_state: '%s' is not a state of this %s "
+                          "(expected '<param index>.%s'%s)",
+                          names[j] ? names[j] : "(null)", o->name, state_names(o)[0],
+                          o->kind == CT_OPTIM_SGD       ? " with momentum"
+                          : o->kind == CT_OPTIM_ADAGRAD ? ""
+                                                        : " or another of its buffers");
     else if (seen[i * N_STATE + k]++)
       s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' given twice", names[j]);
     else if (!t)
@@ -416,7 +511,7 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
                           names[j], ct__shape_str(t, a, sizeof a), i,
                           ct__shape_str(o->params[i], b, sizeof b));
   }
-  /* Adam needs all of a parameter's moments or none. */
+  /* Adam, RMSprop and Adagrad need all of a parameter's buffers or none. */
   for (int i = 0; i < o->n && s == CT_OK && o->kind != CT_OPTIM_SGD; i++) {
     int have = 0, want = 0;
     for (int k = 0; k < N_STATE; k++)
@@ -425,15 +520,17 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
         have += seen[i * N_STATE + k];
       }
     if (have && have != want)
-      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: parameter %d has %d of its %d state "
-                          "tensors", i, have, want);
+      s = ct__fail_status(CT_ERR_ARG,
+                          "optimizer_load_state: parameter %d has %d of its %d state "
+                          "tensors",
+                          i, have, want);
   }
   ct_no_grad_begin();
   ct_scope_begin();
   for (int j = 0; j < n && s == CT_OK; j++) {
     int i, k;
     parse_state_name(o, names[j], &i, &k);
-    if (!o->state[k][i] && !(o->state[k][i] = zeros_state(o->params[i]))) {
+    if (!o->state[k][i] && !(o->state[k][i] = filled_state(o->params[i], 0.0))) {
       s = ct_last_error();
       break;
     }
