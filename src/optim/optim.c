@@ -17,10 +17,14 @@ static const char *const adagrad_state_names[N_STATE] = {"sum", NULL, NULL};
 
 struct ct_optimizer {
   ct_optim_kind kind;
-  const char *name;      /* "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" */
-  ct_optim_params hyper; /* lr and hyper-parameters; per-call fields filled at step */
+  const char *name;        /* "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" */
+  ct_optim_params hyper;   /* the constructor's options: what added groups default to */
+  ct_optim_params *groups; /* n_groups: each parameter group's options (lr changes here);
+                              per-call fields filled at step */
+  int n_groups;
   int n;
   ct_tensor **params;         /* n references */
+  int *group_of;              /* the group of parameter i */
   ct_tensor **state[N_STATE]; /* [k][i]: owned, NULL until created */
   int64_t *steps;             /* Adam(W), Adagrad: updates taken by parameter i */
   double initial_sum;         /* Adagrad: where each sum of squares starts */
@@ -42,57 +46,107 @@ static const char *const *state_names(const ct_optimizer *o) {
   }
 }
 
-/* Which state buffers parameters need. */
-static bool needs_state(const ct_optimizer *o, int k) {
-  if (o->kind == CT_OPTIM_SGD) return k == 0 && o->hyper.momentum != 0;
+/* Which state buffers parameter i needs (by its group's options). */
+static bool needs_state(const ct_optimizer *o, int i, int k) {
+  const ct_optim_params *h = &o->groups[o->group_of[i]];
+  if (o->kind == CT_OPTIM_SGD) return k == 0 && h->momentum != 0;
   if (o->kind == CT_OPTIM_ADAGRAD) return k == 0;
   if (o->kind == CT_OPTIM_RMSPROP)
-    return k == 0 || (k == 1 && o->hyper.momentum > 0) || (k == 2 && o->hyper.centered);
-  return k < 2 || (k == 2 && o->hyper.amsgrad);
+    return k == 0 || (k == 1 && h->momentum > 0) || (k == 2 && h->centered);
+  return k < 2 || (k == 2 && h->amsgrad);
 }
 
 /* ---- Construction ---------------------------------------------------------- */
 
-static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tensor *const *params,
-                                   int n, ct_optim_params hyper) {
-  if (n < 0 || (n > 0 && !params))
-    return ct__fail(CT_ERR_ARG, "%s: expected an array of parameters, got %d%s", what, n,
-                    params ? "" : " and NULL");
+/* Checks params (n of them) for a new group of o: leaf f32/f64 contiguous
+ * tensors, none listed twice, here or in an earlier group. */
+static bool check_params(const char *what, const ct_optimizer *o, ct_tensor *const *params, int n) {
+  if (n < 0 || (n > 0 && !params)) {
+    ct__fail(CT_ERR_ARG, "%s: expected an array of parameters, got %d%s", what, n,
+             params ? "" : " and NULL");
+    return false;
+  }
   for (int i = 0; i < n; i++) {
     const ct_tensor *p = params[i];
-    if (!p) return ct__fail(CT_ERR_ARG, "%s: parameter %d is NULL", what, i);
+    if (!p) return ct__fail(CT_ERR_ARG, "%s: parameter %d is NULL", what, i), false;
     if (p->dtype != CT_F32 && p->dtype != CT_F64)
       return ct__fail(CT_ERR_DTYPE,
                       "%s: parameter %d is %s; optimizers update f32 or f64 parameters (keep f32 "
                       "master weights for mixed precision)",
-                      what, i, ct_dtype_name(p->dtype));
+                      what, i, ct_dtype_name(p->dtype)),
+             false;
     if (!ct__is_contiguous(p))
-      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not contiguous", what, i);
+      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not contiguous", what, i), false;
     if (!ct_is_leaf(p))
       return ct__fail(CT_ERR_ARG, "%s: parameter %d is not a leaf tensor (made by %s)", what, i,
-                      ct_grad_fn_name(p));
+                      ct_grad_fn_name(p)),
+             false;
     for (int j = 0; j < i; j++)
       if (params[j] == p)
-        return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j);
+        return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j),
+               false;
+    for (int j = 0; o && j < o->n; j++)
+      if (o->params[j] == p)
+        return ct__fail(CT_ERR_ARG,
+                        "%s: parameter %d is already in parameter group %d of the optimizer", what,
+                        i, o->group_of[j]),
+               false;
   }
+  return true;
+}
+
+/* Room for n parameters and n_groups groups (new slots zeroed). */
+static bool reserve(ct_optimizer *o, int n, int n_groups) {
+  size_t sz = (size_t)(n ? n : 1), old = (size_t)o->n;
+#define CT__GROW(field)                                           \
+  do {                                                            \
+    void *q_ = ct__realloc_array(o->field, sz, sizeof *o->field); \
+    if (!q_) return false;                                        \
+    o->field = q_;                                                \
+    memset(o->field + old, 0, (sz - old) * sizeof *o->field);     \
+  } while (0)
+  CT__GROW(params);
+  CT__GROW(group_of);
+  CT__GROW(steps);
+  for (int k = 0; k < N_STATE; k++) CT__GROW(state[k]);
+#undef CT__GROW
+  ct_optim_params *g = ct__realloc_array(o->groups, (size_t)n_groups, sizeof *g);
+  if (!g) return false;
+  o->groups = g;
+  return true;
+}
+
+/* Appends a group of n parameters with options h (checked by the caller). */
+static int add_group(const char *what, ct_optimizer *o, ct_tensor *const *params, int n,
+                     ct_optim_params h) {
+  if (!check_params(what, o, params, n)) return -1;
+  if (!reserve(o, o->n + n, o->n_groups + 1))
+    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what), -1;
+  h.kind = o->kind;
+  int g = o->n_groups++;
+  o->groups[g] = h;
+  for (int i = 0; i < n; i++) {
+    o->params[o->n + i] = ct__retain(params[i]);
+    o->group_of[o->n + i] = g;
+  }
+  o->n += n;
+  return g;
+}
+
+static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tensor *const *params,
+                                   int n, ct_optim_params hyper) {
+  if (!check_params(what, NULL, params, n)) return NULL;
   ct_optimizer *o = ct__calloc(1, sizeof *o);
   if (!o) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
-  size_t sz = (size_t)(n ? n : 1);
-  o->params = ct__calloc(sz, sizeof *o->params);
-  o->steps = ct__calloc(sz, sizeof *o->steps);
-  bool ok = o->params && o->steps;
-  for (int k = 0; k < N_STATE; k++) ok = (o->state[k] = ct__calloc(sz, sizeof(ct_tensor *))) && ok;
-  if (!ok) {
-    ct_optimizer_free(o);
-    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
-  }
-  o->kind = kind;
   static const char *const kind_names[] = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"};
+  o->kind = kind;
   o->name = kind_names[kind];
   o->hyper = hyper;
   o->hyper.kind = kind;
-  o->n = n;
-  for (int i = 0; i < n; i++) o->params[i] = ct__retain(params[i]);
+  if (add_group(what, o, params, n, o->hyper) < 0) {
+    ct_optimizer_free(o);
+    return NULL;
+  }
   return o;
 }
 
@@ -228,6 +282,8 @@ void ct_optimizer_free(ct_optimizer *o) {
   }
   for (int k = 0; k < N_STATE; k++) free(o->state[k]);
   free(o->params);
+  free(o->group_of);
+  free(o->groups);
   free(o->steps);
   free_names(o);
   free(o);
@@ -303,7 +359,7 @@ static ct_status gather_grads(ct_optimizer *o, ct_tensor **grads) {
 static ct_status ensure_state(ct_optimizer *o, int i, bool *fresh) {
   *fresh = false;
   for (int k = 0; k < N_STATE; k++) {
-    if (!needs_state(o, k) || o->state[k][i]) continue;
+    if (!needs_state(o, i, k) || o->state[k][i]) continue;
     /* torch's state starts at zero, Adagrad's sum at initial_accumulator_value */
     o->state[k][i] = filled_state(o->params[i], o->kind == CT_OPTIM_ADAGRAD ? o->initial_sum : 0.0);
     if (!o->state[k][i]) return ct_last_error();
@@ -320,21 +376,22 @@ static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool
   if (s != CT_OK) return s;
   int *idx = ct__malloc(sizeof(int) * (size_t)(o->n ? o->n : 1));
   if (!idx) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
-  /* Groups: same device and same per-call parameters (SGD's first step, Adam's
-   * step number). */
+  /* Calls: same parameter group, same device and same per-call parameters
+   * (SGD's first step, Adam's and Adagrad's step number). */
   for (int i = 0; i < o->n && s == CT_OK; i++) {
     if (!grads[i] || done[i]) continue;
     int m = 0;
     for (int j = i; j < o->n; j++) {
       if (!grads[j] || done[j]) continue;
-      bool same = ct_device_equal(ct__device(o->params[j]), ct__device(o->params[i])) &&
+      bool same = o->group_of[j] == o->group_of[i] &&
+                  ct_device_equal(ct__device(o->params[j]), ct__device(o->params[i])) &&
                   (o->kind == CT_OPTIM_SGD ? fresh[j] == fresh[i] : o->steps[j] == o->steps[i]);
       if (same) {
         idx[m++] = j;
         done[j] = true;
       }
     }
-    ct_optim_params hp = o->hyper;
+    ct_optim_params hp = o->groups[o->group_of[i]];
     hp.first_step = fresh[i];
     hp.step = o->steps[i] + 1;
     s = run_group(o, idx, m, grads, hp);
@@ -370,37 +427,112 @@ void ct_optimizer_zero_grad(ct_optimizer *o) {
   for (int i = 0; i < o->n; i++) ct_set_grad(o->params[i], NULL);
 }
 
-double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->hyper.lr : 0.0; }
+double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->groups[0].lr : 0.0; }
 void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
-  if (o) o->hyper.lr = lr;
+  for (int g = 0; o && g < o->n_groups; g++) o->groups[g].lr = lr;
+}
+/* The momentum term of group g's options. */
+static double *momentum_of(ct_optimizer *o, int g) {
+  return o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW ? &o->groups[g].beta1
+                                                               : &o->groups[g].momentum;
 }
 double ct_optimizer_get_momentum(const ct_optimizer *o) {
   if (!o || o->kind == CT_OPTIM_ADAGRAD) return 0.0;
-  return o->kind == CT_OPTIM_SGD || o->kind == CT_OPTIM_RMSPROP ? o->hyper.momentum
-                                                                : o->hyper.beta1;
+  return *momentum_of((ct_optimizer *)o, 0);
+}
+
+/* Checks a momentum term for o (SGD: >= 0, > 0 with nesterov; RMSprop: >= 0;
+ * Adam's beta1 in [0, 1)); what names the caller. */
+static bool check_momentum(const char *what, const ct_optimizer *o, double m) {
+  switch (o->kind) {
+    case CT_OPTIM_ADAGRAD:
+      return ct__fail(CT_ERR_ARG, "%s: Adagrad has no momentum (got %g)", what, m), false;
+    case CT_OPTIM_SGD:
+      if (!(m >= 0) || (o->hyper.nesterov && m == 0))
+        return ct__fail(CT_ERR_ARG, "%s: SGD: invalid momentum %g%s", what, m,
+                        o->hyper.nesterov ? " (nesterov needs a momentum > 0)" : ""),
+               false;
+      return true;
+    case CT_OPTIM_RMSPROP:
+      if (!(m >= 0))
+        return ct__fail(CT_ERR_ARG, "%s: RMSprop: invalid momentum %g", what, m), false;
+      return true;
+    default:
+      if (!(m >= 0 && m < 1))
+        return ct__fail(CT_ERR_ARG, "%s: %s: invalid beta1 %g (expected [0, 1))", what, o->name, m),
+               false;
+      return true;
+  }
 }
 
 ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum) {
   if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_set_momentum: optimizer is NULL");
-  if (o->kind == CT_OPTIM_ADAGRAD)
-    return ct__fail_status(CT_ERR_ARG, "Adagrad: has no momentum to set (got %g)", momentum);
-  if (o->kind == CT_OPTIM_RMSPROP) {
-    if (!(momentum >= 0))
-      return ct__fail_status(CT_ERR_ARG, "RMSprop: invalid momentum %g", momentum);
-    o->hyper.momentum = momentum; /* a zero buffer is made at the next step if there is none */
-    return CT_OK;
+  if (!check_momentum("optimizer_set_momentum", o, momentum)) return CT_ERR_ARG;
+  /* SGD and RMSprop make a buffer at the next step if there is none */
+  for (int g = 0; g < o->n_groups; g++) *momentum_of(o, g) = momentum;
+  return CT_OK;
+}
+
+/* ---- Parameter groups ------------------------------------------------------- */
+
+ct_param_group_opts ct_optimizer_group_defaults(const ct_optimizer *o) {
+  if (!o) return (ct_param_group_opts){.lr = 0};
+  const ct_optim_params *h = &o->hyper;
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  return (ct_param_group_opts){.lr = h->lr,
+                               .weight_decay = h->weight_decay,
+                               .momentum = adam ? h->beta1 : h->momentum,
+                               .beta2 = h->beta2};
+}
+
+int ct_optimizer_add_param_group(ct_optimizer *o, ct_tensor *const *params, int n,
+                                 const ct_param_group_opts *opts) {
+  static const char what[] = "optimizer_add_param_group";
+  if (!o) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what), -1;
+  ct_param_group_opts g = opts ? *opts : ct_optimizer_group_defaults(o);
+  if (!(g.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, g.lr), -1;
+  if (!(g.weight_decay >= 0))
+    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, g.weight_decay), -1;
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  if (o->kind != CT_OPTIM_ADAGRAD && !check_momentum(what, o, g.momentum)) return -1;
+  if (adam && !(g.beta2 >= 0 && g.beta2 < 1))
+    return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, g.beta2), -1;
+  ct_optim_params h = o->hyper;
+  h.lr = g.lr;
+  h.weight_decay = g.weight_decay;
+  if (adam) {
+    h.beta1 = g.momentum;
+    h.beta2 = g.beta2;
+  } else if (o->kind != CT_OPTIM_ADAGRAD) {
+    h.momentum = g.momentum;
   }
-  if (o->kind != CT_OPTIM_SGD) {
-    if (!(momentum >= 0 && momentum < 1))
-      return ct__fail_status(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", o->name,
-                             momentum);
-    o->hyper.beta1 = momentum;
-    return CT_OK;
-  }
-  if (!(momentum >= 0) || (o->hyper.nesterov && momentum == 0))
-    return ct__fail_status(CT_ERR_ARG, "SGD: invalid momentum %g%s", momentum,
-                           o->hyper.nesterov ? " (nesterov needs a momentum > 0)" : "");
-  o->hyper.momentum = momentum; /* a buffer is made at the next step if there is none */
+  return add_group(what, o, params, n, h);
+}
+
+int ct_optimizer_num_groups(const ct_optimizer *o) { return o ? o->n_groups : 0; }
+
+ct_status ct_optimizer_get_group(const ct_optimizer *o, int group, ct_param_group_opts *out) {
+  if (!o || !out || group < 0 || group >= o->n_groups)
+    return ct__fail_status(CT_ERR_ARG, "optimizer_get_group: no parameter group %d (of %d)", group,
+                           o ? o->n_groups : 0);
+  const ct_optim_params *h = &o->groups[group];
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  *out = (ct_param_group_opts){.lr = h->lr,
+                               .weight_decay = h->weight_decay,
+                               .momentum = adam ? h->beta1 : h->momentum,
+                               .beta2 = h->beta2};
+  return CT_OK;
+}
+
+double ct_optimizer_get_group_lr(const ct_optimizer *o, int group) {
+  return o && group >= 0 && group < o->n_groups ? o->groups[group].lr : 0.0;
+}
+
+ct_status ct_optimizer_set_group_lr(ct_optimizer *o, int group, double lr) {
+  if (!o || group < 0 || group >= o->n_groups)
+    return ct__fail_status(CT_ERR_ARG, "optimizer_set_group_lr: no parameter group %d (of %d)",
+                           group, o ? o->n_groups : 0);
+  o->groups[group].lr = lr;
   return CT_OK;
 }
 
@@ -471,7 +603,7 @@ static bool parse_state_name(const ct_optimizer *o, const char *name, int *pi, i
     return false;
   const char *const *kinds = state_names(o);
   for (int k = 0; k < N_STATE; k++)
-    if (kinds[k] && needs_state(o, k) && !strcmp(end + 1, kinds[k])) {
+    if (kinds[k] && needs_state(o, (int)i, k) && !strcmp(end + 1, kinds[k])) {
       *pi = (int)i;
       *pk = k;
       return true;
@@ -515,7 +647,7 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
   for (int i = 0; i < o->n && s == CT_OK && o->kind != CT_OPTIM_SGD; i++) {
     int have = 0, want = 0;
     for (int k = 0; k < N_STATE; k++)
-      if (needs_state(o, k)) {
+      if (needs_state(o, i, k)) {
         want++;
         have += seen[i * N_STATE + k];
       }
