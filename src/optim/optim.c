@@ -150,11 +150,19 @@ static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tens
   return o;
 }
 
+/* Checks that an option is >= 0 (nan fails), as torch's constructors;
+ * false with CT_ERR_ARG "<what>: invalid <name> <v>". */
+static bool nonneg(const char *what, const char *name, double v) {
+  if (v >= 0) return true;
+  ct__fail(CT_ERR_ARG, "%s: invalid %s %g", what, name, v);
+  return false;
+}
+
 ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts) {
   if (!opts) return ct__fail(CT_ERR_ARG, "sgd_new: options with the learning rate are required");
   const ct_sgd_opts s = *opts;
-  if (!(s.lr >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid learning rate %g", s.lr);
-  if (!(s.momentum >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid momentum %g", s.momentum);
+  if (!nonneg("sgd_new", "learning rate", s.lr) || !nonneg("sgd_new", "momentum", s.momentum))
+    return NULL;
   if (!(s.weight_decay >= 0))
     return ct__fail(CT_ERR_ARG, "sgd_new: invalid weight_decay %g", s.weight_decay);
   if (s.nesterov && (s.momentum <= 0 || s.dampening != 0))
@@ -188,14 +196,13 @@ static ct_optimizer *adam_new(const char *what, ct_optim_kind kind, ct_tensor *c
     if (a.eps == 0) a.eps = d.eps;
     if (a.weight_decay == 0) a.weight_decay = d.weight_decay;
   }
-  if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
-  if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
+  if (!nonneg(what, "learning rate", a.lr)) return NULL;
+  if (!nonneg(what, "epsilon", a.eps)) return NULL;
   if (!(a.beta1 >= 0 && a.beta1 < 1))
     return ct__fail(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", what, a.beta1);
   if (!(a.beta2 >= 0 && a.beta2 < 1))
     return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, a.beta2);
-  if (!(a.weight_decay >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
+  if (!nonneg(what, "weight_decay", a.weight_decay)) return NULL;
   ct_optim_params h = {.lr = a.lr,
                        .beta1 = a.beta1,
                        .beta2 = a.beta2,
@@ -225,12 +232,11 @@ ct_optimizer *ct_rmsprop_new(ct_tensor *const *params, int n, const ct_rmsprop_o
     if (r.eps == 0) r.eps = d.eps;
   }
   const char *what = "rmsprop_new";
-  if (!(r.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, r.lr);
-  if (!(r.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, r.eps);
-  if (!(r.momentum >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid momentum %g", what, r.momentum);
-  if (!(r.weight_decay >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, r.weight_decay);
-  if (!(r.alpha >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid alpha %g", what, r.alpha);
+  if (!nonneg(what, "learning rate", r.lr)) return NULL;
+  if (!nonneg(what, "epsilon", r.eps)) return NULL;
+  if (!nonneg(what, "momentum", r.momentum)) return NULL;
+  if (!nonneg(what, "weight_decay", r.weight_decay)) return NULL;
+  if (!nonneg(what, "alpha", r.alpha)) return NULL;
   ct_optim_params h = {.lr = r.lr,
                        .alpha = r.alpha,
                        .eps = r.eps,
@@ -252,14 +258,11 @@ ct_optimizer *ct_adagrad_new(ct_tensor *const *params, int n, const ct_adagrad_o
     if (a.eps == 0) a.eps = d.eps;
   }
   const char *what = "adagrad_new";
-  if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
-  if (!(a.lr_decay >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid lr_decay %g", what, a.lr_decay);
-  if (!(a.weight_decay >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
-  if (!(a.initial_accumulator_value >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid initial_accumulator_value %g", what,
-                    a.initial_accumulator_value);
-  if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
+  if (!nonneg(what, "learning rate", a.lr)) return NULL;
+  if (!nonneg(what, "lr_decay", a.lr_decay)) return NULL;
+  if (!nonneg(what, "weight_decay", a.weight_decay)) return NULL;
+  if (!nonneg(what, "initial_accumulator_value", a.initial_accumulator_value)) return NULL;
+  if (!nonneg(what, "epsilon", a.eps)) return NULL;
   ct_optim_params h = {
       .lr = a.lr, .lr_decay = a.lr_decay, .weight_decay = a.weight_decay, .eps = a.eps};
   ct_optimizer *o = optimizer_new(what, CT_OPTIM_ADAGRAD, params, n, h);
@@ -490,9 +493,8 @@ int ct_optimizer_add_param_group(ct_optimizer *o, ct_tensor *const *params, int 
   static const char what[] = "optimizer_add_param_group";
   if (!o) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what), -1;
   ct_param_group_opts g = opts ? *opts : ct_optimizer_group_defaults(o);
-  if (!(g.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, g.lr), -1;
-  if (!(g.weight_decay >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, g.weight_decay), -1;
+  if (!nonneg(what, "learning rate", g.lr)) return -1;
+  if (!nonneg(what, "weight_decay", g.weight_decay)) return -1;
   bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
   if (o->kind != CT_OPTIM_ADAGRAD && !check_momentum(what, o, g.momentum)) return -1;
   if (adam && !(g.beta2 >= 0 && g.beta2 < 1))
