@@ -1,10 +1,9 @@
 /* Accuracy of the f32 activations built on core/exp_math.h's vectorizable
- * exponential (exp, sigmoid, silu, softplus and the derivatives that use
- * it), through the backends' kernels on ~4M inputs: every 1024th f32 in the
- * exponential's range plus the special values, against the f64 functions.
- * The bounds are what the header states (2 ulp for exp) and, for the
- * composed activations, the exponential's error carried through their
- * formulas. The shared-formula test (tests/cuda_emu/lib/test_formulas.c)
+ * exponential and tanh (exp, sigmoid, silu, softplus, tanh, gelu_tanh and
+ * the derivatives that use them), through the backends' kernels on ~4M inputs: every 1024th f32 in
+ * the exponential's range plus the special values, against the f64 functions. The bounds are what
+ * the header states (2 ulp for exp) and, for the composed activations, the exponential's error
+ * carried through their formulas. The shared-formula test (tests/cuda_emu/lib/test_formulas.c)
  * checks that the CPU and the GPU compute these same bits; this one bounds
  * how far those bits are from the true values. */
 #include <float.h>
@@ -59,6 +58,10 @@ static double ref_exp(double x) { return exp(x); }
 static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double ref_silu(double x) { return x / (1 + exp(-x)); }
 static double ref_softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_gelu_tanh(double x) {
+  return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
 
 /* Runs op on x (f32 on the device under test); the results on the host. */
 static float *run(ct_tensor *(*op)(const ct_tensor *), const float *x, int64_t n) {
@@ -78,7 +81,11 @@ CT_TEST(f32_activations_within_their_stated_ulp_bounds) {
   const act acts[] = {{"exp", ct_exp, ref_exp, 2.0, -INFINITY},
                       {"sigmoid", ct_sigmoid, ref_sigmoid, 3.0, -INFINITY},
                       {"silu", ct_silu, ref_silu, 4.0, -87.0f},
-                      {"softplus", ct_softplus, ref_softplus, 3.0, -INFINITY}};
+                      {"softplus", ct_softplus, ref_softplus, 3.0, -INFINITY},
+                      {"tanh", ct_tanh, ref_tanh, 3.0, -INFINITY},
+                      /* the formula's 1 + tanh cancels for negative x, multiplying tanh's
+                       * error by 1 / (1 + tanh): bounded where that is at most ~3 */
+                      {"gelu_tanh", ct_gelu_tanh, ref_gelu_tanh, 5.0, -0.5f}};
   int64_t n = 0;
   float *x = sweep(-104.0f, 89.0f, &n);
   CHECK(x != NULL);
@@ -119,16 +126,23 @@ static double dref_gelu(double x) {
   return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
 }
 static double dref_erf(double x) { return 2 / sqrt(M_PI) * exp(-x * x); }
+static double dref_gelu_tanh(double x) {
+  const double k = 0.79788456080286535588, c = 0.044715;
+  double th = tanh(k * (x + c * x * x * x));
+  return 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * k * (1 + 3 * c * x * x);
+}
 
 CT_TEST(f32_derivatives_using_the_exponential_are_accurate) {
   const struct {
     const char *name;
     ct_tensor *(*op)(const ct_tensor *);
     double (*ref)(double);
-  } ds[] = {{"sigmoid", ct_sigmoid, dref_sigmoid},
-            {"silu", ct_silu, dref_silu},
-            {"gelu", ct_gelu, dref_gelu},
-            {"erf", ct_erf, dref_erf}};
+    double lo; /* gelu_tanh: below, 1 + tanh cancels (the f32 formula, whatever tanh) */
+  } ds[] = {{"sigmoid", ct_sigmoid, dref_sigmoid, -10},
+            {"silu", ct_silu, dref_silu, -10},
+            {"gelu", ct_gelu, dref_gelu, -10},
+            {"erf", ct_erf, dref_erf, -10},
+            {"gelu_tanh", ct_gelu_tanh, dref_gelu_tanh, -2}};
   enum { M = 20001 };
   static float xs[M];
   for (int i = 0; i < M; i++) xs[i] = (float)(-10.0 + 20.0 * i / (M - 1));
@@ -143,6 +157,7 @@ CT_TEST(f32_derivatives_using_the_exponential_are_accurate) {
     double worst = 0;
     int at = 0;
     for (int i = 0; i < M; i++) {
+      if (xs[i] < ds[d].lo) continue;
       double want = ds[d].ref((double)xs[i]);
       /* relative, and absolute where the formula's terms (~1) cancel */
       double e = fabs((double)g[i] - want) / (fabs(want) + 0.25);

@@ -5,8 +5,8 @@
  *   ct_up_<op>(x)           the BOOL-rule predicates
  *   ct_ud_<op>(g, v, p0, p1) g * d op/dx, v being x or the op's output y
  * Math in CT_T, as PyTorch computes on the CPU; the exponentials through
- * core/exp_math.h's ct_expv (a vectorizable polynomial for float, libm's exp
- * for double). */
+ * core/exp_math.h's ct_expv and ct_tanhv (vectorizable polynomials for
+ * float, libm for double). */
 
 /* ---- Values ---------------------------------------------------------------- */
 
@@ -22,7 +22,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_rsqrt)(CT_T x, CT_T p0, CT_T p1) { return (CT_T)
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sin)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_cos)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cos)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_tan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(tan)(x); }
-CT_HOST_DEVICE CT_T CT_FN(ct_uf_tanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(tanh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_tanh)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_tanhv)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_erf)(CT_T x, CT_T p0, CT_T p1) { return CT_M(erf)(x); }
 /* 1 / (1 + e^-x) without overflow: e^-|x| is at most 1. */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sigmoid)(CT_T x, CT_T p0, CT_T p1) {
@@ -40,7 +40,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu)(CT_T x, CT_T p0, CT_T p1) {
 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu_tanh)(CT_T x, CT_T p0, CT_T p1) {
   CT_T inner = (CT_T)0.79788456080286535588 * (x + (CT_T)0.044715 * x * x * x);
-  return (CT_T)0.5 * x * ((CT_T)1 + CT_M(tanh)(inner));
+  return (CT_T)0.5 * x * ((CT_T)1 + CT_FN(ct_tanhv)(inner));
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_silu)(CT_T x, CT_T p0, CT_T p1) {
   return x * CT_FN(ct_uf_sigmoid)(x, p0, p1);
@@ -130,7 +130,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_gelu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_gelu_tanh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   const CT_T k = (CT_T)0.79788456080286535588, c = (CT_T)0.044715;
-  CT_T th = CT_M(tanh)(k * (x + c * x * x * x));
+  CT_T th = CT_FN(ct_tanhv)(k * (x + c * x * x * x));
   CT_T dinner = k * ((CT_T)1 + (CT_T)3 * c * x * x);
   return g * ((CT_T)0.5 * ((CT_T)1 + th) + (CT_T)0.5 * x * ((CT_T)1 - th * th) * dinner);
 }
