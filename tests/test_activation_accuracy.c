@@ -1,11 +1,11 @@
 /* Accuracy of the f32 activations built on core/exp_math.h's vectorizable
- * exponential and tanh (exp, sigmoid, silu, softplus, tanh, gelu_tanh and
- * the derivatives that use them), through the backends' kernels on ~4M inputs: every 1024th f32 in
- * the exponential's range plus the special values, against the f64 functions. The bounds are what
- * the header states (2 ulp for exp) and, for the composed activations, the exponential's error
- * carried through their formulas. The shared-formula test (tests/cuda_emu/lib/test_formulas.c)
- * checks that the CPU and the GPU compute these same bits; this one bounds
- * how far those bits are from the true values. */
+ * exponential, tanh and erf (exp, sigmoid, silu, softplus, tanh, gelu_tanh,
+ * erf, gelu and the derivatives that use them), through the backends' kernels on ~4M inputs: every
+ * 1024th f32 in the exponential's range plus the special values, against the f64 functions. The
+ * bounds are what the header states (2 ulp for exp) and, for the composed activations, the
+ * exponential's error carried through their formulas. The shared-formula test
+ * (tests/cuda_emu/lib/test_formulas.c) checks that the CPU and the GPU compute these same bits;
+ * this one bounds how far those bits are from the true values. */
 #include <float.h>
 
 #include "ct_test.h"
@@ -59,6 +59,8 @@ static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double ref_silu(double x) { return x / (1 + exp(-x)); }
 static double ref_softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
 static double ref_tanh(double x) { return tanh(x); }
+static double ref_erf(double x) { return erf(x); }
+static double ref_gelu(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
 static double ref_gelu_tanh(double x) {
   return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
@@ -85,7 +87,9 @@ CT_TEST(f32_activations_within_their_stated_ulp_bounds) {
                       {"tanh", ct_tanh, ref_tanh, 3.0, -INFINITY},
                       /* the formula's 1 + tanh cancels for negative x, multiplying tanh's
                        * error by 1 / (1 + tanh): bounded where that is at most ~3 */
-                      {"gelu_tanh", ct_gelu_tanh, ref_gelu_tanh, 5.0, -0.5f}};
+                      {"gelu_tanh", ct_gelu_tanh, ref_gelu_tanh, 5.0, -0.5f},
+                      {"erf", ct_erf, ref_erf, 4.0, -INFINITY},
+                      {"gelu", ct_gelu, ref_gelu, 5.0, -0.5f}};
   int64_t n = 0;
   float *x = sweep(-104.0f, 89.0f, &n);
   CHECK(x != NULL);

@@ -5,7 +5,7 @@
  *   ct_up_<op>(x)           the BOOL-rule predicates
  *   ct_ud_<op>(g, v, p0, p1) g * d op/dx, v being x or the op's output y
  * Math in CT_T, as PyTorch computes on the CPU; the exponentials through
- * core/exp_math.h's ct_expv and ct_tanhv (vectorizable polynomials for
+ * core/exp_math.h's ct_expv, ct_tanhv and ct_erfv (vectorizable polynomials for
  * float, libm for double). */
 
 /* ---- Values ---------------------------------------------------------------- */
@@ -23,7 +23,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_sin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sin
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_cos)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cos)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_tan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(tan)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_tanh)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_tanhv)(x); }
-CT_HOST_DEVICE CT_T CT_FN(ct_uf_erf)(CT_T x, CT_T p0, CT_T p1) { return CT_M(erf)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_erf)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_erfv)(x); }
 /* 1 / (1 + e^-x) without overflow: e^-|x| is at most 1. */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sigmoid)(CT_T x, CT_T p0, CT_T p1) {
   CT_T e = CT_FN(ct_expv)(-CT_M(fabs)(x));
@@ -35,7 +35,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_relu)(CT_T x, CT_T p0, CT_T p1) {
 }
 /* x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu)(CT_T x, CT_T p0, CT_T p1) {
-  return (CT_T)0.5 * x * ((CT_T)1 + CT_M(erf)(x * (CT_T)0.70710678118654752440));
+  return (CT_T)0.5 * x * ((CT_T)1 + CT_FN(ct_erfv)(x * (CT_T)0.70710678118654752440));
 }
 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu_tanh)(CT_T x, CT_T p0, CT_T p1) {
@@ -124,7 +124,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_relu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 /* Phi(x) + x phi(x) */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_gelu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
-  CT_T cdf = (CT_T)0.5 * ((CT_T)1 + CT_M(erf)(x * (CT_T)0.70710678118654752440));
+  CT_T cdf = (CT_T)0.5 * ((CT_T)1 + CT_FN(ct_erfv)(x * (CT_T)0.70710678118654752440));
   CT_T pdf = CT_FN(ct_expv)((CT_T)-0.5 * x * x) * (CT_T)0.39894228040143267794;
   return g * (cdf + x * pdf);
 }
