@@ -13,6 +13,8 @@
  *                    small-batch training step pays), node freed with the result
  *   linreg_1000      the NumPy linear-regression loop (manual gradient), 1000 epochs
  *   fma_peak         the machine's measured f32 FMA throughput (the GEMM roofline)
+ *   exp_1M_f32, sigmoid_1M_f32, silu_1M_f32, tanh_1M_f32, gelu_1M_f32,
+ *   gelu_tanh_1M_f32  the transcendental activations on 1M f32 (cache-resident)
  *
  * Method and output: bench_util.h (median and min of per-call times, JSON
  * lines; metrics gbps, gflops, ns_per_op, ms_per_1000 derived from the median).
@@ -94,8 +96,8 @@ static double c_sum(const float *x, long n) {
 /* ---- Workload contexts ----------------------------------------------------------- */
 
 typedef struct big_ctx {
-  ct_tensor *a, *b;     /* ctensor operands, N_BIG f32 */
-  float *pa, *pb, *pc;  /* C operands and a preallocated, touched result */
+  ct_tensor *a, *b;    /* ctensor operands, N_BIG f32 */
+  float *pa, *pb, *pc; /* C operands and a preallocated, touched result */
   double sink;
 } big_ctx;
 
@@ -263,10 +265,10 @@ static void run_ct_linreg(void *p) {
   linreg_ctx *l = p;
   for (int epoch = 0; epoch < 1000; epoch++) {
     ct_scope_begin();
-    ct_tensor *pred = ct_matmul(l->X, l->W);                                   /* (100, 1) */
-    ct_tensor *err = ct_sub(pred, l->y);                                       /* (100, 1) */
-    ct_tensor *loss = ct_mean(ct_square(err), NULL);                           /* () */
-    ct_tensor *grad = ct_div_scalar(ct_matmul(ct_t(l->X), err), 100.0);        /* (10, 1) */
+    ct_tensor *pred = ct_matmul(l->X, l->W);                            /* (100, 1) */
+    ct_tensor *err = ct_sub(pred, l->y);                                /* (100, 1) */
+    ct_tensor *loss = ct_mean(ct_square(err), NULL);                    /* () */
+    ct_tensor *grad = ct_div_scalar(ct_matmul(ct_t(l->X), err), 100.0); /* (10, 1) */
     ct_tensor *upd = ct_sub_(l->W, ct_mul_scalar(grad, 0.01));
     if (!loss || !upd) l->failed = 1;
     ct_scope_end();
@@ -326,6 +328,44 @@ static void bench_fma_peak(void) {
 #endif
 }
 
+/* ---- Activations ------------------------------------------------------------------ */
+
+/* The transcendental activations on 1M f32 (4 MB: in the last-level cache,
+ * so the math, not the memory, is timed); gbps counts x read and y written. */
+#define N_ACT 1000000L
+typedef struct act_ctx {
+  ct_tensor *x;
+  ct_tensor *(*op)(const ct_tensor *);
+} act_ctx;
+
+static void run_ct_act(void *p) {
+  act_ctx *c = p;
+  ct_free(c->op(c->x));
+}
+
+static void bench_activations(const char *only) {
+  static const struct {
+    const char *name;
+    ct_tensor *(*op)(const ct_tensor *);
+  } acts[] = {{"exp_1M_f32", ct_exp},   {"sigmoid_1M_f32", ct_sigmoid},
+              {"silu_1M_f32", ct_silu}, {"tanh_1M_f32", ct_tanh},
+              {"gelu_1M_f32", ct_gelu}, {"gelu_tanh_1M_f32", ct_gelu_tanh}};
+  act_ctx c = {.x = ct_uniform(-8, 8, CT_SHAPE(N_ACT), NULL)};
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+    if (!bench_want(only, acts[i].name)) continue;
+    c.op = acts[i].op;
+    ct_tensor *y = c.x ? c.op(c.x) : NULL;
+    if (!y) {
+      emit_error(acts[i].name, "ctensor", ct_last_error_message());
+      continue;
+    }
+    ct_free(y);
+    emit(acts[i].name, "ctensor", time_it(run_ct_act, &c), "gbps", RATE,
+         2.0 * N_ACT * sizeof(float) / 1e9);
+  }
+  ct_free(c.x);
+}
+
 /* ---- Main ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -348,6 +388,7 @@ int main(int argc, char **argv) {
   if (bench_want(only, "mul_1elem_grad_f32")) bench_small_grad();
   if (bench_want(only, "linreg_1000")) bench_linreg();
   if (bench_want(only, "fma_peak_f32")) bench_fma_peak();
+  bench_activations(only);
   if (big.sink == 12345.0) fprintf(stderr, "(sink)\n"); /* keeps results observable */
   return 0;
 }

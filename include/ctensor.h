@@ -10,7 +10,9 @@
  *   ctensor/io.h      .npy files
  *   ctensor/autograd.h  gradients: requires_grad, backward, no_grad
  *   ctensor/nn.h      layers, losses, modules
- *   ctensor/optim.h   SGD, Adam, AdamW, learning-rate schedules
+ *   ctensor/rnn.h     recurrent layers: LSTM, GRU
+ *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
+ *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
  *   ctensor/data.h    datasets (MNIST, CIFAR-10), transforms, the data loader
  *   ctensor/dist.h    distributed data parallel over MPI and NCCL (mpirun)
@@ -51,6 +53,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* recurrent layers */
+#include "ctensor/rnn.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,9 +10,9 @@
  *   }
  *   ct_optimizer_free(opt);
  *
- * Updates follow torch.optim exactly (same formulas, same order of
- * operations). State (momentum buffers, Adam moments) lives on each
- * parameter's device. Steps run without recording gradients. */
+ * SGD, Adam, AdamW, RMSprop and Adagrad. Updates follow torch.optim exactly (same formulas, same
+ * order of operations). State (momentum buffers, Adam moments) lives on each parameter's device.
+ * Steps run without recording gradients. */
 #ifndef CTENSOR_OPTIM_H
 #define CTENSOR_OPTIM_H
 
@@ -52,6 +52,34 @@ typedef struct ct_adam_opts {
 CT_API ct_adam_opts ct_adam_defaults(void);
 CT_API ct_adam_opts ct_adamw_defaults(void);
 
+/* RMSprop (torch.optim.RMSprop). Zeroed fields mean torch's defaults as in
+ * ct_adam_opts; as_given (set by ct_rmsprop_defaults()) takes every field as
+ * it is. */
+typedef struct ct_rmsprop_opts {
+  double lr;           /* 0 means 1e-2 */
+  double alpha;        /* smoothing constant of the squared average; 0 means 0.99 */
+  double eps;          /* added to the root; 0 means 1e-8 */
+  double weight_decay; /* L2 added to the gradient (default 0) */
+  double momentum;     /* default 0 (no momentum buffer) */
+  bool centered;       /* divide by the estimated variance (square_avg - grad_avg^2) */
+  bool as_given;
+} ct_rmsprop_opts;
+CT_API ct_rmsprop_opts ct_rmsprop_defaults(void);
+
+/* Adagrad (torch.optim.Adagrad): the step size at step t is
+ * lr / (1 + (t - 1) * lr_decay); each parameter's sum of squared gradients
+ * starts at initial_accumulator_value. Zeroed fields mean torch's defaults
+ * unless as_given (set by ct_adagrad_defaults()). */
+typedef struct ct_adagrad_opts {
+  double lr;                        /* 0 means 1e-2 */
+  double lr_decay;                  /* default 0 */
+  double weight_decay;              /* L2 added to the gradient (default 0) */
+  double initial_accumulator_value; /* default 0 */
+  double eps;                       /* 0 means 1e-10 */
+  bool as_given;
+} ct_adagrad_opts;
+CT_API ct_adagrad_opts ct_adagrad_defaults(void);
+
 /* The optimizer keeps a reference to each parameter: contiguous f32/f64 leaf
  * tensors, each listed once. SGD needs opts (the learning rate); Adam's opts
  * may be NULL (defaults). Invalid hyper-parameters fail with CT_ERR_ARG as in
@@ -60,6 +88,11 @@ CT_API ct_adam_opts ct_adamw_defaults(void);
 CT_API ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts);
 CT_API ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
 CT_API ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts);
+/* RMSprop and Adagrad; opts may be NULL (torch's defaults). Negative lr,
+ * alpha, eps, momentum, weight_decay, lr_decay or initial_accumulator_value
+ * fail with CT_ERR_ARG, as in torch. */
+CT_API ct_optimizer *ct_rmsprop_new(ct_tensor *const *params, int n, const ct_rmsprop_opts *opts);
+CT_API ct_optimizer *ct_adagrad_new(ct_tensor *const *params, int n, const ct_adagrad_opts *opts);
 CT_API void ct_optimizer_free(ct_optimizer *opt); /* NULL is a no-op */
 
 /* One update of every parameter that has a gradient. */
@@ -68,20 +101,60 @@ CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 CT_API void ct_optimizer_zero_grad(ct_optimizer *opt);
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
 CT_API void ct_optimizer_set_lr(ct_optimizer *opt, double lr);
-/* The momentum term: SGD's momentum, Adam's and AdamW's beta1 (what torch's
- * OneCycleLR cycles). set checks it as the constructors do (SGD: >= 0, > 0
- * with nesterov; beta1 in [0, 1)), else CT_ERR_ARG and no change. An SGD
- * optimizer made without momentum starts its momentum buffers at the next
- * step, from the gradient, as torch does. */
+/* The momentum term: SGD's and RMSprop's momentum, Adam's and AdamW's beta1
+ * (what torch's OneCycleLR cycles). set checks it as the constructors do
+ * (SGD: >= 0, > 0 with nesterov; RMSprop: >= 0; beta1 in [0, 1)), else
+ * CT_ERR_ARG and no change; Adagrad has none (get: 0, set: CT_ERR_ARG, as
+ * torch's OneCycleLR refuses it). An SGD optimizer made without momentum
+ * starts its momentum buffers at the next step, from the gradient, as torch
+ * does; an RMSprop one starts them at zero. */
 CT_API double ct_optimizer_get_momentum(const ct_optimizer *o);
 CT_API ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum);
+/* ---- Parameter groups (torch's param_groups) ----------------------------------
+ *
+ * The parameters given to a constructor are group 0, with the constructor's
+ * options; ct_optimizer_add_param_group adds more, each with its own lr,
+ * weight decay and momentum term (and Adam's beta2); the other options
+ * (nesterov, dampening, eps, amsgrad, alpha, centered, lr_decay, ...) are
+ * the constructor's. Parameter indices (ct_optimizer_parameters, the state's
+ * names) run over the groups in order. set_lr and set_momentum above change
+ * every group, get_lr and get_momentum read group 0's; the schedules change
+ * each group's lr from its own base lr, as torch's.
+ *
+ *   ct_optimizer *opt = ct_sgd_new(weights, nw, &(ct_sgd_opts){.lr = 0.1, .momentum = 0.9});
+ *   ct_param_group_opts g = ct_optimizer_group_defaults(opt);
+ *   g.lr = 0.01, g.weight_decay = 0;  // biases: smaller lr, no decay
+ *   ct_optimizer_add_param_group(opt, biases, nb, &g);
+ */
+typedef struct ct_param_group_opts {
+  double lr;
+  double weight_decay;
+  double momentum; /* SGD's and RMSprop's momentum, Adam's and AdamW's beta1; Adagrad: unused */
+  double beta2;    /* Adam and AdamW */
+} ct_param_group_opts;
+/* The constructor's options (what torch's add_param_group fills in): start
+ * from these and change what differs; every field is taken as it is. */
+CT_API ct_param_group_opts ct_optimizer_group_defaults(const ct_optimizer *opt);
+/* Adds a group of n parameters (none already in the optimizer, checked as
+ * the constructors check theirs) with opts (NULL: the defaults), checked as
+ * the constructors do (CT_ERR_ARG). Returns the group's index, or -1. */
+CT_API int ct_optimizer_add_param_group(ct_optimizer *opt, ct_tensor *const *params, int n,
+                                        const ct_param_group_opts *opts);
+CT_API int ct_optimizer_num_groups(const ct_optimizer *opt);
+/* Group `group`'s current options; CT_ERR_ARG for a group that is not there. */
+CT_API ct_status ct_optimizer_get_group(const ct_optimizer *opt, int group,
+                                        ct_param_group_opts *out);
+CT_API double ct_optimizer_get_group_lr(const ct_optimizer *opt, int group); /* 0 if none */
+CT_API ct_status ct_optimizer_set_group_lr(ct_optimizer *opt, int group, double lr);
+
 /* Number of steps taken. */
 CT_API int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 /* The parameters opt updates, in the order they were given: fills at most max
  * (borrowed references) and returns the total count. */
 CT_API int ct_optimizer_parameters(const ct_optimizer *opt, ct_tensor **params, int max);
 /* State tensors for checkpoints, named "<param index>.<kind>" (e.g.
- * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq");
+ * "3.momentum_buffer", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq";
+ * RMSprop: "square_avg", "momentum_buffer", "grad_avg"; Adagrad: "sum");
  * borrowed (names valid until the state changes or the optimizer is freed).
  * Returns the total count. */
 CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, const char **names,
@@ -89,8 +162,9 @@ CT_API int ct_optimizer_state(const ct_optimizer *opt, ct_tensor **tensors, cons
 /* Restores state saved by ct_optimizer_state (copies values in, across
  * devices and dtypes; creates the buffers if needed). Everything is checked
  * before anything changes: unknown names fail with CT_ERR_ARG, wrong shapes
- * with CT_ERR_SHAPE; an Adam parameter needs all its moments or none. Sets the
- * step count, which is also each restored parameter's Adam step. */
+ * with CT_ERR_SHAPE; an Adam, RMSprop or Adagrad parameter needs all its
+ * state tensors or none. Sets the step count, which is also each restored
+ * parameter's step (Adam's bias correction, Adagrad's lr decay). */
 CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, ct_tensor *const *tensors,
                                          const char *const *names, int n, int64_t step_count);
 
@@ -118,10 +192,11 @@ CT_API ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double cli
 /* ---- Learning-rate schedules ---------------------------------------------- */
 
 /* Learning-rate schedules: call ct_lr_scheduler_step once per epoch (per
- * batch for OneCycle, as in torch). The base lr is the optimizer's lr when
- * the schedule is made; the schedule borrows the optimizer (free the
- * schedule first). step uses torch's recursive form, set_epoch its closed
- * form; the sequences match torch.optim.lr_scheduler's.
+ * batch for OneCycle, as in torch). The base lr of each parameter group is
+ * its lr when the schedule is made (groups added later are not scheduled);
+ * every group follows the schedule from its own base lr, as torch's; the schedule borrows the
+ * optimizer (free the schedule first). step uses torch's recursive form, set_epoch its closed form;
+ * the sequences match torch.optim.lr_scheduler's.
  *
  *   // linear warmup over 5 epochs, then cosine over the 95 others
  *   ct_lr_scheduler *warm = ct_linear_lr_new(opt, 0.01, 1.0, 5);
@@ -203,6 +278,19 @@ CT_API int64_t ct_lr_scheduler_epoch(const ct_lr_scheduler *s);
  * sets its epoch counter; OneCycle past total_steps fails with CT_ERR_ARG. */
 CT_API ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch);
 CT_API void ct_lr_scheduler_free(ct_lr_scheduler *s); /* NULL is a no-op */
+
+/* A schedule's position for a checkpoint, as doubles: its epoch,
+ * ReduceLROnPlateau's best metric and counters, each parameter group's base
+ * and current lr, then a sequence's children's in turn. Writes at most max
+ * values (values may be NULL to count) and returns the total count. */
+CT_API int ct_lr_scheduler_state(const ct_lr_scheduler *s, double *values, int max);
+/* Restores a position saved by ct_lr_scheduler_state into a schedule made
+ * the same way (same kind, children and number of parameter groups), and
+ * sets each group's lr to the saved one, so that a resumed run continues the
+ * schedule exactly, the recursive forms and ReduceLROnPlateau included.
+ * CT_ERR_ARG, changing nothing, when n is not this schedule's count or an
+ * epoch or counter is not a whole number >= 0. */
+CT_API ct_status ct_lr_scheduler_load_state(ct_lr_scheduler *s, const double *values, int n);
 
 #ifdef __cplusplus
 }

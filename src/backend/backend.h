@@ -162,7 +162,9 @@ typedef struct ct_backend {
   /* ---- Optimizers ---- */
   /* Updates n parameters in place from their gradients; state[k][i] are the
    * per-parameter buffers the kind needs (SGD: momentum buffer or NULL; Adam:
-   * exp_avg, exp_avg_sq, max_exp_avg_sq or NULL). All of one device. */
+   * exp_avg, exp_avg_sq, max_exp_avg_sq or NULL; RMSprop: square_avg,
+   * momentum_buffer or NULL, grad_avg or NULL; Adagrad: sum). All of one
+   * device. */
   ct_status (*optimizer_step)(const ct_optim_params *p, ct_tensor *const *params,
                               ct_tensor *const *grads, ct_tensor *const *state0,
                               ct_tensor *const *state1, ct_tensor *const *state2, int n);

@@ -9,6 +9,8 @@ typedef struct CT_TN(ct_optim_consts) {
   bool use_wd, first, nesterov, decoupled;
   CT_T wd, mom, damp1, neg_lr;                                 /* SGD */
   CT_T decay, b1, b2, one_b1, one_b2, neg_step, bc2_sqrt, eps; /* Adam(W) */
+  CT_T alpha, one_alpha;                                       /* RMSprop */
+  CT_T neg_clr; /* Adagrad: -lr / (1 + (step - 1) * lr_decay) */
 } CT_TN(ct_optim_consts);
 
 /* The constants of an update in CT_T (host side, once per call; suffixed in
@@ -32,6 +34,9 @@ CT_HOST_DEVICE CT_TN(ct_optim_consts) CT_TN(ct_optim_consts_of)(const ct_optim_p
   c.neg_step = (CT_T)(-(o->lr / bc1));
   c.bc2_sqrt = (CT_T)sqrt(bc2);
   c.eps = (CT_T)o->eps;
+  c.alpha = (CT_T)o->alpha;
+  c.one_alpha = (CT_T)(1.0 - o->alpha);
+  c.neg_clr = (CT_T)(-(o->lr / (1.0 + (double)(o->step - 1) * o->lr_decay)));
   return c;
 }
 
@@ -84,4 +89,41 @@ CT_HOST_DEVICE CT_T CT_FN(ct_adam_step)(const CT_TN(ct_optim_consts) * c, CT_T p
 CT_HOST_DEVICE CT_T CT_FN(ct_adam_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g, CT_T *m,
                                           CT_T *v, CT_T *vmax) {
   return CT_FN(ct_adam_step)(c, p, g, m, v, vmax, vmax ? true : false);
+}
+
+/* RMSprop on one element: p's new value; sq (square_avg) updated, buf
+ * (momentum_buffer) with momentum, ga (grad_avg) when centered. The flags are
+ * constants in the CPU loops (one loop per combination, each vectorizes). */
+CT_HOST_DEVICE CT_T CT_FN(ct_rmsprop_step)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
+                                           CT_T *sq, CT_T *buf, CT_T *ga, bool momentum,
+                                           bool centered) {
+  if (c->use_wd) g = CT_M(fma)(c->wd, p, g);
+  CT_T s = *sq * c->alpha + c->one_alpha * g * g;
+  *sq = s;
+  if (centered) {
+    CT_T a = CT_M(fma)(c->one_alpha, g, *ga * c->alpha);
+    *ga = a;
+    s = s - a * a;
+  }
+  CT_T avg = CT_M(sqrt)(s) + c->eps;
+  if (momentum) {
+    CT_T b = *buf * c->mom + g / avg;
+    *buf = b;
+    return CT_M(fma)(c->neg_lr, b, p);
+  }
+  return p + c->neg_lr * g / avg;
+}
+/* The same, momentum where buf is not NULL, centered where ga is not NULL. */
+CT_HOST_DEVICE CT_T CT_FN(ct_rmsprop_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
+                                             CT_T *sq, CT_T *buf, CT_T *ga) {
+  return CT_FN(ct_rmsprop_step)(c, p, g, sq, buf, ga, buf ? true : false, ga ? true : false);
+}
+
+/* Adagrad on one element: p's new value; sum (the sum of squares) updated. */
+CT_HOST_DEVICE CT_T CT_FN(ct_adagrad_update)(const CT_TN(ct_optim_consts) * c, CT_T p, CT_T g,
+                                             CT_T *sum) {
+  if (c->use_wd) g = CT_M(fma)(c->wd, p, g);
+  CT_T s = *sum + g * g;
+  *sum = s;
+  return p + c->neg_clr * g / (CT_M(sqrt)(s) + c->eps);
 }

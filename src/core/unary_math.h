@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/exp_math.h"
 #include "core/host_device.h"
 
 /* ---- Which formulas exist: X(ENUM, name), ENUM as in CT_UOP_ENUM ---------------- */

@@ -4,13 +4,15 @@
  *   ct_uf_<op>(x, p0, p1)   the op's value (p0, p1: its parameters as CT_T)
  *   ct_up_<op>(x)           the BOOL-rule predicates
  *   ct_ud_<op>(g, v, p0, p1) g * d op/dx, v being x or the op's output y
- * Math in CT_T (expf for float), as PyTorch computes on the CPU. */
+ * Math in CT_T, as PyTorch computes on the CPU; the exponentials through
+ * core/exp_math.h's ct_expv, ct_tanhv and ct_erfv (vectorizable polynomials for
+ * float, libm for double). */
 
 /* ---- Values ---------------------------------------------------------------- */
 
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_neg)(CT_T x, CT_T p0, CT_T p1) { return -x; }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_abs)(CT_T x, CT_T p0, CT_T p1) { return CT_M(fabs)(x); }
-CT_HOST_DEVICE CT_T CT_FN(ct_uf_exp)(CT_T x, CT_T p0, CT_T p1) { return CT_M(exp)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_exp)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_expv)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_expm1)(CT_T x, CT_T p0, CT_T p1) { return CT_M(expm1)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_log)(CT_T x, CT_T p0, CT_T p1) { return CT_M(log)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_log1p)(CT_T x, CT_T p0, CT_T p1) { return CT_M(log1p)(x); }
@@ -20,11 +22,11 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_rsqrt)(CT_T x, CT_T p0, CT_T p1) { return (CT_T)
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sin)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_cos)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cos)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_tan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(tan)(x); }
-CT_HOST_DEVICE CT_T CT_FN(ct_uf_tanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(tanh)(x); }
-CT_HOST_DEVICE CT_T CT_FN(ct_uf_erf)(CT_T x, CT_T p0, CT_T p1) { return CT_M(erf)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_tanh)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_tanhv)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_erf)(CT_T x, CT_T p0, CT_T p1) { return CT_FN(ct_erfv)(x); }
 /* 1 / (1 + e^-x) without overflow: e^-|x| is at most 1. */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sigmoid)(CT_T x, CT_T p0, CT_T p1) {
-  CT_T e = CT_M(exp)(-CT_M(fabs)(x));
+  CT_T e = CT_FN(ct_expv)(-CT_M(fabs)(x));
   CT_T r = (CT_T)1 / ((CT_T)1 + e);
   return x >= (CT_T)0 ? r : e * r;
 }
@@ -33,18 +35,18 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_relu)(CT_T x, CT_T p0, CT_T p1) {
 }
 /* x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu)(CT_T x, CT_T p0, CT_T p1) {
-  return (CT_T)0.5 * x * ((CT_T)1 + CT_M(erf)(x * (CT_T)0.70710678118654752440));
+  return (CT_T)0.5 * x * ((CT_T)1 + CT_FN(ct_erfv)(x * (CT_T)0.70710678118654752440));
 }
 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_gelu_tanh)(CT_T x, CT_T p0, CT_T p1) {
   CT_T inner = (CT_T)0.79788456080286535588 * (x + (CT_T)0.044715 * x * x * x);
-  return (CT_T)0.5 * x * ((CT_T)1 + CT_M(tanh)(inner));
+  return (CT_T)0.5 * x * ((CT_T)1 + CT_FN(ct_tanhv)(inner));
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_silu)(CT_T x, CT_T p0, CT_T p1) {
   return x * CT_FN(ct_uf_sigmoid)(x, p0, p1);
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_softplus)(CT_T x, CT_T p0, CT_T p1) {
-  return x > (CT_T)20 ? x : CT_M(log1p)(CT_M(exp)(x)); /* torch's threshold 20 */
+  return x > (CT_T)20 ? x : CT_M(log1p)(CT_FN(ct_expv)(x)); /* torch's threshold 20 */
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_floor)(CT_T x, CT_T p0, CT_T p1) { return CT_M(floor)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_ceil)(CT_T x, CT_T p0, CT_T p1) { return CT_M(ceil)(x); }
@@ -112,7 +114,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_tanh)(CT_T g, CT_T y, CT_T p0, CT_T p1) {
 }
 /* 2/sqrt(pi) e^(-x^2) */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_erf)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
-  return g * (CT_T)1.12837916709551257390 * CT_M(exp)(-x * x);
+  return g * (CT_T)1.12837916709551257390 * CT_FN(ct_expv)(-x * x);
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_sigmoid)(CT_T g, CT_T y, CT_T p0, CT_T p1) {
   return g * y * ((CT_T)1 - y);
@@ -122,22 +124,22 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_relu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 /* Phi(x) + x phi(x) */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_gelu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
-  CT_T cdf = (CT_T)0.5 * ((CT_T)1 + CT_M(erf)(x * (CT_T)0.70710678118654752440));
-  CT_T pdf = CT_M(exp)((CT_T)-0.5 * x * x) * (CT_T)0.39894228040143267794;
+  CT_T cdf = (CT_T)0.5 * ((CT_T)1 + CT_FN(ct_erfv)(x * (CT_T)0.70710678118654752440));
+  CT_T pdf = CT_FN(ct_expv)((CT_T)-0.5 * x * x) * (CT_T)0.39894228040143267794;
   return g * (cdf + x * pdf);
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_gelu_tanh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   const CT_T k = (CT_T)0.79788456080286535588, c = (CT_T)0.044715;
-  CT_T th = CT_M(tanh)(k * (x + c * x * x * x));
+  CT_T th = CT_FN(ct_tanhv)(k * (x + c * x * x * x));
   CT_T dinner = k * ((CT_T)1 + (CT_T)3 * c * x * x);
   return g * ((CT_T)0.5 * ((CT_T)1 + th) + (CT_T)0.5 * x * ((CT_T)1 - th * th) * dinner);
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_silu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
-  CT_T s = (CT_T)1 / ((CT_T)1 + CT_M(exp)(-x));
+  CT_T s = (CT_T)1 / ((CT_T)1 + CT_FN(ct_expv)(-x));
   return g * s * ((CT_T)1 + x * ((CT_T)1 - s));
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_softplus)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
-  return x > (CT_T)20 ? g : g / ((CT_T)1 + CT_M(exp)(-x));
+  return x > (CT_T)20 ? g : g / ((CT_T)1 + CT_FN(ct_expv)(-x));
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_reciprocal)(CT_T g, CT_T y, CT_T p0, CT_T p1) { return -g * y * y; }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_square)(CT_T g, CT_T x, CT_T p0, CT_T p1) {

@@ -1,4 +1,4 @@
-/* Optimizers: SGD, Adam, AdamW. Argument checks as torch.optim, per-parameter
+/* Optimizers: SGD, Adam, AdamW, RMSprop, Adagrad. Argument checks as torch.optim, per-parameter
  * state (momentum buffers, Adam moments) on the parameter's device, and one
  * backend call per device and step number (the multi-tensor `optimizer_step`
  * slot: one launch on CUDA). Updates run without recording autograd and bump
@@ -11,85 +11,168 @@
 enum { N_STATE = 3 };
 static const char *const sgd_state_names[N_STATE] = {"momentum_buffer", NULL, NULL};
 static const char *const adam_state_names[N_STATE] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+static const char *const rmsprop_state_names[N_STATE] = {"square_avg", "momentum_buffer",
+                                                         "grad_avg"};
+static const char *const adagrad_state_names[N_STATE] = {"sum", NULL, NULL};
 
 struct ct_optimizer {
   ct_optim_kind kind;
-  const char *name;        /* "SGD", "Adam", "AdamW" */
-  ct_optim_params hyper;   /* lr and hyper-parameters; per-call fields filled at step */
+  const char *name;        /* "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" */
+  ct_optim_params hyper;   /* the constructor's options: what added groups default to */
+  ct_optim_params *groups; /* n_groups: each parameter group's options (lr changes here);
+                              per-call fields filled at step */
+  int n_groups;
   int n;
-  ct_tensor **params;      /* n references */
+  ct_tensor **params;         /* n references */
+  int *group_of;              /* the group of parameter i */
   ct_tensor **state[N_STATE]; /* [k][i]: owned, NULL until created */
-  int64_t *steps;          /* Adam(W): updates taken by parameter i */
+  int64_t *steps;             /* Adam(W), Adagrad: updates taken by parameter i */
+  double initial_sum;         /* Adagrad: where each sum of squares starts */
   int64_t step_count;
-  char **names;            /* ct_optimizer_state's names */
+  char **names; /* ct_optimizer_state's names */
   int n_names;
 };
 
 static const char *const *state_names(const ct_optimizer *o) {
-  return o->kind == CT_OPTIM_SGD ? sgd_state_names : adam_state_names;
+  switch (o->kind) {
+    case CT_OPTIM_SGD:
+      return sgd_state_names;
+    case CT_OPTIM_RMSPROP:
+      return rmsprop_state_names;
+    case CT_OPTIM_ADAGRAD:
+      return adagrad_state_names;
+    default:
+      return adam_state_names;
+  }
 }
 
-/* Which state buffers parameters need. */
-static bool needs_state(const ct_optimizer *o, int k) {
-  if (o->kind == CT_OPTIM_SGD) return k == 0 && o->hyper.momentum != 0;
-  return k < 2 || (k == 2 && o->hyper.amsgrad);
+/* Which state buffers parameter i needs (by its group's options). */
+static bool needs_state(const ct_optimizer *o, int i, int k) {
+  const ct_optim_params *h = &o->groups[o->group_of[i]];
+  if (o->kind == CT_OPTIM_SGD) return k == 0 && h->momentum != 0;
+  if (o->kind == CT_OPTIM_ADAGRAD) return k == 0;
+  if (o->kind == CT_OPTIM_RMSPROP)
+    return k == 0 || (k == 1 && h->momentum > 0) || (k == 2 && h->centered);
+  return k < 2 || (k == 2 && h->amsgrad);
 }
 
 /* ---- Construction ---------------------------------------------------------- */
 
-static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tensor *const *params,
-                                   int n, ct_optim_params hyper) {
-  if (n < 0 || (n > 0 && !params))
-    return ct__fail(CT_ERR_ARG, "%s: expected an array of parameters, got %d%s", what, n,
-                    params ? "" : " and NULL");
+/* Checks params (n of them) for a new group of o: leaf f32/f64 contiguous
+ * tensors, none listed twice, here or in an earlier group. */
+static bool check_params(const char *what, const ct_optimizer *o, ct_tensor *const *params, int n) {
+  if (n < 0 || (n > 0 && !params)) {
+    ct__fail(CT_ERR_ARG, "%s: expected an array of parameters, got %d%s", what, n,
+             params ? "" : " and NULL");
+    return false;
+  }
   for (int i = 0; i < n; i++) {
     const ct_tensor *p = params[i];
-    if (!p) return ct__fail(CT_ERR_ARG, "%s: parameter %d is NULL", what, i);
+    if (!p) return ct__fail(CT_ERR_ARG, "%s: parameter %d is NULL", what, i), false;
     if (p->dtype != CT_F32 && p->dtype != CT_F64)
       return ct__fail(CT_ERR_DTYPE,
                       "%s: parameter %d is %s; optimizers update f32 or f64 parameters (keep f32 "
                       "master weights for mixed precision)",
-                      what, i, ct_dtype_name(p->dtype));
+                      what, i, ct_dtype_name(p->dtype)),
+             false;
     if (!ct__is_contiguous(p))
-      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not contiguous", what, i);
+      return ct__fail(CT_ERR_ARG, "%s: parameter %d is not contiguous", what, i), false;
     if (!ct_is_leaf(p))
       return ct__fail(CT_ERR_ARG, "%s: parameter %d is not a leaf tensor (made by %s)", what, i,
-                      ct_grad_fn_name(p));
+                      ct_grad_fn_name(p)),
+             false;
     for (int j = 0; j < i; j++)
       if (params[j] == p)
-        return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j);
+        return ct__fail(CT_ERR_ARG, "%s: parameter %d appears twice (also at %d)", what, i, j),
+               false;
+    for (int j = 0; o && j < o->n; j++)
+      if (o->params[j] == p)
+        return ct__fail(CT_ERR_ARG,
+                        "%s: parameter %d is already in parameter group %d of the optimizer", what,
+                        i, o->group_of[j]),
+               false;
   }
+  return true;
+}
+
+/* Room for n parameters and n_groups groups (new slots zeroed). */
+static bool reserve(ct_optimizer *o, int n, int n_groups) {
+  size_t sz = (size_t)(n ? n : 1), old = (size_t)o->n;
+#define CT__GROW(field)                                           \
+  do {                                                            \
+    void *q_ = ct__realloc_array(o->field, sz, sizeof *o->field); \
+    if (!q_) return false;                                        \
+    o->field = q_;                                                \
+    memset(o->field + old, 0, (sz - old) * sizeof *o->field);     \
+  } while (0)
+  CT__GROW(params);
+  CT__GROW(group_of);
+  CT__GROW(steps);
+  for (int k = 0; k < N_STATE; k++) CT__GROW(state[k]);
+#undef CT__GROW
+  ct_optim_params *g = ct__realloc_array(o->groups, (size_t)n_groups, sizeof *g);
+  if (!g) return false;
+  o->groups = g;
+  return true;
+}
+
+/* Appends a group of n parameters with options h (checked by the caller). */
+static int add_group(const char *what, ct_optimizer *o, ct_tensor *const *params, int n,
+                     ct_optim_params h) {
+  if (!check_params(what, o, params, n)) return -1;
+  if (!reserve(o, o->n + n, o->n_groups + 1))
+    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what), -1;
+  h.kind = o->kind;
+  int g = o->n_groups++;
+  o->groups[g] = h;
+  for (int i = 0; i < n; i++) {
+    o->params[o->n + i] = ct__retain(params[i]);
+    o->group_of[o->n + i] = g;
+  }
+  o->n += n;
+  return g;
+}
+
+static ct_optimizer *optimizer_new(const char *what, ct_optim_kind kind, ct_tensor *const *params,
+                                   int n, ct_optim_params hyper) {
+  if (!check_params(what, NULL, params, n)) return NULL;
   ct_optimizer *o = ct__calloc(1, sizeof *o);
   if (!o) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
-  size_t sz = (size_t)(n ? n : 1);
-  o->params = ct__calloc(sz, sizeof *o->params);
-  o->steps = ct__calloc(sz, sizeof *o->steps);
-  bool ok = o->params && o->steps;
-  for (int k = 0; k < N_STATE; k++) ok = (o->state[k] = ct__calloc(sz, sizeof(ct_tensor *))) && ok;
-  if (!ok) {
-    ct_optimizer_free(o);
-    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
-  }
+  static const char *const kind_names[] = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"};
   o->kind = kind;
-  o->name = kind == CT_OPTIM_SGD ? "SGD" : kind == CT_OPTIM_ADAM ? "Adam" : "AdamW";
+  o->name = kind_names[kind];
   o->hyper = hyper;
   o->hyper.kind = kind;
-  o->n = n;
-  for (int i = 0; i < n; i++) o->params[i] = ct__retain(params[i]);
+  if (add_group(what, o, params, n, o->hyper) < 0) {
+    ct_optimizer_free(o);
+    return NULL;
+  }
   return o;
+}
+
+/* Checks that an option is >= 0 (nan fails), as torch's constructors;
+ * false with CT_ERR_ARG "<what>: invalid <name> <v>". */
+static bool nonneg(const char *what, const char *name, double v) {
+  if (v >= 0) return true;
+  ct__fail(CT_ERR_ARG, "%s: invalid %s %g", what, name, v);
+  return false;
 }
 
 ct_optimizer *ct_sgd_new(ct_tensor *const *params, int n, const ct_sgd_opts *opts) {
   if (!opts) return ct__fail(CT_ERR_ARG, "sgd_new: options with the learning rate are required");
   const ct_sgd_opts s = *opts;
-  if (!(s.lr >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid learning rate %g", s.lr);
-  if (!(s.momentum >= 0)) return ct__fail(CT_ERR_ARG, "sgd_new: invalid momentum %g", s.momentum);
+  if (!nonneg("sgd_new", "learning rate", s.lr) || !nonneg("sgd_new", "momentum", s.momentum))
+    return NULL;
   if (!(s.weight_decay >= 0))
     return ct__fail(CT_ERR_ARG, "sgd_new: invalid weight_decay %g", s.weight_decay);
   if (s.nesterov && (s.momentum <= 0 || s.dampening != 0))
-    return ct__fail(CT_ERR_ARG, "sgd_new: nesterov momentum requires a momentum and zero dampening");
-  ct_optim_params h = {.lr = s.lr, .momentum = s.momentum, .dampening = s.dampening,
-                       .weight_decay = s.weight_decay, .nesterov = s.nesterov};
+    return ct__fail(CT_ERR_ARG,
+                    "sgd_new: nesterov momentum requires a momentum and zero dampening");
+  ct_optim_params h = {.lr = s.lr,
+                       .momentum = s.momentum,
+                       .dampening = s.dampening,
+                       .weight_decay = s.weight_decay,
+                       .nesterov = s.nesterov};
   return optimizer_new("sgd_new", CT_OPTIM_SGD, params, n, h);
 }
 
@@ -113,16 +196,19 @@ static ct_optimizer *adam_new(const char *what, ct_optim_kind kind, ct_tensor *c
     if (a.eps == 0) a.eps = d.eps;
     if (a.weight_decay == 0) a.weight_decay = d.weight_decay;
   }
-  if (!(a.lr >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid learning rate %g", what, a.lr);
-  if (!(a.eps >= 0)) return ct__fail(CT_ERR_ARG, "%s: invalid epsilon %g", what, a.eps);
+  if (!nonneg(what, "learning rate", a.lr)) return NULL;
+  if (!nonneg(what, "epsilon", a.eps)) return NULL;
   if (!(a.beta1 >= 0 && a.beta1 < 1))
     return ct__fail(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", what, a.beta1);
   if (!(a.beta2 >= 0 && a.beta2 < 1))
     return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, a.beta2);
-  if (!(a.weight_decay >= 0))
-    return ct__fail(CT_ERR_ARG, "%s: invalid weight_decay %g", what, a.weight_decay);
-  ct_optim_params h = {.lr = a.lr, .beta1 = a.beta1, .beta2 = a.beta2, .eps = a.eps,
-                       .weight_decay = a.weight_decay, .amsgrad = a.amsgrad};
+  if (!nonneg(what, "weight_decay", a.weight_decay)) return NULL;
+  ct_optim_params h = {.lr = a.lr,
+                       .beta1 = a.beta1,
+                       .beta2 = a.beta2,
+                       .eps = a.eps,
+                       .weight_decay = a.weight_decay,
+                       .amsgrad = a.amsgrad};
   return optimizer_new(what, kind, params, n, h);
 }
 
@@ -131,6 +217,57 @@ ct_optimizer *ct_adam_new(ct_tensor *const *params, int n, const ct_adam_opts *o
 }
 ct_optimizer *ct_adamw_new(ct_tensor *const *params, int n, const ct_adam_opts *opts) {
   return adam_new("adamw_new", CT_OPTIM_ADAMW, params, n, opts);
+}
+
+ct_rmsprop_opts ct_rmsprop_defaults(void) {
+  return (ct_rmsprop_opts){.lr = 1e-2, .alpha = 0.99, .eps = 1e-8, .as_given = true};
+}
+
+ct_optimizer *ct_rmsprop_new(ct_tensor *const *params, int n, const ct_rmsprop_opts *opts) {
+  ct_rmsprop_opts r = opts ? *opts : (ct_rmsprop_opts){0};
+  if (!r.as_given) {
+    ct_rmsprop_opts d = ct_rmsprop_defaults();
+    if (r.lr == 0) r.lr = d.lr;
+    if (r.alpha == 0) r.alpha = d.alpha;
+    if (r.eps == 0) r.eps = d.eps;
+  }
+  const char *what = "rmsprop_new";
+  if (!nonneg(what, "learning rate", r.lr)) return NULL;
+  if (!nonneg(what, "epsilon", r.eps)) return NULL;
+  if (!nonneg(what, "momentum", r.momentum)) return NULL;
+  if (!nonneg(what, "weight_decay", r.weight_decay)) return NULL;
+  if (!nonneg(what, "alpha", r.alpha)) return NULL;
+  ct_optim_params h = {.lr = r.lr,
+                       .alpha = r.alpha,
+                       .eps = r.eps,
+                       .weight_decay = r.weight_decay,
+                       .momentum = r.momentum,
+                       .centered = r.centered};
+  return optimizer_new(what, CT_OPTIM_RMSPROP, params, n, h);
+}
+
+ct_adagrad_opts ct_adagrad_defaults(void) {
+  return (ct_adagrad_opts){.lr = 1e-2, .eps = 1e-10, .as_given = true};
+}
+
+ct_optimizer *ct_adagrad_new(ct_tensor *const *params, int n, const ct_adagrad_opts *opts) {
+  ct_adagrad_opts a = opts ? *opts : (ct_adagrad_opts){0};
+  if (!a.as_given) {
+    ct_adagrad_opts d = ct_adagrad_defaults();
+    if (a.lr == 0) a.lr = d.lr;
+    if (a.eps == 0) a.eps = d.eps;
+  }
+  const char *what = "adagrad_new";
+  if (!nonneg(what, "learning rate", a.lr)) return NULL;
+  if (!nonneg(what, "lr_decay", a.lr_decay)) return NULL;
+  if (!nonneg(what, "weight_decay", a.weight_decay)) return NULL;
+  if (!nonneg(what, "initial_accumulator_value", a.initial_accumulator_value)) return NULL;
+  if (!nonneg(what, "epsilon", a.eps)) return NULL;
+  ct_optim_params h = {
+      .lr = a.lr, .lr_decay = a.lr_decay, .weight_decay = a.weight_decay, .eps = a.eps};
+  ct_optimizer *o = optimizer_new(what, CT_OPTIM_ADAGRAD, params, n, h);
+  if (o) o->initial_sum = a.initial_accumulator_value;
+  return o;
 }
 
 static void free_names(ct_optimizer *o) {
@@ -148,6 +285,8 @@ void ct_optimizer_free(ct_optimizer *o) {
   }
   for (int k = 0; k < N_STATE; k++) free(o->state[k]);
   free(o->params);
+  free(o->group_of);
+  free(o->groups);
   free(o->steps);
   free_names(o);
   free(o);
@@ -155,10 +294,10 @@ void ct_optimizer_free(ct_optimizer *o) {
 
 /* ---- The update ------------------------------------------------------------- */
 
-/* A zeroed tensor like p, owned by the caller (not in any scope). */
-static ct_tensor *zeros_state(const ct_tensor *p) {
+/* A tensor like p filled with v, owned by the caller (not in any scope). */
+static ct_tensor *filled_state(const ct_tensor *p, double v) {
   ct_tensor *t = ct__empty(p->shape, p->ndim, p->dtype, ct__device(p));
-  if (t && ct__backend_of(t)->fill(t, 0.0) != CT_OK) {
+  if (t && ct__backend_of(t)->fill(t, v) != CT_OK) {
     ct__release(t);
     return NULL;
   }
@@ -202,10 +341,11 @@ static ct_status gather_grads(ct_optimizer *o, ct_tensor **grads) {
     if (!g) continue;
     if (g->dtype != p->dtype || !ct_device_equal(ct__device(g), ct__device(p)) ||
         g->numel != p->numel)
-      return ct__fail_status(CT_ERR_STATE, "%s.step: the gradient of parameter %d (%s on %s) does "
-                             "not match it (%s on %s)", o->name, i, ct_dtype_name(g->dtype),
-                             ct_device_name(ct__device(g)), ct_dtype_name(p->dtype),
-                             ct_device_name(ct__device(p)));
+      return ct__fail_status(CT_ERR_STATE,
+                             "%s.step: the gradient of parameter %d (%s on %s) does "
+                             "not match it (%s on %s)",
+                             o->name, i, ct_dtype_name(g->dtype), ct_device_name(ct__device(g)),
+                             ct_dtype_name(p->dtype), ct_device_name(ct__device(p)));
     if (ct__is_contiguous(g)) {
       grads[i] = ct__retain(g);
     } else {
@@ -222,8 +362,9 @@ static ct_status gather_grads(ct_optimizer *o, ct_tensor **grads) {
 static ct_status ensure_state(ct_optimizer *o, int i, bool *fresh) {
   *fresh = false;
   for (int k = 0; k < N_STATE; k++) {
-    if (!needs_state(o, k) || o->state[k][i]) continue;
-    o->state[k][i] = zeros_state(o->params[i]);
+    if (!needs_state(o, i, k) || o->state[k][i]) continue;
+    /* torch's state starts at zero, Adagrad's sum at initial_accumulator_value */
+    o->state[k][i] = filled_state(o->params[i], o->kind == CT_OPTIM_ADAGRAD ? o->initial_sum : 0.0);
     if (!o->state[k][i]) return ct_last_error();
     *fresh = true;
   }
@@ -238,21 +379,22 @@ static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool
   if (s != CT_OK) return s;
   int *idx = ct__malloc(sizeof(int) * (size_t)(o->n ? o->n : 1));
   if (!idx) return ct__fail_status(CT_ERR_OOM, "%s.step: out of host memory", o->name);
-  /* Groups: same device and same per-call parameters (SGD's first step, Adam's
-   * step number). */
+  /* Calls: same parameter group, same device and same per-call parameters
+   * (SGD's first step, Adam's and Adagrad's step number). */
   for (int i = 0; i < o->n && s == CT_OK; i++) {
     if (!grads[i] || done[i]) continue;
     int m = 0;
     for (int j = i; j < o->n; j++) {
       if (!grads[j] || done[j]) continue;
-      bool same = ct_device_equal(ct__device(o->params[j]), ct__device(o->params[i])) &&
+      bool same = o->group_of[j] == o->group_of[i] &&
+                  ct_device_equal(ct__device(o->params[j]), ct__device(o->params[i])) &&
                   (o->kind == CT_OPTIM_SGD ? fresh[j] == fresh[i] : o->steps[j] == o->steps[i]);
       if (same) {
         idx[m++] = j;
         done[j] = true;
       }
     }
-    ct_optim_params hp = o->hyper;
+    ct_optim_params hp = o->groups[o->group_of[i]];
     hp.first_step = fresh[i];
     hp.step = o->steps[i] + 1;
     s = run_group(o, idx, m, grads, hp);
@@ -288,27 +430,111 @@ void ct_optimizer_zero_grad(ct_optimizer *o) {
   for (int i = 0; i < o->n; i++) ct_set_grad(o->params[i], NULL);
 }
 
-double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->hyper.lr : 0.0; }
+double ct_optimizer_get_lr(const ct_optimizer *o) { return o ? o->groups[0].lr : 0.0; }
 void ct_optimizer_set_lr(ct_optimizer *o, double lr) {
-  if (o) o->hyper.lr = lr;
+  for (int g = 0; o && g < o->n_groups; g++) o->groups[g].lr = lr;
+}
+/* The momentum term of group g's options. */
+static double *momentum_of(ct_optimizer *o, int g) {
+  return o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW ? &o->groups[g].beta1
+                                                               : &o->groups[g].momentum;
 }
 double ct_optimizer_get_momentum(const ct_optimizer *o) {
-  return !o ? 0.0 : o->kind == CT_OPTIM_SGD ? o->hyper.momentum : o->hyper.beta1;
+  if (!o || o->kind == CT_OPTIM_ADAGRAD) return 0.0;
+  return *momentum_of((ct_optimizer *)o, 0);
+}
+
+/* Checks a momentum term for o (SGD: >= 0, > 0 with nesterov; RMSprop: >= 0;
+ * Adam's beta1 in [0, 1)); what names the caller. */
+static bool check_momentum(const char *what, const ct_optimizer *o, double m) {
+  switch (o->kind) {
+    case CT_OPTIM_ADAGRAD:
+      return ct__fail(CT_ERR_ARG, "%s: Adagrad has no momentum (got %g)", what, m), false;
+    case CT_OPTIM_SGD:
+      if (!(m >= 0) || (o->hyper.nesterov && m == 0))
+        return ct__fail(CT_ERR_ARG, "%s: SGD: invalid momentum %g%s", what, m,
+                        o->hyper.nesterov ? " (nesterov needs a momentum > 0)" : ""),
+               false;
+      return true;
+    case CT_OPTIM_RMSPROP:
+      if (!(m >= 0))
+        return ct__fail(CT_ERR_ARG, "%s: RMSprop: invalid momentum %g", what, m), false;
+      return true;
+    default:
+      if (!(m >= 0 && m < 1))
+        return ct__fail(CT_ERR_ARG, "%s: %s: invalid beta1 %g (expected [0, 1))", what, o->name, m),
+               false;
+      return true;
+  }
 }
 
 ct_status ct_optimizer_set_momentum(ct_optimizer *o, double momentum) {
   if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_set_momentum: optimizer is NULL");
-  if (o->kind != CT_OPTIM_SGD) {
-    if (!(momentum >= 0 && momentum < 1))
-      return ct__fail_status(CT_ERR_ARG, "%s: invalid beta1 %g (expected [0, 1))", o->name,
-                             momentum);
-    o->hyper.beta1 = momentum;
-    return CT_OK;
+  if (!check_momentum("optimizer_set_momentum", o, momentum)) return CT_ERR_ARG;
+  /* SGD and RMSprop make a buffer at the next step if there is none */
+  for (int g = 0; g < o->n_groups; g++) *momentum_of(o, g) = momentum;
+  return CT_OK;
+}
+
+/* ---- Parameter groups ------------------------------------------------------- */
+
+ct_param_group_opts ct_optimizer_group_defaults(const ct_optimizer *o) {
+  if (!o) return (ct_param_group_opts){.lr = 0};
+  const ct_optim_params *h = &o->hyper;
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  return (ct_param_group_opts){.lr = h->lr,
+                               .weight_decay = h->weight_decay,
+                               .momentum = adam ? h->beta1 : h->momentum,
+                               .beta2 = h->beta2};
+}
+
+int ct_optimizer_add_param_group(ct_optimizer *o, ct_tensor *const *params, int n,
+                                 const ct_param_group_opts *opts) {
+  static const char what[] = "optimizer_add_param_group";
+  if (!o) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what), -1;
+  ct_param_group_opts g = opts ? *opts : ct_optimizer_group_defaults(o);
+  if (!nonneg(what, "learning rate", g.lr)) return -1;
+  if (!nonneg(what, "weight_decay", g.weight_decay)) return -1;
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  if (o->kind != CT_OPTIM_ADAGRAD && !check_momentum(what, o, g.momentum)) return -1;
+  if (adam && !(g.beta2 >= 0 && g.beta2 < 1))
+    return ct__fail(CT_ERR_ARG, "%s: invalid beta2 %g (expected [0, 1))", what, g.beta2), -1;
+  ct_optim_params h = o->hyper;
+  h.lr = g.lr;
+  h.weight_decay = g.weight_decay;
+  if (adam) {
+    h.beta1 = g.momentum;
+    h.beta2 = g.beta2;
+  } else if (o->kind != CT_OPTIM_ADAGRAD) {
+    h.momentum = g.momentum;
   }
-  if (!(momentum >= 0) || (o->hyper.nesterov && momentum == 0))
-    return ct__fail_status(CT_ERR_ARG, "SGD: invalid momentum %g%s", momentum,
-                           o->hyper.nesterov ? " (nesterov needs a momentum > 0)" : "");
-  o->hyper.momentum = momentum; /* a buffer is made at the next step if there is none */
+  return add_group(what, o, params, n, h);
+}
+
+int ct_optimizer_num_groups(const ct_optimizer *o) { return o ? o->n_groups : 0; }
+
+ct_status ct_optimizer_get_group(const ct_optimizer *o, int group, ct_param_group_opts *out) {
+  if (!o || !out || group < 0 || group >= o->n_groups)
+    return ct__fail_status(CT_ERR_ARG, "optimizer_get_group: no parameter group %d (of %d)", group,
+                           o ? o->n_groups : 0);
+  const ct_optim_params *h = &o->groups[group];
+  bool adam = o->kind == CT_OPTIM_ADAM || o->kind == CT_OPTIM_ADAMW;
+  *out = (ct_param_group_opts){.lr = h->lr,
+                               .weight_decay = h->weight_decay,
+                               .momentum = adam ? h->beta1 : h->momentum,
+                               .beta2 = h->beta2};
+  return CT_OK;
+}
+
+double ct_optimizer_get_group_lr(const ct_optimizer *o, int group) {
+  return o && group >= 0 && group < o->n_groups ? o->groups[group].lr : 0.0;
+}
+
+ct_status ct_optimizer_set_group_lr(ct_optimizer *o, int group, double lr) {
+  if (!o || group < 0 || group >= o->n_groups)
+    return ct__fail_status(CT_ERR_ARG, "optimizer_set_group_lr: no parameter group %d (of %d)",
+                           group, o ? o->n_groups : 0);
+  o->groups[group].lr = lr;
   return CT_OK;
 }
 
@@ -379,7 +605,7 @@ static bool parse_state_name(const ct_optimizer *o, const char *name, int *pi, i
     return false;
   const char *const *kinds = state_names(o);
   for (int k = 0; k < N_STATE; k++)
-    if (kinds[k] && needs_state(o, k) && !strcmp(end + 1, kinds[k])) {
+    if (kinds[k] && needs_state(o, (int)i, k) && !strcmp(end + 1, kinds[k])) {
       *pi = (int)i;
       *pk = k;
       return true;
@@ -402,10 +628,13 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
     const ct_tensor *t = tensors[j];
     char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
     if (!parse_state_name(o, names[j], &i, &k))
-      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' is not a state of this %s "
-                          "(expected '<param index>.%s'%s)", names[j] ? names[j] : "(null)",
-                          o->name, state_names(o)[0],
-                          o->kind == CT_OPTIM_SGD ? " with momentum" : " or .exp_avg_sq");
+      s = ct__fail_status(CT_ERR_ARG,
+                          "optimizer_load_state: '%s' is not a state of this %s "
+                          "(expected '<param index>.%s'%s)",
+                          names[j] ? names[j] : "(null)", o->name, state_names(o)[0],
+                          o->kind == CT_OPTIM_SGD       ? " with momentum"
+                          : o->kind == CT_OPTIM_ADAGRAD ? ""
+                                                        : " or another of its buffers");
     else if (seen[i * N_STATE + k]++)
       s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: '%s' given twice", names[j]);
     else if (!t)
@@ -416,24 +645,26 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
                           names[j], ct__shape_str(t, a, sizeof a), i,
                           ct__shape_str(o->params[i], b, sizeof b));
   }
-  /* Adam needs all of a parameter's moments or none. */
+  /* Adam, RMSprop and Adagrad need all of a parameter's buffers or none. */
   for (int i = 0; i < o->n && s == CT_OK && o->kind != CT_OPTIM_SGD; i++) {
     int have = 0, want = 0;
     for (int k = 0; k < N_STATE; k++)
-      if (needs_state(o, k)) {
+      if (needs_state(o, i, k)) {
         want++;
         have += seen[i * N_STATE + k];
       }
     if (have && have != want)
-      s = ct__fail_status(CT_ERR_ARG, "optimizer_load_state: parameter %d has %d of its %d state "
-                          "tensors", i, have, want);
+      s = ct__fail_status(CT_ERR_ARG,
+                          "optimizer_load_state: parameter %d has %d of its %d state "
+                          "tensors",
+                          i, have, want);
   }
   ct_no_grad_begin();
   ct_scope_begin();
   for (int j = 0; j < n && s == CT_OK; j++) {
     int i, k;
     parse_state_name(o, names[j], &i, &k);
-    if (!o->state[k][i] && !(o->state[k][i] = zeros_state(o->params[i]))) {
+    if (!o->state[k][i] && !(o->state[k][i] = filled_state(o->params[i], 0.0))) {
       s = ct_last_error();
       break;
     }

@@ -3,7 +3,9 @@
  * on ct_lr_scheduler_step and its closed form on ct_lr_scheduler_set_epoch,
  * so the lr sequence matches PyTorch's; OneCycleLR (closed form only, as in
  * torch); SequentialLR over other schedules; ReduceLROnPlateau, driven by a
- * metric. A scheduler borrows the optimizer, which must outlive it. */
+ * metric. A scheduler borrows the optimizer, which must outlive it, and
+ * changes the lr of each parameter group the optimizer had when the schedule
+ * was made, from that group's own base lr (torch's base_lrs). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,7 +25,8 @@ struct ct_lr_scheduler {
   sched_kind kind;
   const char *name;
   ct_optimizer *opt;
-  double base_lr;
+  int n_groups;
+  double *base_lrs;                /* n_groups: torch's initial_lr of each group */
   int64_t epoch;                   /* torch's last_epoch: 0 after construction */
   int64_t created;                 /* creation order (see ct_sequential_lr_new) */
   int64_t step_size;               /* StepLR */
@@ -46,11 +49,18 @@ static ct_lr_scheduler *sched_new(const char *what, sched_kind kind, ct_optimize
   static atomic_llong made;
   if (!opt) return ct__fail(CT_ERR_ARG, "%s: optimizer is NULL", what);
   ct_lr_scheduler *s = ct__calloc(1, sizeof *s);
-  if (!s) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+  int ng = ct_optimizer_num_groups(opt);
+  double *base = ct__calloc((size_t)(ng ? ng : 1), sizeof *base);
+  if (!s || !base) {
+    free(s), free(base);
+    return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+  }
   s->kind = kind;
   s->name = what;
   s->opt = opt;
-  s->base_lr = ct_optimizer_get_lr(opt);
+  s->n_groups = ng;
+  s->base_lrs = base;
+  for (int g = 0; g < ng; g++) base[g] = ct_optimizer_get_group_lr(opt, g);
   s->created = atomic_fetch_add(&made, 1);
   return s;
 }
@@ -76,7 +86,12 @@ ct_lr_scheduler *ct_cosine_lr_new(ct_optimizer *opt, int64_t t_max, double eta_m
   return s;
 }
 
-static double closed_lr(const ct_lr_scheduler *s);
+static double closed_lr(const ct_lr_scheduler *s, int g);
+
+/* Sets every group's lr to its closed form at s->epoch. */
+static void apply_closed(const ct_lr_scheduler *s) {
+  for (int g = 0; g < s->n_groups; g++) ct_optimizer_set_group_lr(s->opt, g, closed_lr(s, g));
+}
 
 ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double end_factor,
                                   int64_t total_iters) {
@@ -94,7 +109,7 @@ ct_lr_scheduler *ct_linear_lr_new(ct_optimizer *opt, double start_factor, double
   s->start_factor = start_factor;
   s->end_factor = end_factor;
   s->total_iters = total_iters;
-  ct_optimizer_set_lr(opt, closed_lr(s)); /* torch's initial step: base_lr * start_factor */
+  apply_closed(s); /* torch's initial step: base_lr * start_factor */
   return s;
 }
 
@@ -124,13 +139,14 @@ ct_lr_scheduler *ct_one_cycle_lr_new(ct_optimizer *opt, const ct_one_cycle_opts 
   ct_lr_scheduler *s = sched_new(what, SCHED_ONE_CYCLE, opt);
   if (!s) return NULL;
   s->cycle = o;
-  s->base_lr = o.max_lr / o.div_factor; /* torch's initial_lr */
-  s->cycle_min_lr = s->base_lr / o.final_div_factor;
+  double initial = o.max_lr / o.div_factor; /* torch's initial_lr, of every group */
+  for (int g = 0; g < s->n_groups; g++) s->base_lrs[g] = initial;
+  s->cycle_min_lr = initial / o.final_div_factor;
   if (!o.keep_momentum && ct_optimizer_set_momentum(opt, o.max_momentum) != CT_OK) {
-    free(s);
+    ct_lr_scheduler_free(s);
     return NULL;
   }
-  ct_optimizer_set_lr(opt, s->base_lr);
+  ct_optimizer_set_lr(opt, initial);
   return s;
 }
 
@@ -170,6 +186,8 @@ ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const 
         bad = "every scheduler must belong to the optimizer given";
       else if (schedulers[i]->kind == SCHED_PLATEAU)
         bad = "reduce_lr_on_plateau cannot be sequenced";
+      else if (schedulers[i]->n_groups != ct_optimizer_num_groups(opt))
+        bad = "a scheduler was made before a parameter group was added";
     for (int i = 0; i + 1 < n && !bad; i++)
       if (!milestones || milestones[i] <= 0 || (i && milestones[i] <= milestones[i - 1]))
         bad = "expected n - 1 increasing milestones > 0";
@@ -179,7 +197,7 @@ ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const 
     s->children = ct__malloc_array((size_t)n, sizeof *s->children);
     s->milestones = ct__malloc_array((size_t)n, sizeof *s->milestones);
     if (!s->children || !s->milestones) {
-      free(s->children), free(s->milestones), free(s);
+      free(s->children), free(s->milestones), free(s->base_lrs), free(s);
       s = ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
     }
   }
@@ -192,15 +210,16 @@ ct_lr_scheduler *ct_sequential_lr_new(ct_optimizer *opt, ct_lr_scheduler *const 
   int first = 0;
   for (int i = 1; i < n; i++)
     if (schedulers[i]->created < schedulers[first]->created) first = i;
-  double initial = schedulers[first]->base_lr;
+  const double *initial = schedulers[first]->base_lrs;
+  for (int g = 0; g < s->n_groups; g++) s->base_lrs[g] = initial[g];
   for (int i = 0; i < n; i++) {
     s->children[i] = schedulers[i];
-    if (schedulers[i]->kind != SCHED_ONE_CYCLE) schedulers[i]->base_lr = initial;
+    if (schedulers[i]->kind != SCHED_ONE_CYCLE)
+      for (int g = 0; g < s->n_groups; g++) schedulers[i]->base_lrs[g] = s->base_lrs[g];
     if (i + 1 < n) s->milestones[i] = milestones[i];
   }
   s->n_children = n;
-  s->base_lr = initial;
-  ct_optimizer_set_lr(opt, initial);
+  for (int g = 0; g < s->n_groups; g++) ct_optimizer_set_group_lr(opt, g, s->base_lrs[g]);
   ct_lr_scheduler_set_epoch(s->children[0], 0); /* the first schedule's initial step */
   return s;
 }
@@ -210,15 +229,16 @@ void ct_lr_scheduler_free(ct_lr_scheduler *s) {
   for (int i = 0; i < s->n_children; i++) ct_lr_scheduler_free(s->children[i]);
   free(s->children);
   free(s->milestones);
+  free(s->base_lrs);
   free(s);
 }
 
 /* Python's a % b for b > 0 (never negative). */
 static int64_t py_mod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 
-/* The lr at s->epoch given the current lr (torch's get_lr), for the
+/* Group g's lr at s->epoch given its current lr (torch's get_lr), for the
  * chainable schedules. */
-static double chained_lr(const ct_lr_scheduler *s, double lr) {
+static double chained_lr(const ct_lr_scheduler *s, int g, double lr) {
   int64_t e = s->epoch;
   if (s->kind == SCHED_STEP) {
     if (e == 0 || e % s->step_size != 0) return lr;
@@ -234,7 +254,7 @@ static double chained_lr(const ct_lr_scheduler *s, double lr) {
   double t = (double)s->t_max;
   if (e == 0) return lr;
   if (py_mod(e - 1 - s->t_max, 2 * s->t_max) == 0)
-    return lr + (s->base_lr - s->eta_min) * (1 - cos(pi / t)) / 2;
+    return lr + (s->base_lrs[g] - s->eta_min) * (1 - cos(pi / t)) / 2;
   return (1 + cos(pi * (double)e / t)) / (1 + cos(pi * (double)(e - 1) / t)) * (lr - s->eta_min) +
          s->eta_min;
 }
@@ -245,7 +265,7 @@ static double chained_lr(const ct_lr_scheduler *s, double lr) {
 static void one_cycle_apply(const ct_lr_scheduler *s, int64_t e) {
   const ct_one_cycle_opts *o = &s->cycle;
   double T = (double)o->total_steps, p = o->pct_start;
-  double init = s->base_lr, max = o->max_lr, min = s->cycle_min_lr;
+  double init = o->max_lr / o->div_factor, max = o->max_lr, min = s->cycle_min_lr;
   double mlo = o->base_momentum, mhi = o->max_momentum;
   struct {
     double end_step, start, end, m_start, m_end;
@@ -262,26 +282,26 @@ static void one_cycle_apply(const ct_lr_scheduler *s, int64_t e) {
   double pct = (x - start_step) / (ph[i].end_step - start_step);
   const double pi = 3.14159265358979323846;
   double w = o->anneal_linear ? 1 - pct : (cos(pi * pct) + 1) / 2; /* weight of the start */
-  ct_optimizer_set_lr(s->opt, ph[i].end + (ph[i].start - ph[i].end) * w);
+  for (int g = 0; g < s->n_groups; g++) /* max_lr is one for all groups */
+    ct_optimizer_set_group_lr(s->opt, g, ph[i].end + (ph[i].start - ph[i].end) * w);
   if (!o->keep_momentum) /* valid: checked when the schedule was made */
     ct_optimizer_set_momentum(s->opt, ph[i].m_end + (ph[i].m_start - ph[i].m_end) * w);
 }
 
-/* The closed form at s->epoch (torch's _get_closed_form_lr) of StepLR,
- * LinearLR and CosineAnnealingLR. */
-static double closed_lr(const ct_lr_scheduler *s) {
-  const double pi = 3.14159265358979323846;
+/* Group g's closed form at s->epoch (torch's _get_closed_form_lr) of
+ * StepLR, LinearLR and CosineAnnealingLR. */
+static double closed_lr(const ct_lr_scheduler *s, int g) {
+  const double pi = 3.14159265358979323846, base = s->base_lrs[g];
   int64_t e = s->epoch;
   switch (s->kind) {
     case SCHED_STEP:
-      return s->base_lr * pow(s->gamma, (double)(e / s->step_size));
+      return base * pow(s->gamma, (double)(e / s->step_size));
     case SCHED_LINEAR:
-      return s->base_lr * (s->start_factor + (s->end_factor - s->start_factor) *
-                                                 (double)(e < s->total_iters ? e : s->total_iters) /
-                                                 (double)s->total_iters);
+      return base * (s->start_factor + (s->end_factor - s->start_factor) *
+                                           (double)(e < s->total_iters ? e : s->total_iters) /
+                                           (double)s->total_iters);
     default:
-      return s->eta_min +
-             (s->base_lr - s->eta_min) * (1 + cos(pi * (double)e / (double)s->t_max)) / 2;
+      return s->eta_min + (base - s->eta_min) * (1 + cos(pi * (double)e / (double)s->t_max)) / 2;
   }
 }
 
@@ -318,7 +338,9 @@ ct_status ct_lr_scheduler_step(ct_lr_scheduler *s) {
     }
     default:
       s->epoch++;
-      ct_optimizer_set_lr(s->opt, chained_lr(s, ct_optimizer_get_lr(s->opt)));
+      for (int g = 0; g < s->n_groups; g++)
+        ct_optimizer_set_group_lr(s->opt, g,
+                                  chained_lr(s, g, ct_optimizer_get_group_lr(s->opt, g)));
       return CT_OK;
   }
 }
@@ -348,8 +370,11 @@ ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric) {
     s->bad_epochs = 0; /* bad epochs in cooldown are ignored */
   }
   if (s->bad_epochs > o->patience) {
-    double old_lr = ct_optimizer_get_lr(s->opt), new_lr = fmax(old_lr * o->factor, o->min_lr);
-    if (old_lr - new_lr > o->eps) ct_optimizer_set_lr(s->opt, new_lr);
+    for (int g = 0; g < s->n_groups; g++) {
+      double old_lr = ct_optimizer_get_group_lr(s->opt, g);
+      double new_lr = fmax(old_lr * o->factor, o->min_lr);
+      if (old_lr - new_lr > o->eps) ct_optimizer_set_group_lr(s->opt, g, new_lr);
+    }
     s->cooldown_left = o->cooldown;
     s->bad_epochs = 0;
   }
@@ -378,6 +403,87 @@ ct_status ct_lr_scheduler_set_epoch(ct_lr_scheduler *s, int64_t epoch) {
       break;
   }
   s->epoch = epoch;
-  ct_optimizer_set_lr(s->opt, closed_lr(s));
+  apply_closed(s);
+  return CT_OK;
+}
+
+/* ---- State for checkpoints ----------------------------------------------------- */
+
+/* Per schedule: the epoch, ReduceLROnPlateau's best metric and counters,
+ * each group's base lr and current lr; then a sequence's children, in turn. */
+enum { SCHED_STATE_FIXED = 4 };
+
+static int state_count(const ct_lr_scheduler *s) {
+  int c = SCHED_STATE_FIXED + 2 * s->n_groups;
+  for (int i = 0; i < s->n_children; i++) c += state_count(s->children[i]);
+  return c;
+}
+
+static void put(double *v, int max, int *c, double x) {
+  if (v && *c < max) v[*c] = x;
+  (*c)++;
+}
+
+static void state_write(const ct_lr_scheduler *s, double *v, int max, int *c) {
+  put(v, max, c, (double)s->epoch);
+  put(v, max, c, s->best);
+  put(v, max, c, (double)s->bad_epochs);
+  put(v, max, c, (double)s->cooldown_left);
+  for (int g = 0; g < s->n_groups; g++) put(v, max, c, s->base_lrs[g]);
+  for (int g = 0; g < s->n_groups; g++) put(v, max, c, ct_optimizer_get_group_lr(s->opt, g));
+  for (int i = 0; i < s->n_children; i++) state_write(s->children[i], v, max, c);
+}
+
+int ct_lr_scheduler_state(const ct_lr_scheduler *s, double *values, int max) {
+  if (!s) return 0;
+  int c = 0;
+  state_write(s, values, max, &c);
+  return c;
+}
+
+/* A whole count >= 0 that fits an int64. */
+static bool is_count(double x) { return x >= 0 && x < 9.2e18 && x == floor(x); }
+
+/* Checks the values of s (and its children) from *c on; false names the first bad one. */
+static bool state_check(const ct_lr_scheduler *s, const double *v, int *c) {
+  const double *b = v + *c;
+  if (!is_count(b[0]) || !is_count(b[2]) || !is_count(b[3])) {
+    ct__fail(CT_ERR_ARG,
+             "lr_scheduler_load_state: %s: epoch and counters must be whole numbers >= 0, got "
+             "%g, %g and %g",
+             s->name, b[0], b[2], b[3]);
+    return false;
+  }
+  *c += SCHED_STATE_FIXED + 2 * s->n_groups;
+  for (int i = 0; i < s->n_children; i++)
+    if (!state_check(s->children[i], v, c)) return false;
+  return true;
+}
+
+static void state_read(ct_lr_scheduler *s, const double *v, int *c) {
+  const double *b = v + *c;
+  s->epoch = (int64_t)b[0];
+  s->best = b[1];
+  s->bad_epochs = (int64_t)b[2];
+  s->cooldown_left = (int64_t)b[3];
+  for (int g = 0; g < s->n_groups; g++) s->base_lrs[g] = b[SCHED_STATE_FIXED + g];
+  *c += SCHED_STATE_FIXED + 2 * s->n_groups;
+  for (int i = 0; i < s->n_children; i++) state_read(s->children[i], v, c);
+}
+
+ct_status ct_lr_scheduler_load_state(ct_lr_scheduler *s, const double *values, int n) {
+  if (!s) return ct__fail_status(CT_ERR_ARG, "lr_scheduler_load_state: scheduler is NULL");
+  int want = state_count(s);
+  if (n != want || !values)
+    return ct__fail_status(CT_ERR_ARG,
+                           "lr_scheduler_load_state: %s over %d parameter group(s) has %d "
+                           "state values, got %d%s",
+                           s->name, s->n_groups, want, n, values ? "" : " (NULL)");
+  int c = 0;
+  if (!state_check(s, values, &c)) return CT_ERR_ARG;
+  c = 0;
+  state_read(s, values, &c);
+  for (int g = 0; g < s->n_groups; g++)
+    ct_optimizer_set_group_lr(s->opt, g, values[SCHED_STATE_FIXED + s->n_groups + g]);
   return CT_OK;
 }

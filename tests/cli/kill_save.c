@@ -65,7 +65,7 @@ static int saver(const char *path, int fd) {
     for (int i = 0; i < n; i++) ct_fill_(params[i], (double)k);
     ct_no_grad_end();
     cli_ckpt_meta meta = meta_of(k);
-    if (cli_checkpoint_save(path, model, opt, &meta) != CT_OK) return cli_error("saving"), 1;
+    if (cli_checkpoint_save(path, model, opt, NULL, &meta) != CT_OK) return cli_error("saving"), 1;
     if (write(fd, &k, sizeof k) != (ssize_t)sizeof k) return 1;
   }
 }

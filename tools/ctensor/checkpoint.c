@@ -2,7 +2,9 @@
  *
  * Contents: the model's state under its torch state_dict names
  * ("conv1.weight", ...), the optimizer's state under "optim.<param>.<kind>"
- * ("optim.0.momentum_buffer"), and the metadata as 0-d tensors "meta.*" (i64,
+ * ("optim.0.momentum_buffer"), the lr schedule's position as the f64 vector
+ * "sched.state" (ct_lr_scheduler_state; absent without a schedule and from
+ * earlier checkpoints), and the metadata as 0-d tensors "meta.*" (i64,
  * or f64 for real numbers): ct_save_safetensors writes no "__metadata__" map,
  * and tensors keep the file readable by any safetensors reader.
  *
@@ -25,6 +27,7 @@
 #define CKPT_FORMAT 1
 #define META_PREFIX "meta."
 #define OPTIM_PREFIX "optim."
+#define SCHED_STATE "sched.state"
 
 /* ---- Metadata fields --------------------------------------------------------- */
 
@@ -135,16 +138,27 @@ int cli_checkpoint_prepare(const char *cmd, const char *path, bool quiet) {
   return CLI_OK;
 }
 
+/* The schedule's position as a 1-d f64 tensor (NULL with the library's error). */
+static ct_tensor *sched_tensor(const ct_lr_scheduler *sched) {
+  int64_t n = ct_lr_scheduler_state(sched, NULL, 0);
+  double *v = calloc((size_t)n + 1, sizeof *v);
+  if (!v) return NULL;
+  ct_lr_scheduler_state(sched, v, (int)n);
+  ct_tensor *t = ct_from_data(v, &n, 1, &(ct_tensor_opts){.dtype = CT_F64});
+  free(v);
+  return t;
+}
+
 ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
-                              const cli_ckpt_meta *meta) {
+                              const ct_lr_scheduler *sched, const cli_ckpt_meta *meta) {
   int n_model = ct_module_state(model, NULL, NULL, 0);
   int n_opt = opt ? ct_optimizer_state(opt, NULL, NULL, 0) : 0;
   if (n_model < 0 || n_opt < 0) return ct_last_error() ? ct_last_error() : CT_ERR_INTERNAL;
-  int total = n_model + n_opt + NMETA;
+  int total = n_model + n_opt + NMETA + (sched != NULL);
   ct_tensor **tensors = calloc((size_t)total, sizeof *tensors);
   const char **names = calloc((size_t)total, sizeof *names);
   char **owned = calloc((size_t)(n_opt + 1), sizeof *owned); /* "optim." names */
-  ct_tensor **made = calloc(NMETA, sizeof *made);            /* meta tensors */
+  ct_tensor **made = calloc(NMETA + 1, sizeof *made);        /* meta (and sched) tensors */
   ct_status st = CT_OK;
   if (!tensors || !names || !owned || !made) {
     st = CT_ERR_OOM;
@@ -177,6 +191,10 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
   names[k++] = "meta.model_name";
   made[nm++] = text_tensor(cli_dataset_name((int)meta->dataset));
   names[k++] = "meta.dataset_name";
+  if (sched) {
+    made[nm++] = sched_tensor(sched);
+    names[k++] = SCHED_STATE;
+  }
   for (int i = 0; i < nm; i++) {
     if (!made[i]) {
       st = ct_last_error();
@@ -187,7 +205,7 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
 
   st = ct_save_safetensors(path, tensors, names, total);
 done:
-  for (int i = 0; i < NMETA && made; i++) ct_free(made[i]);
+  for (int i = 0; i < NMETA + 1 && made; i++) ct_free(made[i]);
   for (int i = 0; i < n_opt && owned; i++) free(owned[i]);
   free(made);
   free(owned);
@@ -331,7 +349,7 @@ bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *er
   for (int j = 0; j < ck->n; j++) {
     const char *name = ck->names[j];
     if (!strncmp(name, META_PREFIX, strlen(META_PREFIX)) ||
-        !strncmp(name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)))
+        !strncmp(name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)) || !strcmp(name, SCHED_STATE))
       continue;
     bool known = false;
     for (int i = 0; i < n && !known; i++) known = !strcmp(names[i], name);
@@ -379,5 +397,25 @@ bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, cha
 done:
   free(t);
   free(names);
+  return ok;
+}
+
+bool cli_checkpoint_restore_schedule(const cli_ckpt *ck, ct_lr_scheduler *sched, char *err,
+                                     size_t errsz) {
+  int j = sched ? find(ck, SCHED_STATE) : -1;
+  if (j < 0) return true; /* no schedule, or a checkpoint from before schedule states */
+  const ct_tensor *t = ck->tensors[j];
+  int64_t n = ct_numel(t);
+  if (ct_dtype_of(t) != CT_F64 || ct_ndim(t) != 1 || n > 4096) {
+    snprintf(err, errsz, "%s should be a vector of at most 4096 f64 values", SCHED_STATE);
+    return false;
+  }
+  double *v = calloc((size_t)n + 1, sizeof *v);
+  bool ok = v && ct_copy_to_host(t, v, (size_t)n * sizeof *v) == CT_OK &&
+            ct_lr_scheduler_load_state(sched, v, (int)n) == CT_OK;
+  if (!ok)
+    snprintf(err, errsz, "restoring the lr schedule: %s",
+             v ? ct_last_error_message() : "out of memory");
+  free(v);
   return ok;
 }

@@ -151,13 +151,13 @@ typedef struct cli_ckpt_meta {
   double accuracy; /* last test accuracy, < 0 if none yet */
 } cli_ckpt_meta;
 
-/* Writes model state, "optim."-prefixed optimizer state (opt may be NULL) and
- * "meta." tensors to path atomically (ct_save_safetensors: a temporary file
- * in the same directory, fsync, rename, fsync of the directory). A failure
- * leaves any previous file at path untouched. Returns CT_OK or prints nothing
+/* Writes model state, "optim."-prefixed optimizer state (opt may be NULL),
+ * the schedule's position "sched.state" (sched may be NULL) and "meta." tensors to path atomically
+ * (ct_save_safetensors: a temporary file in the same directory, fsync, rename, fsync of the
+ * directory). A failure leaves any previous file at path untouched. Returns CT_OK or prints nothing
  * and returns the error (message in ct_last_error_message()). */
 ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *opt,
-                              const cli_ckpt_meta *meta);
+                              const ct_lr_scheduler *sched, const cli_ckpt_meta *meta);
 /* Before a run that will save to path: removes the temporaries that killed
  * saves left there (ct_safetensors_remove_stale; says so unless quiet), then
  * checks that a checkpoint can be written there at all (not a folder, a
@@ -181,6 +181,10 @@ void cli_checkpoint_free(cli_ckpt *ck);
 bool cli_checkpoint_restore_model(const cli_ckpt *ck, ct_module *model, char *err, size_t errsz);
 bool cli_checkpoint_restore_optimizer(const cli_ckpt *ck, ct_optimizer *opt, char *err,
                                       size_t errsz);
+/* Restores the schedule's position when the checkpoint holds one (sched NULL
+ * or an earlier checkpoint without it: nothing to do). */
+bool cli_checkpoint_restore_schedule(const cli_ckpt *ck, ct_lr_scheduler *sched, char *err,
+                                     size_t errsz);
 
 /* ---- Metrics (metrics.c) ------------------------------------------------------ */
 

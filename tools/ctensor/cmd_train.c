@@ -274,7 +274,8 @@ static int restore_state(train_run *r) {
   char err[1024];
   if (r->o.resume) {
     if (!cli_checkpoint_restore_model(&r->ck, r->model, err, sizeof err) ||
-        !cli_checkpoint_restore_optimizer(&r->ck, r->opt, err, sizeof err)) {
+        !cli_checkpoint_restore_optimizer(&r->ck, r->opt, err, sizeof err) ||
+        !cli_checkpoint_restore_schedule(&r->ck, r->sched, err, sizeof err)) {
       fprintf(stderr, "ctensor train: cannot resume from %s: %s\n", cli_shown(r->o.checkpoint),
               err);
       return CLI_FAIL;

@@ -352,7 +352,7 @@ static int save_mid_epoch(train_run *r, const epoch_state *e) {
           (long long)e->batch, (long long)e->nb);
   if (!r->o.checkpoint) {
     fprintf(stderr, "no --checkpoint was given: nothing saved\n");
-  } else if (cli_checkpoint_save(r->o.checkpoint, r->model, r->opt, &meta) != CT_OK) {
+  } else if (cli_checkpoint_save(r->o.checkpoint, r->model, r->opt, r->sched, &meta) != CT_OK) {
     cli_error("saving the checkpoint");
     code = CLI_FAIL;
   } else {
@@ -401,7 +401,7 @@ static int end_epoch(train_run *r, const epoch_state *e) {
     cli_ckpt_meta meta = checkpoint_meta(r);
     meta.epoch = e->epoch + 1;
     meta.batch = 0;
-    if (cli_checkpoint_save(o->checkpoint, r->model, r->opt, &meta) != CT_OK) {
+    if (cli_checkpoint_save(o->checkpoint, r->model, r->opt, r->sched, &meta) != CT_OK) {
       cli_error("saving the checkpoint");
       return CLI_FAIL;
     }

@@ -1,5 +1,5 @@
 /* CPU optimizer updates: SGD (momentum, dampening, nesterov, weight decay),
- * Adam and AdamW (amsgrad), one fused pass per parameter with the formulas
+ * Adam and AdamW (amsgrad), RMSprop and Adagrad, one fused pass per parameter with the formulas
  * of core/optim_math.h (torch.optim's single-tensor implementations op by op,
  * in the parameter's dtype). Parameters, gradients and state buffers are
  * contiguous, of one dtype (f32 or f64), of the same numel (the op layer
@@ -27,7 +27,19 @@ static void optim_range(int64_t b, int64_t e, void *vt) {
   size_t off = (size_t)b * (t->f32 ? sizeof(float) : sizeof(double));
 #define CT__AT(T, q) ((q) ? (T *)((q) + off) : NULL)
   int64_t n = e - b;
-  if (t->p->kind == CT_OPTIM_SGD) {
+  if (t->p->kind == CT_OPTIM_RMSPROP) {
+    if (t->f32)
+      rmsprop_f32(t->p, CT__AT(float, t->w), CT__AT(const float, t->g), CT__AT(float, t->s0),
+                  CT__AT(float, t->s1), CT__AT(float, t->s2), n);
+    else
+      rmsprop_f64(t->p, CT__AT(double, t->w), CT__AT(const double, t->g), CT__AT(double, t->s0),
+                  CT__AT(double, t->s1), CT__AT(double, t->s2), n);
+  } else if (t->p->kind == CT_OPTIM_ADAGRAD) {
+    if (t->f32)
+      adagrad_f32(t->p, CT__AT(float, t->w), CT__AT(const float, t->g), CT__AT(float, t->s0), n);
+    else
+      adagrad_f64(t->p, CT__AT(double, t->w), CT__AT(const double, t->g), CT__AT(double, t->s0), n);
+  } else if (t->p->kind == CT_OPTIM_SGD) {
     if (t->f32)
       sgd_f32(t->p, CT__AT(float, t->w), CT__AT(const float, t->g), CT__AT(float, t->s0), n);
     else
@@ -61,7 +73,9 @@ ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *par
                     .s1 = CT__PTR(s1),
                     .s2 = CT__PTR(s2)};
     CT_ASSERT(t.f32 || w->dtype == CT_F64);
-    CT_ASSERT(p->kind == CT_OPTIM_SGD || (s0 && s1));
+    CT_ASSERT(p->kind == CT_OPTIM_SGD || p->kind == CT_OPTIM_RMSPROP ||
+              p->kind == CT_OPTIM_ADAGRAD || (s0 && s1));
+    CT_ASSERT((p->kind != CT_OPTIM_RMSPROP && p->kind != CT_OPTIM_ADAGRAD) || s0);
     ct__parallel_for(w->numel, CT_PARALLEL_GRAIN, optim_range, &t);
   }
   return CT_OK;

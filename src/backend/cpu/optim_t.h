@@ -26,3 +26,26 @@ static void CT_FN(adam)(const ct_optim_params *o, CT_T *restrict p, const CT_T *
       p[i] = CT_FN(ct_adam_step)(&c, p[i], g[i], &m[i], &v[i], NULL, false);
   }
 }
+
+static void CT_FN(rmsprop)(const ct_optim_params *o, CT_T *restrict p, const CT_T *restrict g,
+                           CT_T *restrict sq, CT_T *restrict buf, CT_T *restrict ga, int64_t n) {
+  const CT_TN(ct_optim_consts) c = CT_TN(ct_optim_consts_of)(o);
+#define CT__RMSPROP_LOOP(B, A, MOM, CEN) \
+  for (int64_t i = 0; i < n; i++)        \
+  p[i] = CT_FN(ct_rmsprop_step)(&c, p[i], g[i], &sq[i], B, A, MOM, CEN)
+  if (buf && ga)
+    CT__RMSPROP_LOOP(&buf[i], &ga[i], true, true);
+  else if (buf)
+    CT__RMSPROP_LOOP(&buf[i], NULL, true, false);
+  else if (ga)
+    CT__RMSPROP_LOOP(NULL, &ga[i], false, true);
+  else
+    CT__RMSPROP_LOOP(NULL, NULL, false, false);
+#undef CT__RMSPROP_LOOP
+}
+
+static void CT_FN(adagrad)(const ct_optim_params *o, CT_T *restrict p, const CT_T *restrict g,
+                           CT_T *restrict sum, int64_t n) {
+  const CT_TN(ct_optim_consts) c = CT_TN(ct_optim_consts_of)(o);
+  for (int64_t i = 0; i < n; i++) p[i] = CT_FN(ct_adagrad_update)(&c, p[i], g[i], &sum[i]);
+}

@@ -1,5 +1,5 @@
 /* CUDA optimizer updates: SGD (momentum, dampening, nesterov, weight decay),
- * Adam and AdamW (amsgrad) for all parameters in one multi-tensor launch per
+ * Adam and AdamW (amsgrad), RMSprop and Adagrad for all parameters in one multi-tensor launch per
  * dtype (several for more than a pack holds, multi_tensor.cuh).
  *
  * The parameters' pointers (param, grad and state buffers) and sizes travel
@@ -59,6 +59,11 @@ __global__ void optim_kernel(ct_optim_kind kind, typename opt_consts_of<T>::type
     for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
       if (kind == CT_OPTIM_SGD)
         p[i] = ct_sgd_update(&c, p[i], g[i], s0 ? s0 + i : nullptr);
+      else if (kind == CT_OPTIM_RMSPROP)
+        p[i] =
+            ct_rmsprop_update(&c, p[i], g[i], s0 + i, s1 ? s1 + i : nullptr, s2 ? s2 + i : nullptr);
+      else if (kind == CT_OPTIM_ADAGRAD)
+        p[i] = ct_adagrad_update(&c, p[i], g[i], s0 + i);
       else
         p[i] = ct_adam_update(&c, p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : nullptr);
     }
