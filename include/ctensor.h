@@ -51,6 +51,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* layers */
+#include "ctensor/norm_layers.h"
 
 #ifdef __cplusplus
 extern "C" {

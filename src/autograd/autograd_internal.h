@@ -175,4 +175,12 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* Row norms (group, instance, RMS norm; grad_norm_rows.c): x_c is x
+ * contiguous, w_c the weight cast and contiguous (or NULL), mean (NULL for
+ * rms) and rstd the per-row statistics; name the node's (torch's) name. */
+ct_tensor *ct__ag_row_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                           const ct_tensor *bias, const ct_tensor *x_c, const ct_tensor *w_c,
+                           const ct_tensor *mean, const ct_tensor *rstd,
+                           const ct_row_norm_params *p, const char *name);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -222,6 +222,19 @@ typedef struct ct_backend {
    * when absent. */
   ct_status (*driver_version)(int *version);
   ct_status (*runtime_version)(int *version);
+
+  /* ---- Row normalizations: group norm, instance norm, RMS norm ---- */
+  /* out = normalized x (ct_row_norm_params); mean and rstd (rows; x's dtype,
+   * f32 for f16/bf16 x) receive the statistics (mean may be NULL, and is
+   * not written, for rms); weight/bias (groups * channels, x's dtype) may be
+   * NULL. Backward: each of grad_x, grad_w, grad_b may be NULL. Optional. */
+  ct_status (*row_norm)(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                        const ct_tensor *weight, const ct_tensor *bias,
+                        const ct_row_norm_params *p);
+  ct_status (*row_norm_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                 const ct_tensor *grad_out, const ct_tensor *x,
+                                 const ct_tensor *weight, const ct_tensor *mean,
+                                 const ct_tensor *rstd, const ct_row_norm_params *p);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -63,4 +63,19 @@ CT_HOST_DEVICE int64_t ct_pool2d_window(const ct_pool2d_params *p, int64_t H, in
   return p->count_include_pad ? full : (h[1] - h[0]) * (w[1] - w[0]);
 }
 
+/* ---- Row normalizations (group norm, instance norm, RMS norm) ---- */
+/* x (contiguous) is `rows` rows of `channels` x `inner` elements, each row
+ * normalized by its own statistics: group norm's rows are (sample, group)
+ * pairs, instance norm's (sample, channel) pairs (channels 1), RMS norm's the
+ * normalized trailing dims (groups 1, channels = their size, inner 1). The
+ * affine parameters (groups * channels; may be absent) scale and shift
+ * element (r, d, s) by weight[(r % groups) * channels + d]. rms: no centering,
+ * rstd = 1 / sqrt(mean(x^2) + eps) (torch's rms_norm); else
+ * 1 / sqrt(biased variance + eps). */
+typedef struct ct_row_norm_params {
+  int64_t rows, groups, channels, inner;
+  double eps;
+  bool rms;
+} ct_row_norm_params;
+
 #endif /* CT_BACKEND_PARAMS_H */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ctensor/norm_layers.h"
 #include "nn/module_internal.h"
 
 /* Allocates a zeroed configuration; NULL with CT_ERR_OOM naming what. */
@@ -172,9 +173,10 @@ ct_module *ct_dropout_new(double p) {
   return ct__module_new_builtin(&dropout_vt, d);
 }
 
-/* ---- BatchNorm2d ------------------------------------------------------------- */
+/* ---- BatchNorm1d, BatchNorm2d ------------------------------------------------------------- */
 
 typedef struct batch_norm_impl {
+  bool is_1d; /* BatchNorm1d: (N, C) or (N, C, L); else BatchNorm2d: (N, C, H, W) */
   double eps, momentum;
   ct_tensor *weight, *bias;             /* (C), trained */
   ct_tensor *running_mean, *running_var; /* (C) buffers */
@@ -183,7 +185,10 @@ typedef struct batch_norm_impl {
 
 static ct_tensor *batch_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
   batch_norm_impl *b = ct__module_impl(m);
-  if (ct_ndim(x) != 4)
+  if (b->is_1d && ct_ndim(x) != 2 && ct_ndim(x) != 3)
+    return ct__fail(CT_ERR_SHAPE, "BatchNorm1d: expected a 2-d (N, C) or 3-d (N, C, L) input, got %d-d",
+                    ct_ndim(x));
+  if (!b->is_1d && ct_ndim(x) != 4)
     return ct__fail(CT_ERR_SHAPE, "BatchNorm2d: expected a 4-d input (N, C, H, W), got %d-d",
                     ct_ndim(x));
   bool training = ct_module_is_training(m);
@@ -200,22 +205,24 @@ static ct_tensor *batch_norm_forward(ct_module *m, void *self, const ct_tensor *
   }
   return y;
 }
-static const ct_module_vtable batch_norm_vt = {"BatchNorm2d", batch_norm_forward, free};
+static const ct_module_vtable batch_norm2d_vt = {"BatchNorm2d", batch_norm_forward, free};
+static const ct_module_vtable batch_norm1d_vt = {"BatchNorm1d", batch_norm_forward, free};
 
-ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum,
-                               const ct_module_opts *opts) {
+static ct_module *batch_norm_new(const char *what, bool is_1d, int64_t num_features, double eps,
+                                 double momentum, const ct_module_opts *opts) {
   ct_module_opts o;
-  if (!ct__module_opts("batch_norm2d_new", opts, &o)) return NULL;
+  if (!ct__module_opts(what, opts, &o)) return NULL;
   if (num_features <= 0)
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: num_features must be > 0, got %lld",
+    return ct__fail(CT_ERR_ARG, "%s: num_features must be > 0, got %lld", what,
                     (long long)num_features);
   if (!(momentum >= 0 && momentum <= 1.0))
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: momentum must be in [0, 1], got %g", momentum);
+    return ct__fail(CT_ERR_ARG, "%s: momentum must be in [0, 1], got %g", what, momentum);
   if (!(eps >= 0 && isfinite(eps)))
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: eps must be finite and >= 0, got %g", eps);
-  batch_norm_impl *b = impl_new("batch_norm2d_new", sizeof *b);
-  ct_module *m = b ? ct__module_new_builtin(&batch_norm_vt, b) : NULL;
+    return ct__fail(CT_ERR_ARG, "%s: eps must be finite and >= 0, got %g", what, eps);
+  batch_norm_impl *b = impl_new(what, sizeof *b);
+  ct_module *m = b ? ct__module_new_builtin(is_1d ? &batch_norm1d_vt : &batch_norm2d_vt, b) : NULL;
   if (!m) return NULL;
+  b->is_1d = is_1d;
   b->eps = eps;
   b->momentum = momentum;
   b->weight = ct_module_register_parameter(m, "weight",
@@ -236,6 +243,15 @@ ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum
                                                  ct__init_full(CT_SHAPE(), 0.0, CT_I64, &o))
                      : NULL;
   return finish(m, b->num_batches_tracked != NULL);
+}
+
+ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum,
+                               const ct_module_opts *opts) {
+  return batch_norm_new("batch_norm2d_new", false, num_features, eps, momentum, opts);
+}
+ct_module *ct_batch_norm1d_new(int64_t num_features, double eps, double momentum,
+                               const ct_module_opts *opts) {
+  return batch_norm_new("batch_norm1d_new", true, num_features, eps, momentum, opts);
 }
 
 /* ---- LayerNorm ---------------------------------------------------------------- */

@@ -155,6 +155,12 @@ ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *
 ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
+/* row norms: group, instance, RMS norm (norm.cu) */
+ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
+                            const ctc_t *weight, const ctc_t *bias, const ct_row_norm_params *p);
+ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
+                                     const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
+                                     const ctc_t *rstd, const ct_row_norm_params *p);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,176 @@
+/* Modules of the row normalizations (norm_rows.c): GroupNorm,
+ * InstanceNorm2d, RMSNorm, with torch's parameter and buffer names,
+ * initializations (weights ones, biases zeros, running_mean zeros,
+ * running_var ones) and forward rules. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ctensor/norm_layers.h"
+#include "nn/module_internal.h"
+
+/* A built-in module with a zeroed configuration of `size` bytes (*impl). */
+static ct_module *module_with_impl(const char *what, const ct_module_vtable *vt, size_t size,
+                                   void **impl) {
+  *impl = ct__calloc(1, size);
+  if (!*impl) return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
+  return ct__module_new_builtin(vt, *impl);
+}
+
+/* A parameter (or buffer) of shape filled with value, registered under name. */
+static ct_tensor *add_filled(ct_module *m, bool buffer, const char *name, const int64_t *shape,
+                             int ndim, double value, ct_dtype dtype, const ct_module_opts *o) {
+  ct_tensor *t = ct__init_full(shape, ndim, value, dtype, o);
+  return buffer ? ct_module_register_buffer(m, name, t) : ct_module_register_parameter(m, name, t);
+}
+
+static bool check_eps(const char *what, double eps) {
+  if (eps >= 0 && isfinite(eps)) return true;
+  ct__fail(CT_ERR_ARG, "%s: eps must be finite and >= 0, got %g", what, eps);
+  return false;
+}
+
+/* ---- GroupNorm ---------------------------------------------------------------- */
+
+typedef struct group_norm_impl {
+  int64_t groups;
+  double eps;
+  ct_tensor *weight, *bias; /* (C) or NULL */
+} group_norm_impl;
+
+static ct_tensor *group_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
+  group_norm_impl *g = ct__module_impl(m);
+  return ct_group_norm(x, g->groups, g->weight, g->bias, g->eps);
+}
+static const ct_module_vtable group_norm_vt = {"GroupNorm", group_norm_forward, free};
+
+ct_module *ct_group_norm_new(int64_t num_groups, int64_t num_channels, double eps, bool affine,
+                             const ct_module_opts *opts) {
+  static const char what[] = "group_norm_new";
+  ct_module_opts o;
+  if (!ct__module_opts(what, opts, &o) || !check_eps(what, eps)) return NULL;
+  if (num_groups <= 0 || num_channels <= 0 || num_channels % num_groups != 0)
+    return ct__fail(
+        CT_ERR_ARG,
+        "group_norm_new: num_channels (%lld) must be divisible by num_groups (%lld), both > 0",
+        (long long)num_channels, (long long)num_groups);
+  group_norm_impl *g;
+  ct_module *m = module_with_impl(what, &group_norm_vt, sizeof *g, (void **)&g);
+  if (!m) return NULL;
+  g->groups = num_groups;
+  g->eps = eps;
+  bool ok = true;
+  if (affine) {
+    g->weight = add_filled(m, false, "weight", CT_SHAPE(num_channels), 1.0, o.dtype, &o);
+    g->bias =
+        g->weight ? add_filled(m, false, "bias", CT_SHAPE(num_channels), 0.0, o.dtype, &o) : NULL;
+    ok = g->bias != NULL;
+  }
+  if (ok) return m;
+  ct_module_free(m);
+  return NULL;
+}
+
+/* ---- InstanceNorm2d ----------------------------------------------------------- */
+
+typedef struct instance_norm_impl {
+  double eps, momentum;
+  ct_tensor *weight, *bias;              /* (C) when affine */
+  ct_tensor *running_mean, *running_var; /* (C) when tracking */
+} instance_norm_impl;
+
+static ct_tensor *instance_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
+  instance_norm_impl *b = ct__module_impl(m);
+  int nd = ct_ndim(x);
+  if (nd != 3 && nd != 4)
+    return ct__fail(CT_ERR_SHAPE,
+                    "InstanceNorm2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got %d-d",
+                    nd);
+  /* torch: the input's statistics in training or without running statistics */
+  bool use_input_stats = ct_module_is_training(m) || !b->running_mean;
+  if (nd == 4)
+    return ct_instance_norm(x, b->running_mean, b->running_var, b->weight, b->bias, use_input_stats,
+                            b->momentum, b->eps);
+  /* unbatched: a batch of one */
+  const int64_t *s = ct_shape(x);
+  ct_tensor *x4 = ct_reshape(x, CT_SHAPE(1, s[0], s[1], s[2]));
+  ct_tensor *y4 = x4 ? ct_instance_norm(x4, b->running_mean, b->running_var, b->weight, b->bias,
+                                        use_input_stats, b->momentum, b->eps)
+                     : NULL;
+  ct_tensor *y = y4 ? ct_reshape(y4, s, 3) : NULL;
+  ct_free(x4), ct_free(y4);
+  return y;
+}
+static const ct_module_vtable instance_norm_vt = {"InstanceNorm2d", instance_norm_forward, free};
+
+ct_module *ct_instance_norm2d_new(int64_t num_features, double eps, double momentum, bool affine,
+                                  bool track_running_stats, const ct_module_opts *opts) {
+  static const char what[] = "instance_norm2d_new";
+  ct_module_opts o;
+  if (!ct__module_opts(what, opts, &o) || !check_eps(what, eps)) return NULL;
+  if (num_features <= 0)
+    return ct__fail(CT_ERR_ARG, "instance_norm2d_new: num_features must be > 0, got %lld",
+                    (long long)num_features);
+  if (!(momentum >= 0 && momentum <= 1.0))
+    return ct__fail(CT_ERR_ARG, "instance_norm2d_new: momentum must be in [0, 1], got %g",
+                    momentum);
+  instance_norm_impl *b;
+  ct_module *m = module_with_impl(what, &instance_norm_vt, sizeof *b, (void **)&b);
+  if (!m) return NULL;
+  b->eps = eps;
+  b->momentum = momentum;
+  bool ok = true;
+  if (affine) {
+    b->weight = add_filled(m, false, "weight", CT_SHAPE(num_features), 1.0, o.dtype, &o);
+    b->bias =
+        b->weight ? add_filled(m, false, "bias", CT_SHAPE(num_features), 0.0, o.dtype, &o) : NULL;
+    ok = b->bias != NULL;
+  }
+  if (ok && track_running_stats) {
+    b->running_mean = add_filled(m, true, "running_mean", CT_SHAPE(num_features), 0.0, o.dtype, &o);
+    b->running_var = b->running_mean ? add_filled(m, true, "running_var", CT_SHAPE(num_features),
+                                                  1.0, o.dtype, &o)
+                                     : NULL;
+    /* saved in the state_dict as torch does; instance norm never counts */
+    ok = b->running_var && add_filled(m, true, "num_batches_tracked", CT_SHAPE(), 0.0, CT_I64, &o);
+  }
+  if (ok) return m;
+  ct_module_free(m);
+  return NULL;
+}
+
+/* ---- RMSNorm ------------------------------------------------------------------ */
+
+typedef struct rms_norm_impl {
+  int ndim;
+  double eps;
+  ct_tensor *weight; /* normalized_shape, or NULL */
+} rms_norm_impl;
+
+static ct_tensor *rms_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
+  rms_norm_impl *r = ct__module_impl(m);
+  return ct_rms_norm(x, r->ndim, r->weight, r->eps);
+}
+static const ct_module_vtable rms_norm_vt = {"RMSNorm", rms_norm_forward, free};
+
+ct_module *ct_rms_norm_new(const int64_t *normalized_shape, int ndim, double eps,
+                           bool elementwise_affine, const ct_module_opts *opts) {
+  static const char what[] = "rms_norm_new";
+  ct_module_opts o;
+  if (!ct__module_opts(what, opts, &o)) return NULL;
+  if (!normalized_shape || ndim < 1 || ndim > CT_MAX_DIMS)
+    return ct__fail(CT_ERR_ARG, "rms_norm_new: normalized_shape needs 1 to %d dims, got %d",
+                    CT_MAX_DIMS, normalized_shape ? ndim : 0);
+  if (!ct__check_shape(what, normalized_shape, ndim)) return NULL;
+  if (!isfinite(eps)) return ct__fail(CT_ERR_ARG, "rms_norm_new: eps must be finite, got %g", eps);
+  rms_norm_impl *r;
+  ct_module *m = module_with_impl(what, &rms_norm_vt, sizeof *r, (void **)&r);
+  if (!m) return NULL;
+  r->ndim = ndim;
+  r->eps = eps;
+  if (elementwise_affine &&
+      !(r->weight = add_filled(m, false, "weight", normalized_shape, ndim, 1.0, o.dtype, &o))) {
+    ct_module_free(m);
+    return NULL;
+  }
+  return m;
+}
