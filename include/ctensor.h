@@ -53,6 +53,7 @@
 #include "ctensor/tensor.h"
 /* layers */
 #include "ctensor/norm_layers.h"
+#include "ctensor/conv_layers.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -182,5 +182,12 @@ ct_tensor *ct__ag_row_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
                            const ct_tensor *bias, const ct_tensor *x_c, const ct_tensor *w_c,
                            const ct_tensor *mean, const ct_tensor *rstd,
                            const ct_row_norm_params *p, const char *name);
+/* conv_transpose2d (grad_conv_transpose.c): x4 the input as (N, C_in, H, W)
+ * contiguous, w_c the weight contiguous, p conv2d's parameters of the
+ * convolution it transposes. */
+ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                                   const ct_tensor *bias, const ct_tensor *x4,
+                                   const ct_tensor *w_c, const ct_conv2d_params *p,
+                                   bool unbatched);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

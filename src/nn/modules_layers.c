@@ -1,10 +1,12 @@
-/* Modules of the row normalizations (norm_rows.c): GroupNorm,
- * InstanceNorm2d, RMSNorm, with torch's parameter and buffer names,
- * initializations (weights ones, biases zeros, running_mean zeros,
- * running_var ones) and forward rules. */
+/* Modules of the layers of norm_layers.h and conv_layers.h: GroupNorm,
+ * InstanceNorm2d, RMSNorm, Conv1d, ConvTranspose2d, with torch's parameter
+ * and buffer names, initializations (norms: weights ones, biases zeros,
+ * running_mean zeros, running_var ones; convolutions: kaiming_uniform_) and
+ * forward rules. */
 #include <math.h>
 #include <stdlib.h>
 
+#include "ctensor/conv_layers.h"
 #include "ctensor/norm_layers.h"
 #include "nn/module_internal.h"
 
@@ -173,4 +175,100 @@ ct_module *ct_rms_norm_new(const int64_t *normalized_shape, int ndim, double eps
     return NULL;
   }
   return m;
+}
+
+/* ---- Conv1d, ConvTranspose2d -------------------------------------------------- */
+
+/* Checks channels, kernel size and groups (both channel counts divisible). */
+static bool check_conv(const char *what, int64_t in, int64_t out, int64_t k, int64_t groups) {
+  if (in <= 0 || out <= 0 || k <= 0 || groups <= 0) {
+    ct__fail(CT_ERR_ARG,
+             "%s: channels, kernel_size and groups must be > 0, got in %lld, out %lld, kernel "
+             "%lld, groups %lld",
+             what, (long long)in, (long long)out, (long long)k, (long long)groups);
+    return false;
+  }
+  if (in % groups || out % groups) {
+    ct__fail(CT_ERR_ARG,
+             "%s: in_channels (%lld) and out_channels (%lld) must be divisible by groups (%lld)",
+             what, (long long)in, (long long)out, (long long)groups);
+    return false;
+  }
+  return true;
+}
+
+/* weight of shape ~ U(-b, b) and bias (out) likewise, b = 1/sqrt(fan_in):
+ * torch's kaiming_uniform_(a=sqrt(5)) and bias initialization. */
+static bool add_conv_params(ct_module *m, const int64_t *wshape, int ndim, int64_t out,
+                            int64_t fan_in, bool bias, const ct_module_opts *o, ct_tensor **w,
+                            ct_tensor **b) {
+  *w = ct_module_register_parameter(
+      m, "weight", ct__init_uniform(wshape, ndim, ct__kaiming_uniform_bound(fan_in), o));
+  if (*w && bias)
+    *b = ct_module_register_parameter(m, "bias",
+                                      ct__init_uniform(CT_SHAPE(out), ct__bias_bound(fan_in), o));
+  return *w && (!bias || *b);
+}
+
+typedef struct conv1d_impl {
+  ct_conv1d_opts conv;
+  ct_tensor *weight, *bias;
+} conv1d_impl;
+
+static ct_tensor *conv1d_forward(ct_module *m, void *self, const ct_tensor *x) {
+  conv1d_impl *c = ct__module_impl(m);
+  return ct_conv1d(x, c->weight, c->bias, &c->conv);
+}
+static const ct_module_vtable conv1d_vt = {"Conv1d", conv1d_forward, free};
+
+ct_module *ct_conv1d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                         const ct_conv1d_opts *conv, bool bias, const ct_module_opts *opts) {
+  static const char what[] = "conv1d_new";
+  ct_module_opts o;
+  ct_conv1d_opts cv = conv ? *conv : (ct_conv1d_opts){0};
+  int64_t groups = cv.groups ? cv.groups : 1;
+  if (!ct__module_opts(what, opts, &o) ||
+      !check_conv(what, in_channels, out_channels, kernel_size, groups))
+    return NULL;
+  conv1d_impl *c;
+  ct_module *m = module_with_impl(what, &conv1d_vt, sizeof *c, (void **)&c);
+  if (!m) return NULL;
+  c->conv = cv;
+  if (add_conv_params(m, CT_SHAPE(out_channels, in_channels / groups, kernel_size), out_channels,
+                      in_channels / groups * kernel_size, bias, &o, &c->weight, &c->bias))
+    return m;
+  ct_module_free(m);
+  return NULL;
+}
+
+typedef struct conv_transpose2d_impl {
+  ct_conv_transpose2d_opts conv;
+  ct_tensor *weight, *bias;
+} conv_transpose2d_impl;
+
+static ct_tensor *conv_transpose2d_forward(ct_module *m, void *self, const ct_tensor *x) {
+  conv_transpose2d_impl *c = ct__module_impl(m);
+  return ct_conv_transpose2d(x, c->weight, c->bias, &c->conv);
+}
+static const ct_module_vtable conv_transpose2d_vt = {"ConvTranspose2d", conv_transpose2d_forward,
+                                                     free};
+
+ct_module *ct_conv_transpose2d_new(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                   const ct_conv_transpose2d_opts *conv, bool bias,
+                                   const ct_module_opts *opts) {
+  static const char what[] = "conv_transpose2d_new";
+  ct_module_opts o;
+  ct_conv_transpose2d_opts cv = conv ? *conv : (ct_conv_transpose2d_opts){0};
+  int64_t groups = cv.groups ? cv.groups : 1, k = kernel_size;
+  if (!ct__module_opts(what, opts, &o) || !check_conv(what, in_channels, out_channels, k, groups))
+    return NULL;
+  conv_transpose2d_impl *c;
+  ct_module *m = module_with_impl(what, &conv_transpose2d_vt, sizeof *c, (void **)&c);
+  if (!m) return NULL;
+  c->conv = cv;
+  if (add_conv_params(m, CT_SHAPE(in_channels, out_channels / groups, k, k), out_channels,
+                      out_channels / groups * k * k, bias, &o, &c->weight, &c->bias))
+    return m;
+  ct_module_free(m);
+  return NULL;
 }
