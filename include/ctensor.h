@@ -54,6 +54,7 @@
 /* layers */
 #include "ctensor/norm_layers.h"
 #include "ctensor/conv_layers.h"
+#include "ctensor/module_containers.h"
 
 #ifdef __cplusplus
 extern "C" {

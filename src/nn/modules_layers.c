@@ -2,11 +2,13 @@
  * InstanceNorm2d, RMSNorm, Conv1d, ConvTranspose2d, with torch's parameter
  * and buffer names, initializations (norms: weights ones, biases zeros,
  * running_mean zeros, running_var ones; convolutions: kaiming_uniform_) and
- * forward rules. */
+ * forward rules; Identity and ModuleList. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ctensor/conv_layers.h"
+#include "ctensor/module_containers.h"
 #include "ctensor/norm_layers.h"
 #include "nn/module_internal.h"
 
@@ -35,13 +37,13 @@ static bool check_eps(const char *what, double eps) {
 
 typedef struct group_norm_impl {
   int64_t groups;
-  double eps;
-  ct_tensor *weight, *bias; /* (C) or NULL */
+  double eps; /* parameters weight, bias (C) when affine */
 } group_norm_impl;
 
 static ct_tensor *group_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
   group_norm_impl *g = ct__module_impl(m);
-  return ct_group_norm(x, g->groups, g->weight, g->bias, g->eps);
+  return ct_group_norm(x, g->groups, ct__module_param(m, "weight"), ct__module_param(m, "bias"),
+                       g->eps);
 }
 static const ct_module_vtable group_norm_vt = {"GroupNorm", group_norm_forward, free};
 
@@ -60,13 +62,8 @@ ct_module *ct_group_norm_new(int64_t num_groups, int64_t num_channels, double ep
   if (!m) return NULL;
   g->groups = num_groups;
   g->eps = eps;
-  bool ok = true;
-  if (affine) {
-    g->weight = add_filled(m, false, "weight", CT_SHAPE(num_channels), 1.0, o.dtype, &o);
-    g->bias =
-        g->weight ? add_filled(m, false, "bias", CT_SHAPE(num_channels), 0.0, o.dtype, &o) : NULL;
-    ok = g->bias != NULL;
-  }
+  bool ok = !affine || (add_filled(m, false, "weight", CT_SHAPE(num_channels), 1.0, o.dtype, &o) &&
+                        add_filled(m, false, "bias", CT_SHAPE(num_channels), 0.0, o.dtype, &o));
   if (ok) return m;
   ct_module_free(m);
   return NULL;
@@ -75,8 +72,7 @@ ct_module *ct_group_norm_new(int64_t num_groups, int64_t num_channels, double ep
 /* ---- InstanceNorm2d ----------------------------------------------------------- */
 
 typedef struct instance_norm_impl {
-  double eps, momentum;
-  ct_tensor *weight, *bias;              /* (C) when affine */
+  double eps, momentum;                  /* parameters weight, bias (C) when affine */
   ct_tensor *running_mean, *running_var; /* (C) when tracking */
 } instance_norm_impl;
 
@@ -87,15 +83,16 @@ static ct_tensor *instance_norm_forward(ct_module *m, void *self, const ct_tenso
     return ct__fail(CT_ERR_SHAPE,
                     "InstanceNorm2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got %d-d",
                     nd);
-  /* torch: the input's statistics in training or without running statistics */
-  bool use_input_stats = ct_module_is_training(m) || !b->running_mean;
+  /* torch: the input's statistics in training or without running statistics */ bool
+      use_input_stats = ct_module_is_training(m) || !b->running_mean;
+  const ct_tensor *w = ct__module_param(m, "weight"), *bias = ct__module_param(m, "bias");
   if (nd == 4)
-    return ct_instance_norm(x, b->running_mean, b->running_var, b->weight, b->bias, use_input_stats,
+    return ct_instance_norm(x, b->running_mean, b->running_var, w, bias, use_input_stats,
                             b->momentum, b->eps);
   /* unbatched: a batch of one */
   const int64_t *s = ct_shape(x);
   ct_tensor *x4 = ct_reshape(x, CT_SHAPE(1, s[0], s[1], s[2]));
-  ct_tensor *y4 = x4 ? ct_instance_norm(x4, b->running_mean, b->running_var, b->weight, b->bias,
+  ct_tensor *y4 = x4 ? ct_instance_norm(x4, b->running_mean, b->running_var, w, bias,
                                         use_input_stats, b->momentum, b->eps)
                      : NULL;
   ct_tensor *y = y4 ? ct_reshape(y4, s, 3) : NULL;
@@ -120,13 +117,8 @@ ct_module *ct_instance_norm2d_new(int64_t num_features, double eps, double momen
   if (!m) return NULL;
   b->eps = eps;
   b->momentum = momentum;
-  bool ok = true;
-  if (affine) {
-    b->weight = add_filled(m, false, "weight", CT_SHAPE(num_features), 1.0, o.dtype, &o);
-    b->bias =
-        b->weight ? add_filled(m, false, "bias", CT_SHAPE(num_features), 0.0, o.dtype, &o) : NULL;
-    ok = b->bias != NULL;
-  }
+  bool ok = !affine || (add_filled(m, false, "weight", CT_SHAPE(num_features), 1.0, o.dtype, &o) &&
+                        add_filled(m, false, "bias", CT_SHAPE(num_features), 0.0, o.dtype, &o));
   if (ok && track_running_stats) {
     b->running_mean = add_filled(m, true, "running_mean", CT_SHAPE(num_features), 0.0, o.dtype, &o);
     b->running_var = b->running_mean ? add_filled(m, true, "running_var", CT_SHAPE(num_features),
@@ -144,13 +136,12 @@ ct_module *ct_instance_norm2d_new(int64_t num_features, double eps, double momen
 
 typedef struct rms_norm_impl {
   int ndim;
-  double eps;
-  ct_tensor *weight; /* normalized_shape, or NULL */
+  double eps; /* parameter weight of normalized_shape when elementwise_affine */
 } rms_norm_impl;
 
 static ct_tensor *rms_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
   rms_norm_impl *r = ct__module_impl(m);
-  return ct_rms_norm(x, r->ndim, r->weight, r->eps);
+  return ct_rms_norm(x, r->ndim, ct__module_param(m, "weight"), r->eps);
 }
 static const ct_module_vtable rms_norm_vt = {"RMSNorm", rms_norm_forward, free};
 
@@ -170,7 +161,7 @@ ct_module *ct_rms_norm_new(const int64_t *normalized_shape, int ndim, double eps
   r->ndim = ndim;
   r->eps = eps;
   if (elementwise_affine &&
-      !(r->weight = add_filled(m, false, "weight", normalized_shape, ndim, 1.0, o.dtype, &o))) {
+      !add_filled(m, false, "weight", normalized_shape, ndim, 1.0, o.dtype, &o)) {
     ct_module_free(m);
     return NULL;
   }
@@ -200,24 +191,20 @@ static bool check_conv(const char *what, int64_t in, int64_t out, int64_t k, int
 /* weight of shape ~ U(-b, b) and bias (out) likewise, b = 1/sqrt(fan_in):
  * torch's kaiming_uniform_(a=sqrt(5)) and bias initialization. */
 static bool add_conv_params(ct_module *m, const int64_t *wshape, int ndim, int64_t out,
-                            int64_t fan_in, bool bias, const ct_module_opts *o, ct_tensor **w,
-                            ct_tensor **b) {
-  *w = ct_module_register_parameter(
-      m, "weight", ct__init_uniform(wshape, ndim, ct__kaiming_uniform_bound(fan_in), o));
-  if (*w && bias)
-    *b = ct_module_register_parameter(m, "bias",
-                                      ct__init_uniform(CT_SHAPE(out), ct__bias_bound(fan_in), o));
-  return *w && (!bias || *b);
+                            int64_t fan_in, bool bias, const ct_module_opts *o) {
+  return ct_module_register_parameter(
+             m, "weight", ct__init_uniform(wshape, ndim, ct__kaiming_uniform_bound(fan_in), o)) &&
+         (!bias || ct_module_register_parameter(
+                       m, "bias", ct__init_uniform(CT_SHAPE(out), ct__bias_bound(fan_in), o)));
 }
 
 typedef struct conv1d_impl {
-  ct_conv1d_opts conv;
-  ct_tensor *weight, *bias;
+  ct_conv1d_opts conv; /* parameters weight, bias */
 } conv1d_impl;
 
 static ct_tensor *conv1d_forward(ct_module *m, void *self, const ct_tensor *x) {
   conv1d_impl *c = ct__module_impl(m);
-  return ct_conv1d(x, c->weight, c->bias, &c->conv);
+  return ct_conv1d(x, ct__module_param(m, "weight"), ct__module_param(m, "bias"), &c->conv);
 }
 static const ct_module_vtable conv1d_vt = {"Conv1d", conv1d_forward, free};
 
@@ -235,20 +222,20 @@ ct_module *ct_conv1d_new(int64_t in_channels, int64_t out_channels, int64_t kern
   if (!m) return NULL;
   c->conv = cv;
   if (add_conv_params(m, CT_SHAPE(out_channels, in_channels / groups, kernel_size), out_channels,
-                      in_channels / groups * kernel_size, bias, &o, &c->weight, &c->bias))
+                      in_channels / groups * kernel_size, bias, &o))
     return m;
   ct_module_free(m);
   return NULL;
 }
 
 typedef struct conv_transpose2d_impl {
-  ct_conv_transpose2d_opts conv;
-  ct_tensor *weight, *bias;
+  ct_conv_transpose2d_opts conv; /* parameters weight, bias */
 } conv_transpose2d_impl;
 
 static ct_tensor *conv_transpose2d_forward(ct_module *m, void *self, const ct_tensor *x) {
   conv_transpose2d_impl *c = ct__module_impl(m);
-  return ct_conv_transpose2d(x, c->weight, c->bias, &c->conv);
+  return ct_conv_transpose2d(x, ct__module_param(m, "weight"), ct__module_param(m, "bias"),
+                             &c->conv);
 }
 static const ct_module_vtable conv_transpose2d_vt = {"ConvTranspose2d", conv_transpose2d_forward,
                                                      free};
@@ -267,8 +254,57 @@ ct_module *ct_conv_transpose2d_new(int64_t in_channels, int64_t out_channels, in
   if (!m) return NULL;
   c->conv = cv;
   if (add_conv_params(m, CT_SHAPE(in_channels, out_channels / groups, k, k), out_channels,
-                      out_channels / groups * k * k, bias, &o, &c->weight, &c->bias))
+                      out_channels / groups * k * k, bias, &o))
     return m;
   ct_module_free(m);
   return NULL;
+}
+
+/* ---- Identity, ModuleList --------------------------------------------------------- */
+
+static ct_tensor *identity_forward(ct_module *m, void *self, const ct_tensor *x) {
+  (void)m, (void)self;
+  return ct_alias(x);
+}
+static const ct_module_vtable identity_vt = {"Identity", identity_forward, NULL};
+
+ct_module *ct_identity_new(void) { return ct__module_new_builtin(&identity_vt, NULL); }
+
+static ct_tensor *module_list_forward(ct_module *m, void *self, const ct_tensor *x) {
+  (void)m, (void)self, (void)x;
+  return ct__fail(CT_ERR_ARG, "ModuleList has no forward: call its children (ct_module_list_get)");
+}
+static const ct_module_vtable module_list_vt = {"ModuleList", module_list_forward, NULL};
+
+ct_module *ct_module_list_new(void) { return ct__module_new_builtin(&module_list_vt, NULL); }
+
+static bool is_list(const char *what, const ct_module *list) {
+  if (list && ct__module_vtable(list) == &module_list_vt) return true;
+  ct__fail(CT_ERR_ARG, "%s: %s is not a ModuleList", what,
+           list ? ct_module_type_name(list) : "NULL");
+  return false;
+}
+
+ct_module *ct_module_list_append(ct_module *list, ct_module *child) {
+  if (!child) return NULL;
+  if (!is_list("module_list_append", list)) {
+    ct_module_free(child);
+    return NULL;
+  }
+  char name[24];
+  snprintf(name, sizeof name, "%d", ct__module_n_children(list));
+  return ct_module_register_module(list, name, child);
+}
+
+int ct_module_list_len(const ct_module *list) {
+  return is_list("module_list_len", list) ? ct__module_n_children(list) : -1;
+}
+
+ct_module *ct_module_list_get(const ct_module *list, int i) {
+  if (!is_list("module_list_get", list)) return NULL;
+  int n = ct__module_n_children(list), k = i < 0 ? i + n : i;
+  if (k < 0 || k >= n)
+    return ct__fail(CT_ERR_ARG, "module_list_get: index %d out of range for a ModuleList of %d", i,
+                    n);
+  return ct__module_child_at(list, k);
 }
