@@ -55,6 +55,7 @@
 #include "ctensor/norm_layers.h"
 #include "ctensor/conv_layers.h"
 #include "ctensor/module_containers.h"
+#include "ctensor/pool_layers.h"
 
 #ifdef __cplusplus
 extern "C" {

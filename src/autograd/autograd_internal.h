@@ -189,5 +189,9 @@ ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_te
                                    const ct_tensor *bias, const ct_tensor *x4,
                                    const ct_tensor *w_c, const ct_conv2d_params *p,
                                    bool unbatched);
+/* adaptive pooling (grad_pool_adaptive.c): indices the argmax (max; the
+ * output's shape), NULL for the average. */
+ct_tensor *ct__ag_adaptive_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max,
+                                  const ct_tensor *indices);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

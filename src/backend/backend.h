@@ -235,6 +235,16 @@ typedef struct ct_backend {
                                  const ct_tensor *grad_out, const ct_tensor *x,
                                  const ct_tensor *weight, const ct_tensor *mean,
                                  const ct_tensor *rstd, const ct_row_norm_params *p);
+
+  /* ---- Adaptive pooling ---- */
+  /* out (N, C, OH, OW) = the average or maximum of x (N, C, H, W) (both
+   * contiguous, H, W > 0) over the windows of ct_adaptive_start/end; max:
+   * indices (out's shape, i64, h * W + w in the plane; NULL when not wanted),
+   * nan propagates. Backward: grad_x (x's shape, written whole) from grad_out
+   * (out's shape); max needs the indices. Optional. */
+  ct_status (*adaptive_pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x);
+  ct_status (*adaptive_pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                        const ct_tensor *indices);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -78,4 +78,23 @@ typedef struct ct_row_norm_params {
   bool rms;
 } ct_row_norm_params;
 
+/* ---- Adaptive pooling ---- */
+/* The window of output i of n_out over n_in input positions: [start, end),
+ * torch's floor(i * n_in / n_out) and ceil((i + 1) * n_in / n_out). */
+CT_HOST_DEVICE int64_t ct_adaptive_start(int64_t i, int64_t n_out, int64_t n_in) {
+  return i * n_in / n_out;
+}
+CT_HOST_DEVICE int64_t ct_adaptive_end(int64_t i, int64_t n_out, int64_t n_in) {
+  return ((i + 1) * n_in + n_out - 1) / n_out;
+}
+/* The outputs whose windows hold input j: [first, last] (gathered by the
+ * backward kernels, so that no two threads write one element). */
+CT_HOST_DEVICE int64_t ct_adaptive_first_out(int64_t j, int64_t n_out, int64_t n_in) {
+  return j * n_out / n_in;
+}
+CT_HOST_DEVICE int64_t ct_adaptive_last_out(int64_t j, int64_t n_out, int64_t n_in) {
+  int64_t l = ((j + 1) * n_out + n_in - 1) / n_in - 1;
+  return l < n_out - 1 ? l : n_out - 1;
+}
+
 #endif /* CT_BACKEND_PARAMS_H */

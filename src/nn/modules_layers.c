@@ -2,7 +2,7 @@
  * InstanceNorm2d, RMSNorm, Conv1d, ConvTranspose2d, with torch's parameter
  * and buffer names, initializations (norms: weights ones, biases zeros,
  * running_mean zeros, running_var ones; convolutions: kaiming_uniform_) and
- * forward rules; Identity and ModuleList. */
+ * forward rules; adaptive pooling, Identity and ModuleList. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "ctensor/conv_layers.h"
 #include "ctensor/module_containers.h"
 #include "ctensor/norm_layers.h"
+#include "ctensor/pool_layers.h"
 #include "nn/module_internal.h"
 
 /* A built-in module with a zeroed configuration of `size` bytes (*impl). */
@@ -258,6 +259,38 @@ ct_module *ct_conv_transpose2d_new(int64_t in_channels, int64_t out_channels, in
     return m;
   ct_module_free(m);
   return NULL;
+}
+
+/* ---- AdaptiveAvgPool2d, AdaptiveMaxPool2d ------------------------------------------ */
+
+typedef struct adaptive_pool_impl {
+  int64_t size[2];
+} adaptive_pool_impl;
+
+static ct_tensor *adaptive_avg_forward(ct_module *m, void *self, const ct_tensor *x) {
+  return ct_adaptive_avg_pool2d(x, ((adaptive_pool_impl *)ct__module_impl(m))->size);
+}
+static ct_tensor *adaptive_max_forward(ct_module *m, void *self, const ct_tensor *x) {
+  return ct_adaptive_max_pool2d(x, ((adaptive_pool_impl *)ct__module_impl(m))->size, NULL);
+}
+static const ct_module_vtable adaptive_avg_vt = {"AdaptiveAvgPool2d", adaptive_avg_forward, free};
+static const ct_module_vtable adaptive_max_vt = {"AdaptiveMaxPool2d", adaptive_max_forward, free};
+
+static ct_module *adaptive_pool_new(const char *what, const ct_module_vtable *vt, int64_t oh,
+                                    int64_t ow) {
+  if (oh < 1 || ow < 1)
+    return ct__fail(CT_ERR_ARG, "%s: output_size must be >= 1, got (%lld, %lld)", what,
+                    (long long)oh, (long long)ow);
+  adaptive_pool_impl *a;
+  ct_module *m = module_with_impl(what, vt, sizeof *a, (void **)&a);
+  if (m) a->size[0] = oh, a->size[1] = ow;
+  return m;
+}
+ct_module *ct_adaptive_avg_pool2d_new(int64_t oh, int64_t ow) {
+  return adaptive_pool_new("adaptive_avg_pool2d_new", &adaptive_avg_vt, oh, ow);
+}
+ct_module *ct_adaptive_max_pool2d_new(int64_t oh, int64_t ow) {
+  return adaptive_pool_new("adaptive_max_pool2d_new", &adaptive_max_vt, oh, ow);
 }
 
 /* ---- Identity, ModuleList --------------------------------------------------------- */

@@ -76,6 +76,9 @@ const ct_backend ct__cpu_backend = {
     /* row norms: group, instance, RMS norm */
     .row_norm = ct__cpu_row_norm,
     .row_norm_backward = ct__cpu_row_norm_backward,
+    /* adaptive pooling */
+    .adaptive_pool2d = ct__cpu_adaptive_pool2d,
+    .adaptive_pool2d_backward = ct__cpu_adaptive_pool2d_backward,
     /* No execution slots: CPU work is synchronous. */
 };
 
