@@ -11,6 +11,10 @@
  *   ctensor/autograd.h  gradients: requires_grad, backward, no_grad
  *   ctensor/nn.h      layers, losses, modules
  *   ctensor/rnn.h     recurrent layers: LSTM, GRU
+ *   ctensor/norm_layers.h  BatchNorm1d, GroupNorm, InstanceNorm2d, RMSNorm
+ *   ctensor/conv_layers.h  Conv1d, ConvTranspose2d
+ *   ctensor/pool_layers.h  adaptive average and max pooling
+ *   ctensor/module_containers.h  Identity, ModuleList, weight tying
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
  *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
@@ -55,6 +59,11 @@
 #include "ctensor/tensor.h"
 /* recurrent layers */
 #include "ctensor/rnn.h"
+/* layers */
+#include "ctensor/norm_layers.h"
+#include "ctensor/conv_layers.h"
+#include "ctensor/module_containers.h"
+#include "ctensor/pool_layers.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -180,7 +180,9 @@ CT_API ct_module *ct_module_child(const ct_module *m, const char *name);
 CT_API ct_tensor *ct_module_get(const ct_module *m, const char *full_name);
 
 /* All parameters (recursively: a module's own in registration order, then
- * each child's) with their dotted names (PyTorch's state_dict keys). Writes at
+ * each child's) with their dotted names (PyTorch's state_dict keys); a
+ * tensor registered more than once (tied weights) is listed once, under its
+ * first name, as torch's named_parameters(). Writes at
  * most max entries (params and names may be NULL) and returns the total count.
  * Tensors and names are borrowed: names stay valid while the module's
  * structure is unchanged, until it is freed. Counting (names NULL) never

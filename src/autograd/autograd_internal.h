@@ -175,4 +175,23 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* Row norms (group, instance, RMS norm; grad_norm_rows.c): x_c is x
+ * contiguous, w_c the weight cast and contiguous (or NULL), mean (NULL for
+ * rms) and rstd the per-row statistics; name the node's (torch's) name. */
+ct_tensor *ct__ag_row_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                           const ct_tensor *bias, const ct_tensor *x_c, const ct_tensor *w_c,
+                           const ct_tensor *mean, const ct_tensor *rstd,
+                           const ct_row_norm_params *p, const char *name);
+/* conv_transpose2d (grad_conv_transpose.c): x4 the input as (N, C_in, H, W)
+ * contiguous, w_c the weight contiguous, p conv2d's parameters of the
+ * convolution it transposes. */
+ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
+                                   const ct_tensor *bias, const ct_tensor *x4,
+                                   const ct_tensor *w_c, const ct_conv2d_params *p,
+                                   bool unbatched);
+/* adaptive pooling (grad_pool_adaptive.c): indices the argmax (max; the
+ * output's shape), NULL for the average. */
+ct_tensor *ct__ag_adaptive_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max,
+                                  const ct_tensor *indices);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */

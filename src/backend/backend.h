@@ -224,6 +224,29 @@ typedef struct ct_backend {
    * when absent. */
   ct_status (*driver_version)(int *version);
   ct_status (*runtime_version)(int *version);
+
+  /* ---- Row normalizations: group norm, instance norm, RMS norm ---- */
+  /* out = normalized x (ct_row_norm_params); mean and rstd (rows; x's dtype,
+   * f32 for f16/bf16 x) receive the statistics (mean may be NULL, and is
+   * not written, for rms); weight/bias (groups * channels, x's dtype) may be
+   * NULL. Backward: each of grad_x, grad_w, grad_b may be NULL. Optional. */
+  ct_status (*row_norm)(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                        const ct_tensor *weight, const ct_tensor *bias,
+                        const ct_row_norm_params *p);
+  ct_status (*row_norm_backward)(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                 const ct_tensor *grad_out, const ct_tensor *x,
+                                 const ct_tensor *weight, const ct_tensor *mean,
+                                 const ct_tensor *rstd, const ct_row_norm_params *p);
+
+  /* ---- Adaptive pooling ---- */
+  /* out (N, C, OH, OW) = the average or maximum of x (N, C, H, W) (both
+   * contiguous, H, W > 0) over the windows of ct_adaptive_start/end; max:
+   * indices (out's shape, i64, h * W + w in the plane; NULL when not wanted),
+   * nan propagates. Backward: grad_x (x's shape, written whole) from grad_out
+   * (out's shape); max needs the indices. Optional. */
+  ct_status (*adaptive_pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x);
+  ct_status (*adaptive_pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                        const ct_tensor *indices);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

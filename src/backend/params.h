@@ -63,4 +63,38 @@ CT_HOST_DEVICE int64_t ct_pool2d_window(const ct_pool2d_params *p, int64_t H, in
   return p->count_include_pad ? full : (h[1] - h[0]) * (w[1] - w[0]);
 }
 
+/* ---- Row normalizations (group norm, instance norm, RMS norm) ---- */
+/* x (contiguous) is `rows` rows of `channels` x `inner` elements, each row
+ * normalized by its own statistics: group norm's rows are (sample, group)
+ * pairs, instance norm's (sample, channel) pairs (channels 1), RMS norm's the
+ * normalized trailing dims (groups 1, channels = their size, inner 1). The
+ * affine parameters (groups * channels; may be absent) scale and shift
+ * element (r, d, s) by weight[(r % groups) * channels + d]. rms: no centering,
+ * rstd = 1 / sqrt(mean(x^2) + eps) (torch's rms_norm); else
+ * 1 / sqrt(biased variance + eps). */
+typedef struct ct_row_norm_params {
+  int64_t rows, groups, channels, inner;
+  double eps;
+  bool rms;
+} ct_row_norm_params;
+
+/* ---- Adaptive pooling ---- */
+/* The window of output i of n_out over n_in input positions: [start, end),
+ * torch's floor(i * n_in / n_out) and ceil((i + 1) * n_in / n_out). */
+CT_HOST_DEVICE int64_t ct_adaptive_start(int64_t i, int64_t n_out, int64_t n_in) {
+  return i * n_in / n_out;
+}
+CT_HOST_DEVICE int64_t ct_adaptive_end(int64_t i, int64_t n_out, int64_t n_in) {
+  return ((i + 1) * n_in + n_out - 1) / n_out;
+}
+/* The outputs whose windows hold input j: [first, last] (gathered by the
+ * backward kernels, so that no two threads write one element). */
+CT_HOST_DEVICE int64_t ct_adaptive_first_out(int64_t j, int64_t n_out, int64_t n_in) {
+  return j * n_out / n_in;
+}
+CT_HOST_DEVICE int64_t ct_adaptive_last_out(int64_t j, int64_t n_out, int64_t n_in) {
+  int64_t l = ((j + 1) * n_out + n_in - 1) / n_in - 1;
+  return l < n_out - 1 ? l : n_out - 1;
+}
+
 #endif /* CT_BACKEND_PARAMS_H */

@@ -6,6 +6,34 @@
 
 static const char OP[] = "conv2d";
 
+/* opts (NULL: the defaults) as kernel parameters: zero stride, dilation and
+ * groups mean 1; out of range values fail with CT_ERR_ARG naming op. */
+bool ct__conv2d_params(const char *op, const ct_conv2d_opts *opts, ct_conv2d_params *p) {
+  ct_conv2d_opts o = opts ? *opts : (ct_conv2d_opts){0};
+  *p = (ct_conv2d_params){.groups = o.groups ? o.groups : 1};
+  for (int i = 0; i < 2; i++) {
+    p->stride[i] = o.stride[0] || o.stride[1] ? o.stride[i] : 1;
+    p->dilation[i] = o.dilation[0] || o.dilation[1] ? o.dilation[i] : 1;
+    p->padding[i] = o.padding[i];
+    /* the upper bound keeps the kernels' index arithmetic (offsets of
+     * padding, strides and dilations) far from int64 overflow */
+    if (p->stride[i] < 1 || p->dilation[i] < 1 || p->padding[i] < 0 || p->stride[i] > INT32_MAX ||
+        p->dilation[i] > INT32_MAX || p->padding[i] > INT32_MAX) {
+      ct__fail(CT_ERR_ARG,
+               "%s: expected stride and dilation in [1, 2^31) and padding in [0, 2^31), "
+               "got stride (%lld, %lld), dilation (%lld, %lld), padding (%lld, %lld)",
+               op, (long long)p->stride[0], (long long)p->stride[1], (long long)p->dilation[0],
+               (long long)p->dilation[1], (long long)o.padding[0], (long long)o.padding[1]);
+      return false;
+    }
+  }
+  if (p->groups < 1 || p->groups > INT32_MAX) {
+    ct__fail(CT_ERR_ARG, "%s: groups must be in [1, 2^31), got %lld", op, (long long)p->groups);
+    return false;
+  }
+  return true;
+}
+
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_opts *opts) {
   if (!x || !weight) return NULL;
@@ -30,25 +58,8 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     return ct__fail(CT_ERR_DTYPE, "conv2d: expected input, weight and bias of one dtype, got %s, %s and %s",
                     ct_dtype_name(x->dtype), ct_dtype_name(weight->dtype),
                     bias ? ct_dtype_name(bias->dtype) : "none");
-  ct_conv2d_opts o = opts ? *opts : (ct_conv2d_opts){0};
-  ct_conv2d_params p = {.groups = o.groups ? o.groups : 1};
-  for (int i = 0; i < 2; i++) {
-    p.stride[i] = o.stride[0] || o.stride[1] ? o.stride[i] : 1;
-    p.dilation[i] = o.dilation[0] || o.dilation[1] ? o.dilation[i] : 1;
-    p.padding[i] = o.padding[i];
-    /* the upper bound keeps the kernels' index arithmetic (offsets of
-     * padding, strides and dilations) far from int64 overflow */
-    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || p.stride[i] > INT32_MAX ||
-        p.dilation[i] > INT32_MAX || p.padding[i] > INT32_MAX)
-      return ct__fail(CT_ERR_ARG,
-                      "conv2d: expected stride and dilation in [1, 2^31) and padding in [0, 2^31), "
-                      "got stride (%lld, %lld), dilation (%lld, %lld), padding (%lld, %lld)",
-                      (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0],
-                      (long long)p.dilation[1], (long long)o.padding[0], (long long)o.padding[1]);
-  }
-  if (p.groups < 1 || p.groups > INT32_MAX)
-    return ct__fail(CT_ERR_ARG, "conv2d: groups must be in [1, 2^31), got %lld",
-                    (long long)p.groups);
+  ct_conv2d_params p;
+  if (!ct__conv2d_params(OP, opts, &p)) return NULL;
   bool unbatched = x->ndim == 3;
   int64_t N = unbatched ? 1 : x->shape[0];
   const int64_t *chw = x->shape + (unbatched ? 0 : 1);

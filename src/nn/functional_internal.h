@@ -51,4 +51,10 @@ bool ct__nn_check_reduction(const char *op, ct_reduction red, bool batchmean_ok)
 ct_tensor *ct__cross_entropy_probs(const ct_tensor *x, const ct_tensor *target,
                                    const ct_loss_opts *o);
 
+/* ---- conv.c (also conv_transpose.c) ---------------------------------------- */
+
+/* opts (NULL: the defaults) as kernel parameters: zero stride, dilation and
+ * groups mean 1; out of range values fail with CT_ERR_ARG naming op. */
+bool ct__conv2d_params(const char *op, const ct_conv2d_opts *opts, ct_conv2d_params *p);
+
 #endif /* CT_NN_FUNCTIONAL_INTERNAL_H */

@@ -268,7 +268,23 @@ typedef struct visit {
   int names_cap;
   int count;
   bool failed; /* out of memory building a name */
+  /* parameters only: a tensor registered more than once (weight tying) is
+   * listed at its first place, as torch's parameters() */
+  const ct_module *root;
+  int pos; /* parameters visited, repeats included */
 } visit;
+
+/* The place of t's first registration among m's parameters in walk order,
+ * counting from *pos; -1 if absent. */
+static int first_param_pos(const ct_module *m, const ct_tensor *t, int *pos) {
+  for (int i = 0; i < m->n_params; i++, (*pos)++)
+    if (m->params[i].t == t) return *pos;
+  for (int i = 0; i < m->n_children; i++) {
+    int r = first_param_pos(m->children[i].m, t, pos);
+    if (r >= 0) return r;
+  }
+  return -1;
+}
 
 static char *join(const char *a, const char *b, const char *sep) {
   size_t la = strlen(a), lb = strlen(b), ls = strlen(sep);
@@ -282,6 +298,10 @@ static char *join(const char *a, const char *b, const char *sep) {
 }
 
 static void visit_add(visit *v, const char *prefix, const char *name, ct_tensor *t) {
+  if (v->root) {
+    int pos = 0, here = v->pos++;
+    if (first_param_pos(v->root, t, &pos) < here) return;
+  }
   if (v->names && v->count < v->names_cap && !v->failed) {
     v->names[v->count] = join(prefix, name, "");
     if (!v->names[v->count]) v->failed = true;
@@ -318,12 +338,13 @@ static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, 
                         int max) {
   ct_module *m = (ct_module *)cm; /* the name cache is not observable state */
   if (max < 0) max = 0;
-  visit counter = {.tensors = tensors, .max = max};
+  visit counter = {.tensors = tensors, .max = max, .root = buffers ? NULL : m};
   walk(m, "", buffers, &counter);
   if (!names || max == 0) return counter.count;
   name_cache *cache = buffers ? &m->state_names : &m->param_names;
   visit v = {.names = ct__calloc((size_t)counter.count + 1, sizeof(char *)),
-             .names_cap = counter.count};
+             .names_cap = counter.count,
+             .root = buffers ? NULL : m};
   if (!v.names) {
     ct__fail(CT_ERR_OOM, "module: out of host memory listing names");
     return -1;
@@ -356,6 +377,57 @@ int ct_module_parameters(const ct_module *m, ct_tensor **params, const char **na
 int ct_module_state(const ct_module *m, ct_tensor **tensors, const char **names, int max) {
   if (!m) return 0;
   return list_tensors(m, true, tensors, names, max);
+}
+
+/* ---- Weight tying ------------------------------------------------------------ */
+
+ct_tensor *ct__module_param(const ct_module *m, const char *name) {
+  for (int i = 0; m && i < m->n_params; i++)
+    if (!strcmp(m->params[i].name, name)) return m->params[i].t;
+  return NULL;
+}
+
+ct_status ct_module_tie_parameter(ct_module *m, const char *full_name, ct_tensor *shared) {
+  static const char what[] = "module_tie_parameter";
+  if (!m || !full_name || !shared)
+    return ct__fail_status(CT_ERR_ARG, "%s: module, name and tensor are required", what);
+  /* the module that owns the parameter: follow the dotted prefix */
+  ct_module *owner = m;
+  const char *name = full_name, *dot;
+  while (owner && (dot = strchr(name, '.'))) {
+    ct_module *next = NULL;
+    size_t len = (size_t)(dot - name);
+    for (int i = 0; i < owner->n_children && !next; i++)
+      if (strlen(owner->children[i].name) == len && !strncmp(owner->children[i].name, name, len))
+        next = owner->children[i].m;
+    owner = next;
+    name = dot + 1;
+  }
+  entry *e = NULL;
+  for (int i = 0; owner && i < owner->n_params && !e; i++)
+    if (!strcmp(owner->params[i].name, name)) e = &owner->params[i];
+  if (!e)
+    return ct__fail_status(CT_ERR_ARG, "%s: %s has no parameter '%s'", what, ct_module_type_name(m),
+                           full_name);
+  if (e->t == shared) return CT_OK;
+  char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
+  bool same_shape = e->t->ndim == shared->ndim;
+  for (int d = 0; same_shape && d < shared->ndim; d++) same_shape = e->t->shape[d] == shared->shape[d];
+  if (!same_shape)
+    return ct__fail_status(CT_ERR_SHAPE, "%s: '%s' has shape %s, the shared tensor %s", what,
+                           full_name, ct__shape_str(e->t, s1, sizeof s1),
+                           ct__shape_str(shared, s2, sizeof s2));
+  if (e->t->dtype != shared->dtype)
+    return ct__fail_status(CT_ERR_DTYPE, "%s: '%s' is %s, the shared tensor %s", what, full_name,
+                           ct_dtype_name(e->t->dtype), ct_dtype_name(shared->dtype));
+  if (!ct__check_same_device(what, e->t, shared)) return ct_last_error();
+  if (!ct_is_leaf(shared) || !ct_requires_grad(shared))
+    return ct__fail_status(CT_ERR_ARG, "%s: the tensor shared as '%s' must be a leaf requiring grad (a parameter)",
+                           what, full_name);
+  ct__retain(shared);
+  ct__release(e->t);
+  e->t = shared;
+  return CT_OK;
 }
 
 /* ---- Moves that keep handles ---------------------------------------------- */

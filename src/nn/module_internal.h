@@ -17,6 +17,10 @@ const ct_module_vtable *ct__module_vtable(const ct_module *m);
 int ct__module_n_children(const ct_module *m);
 ct_module *ct__module_child_at(const ct_module *m, int i);
 
+/* m's own parameter `name` (no dots) or NULL: built-in forwards read their
+ * parameters here, so that ct_module_tie_parameter reaches them. */
+ct_tensor *ct__module_param(const ct_module *m, const char *name);
+
 /* Module options with defaults filled in (f32, CPU, default generator);
  * false with CT_ERR_DTYPE naming `what` for a non-floating dtype. */
 bool ct__module_opts(const char *what, const ct_module_opts *opts, ct_module_opts *out);

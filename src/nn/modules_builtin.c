@@ -1,12 +1,14 @@
 /* Built-in modules: Linear, Conv2d, pools, activations, Dropout, BatchNorm2d,
  * LayerNorm, Flatten, Embedding, Sequential. Each keeps its configuration and
- * borrowed pointers to its parameters (handles never change, even across
- * ct_module_to) and calls the functional layer in its forward. Parameter and
- * buffer names and initializations are PyTorch's. */
+ * borrowed pointers to its buffers (handles never change, even across
+ * ct_module_to), reads its parameters from the module's registry at each
+ * forward (ct_module_tie_parameter may replace one) and calls the functional
+ * layer. Parameter and buffer names and initializations are PyTorch's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ctensor/norm_layers.h"
 #include "nn/module_internal.h"
 
 /* Allocates a zeroed configuration; NULL with CT_ERR_OOM naming what. */
@@ -25,16 +27,12 @@ static ct_module *finish(ct_module *m, bool ok) {
 
 /* ---- Linear --------------------------------------------------------------- */
 
-typedef struct linear_impl {
-  ct_tensor *weight; /* (out_features, in_features) */
-  ct_tensor *bias;   /* (out_features) or NULL */
-} linear_impl;
-
+/* Parameters weight (out_features, in_features), bias (out_features) or none;
+ * no configuration. */
 static ct_tensor *linear_forward(ct_module *m, void *self, const ct_tensor *x) {
-  linear_impl *l = ct__module_impl(m);
-  return ct_linear(x, l->weight, l->bias);
+  return ct_linear(x, ct__module_param(m, "weight"), ct__module_param(m, "bias"));
 }
-static const ct_module_vtable linear_vt = {"Linear", linear_forward, free};
+static const ct_module_vtable linear_vt = {"Linear", linear_forward, NULL};
 
 ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias,
                          const ct_module_opts *opts) {
@@ -43,32 +41,26 @@ ct_module *ct_linear_new(int64_t in_features, int64_t out_features, bool bias,
   if (in_features < 0 || out_features < 0)
     return ct__fail(CT_ERR_ARG, "linear_new: features must be >= 0, got in %lld, out %lld",
                     (long long)in_features, (long long)out_features);
-  linear_impl *l = impl_new("linear_new", sizeof *l);
-  ct_module *m = l ? ct__module_new_builtin(&linear_vt, l) : NULL;
+  ct_module *m = ct__module_new_builtin(&linear_vt, NULL);
   if (!m) return NULL;
-  l->weight = ct_module_register_parameter(
+  bool ok = ct_module_register_parameter(
       m, "weight",
       ct__init_uniform(CT_SHAPE(out_features, in_features), ct__kaiming_uniform_bound(in_features), &o));
-  bool ok = l->weight != NULL;
-  if (ok && bias) {
-    l->bias = ct_module_register_parameter(
+  if (ok && bias)
+    ok = ct_module_register_parameter(
         m, "bias", ct__init_uniform(CT_SHAPE(out_features), ct__bias_bound(in_features), &o));
-    ok = l->bias != NULL;
-  }
   return finish(m, ok);
 }
 
 /* ---- Conv2d --------------------------------------------------------------- */
 
 typedef struct conv2d_impl {
-  ct_conv2d_opts conv;
-  ct_tensor *weight; /* (C_out, C_in / groups, k, k) */
-  ct_tensor *bias;   /* (C_out) or NULL */
+  ct_conv2d_opts conv; /* parameters weight (C_out, C_in / groups, k, k), bias (C_out) or none */
 } conv2d_impl;
 
 static ct_tensor *conv2d_forward(ct_module *m, void *self, const ct_tensor *x) {
   conv2d_impl *c = ct__module_impl(m);
-  return ct_conv2d(x, c->weight, c->bias, &c->conv);
+  return ct_conv2d(x, ct__module_param(m, "weight"), ct__module_param(m, "bias"), &c->conv);
 }
 static const ct_module_vtable conv2d_vt = {"Conv2d", conv2d_forward, free};
 
@@ -94,16 +86,13 @@ ct_module *ct_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kern
   if (!m) return NULL;
   c->conv = cv;
   int64_t fan_in = in_channels / groups * kernel_size * kernel_size;
-  c->weight = ct_module_register_parameter(
+  bool ok = ct_module_register_parameter(
       m, "weight",
       ct__init_uniform(CT_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
                        ct__kaiming_uniform_bound(fan_in), &o));
-  bool ok = c->weight != NULL;
-  if (ok && bias) {
-    c->bias = ct_module_register_parameter(
+  if (ok && bias)
+    ok = ct_module_register_parameter(
         m, "bias", ct__init_uniform(CT_SHAPE(out_channels), ct__bias_bound(fan_in), &o));
-    ok = c->bias != NULL;
-  }
   return finish(m, ok);
 }
 
@@ -172,22 +161,27 @@ ct_module *ct_dropout_new(double p) {
   return ct__module_new_builtin(&dropout_vt, d);
 }
 
-/* ---- BatchNorm2d ------------------------------------------------------------- */
+/* ---- BatchNorm1d, BatchNorm2d ------------------------------------------------------------- */
 
 typedef struct batch_norm_impl {
+  bool is_1d; /* BatchNorm1d: (N, C) or (N, C, L); else BatchNorm2d: (N, C, H, W) */
   double eps, momentum;
-  ct_tensor *weight, *bias;             /* (C), trained */
+  /* parameters weight, bias (C) */
   ct_tensor *running_mean, *running_var; /* (C) buffers */
   ct_tensor *num_batches_tracked;        /* () i64 buffer */
 } batch_norm_impl;
 
 static ct_tensor *batch_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
   batch_norm_impl *b = ct__module_impl(m);
-  if (ct_ndim(x) != 4)
+  if (b->is_1d && ct_ndim(x) != 2 && ct_ndim(x) != 3)
+    return ct__fail(CT_ERR_SHAPE, "BatchNorm1d: expected a 2-d (N, C) or 3-d (N, C, L) input, got %d-d",
+                    ct_ndim(x));
+  if (!b->is_1d && ct_ndim(x) != 4)
     return ct__fail(CT_ERR_SHAPE, "BatchNorm2d: expected a 4-d input (N, C, H, W), got %d-d",
                     ct_ndim(x));
   bool training = ct_module_is_training(m);
-  ct_tensor *y = ct_batch_norm(x, b->running_mean, b->running_var, b->weight, b->bias, training,
+  ct_tensor *y = ct_batch_norm(x, b->running_mean, b->running_var, ct__module_param(m, "weight"),
+                               ct__module_param(m, "bias"), training,
                                b->momentum, b->eps);
   if (y && training) {
     ct_no_grad_begin();
@@ -200,30 +194,31 @@ static ct_tensor *batch_norm_forward(ct_module *m, void *self, const ct_tensor *
   }
   return y;
 }
-static const ct_module_vtable batch_norm_vt = {"BatchNorm2d", batch_norm_forward, free};
+static const ct_module_vtable batch_norm2d_vt = {"BatchNorm2d", batch_norm_forward, free};
+static const ct_module_vtable batch_norm1d_vt = {"BatchNorm1d", batch_norm_forward, free};
 
-ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum,
-                               const ct_module_opts *opts) {
+static ct_module *batch_norm_new(const char *what, bool is_1d, int64_t num_features, double eps,
+                                 double momentum, const ct_module_opts *opts) {
   ct_module_opts o;
-  if (!ct__module_opts("batch_norm2d_new", opts, &o)) return NULL;
+  if (!ct__module_opts(what, opts, &o)) return NULL;
   if (num_features <= 0)
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: num_features must be > 0, got %lld",
+    return ct__fail(CT_ERR_ARG, "%s: num_features must be > 0, got %lld", what,
                     (long long)num_features);
   if (!(momentum >= 0 && momentum <= 1.0))
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: momentum must be in [0, 1], got %g", momentum);
+    return ct__fail(CT_ERR_ARG, "%s: momentum must be in [0, 1], got %g", what, momentum);
   if (!(eps >= 0 && isfinite(eps)))
-    return ct__fail(CT_ERR_ARG, "batch_norm2d_new: eps must be finite and >= 0, got %g", eps);
-  batch_norm_impl *b = impl_new("batch_norm2d_new", sizeof *b);
-  ct_module *m = b ? ct__module_new_builtin(&batch_norm_vt, b) : NULL;
+    return ct__fail(CT_ERR_ARG, "%s: eps must be finite and >= 0, got %g", what, eps);
+  batch_norm_impl *b = impl_new(what, sizeof *b);
+  ct_module *m = b ? ct__module_new_builtin(is_1d ? &batch_norm1d_vt : &batch_norm2d_vt, b) : NULL;
   if (!m) return NULL;
+  b->is_1d = is_1d;
   b->eps = eps;
   b->momentum = momentum;
-  b->weight = ct_module_register_parameter(m, "weight",
-                                           ct__init_full(CT_SHAPE(num_features), 1.0, o.dtype, &o));
-  b->bias = b->weight ? ct_module_register_parameter(
-                            m, "bias", ct__init_full(CT_SHAPE(num_features), 0.0, o.dtype, &o))
-                      : NULL;
-  b->running_mean = b->bias ? ct_module_register_buffer(
+  bool ok = ct_module_register_parameter(m, "weight",
+                                         ct__init_full(CT_SHAPE(num_features), 1.0, o.dtype, &o)) &&
+            ct_module_register_parameter(m, "bias",
+                                         ct__init_full(CT_SHAPE(num_features), 0.0, o.dtype, &o));
+  b->running_mean = ok ? ct_module_register_buffer(
                                   m, "running_mean",
                                   ct__init_full(CT_SHAPE(num_features), 0.0, o.dtype, &o))
                             : NULL;
@@ -238,17 +233,26 @@ ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum
   return finish(m, b->num_batches_tracked != NULL);
 }
 
+ct_module *ct_batch_norm2d_new(int64_t num_features, double eps, double momentum,
+                               const ct_module_opts *opts) {
+  return batch_norm_new("batch_norm2d_new", false, num_features, eps, momentum, opts);
+}
+ct_module *ct_batch_norm1d_new(int64_t num_features, double eps, double momentum,
+                               const ct_module_opts *opts) {
+  return batch_norm_new("batch_norm1d_new", true, num_features, eps, momentum, opts);
+}
+
 /* ---- LayerNorm ---------------------------------------------------------------- */
 
 typedef struct layer_norm_impl {
   int ndim;
-  double eps;
-  ct_tensor *weight, *bias; /* normalized_shape */
+  double eps; /* parameters weight, bias of normalized_shape */
 } layer_norm_impl;
 
 static ct_tensor *layer_norm_forward(ct_module *m, void *self, const ct_tensor *x) {
   layer_norm_impl *l = ct__module_impl(m);
-  return ct_layer_norm(x, l->ndim, l->weight, l->bias, l->eps);
+  return ct_layer_norm(x, l->ndim, ct__module_param(m, "weight"), ct__module_param(m, "bias"),
+                       l->eps);
 }
 static const ct_module_vtable layer_norm_vt = {"LayerNorm", layer_norm_forward, free};
 
@@ -267,12 +271,11 @@ ct_module *ct_layer_norm_new(const int64_t *normalized_shape, int ndim, double e
   if (!m) return NULL;
   l->ndim = ndim;
   l->eps = eps;
-  l->weight = ct_module_register_parameter(m, "weight",
-                                           ct__init_full(normalized_shape, ndim, 1.0, o.dtype, &o));
-  l->bias = l->weight ? ct_module_register_parameter(
-                            m, "bias", ct__init_full(normalized_shape, ndim, 0.0, o.dtype, &o))
-                      : NULL;
-  return finish(m, l->bias != NULL);
+  bool ok = ct_module_register_parameter(m, "weight",
+                                         ct__init_full(normalized_shape, ndim, 1.0, o.dtype, &o)) &&
+            ct_module_register_parameter(m, "bias",
+                                         ct__init_full(normalized_shape, ndim, 0.0, o.dtype, &o));
+  return finish(m, ok);
 }
 
 /* ---- Flatten ----------------------------------------------------------------- */
@@ -297,15 +300,11 @@ ct_module *ct_flatten_new(int start_dim, int end_dim) {
 
 /* ---- Embedding ------------------------------------------------------------------ */
 
-typedef struct embedding_impl {
-  ct_tensor *weight; /* (num_embeddings, embedding_dim) */
-} embedding_impl;
-
+/* Parameter weight (num_embeddings, embedding_dim); no configuration. */
 static ct_tensor *embedding_forward(ct_module *m, void *self, const ct_tensor *x) {
-  embedding_impl *e = ct__module_impl(m);
-  return ct_embedding(x, e->weight);
+  return ct_embedding(x, ct__module_param(m, "weight"));
 }
-static const ct_module_vtable embedding_vt = {"Embedding", embedding_forward, free};
+static const ct_module_vtable embedding_vt = {"Embedding", embedding_forward, NULL};
 
 ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const ct_module_opts *opts) {
   ct_module_opts o;
@@ -313,12 +312,11 @@ ct_module *ct_embedding_new(int64_t num_embeddings, int64_t embedding_dim, const
   if (num_embeddings < 0 || embedding_dim < 0)
     return ct__fail(CT_ERR_ARG, "embedding_new: sizes must be >= 0, got (%lld, %lld)",
                     (long long)num_embeddings, (long long)embedding_dim);
-  embedding_impl *e = impl_new("embedding_new", sizeof *e);
-  ct_module *m = e ? ct__module_new_builtin(&embedding_vt, e) : NULL;
+  ct_module *m = ct__module_new_builtin(&embedding_vt, NULL);
   if (!m) return NULL;
-  e->weight = ct_module_register_parameter(
+  bool ok = ct_module_register_parameter(
       m, "weight", ct__init_normal(CT_SHAPE(num_embeddings, embedding_dim), 0.0, 1.0, &o));
-  return finish(m, e->weight != NULL);
+  return finish(m, ok);
 }
 
 /* ---- Sequential ------------------------------------------------------------------- */

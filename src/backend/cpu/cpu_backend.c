@@ -73,6 +73,12 @@ const ct_backend ct__cpu_backend = {
     .optimizer_step = ct__cpu_optimizer_step,
     .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
+    /* row norms: group, instance, RMS norm */
+    .row_norm = ct__cpu_row_norm,
+    .row_norm_backward = ct__cpu_row_norm_backward,
+    /* adaptive pooling */
+    .adaptive_pool2d = ct__cpu_adaptive_pool2d,
+    .adaptive_pool2d_backward = ct__cpu_adaptive_pool2d_backward,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -78,6 +78,18 @@ ct_status ct__cpu_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
                                       const ct_tensor *grad_out, const ct_tensor *x,
                                       const ct_tensor *weight, const ct_tensor *mean,
                                       const ct_tensor *rstd, int64_t cols);
+ct_status ct__cpu_row_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                           const ct_tensor *weight, const ct_tensor *bias,
+                           const ct_row_norm_params *p);
+ct_status ct__cpu_row_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                    const ct_tensor *grad_out, const ct_tensor *x,
+                                    const ct_tensor *weight, const ct_tensor *mean,
+                                    const ct_tensor *rstd, const ct_row_norm_params *p);
+/* pool_adaptive.c */
+ct_status ct__cpu_adaptive_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices,
+                                  const ct_tensor *x);
+ct_status ct__cpu_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                           const ct_tensor *indices);
 
 /* optim.c */
 ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,

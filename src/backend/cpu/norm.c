@@ -7,6 +7,9 @@
  * needs no other state.
  * Layer norm: x (rows, cols) contiguous; rows split across threads for the
  * statistics and grad_x; grad_w / grad_b (cols) split by column blocks.
+ * Row norms (group, instance, RMS norm): as layer norm, with one affine
+ * parameter per channel of a row's group (ct_row_norm_params); grad_w /
+ * grad_b split by parameter.
  * f32 and f64 natively (statistics and parameters of x's dtype); f16/bf16
  * computed in f32 (statistics f32; parameters f32 or half). */
 #include <math.h>
@@ -54,8 +57,19 @@ typedef struct ln_ctx {
   const char *cmean, *crstd;
 } ln_ctx;
 
-/* The kernels, per type: norm_t.h */
+typedef struct rn_ctx {
+  ct_row_norm_params p;
+  bool f32;
+  const char *x, *w, *b, *g;
+  char *out, *mean, *rstd, *gx, *gw, *gb;
+  const char *cmean, *crstd;
+} rn_ctx;
+
+/* The kernels, per type: norm_t.h, norm_rows_t.h */
 #define CT_TEMPLATE "backend/cpu/norm_t.h"
+#include "core/for_float_types.h"
+#undef CT_TEMPLATE
+#define CT_TEMPLATE "backend/cpu/norm_rows_t.h"
 #include "core/for_float_types.h"
 #undef CT_TEMPLATE
 
@@ -167,6 +181,60 @@ ct_status ct__cpu_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
   if (grad_w || grad_b) {
     int64_t g = CT_PARALLEL_GRAIN / (c.rows > 0 ? c.rows : 1);
     ct__parallel_for(cols, g > 16 ? g : 16, f32 ? ln_bwd_w_f32 : ln_bwd_w_f64, &c);
+  }
+  return CT_OK;
+}
+
+/* ---- Row norms: group norm, instance norm, RMS norm ------------------------- */
+
+ct_status ct__cpu_row_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                           const ct_tensor *weight, const ct_tensor *bias,
+                           const ct_row_norm_params *p) {
+  if (ct__is_half(x->dtype)) {
+    bool fail = false;
+    ct_tensor *xf = ct__nn_f32(x, true, &fail), *of = ct__nn_f32(out, false, &fail);
+    ct_tensor *wf = as_f32(weight, &fail), *bf = as_f32(bias, &fail);
+    ct_tensor *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
+    ct_status st = fail ? ct_last_error() : ct__cpu_row_norm(of, mf, rf, xf, wf, bf, p);
+    ct__release(xf), ct__release(wf), ct__release(bf);
+    st = ct__nn_back(out, of, st);
+    st = back(mean, mf, st);
+    return back(rstd, rf, st);
+  }
+  rn_ctx c = {.p = *p, .f32 = x->dtype == CT_F32, .x = dp(x), .w = dp(weight), .b = dp(bias),
+              .out = dp(out), .mean = dp(mean), .rstd = dp(rstd)};
+  int64_t cols = p->channels * p->inner;
+  ct__parallel_for(p->rows, grain_per(3 * cols), c.f32 ? rn_fwd_f32 : rn_fwd_f64, &c);
+  return CT_OK;
+}
+
+ct_status ct__cpu_row_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                    const ct_tensor *grad_out, const ct_tensor *x,
+                                    const ct_tensor *weight, const ct_tensor *mean,
+                                    const ct_tensor *rstd, const ct_row_norm_params *p) {
+  if (ct__is_half(x->dtype)) {
+    bool fail = false;
+    ct_tensor *xf = ct__nn_f32(x, true, &fail), *gof = ct__nn_f32(grad_out, true, &fail);
+    ct_tensor *wf = as_f32(weight, &fail), *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
+    ct_tensor *gxf = ct__nn_f32(grad_x, false, &fail);
+    ct_tensor *gwf = grad_w && ct__is_half(grad_w->dtype) ? ct__nn_f32(grad_w, false, &fail) : ct__retain(grad_w);
+    ct_tensor *gbf = grad_b && ct__is_half(grad_b->dtype) ? ct__nn_f32(grad_b, false, &fail) : ct__retain(grad_b);
+    ct_status st = fail ? ct_last_error()
+                        : ct__cpu_row_norm_backward(gxf, gwf, gbf, gof, xf, wf, mf, rf, p);
+    ct__release(xf), ct__release(gof), ct__release(wf), ct__release(mf), ct__release(rf);
+    st = ct__nn_back(grad_x, gxf, st);
+    st = back(grad_w, gwf, st);
+    return back(grad_b, gbf, st);
+  }
+  rn_ctx c = {.p = *p, .f32 = x->dtype == CT_F32, .x = dp(x), .w = dp(weight),
+              .g = dp(grad_out), .gx = dp(grad_x), .gw = dp(grad_w), .gb = dp(grad_b),
+              .cmean = dp(mean), .crstd = dp(rstd)};
+  int64_t cols = p->channels * p->inner;
+  if (grad_x) ct__parallel_for(p->rows, grain_per(4 * cols), c.f32 ? rn_bwd_x_f32 : rn_bwd_x_f64, &c);
+  if (grad_w || grad_b) {
+    int64_t per = p->groups > 0 ? p->rows / p->groups * p->inner : 0;
+    ct__parallel_for(p->groups * p->channels, grain_per(3 * per), c.f32 ? rn_bwd_w_f32 : rn_bwd_w_f64,
+                     &c);
   }
   return CT_OK;
 }

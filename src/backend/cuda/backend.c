@@ -211,6 +211,32 @@ static ct_status cuda_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, 
   return ct__cuda_layer_norm_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a,
                                       opt(weight, &w), opt(mean, &m), opt(rstd, &r), cols);
 }
+/* row norms: group, instance, RMS norm */
+static ct_status cuda_row_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
+                               const ct_tensor *weight, const ct_tensor *bias,
+                               const ct_row_norm_params *p) {
+  ctc_t o = desc(out), m, r, a = desc(x), w, b;
+  return ct__cuda_row_norm(&o, opt(mean, &m), opt(rstd, &r), &a, opt(weight, &w), opt(bias, &b), p);
+}
+static ct_status cuda_row_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                        const ct_tensor *grad_out, const ct_tensor *x,
+                                        const ct_tensor *weight, const ct_tensor *mean,
+                                        const ct_tensor *rstd, const ct_row_norm_params *p) {
+  ctc_t gx, gw, gb, g = desc(grad_out), a = desc(x), w, m, r;
+  return ct__cuda_row_norm_backward(opt(grad_x, &gx), opt(grad_w, &gw), opt(grad_b, &gb), &g, &a,
+                                    opt(weight, &w), opt(mean, &m), opt(rstd, &r), p);
+}
+/* adaptive pooling */
+static ct_status cuda_adaptive_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices,
+                                      const ct_tensor *x) {
+  ctc_t o = desc(out), i, a = desc(x);
+  return ct__cuda_adaptive_pool2d(is_max, &o, opt(indices, &i), &a);
+}
+static ct_status cuda_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
+                                               const ct_tensor *indices) {
+  ctc_t gx = desc(grad_x), g = desc(grad_out), i;
+  return ct__cuda_adaptive_pool2d_backward(is_max, &gx, &g, opt(indices, &i));
+}
 
 /* ---- Optimizers, random -------------------------------------------------------------------- */
 
@@ -342,6 +368,12 @@ static const ct_backend ct__cuda_backend = {
     .device_properties = ct__cuda_device_properties,
     .driver_version = ct__cuda_driver_version,
     .runtime_version = ct__cuda_runtime_version,
+    /* row norms (group, instance, RMS norm): norm.cu */
+    .row_norm = cuda_row_norm,
+    .row_norm_backward = cuda_row_norm_backward,
+    /* adaptive pooling: pool.cu */
+    .adaptive_pool2d = cuda_adaptive_pool2d,
+    .adaptive_pool2d_backward = cuda_adaptive_pool2d_backward,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

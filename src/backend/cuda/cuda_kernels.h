@@ -155,6 +155,16 @@ ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *
 ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
+/* row norms: group, instance, RMS norm (norm.cu) */
+ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
+                            const ctc_t *weight, const ctc_t *bias, const ct_row_norm_params *p);
+ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb, const ctc_t *g,
+                                     const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
+                                     const ctc_t *rstd, const ct_row_norm_params *p);
+/* adaptive pooling (pool.cu) */
+ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x);
+ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
+                                            const ctc_t *indices);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,9 @@
  * the statistics and grad_x; grad_w / grad_b by 32-column tiles, 16 row
  * lanes per column merged in a fixed order, and when the tiles do not fill
  * the GPU, by ranges of rows too, their sums added in order by a second
- * launch. Everything is deterministic. */
+ * launch. Row norms (group, instance, RMS norm; ct_row_norm_params) as
+ * layer norm, with grad_w / grad_b by one block per affine parameter.
+ * Everything is deterministic. */
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -595,6 +597,172 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
       ln_bwd_w_merge_kernel<<<ctc_blocks(cols, dev), CTC_THREADS, 0, s>>>(a, part, R);
       CT_CUDA_LAUNCH_CHECK(op, dev, s);
     }
+  }
+  return CT_OK;
+}
+
+/* ---- Row norms: group norm, instance norm, RMS norm -------------------------------- */
+/* x is p.rows rows of p.channels x p.inner elements (ct_row_norm_params): one
+ * block per row for the statistics and grad_x, as layer norm; one block per
+ * affine parameter for grad_w / grad_b (its rows' elements, reduced in a fixed
+ * order). */
+
+struct rn_args {
+  ct_row_norm_params p;
+  const char *x, *g;
+  char *out, *gx;
+  int dt, es;
+  vec w, b, mean, rstd, gw, gb;
+};
+
+__device__ __forceinline__ int64_t rn_param(const rn_args &a, int64_t r, int64_t i) {
+  return (r % a.p.groups) * a.p.channels + i / a.p.inner;
+}
+
+template <class C> __global__ void rn_fwd_kernel(rn_args a) {
+  __shared__ double sh[32];
+  int64_t cols = a.p.channels * a.p.inner;
+  for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
+    const char *x = a.x + r * cols * a.es;
+    char *o = a.out + r * cols * a.es;
+    double mean = 0;
+    if (!a.p.rms) {
+      double s = 0;
+      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += (double)ctc_load<C>(x + i * a.es, a.dt);
+      mean = block_sum(s, sh) / (double)cols;
+    }
+    double ss = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      double d = (double)ctc_load<C>(x + i * a.es, a.dt) - mean;
+      ss += d * d;
+    }
+    ss = block_sum(ss, sh);
+    double rstd = 1.0 / sqrt(ss / (double)cols + a.p.eps);
+    if (threadIdx.x == 0) {
+      vstore(a.mean, r, mean);
+      vstore(a.rstd, r, rstd);
+    }
+    C m = (C)mean, k = (C)rstd;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      C v = (ctc_load<C>(x + i * a.es, a.dt) - m) * k;
+      int64_t j = rn_param(a, r, i);
+      if (a.w.p) v *= (C)vload(a.w, j, 1.0);
+      if (a.b.p) v += (C)vload(a.b, j, 0.0);
+      ctc_store<C>(o + i * a.es, a.dt, v);
+    }
+  }
+}
+
+template <class C> __global__ void rn_bwd_x_kernel(rn_args a) {
+  __shared__ double sh[32];
+  int64_t cols = a.p.channels * a.p.inner;
+  for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
+    const char *x = a.x + r * cols * a.es, *g = a.g + r * cols * a.es;
+    char *gx = a.gx + r * cols * a.es;
+    C m = a.p.rms ? (C)0 : (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
+    double s1 = 0, s2 = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      C wg = ctc_load<C>(g + i * a.es, a.dt);
+      if (a.w.p) wg *= (C)vload(a.w, rn_param(a, r, i), 1.0);
+      s1 += (double)wg;
+      s2 += (double)(wg * (ctc_load<C>(x + i * a.es, a.dt) - m) * k);
+    }
+    s1 = block_sum(s1, sh);
+    s2 = block_sum(s2, sh);
+    C am = a.p.rms ? (C)0 : (C)(s1 / (double)cols), bm = (C)(s2 / (double)cols);
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      C wg = ctc_load<C>(g + i * a.es, a.dt);
+      if (a.w.p) wg *= (C)vload(a.w, rn_param(a, r, i), 1.0);
+      C xv = ctc_load<C>(x + i * a.es, a.dt);
+      ctc_store<C>(gx + i * a.es, a.dt, k * (wg - am - (xv - m) * k * bm));
+    }
+  }
+}
+
+template <class C> __global__ void rn_bwd_w_kernel(rn_args a) {
+  __shared__ double sh[32];
+  int64_t G = a.p.groups, D = a.p.channels, S = a.p.inner, cols = D * S;
+  int64_t n_rows = a.p.rows / G, per = n_rows * S;
+  for (int64_t j = blockIdx.x; j < G * D; j += gridDim.x) {
+    int64_t grp = j / D, d = j - grp * D;
+    double sw = 0, sb = 0;
+    for (int64_t e = threadIdx.x; e < per; e += blockDim.x) {
+      int64_t n = e / S, r = n * G + grp;
+      int64_t o = (r * cols + d * S + (e - n * S)) * a.es;
+      C gv = ctc_load<C>(a.g + o, a.dt);
+      if (a.gw.p) {
+        C m = a.p.rms ? (C)0 : (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
+        sw += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * k);
+      }
+      sb += (double)gv;
+    }
+    sw = block_sum(sw, sh);
+    sb = block_sum(sb, sh);
+    if (threadIdx.x == 0) {
+      vstore(a.gw, j, sw);
+      vstore(a.gb, j, sb);
+    }
+  }
+}
+
+static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
+  rn_args a;
+  memset(&a, 0, sizeof a);
+  a.p = *p;
+  a.x = x->data;
+  a.dt = x->dtype;
+  a.es = (int)ctc_elsize(x->dtype);
+  return a;
+}
+
+extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
+                                       const ctc_t *weight, const ctc_t *bias, const ct_row_norm_params *p) {
+  const char *op = "row_norm";
+  int dev = x->device;
+  ct_status st = check_dtype(op, x->dtype);
+  if (st != CT_OK) return st;
+  if (p->rows == 0 || p->channels * p->inner == 0) return CT_OK;
+  if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  rn_args a = rn_init(x, p);
+  a.out = out->data;
+  a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(mean), a.rstd = mkvec(rstd);
+  cudaStream_t s = ctc_stream(dev);
+  unsigned g = grid_for(p->rows, dev), t = ln_threads(p->channels * p->inner);
+  if (x->dtype == CT_F64) rn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+  else rn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
+                                                const ctc_t *g, const ctc_t *x, const ctc_t *weight,
+                                                const ctc_t *mean, const ctc_t *rstd,
+                                                const ct_row_norm_params *p) {
+  const char *op = "row_norm_backward";
+  int dev = x->device;
+  ct_status st = check_dtype(op, x->dtype);
+  if (st != CT_OK) return st;
+  int64_t cols = p->channels * p->inner, params = p->groups * p->channels;
+  if (cols == 0) return CT_OK;
+  if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  rn_args a = rn_init(x, p);
+  a.g = g->data;
+  a.gx = gx ? gx->data : nullptr;
+  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
+  cudaStream_t s = ctc_stream(dev);
+  bool f64 = x->dtype == CT_F64;
+  if (gx && p->rows > 0) {
+    unsigned gr = grid_for(p->rows, dev), t = ln_threads(cols);
+    if (f64) rn_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
+    else rn_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  if ((gw || gb) && params > 0) {
+    /* rows == 0 gives zeros: the sums are empty */
+    unsigned gr = grid_for(params, dev), t = ln_threads(p->rows / p->groups * p->inner);
+    if (f64) rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
+    else rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;
 }

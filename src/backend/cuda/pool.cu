@@ -141,3 +141,109 @@ extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, cons
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
+
+/* ---- Adaptive pooling ------------------------------------------------------------ */
+/* A thread per output element (forward) or per input element (backward,
+ * gathering from the outputs whose windows hold it: no atomics, every
+ * element written once), windows from backend/params.h as on the CPU. */
+
+struct ageom {
+  int64_t planes, H, W, OH, OW;
+  int dt, es;
+};
+
+template <class C>
+__global__ void adaptive_fwd_kernel(ageom g, bool is_max, const char *x, char *out, int64_t *idx) {
+  int64_t total = g.planes * g.OH * g.OW, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    int64_t ow = e % g.OW, oh = e / g.OW % g.OH, pl = e / (g.OW * g.OH);
+    int64_t h0 = ct_adaptive_start(oh, g.OH, g.H), h1 = ct_adaptive_end(oh, g.OH, g.H);
+    int64_t w0 = ct_adaptive_start(ow, g.OW, g.W), w1 = ct_adaptive_end(ow, g.OW, g.W);
+    const char *xp = x + pl * g.H * g.W * g.es;
+    if (is_max) {
+      int64_t at = h0 * g.W + w0;
+      C best = ctc_load<C>(xp + at * g.es, g.dt);
+      for (int64_t h = h0; h < h1; h++)
+        for (int64_t w = w0; w < w1; w++) {
+          C v = ctc_load<C>(xp + (h * g.W + w) * g.es, g.dt);
+          if (v > best || isnan(v)) best = v, at = h * g.W + w;
+        }
+      ctc_store<C>(out + e * g.es, g.dt, best);
+      if (idx) idx[e] = at;
+    } else {
+      C s = 0;
+      for (int64_t h = h0; h < h1; h++)
+        for (int64_t w = w0; w < w1; w++) s += ctc_load<C>(xp + (h * g.W + w) * g.es, g.dt);
+      ctc_store<C>(out + e * g.es, g.dt, s / (C)((h1 - h0) * (w1 - w0)));
+    }
+  }
+}
+
+template <class C>
+__global__ void adaptive_bwd_kernel(ageom g, bool is_max, char *gx, const char *go, const int64_t *idx) {
+  int64_t total = g.planes * g.H * g.W, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    int64_t w = e % g.W, h = e / g.W % g.H, pl = e / (g.W * g.H);
+    int64_t oh0 = ct_adaptive_first_out(h, g.OH, g.H), oh1 = ct_adaptive_last_out(h, g.OH, g.H);
+    int64_t ow0 = ct_adaptive_first_out(w, g.OW, g.W), ow1 = ct_adaptive_last_out(w, g.OW, g.W);
+    int64_t base = pl * g.OH * g.OW;
+    C s = 0;
+    for (int64_t oh = oh0; oh <= oh1; oh++)
+      for (int64_t ow = ow0; ow <= ow1; ow++) {
+        int64_t o = base + oh * g.OW + ow;
+        C gv = ctc_load<C>(go + o * g.es, g.dt);
+        if (is_max) {
+          if (idx[o] == h * g.W + w) s += gv;
+        } else {
+          int64_t kh = ct_adaptive_end(oh, g.OH, g.H) - ct_adaptive_start(oh, g.OH, g.H);
+          int64_t kw = ct_adaptive_end(ow, g.OW, g.W) - ct_adaptive_start(ow, g.OW, g.W);
+          s += gv / (C)(kh * kw);
+        }
+      }
+    ctc_store<C>(gx + e * g.es, g.dt, s);
+  }
+}
+
+static ageom adaptive_geom(const ctc_t *x, const ctc_t *out) {
+  ageom g = {x->shape[0] * x->shape[1], x->shape[2], x->shape[3], out->shape[2], out->shape[3],
+             x->dtype, (int)ctc_elsize(x->dtype)};
+  return g;
+}
+
+extern "C" ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices,
+                                              const ctc_t *x) {
+  const char *op = is_max ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
+  int dev = out->device;
+  ct_status st = check_dtype(op, x->dtype);
+  if (st != CT_OK) return st;
+  if (out->numel == 0) return CT_OK;
+  if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  ageom g = adaptive_geom(x, out);
+  cudaStream_t s = ctc_stream(dev);
+  int64_t *idx = is_max && indices ? (int64_t *)indices->data : nullptr;
+  unsigned blocks = ctc_blocks(out->numel, dev);
+  if (x->dtype == CT_F64) adaptive_fwd_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(g, is_max, x->data, out->data, idx);
+  else adaptive_fwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(g, is_max, x->data, out->data, idx);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
+                                                       const ctc_t *indices) {
+  const char *op = is_max ? "adaptive_max_pool2d_backward" : "adaptive_avg_pool2d_backward";
+  int dev = gx->device;
+  ct_status st = check_dtype(op, gx->dtype);
+  if (st != CT_OK) return st;
+  if (gx->numel == 0) return CT_OK;
+  if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  if (is_max && !indices)
+    return ct__fail_status(CT_ERR_INTERNAL, "%s: the indices of the forward are missing", op);
+  ageom geo = adaptive_geom(gx, g);
+  cudaStream_t s = ctc_stream(dev);
+  const int64_t *idx = is_max ? (const int64_t *)indices->data : nullptr;
+  unsigned blocks = ctc_blocks(gx->numel, dev);
+  if (gx->dtype == CT_F64) adaptive_bwd_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(geo, is_max, gx->data, g->data, idx);
+  else adaptive_bwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(geo, is_max, gx->data, g->data, idx);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
