@@ -51,6 +51,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* sort-scan family */
+#include "ctensor/sort_scan.h"
 
 #ifdef __cplusplus
 extern "C" {

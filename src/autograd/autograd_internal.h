@@ -175,4 +175,12 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* ---- Sort-scan family (grad_sort_scan.c) ---- */
+/* cumsum / cumprod of x along dim (wrapped). */
+ct_tensor *ct__ag_cumulative(ct_tensor *r, const ct_tensor *x, int dim, bool prod);
+/* r = remap of x by p (flip, roll; flat: a roll of the flattened x, p's
+ * dim 0); the gradient is the inverse remap. name: "FlipBackward". */
+ct_tensor *ct__ag_remap(ct_tensor *r, const ct_tensor *x, const ct_remap_params *p, bool flat,
+                        const char *name);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */

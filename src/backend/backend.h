@@ -222,6 +222,17 @@ typedef struct ct_backend {
    * when absent. */
   ct_status (*driver_version)(int *version);
   ct_status (*runtime_version)(int *version);
+
+  /* ---- Sort-scan family: scans, flips, rolls ---- */
+  /* out = running sum (prod: product) of x along dim, from the start, or
+   * from the end with `reverse` (out[k] = sum over j >= k of x[j]). x and out
+   * are contiguous, of one dtype: f32, f64 or i64 (the op layer casts);
+   * floats accumulate in f64. */
+  ct_status (*cumulative)(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim);
+  /* out[c] = x[src(c)], src per dim from p (ct_remap_source, params.h): flip
+   * and roll. out and x have one shape and dtype, any strides, ndim >= 1;
+   * out does not overlap x. */
+  ct_status (*remap)(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -63,4 +63,21 @@ CT_HOST_DEVICE int64_t ct_pool2d_window(const ct_pool2d_params *p, int64_t H, in
   return p->count_include_pad ? full : (h[1] - h[0]) * (w[1] - w[0]);
 }
 
+/* ---- Sort-scan family: flip and roll -------------------------------------- */
+/* Where element c (along one dim of size n) of a remap's output comes from:
+ * flip reads n - 1 - c, roll by s (0 <= s < n) reads (c - s) mod n. The op
+ * layer fills one entry per dim of x (CT_REMAP_SAME elsewhere). */
+#define CT_REMAP_MAX_DIMS 8
+typedef enum { CT_REMAP_SAME, CT_REMAP_FLIP, CT_REMAP_ROLL } ct_remap_kind;
+typedef struct ct_remap_params {
+  int kind[CT_REMAP_MAX_DIMS];      /* ct_remap_kind */
+  int64_t shift[CT_REMAP_MAX_DIMS]; /* CT_REMAP_ROLL: s in [0, n) */
+} ct_remap_params;
+
+CT_HOST_DEVICE int64_t ct_remap_source(const ct_remap_params *p, int d, int64_t c, int64_t n) {
+  if (p->kind[d] == CT_REMAP_FLIP) return n - 1 - c;
+  if (p->kind[d] == CT_REMAP_ROLL) return c >= p->shift[d] ? c - p->shift[d] : c - p->shift[d] + n;
+  return c;
+}
+
 #endif /* CT_BACKEND_PARAMS_H */

@@ -73,6 +73,9 @@ const ct_backend ct__cpu_backend = {
     .optimizer_step = ct__cpu_optimizer_step,
     .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
+    /* sort-scan family */
+    .cumulative = ct__cpu_cumulative,
+    .remap = ct__cpu_remap,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -156,6 +156,10 @@ ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const c
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
 
+/* sort-scan family: scan.cu, remap.cu */
+ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x, int dim);
+ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,66 @@
+/* ctensor/sort_scan.h: cumulative sums and products, flipping and rolling,
+ * slicing with negative steps.
+ *
+ * Semantics are PyTorch's (torch.cumsum, torch.cumprod, torch.flip,
+ * torch.roll), on CPU and CUDA, for every dtype, differentiable where
+ * PyTorch's are. Results are new tensors (copies, never views). Bad
+ * arguments fail with CT_ERR_ARG naming the op and the values.
+ *
+ *   ct_tensor *c = ct_cumsum(x, -1);                           // running sums along the last dim
+ *   ct_tensor *f = ct_flip(x, (int[]){0, 1}, 2);                // x[::-1, ::-1]
+ *   ct_tensor *r = ct_roll(x, (int64_t[]){1}, (int[]){0}, 1);   // torch.roll(x, 1, 0)
+ *   ct_tensor *s = ct_slice_stepped(x, 0, CT_END, CT_END, -2);   // x[::-2]
+ */
+#ifndef CTENSOR_SORT_SCAN_H
+#define CTENSOR_SORT_SCAN_H
+
+#include <stdint.h>
+
+#include "ctensor/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Cumulative sums and products ----------------------------------------- */
+
+/* Running sum / product along dim (negative dims count from the end); the
+ * result has x's shape. Integer and bool inputs give i64 (as torch); f16 and
+ * bf16 accumulate in f32 and round each output to their dtype; f32
+ * accumulates in f64. A 0-d x is treated as 1 element (dim 0 or -1).
+ * Gradients as torch's: cumprod's is exact where x holds zeros (the first
+ * zero of a slice gets the product of the others, later positions 0). */
+CT_API ct_tensor *ct_cumsum(const ct_tensor *x, int dim);
+CT_API ct_tensor *ct_cumprod(const ct_tensor *x, int dim);
+
+/* ---- Flip and roll --------------------------------------------------------- */
+
+/* x with the order of elements reversed along each of dims[0..ndims)
+ * (torch.flip). A dim may appear once. */
+CT_API ct_tensor *ct_flip(const ct_tensor *x, const int *dims, int ndims);
+/* Elements shifted by shifts[i] along dims[i] (i < n), wrapping around
+ * (torch.roll): out[(j + shift) mod size] = x[j]. Shifts may be negative or
+ * larger than the size. dims == NULL (n must be 1): x is rolled as if
+ * flattened, then given its shape back. */
+CT_API ct_tensor *ct_roll(const ct_tensor *x, const int64_t *shifts, const int *dims, int n);
+
+/* ---- Slicing with any step ------------------------------------------------- */
+
+/* An omitted bound, as Python's x[:end] or x[start:]: as `start` or `end` of
+ * ct_slice_stepped, the slice runs to that end of the dim in the direction
+ * of its step; as `end` of ct_slice, to the end of the dim. */
+#define CT_END INT64_MAX
+
+/* Python's x[start:end:step] along dim, for any nonzero step: start and end
+ * count from the end when negative and are clamped as Python clamps them;
+ * CT_END leaves them open (x[::-1] is start = end = CT_END, step = -1). A
+ * positive step gives the view ct_slice gives; a negative step gives a copy
+ * (the flip of a view: tensors have no negative strides). Differentiable. */
+CT_API ct_tensor *ct_slice_stepped(const ct_tensor *x, int dim, int64_t start, int64_t end,
+                                   int64_t step);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTENSOR_SORT_SCAN_H */
