@@ -390,3 +390,271 @@ CT_TEST(slice_stepped_like_python) {
   CHECK_ERR_MSG(ct_slice_stepped(x, 0, 0, 1, 0), CT_ERR_ARG, "step must not be 0");
   CHECK_ERR(ct_slice_stepped(x, 1, 0, 1, -1), CT_ERR_ARG);
 }
+
+/* ---- sort, argsort, topk, kthvalue ------------------------------------------------------ */
+
+typedef struct ref_item {
+  double v;
+  int64_t i;
+  bool desc;
+} ref_item;
+
+/* torch's order: nan above everything, -0 == +0, ties by index (stable). */
+static int cmp_item(const void *pa, const void *pb) {
+  const ref_item *a = pa, *b = pb;
+  bool na = isnan(a->v), nb = isnan(b->v);
+  int c = na && nb ? 0 : na ? 1 : nb ? -1 : (a->v > b->v) - (a->v < b->v);
+  if (a->desc) c = -c;
+  return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Sorted values and indices of v along dim d of shape (row-major results). */
+static void ref_sort(const double *v, const int64_t *shape, int ndim, int d, bool desc,
+                     double *vals, double *idx) {
+  int64_t outer, n, inner;
+  geom(shape, ndim, d, &outer, &n, &inner);
+  ref_item *it = malloc(sizeof(ref_item) * (size_t)(n + 1));
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < inner; j++) {
+      for (int64_t k = 0; k < n; k++) it[k] = (ref_item){v[(o * n + k) * inner + j], k, desc};
+      qsort(it, (size_t)n, sizeof *it, cmp_item);
+      for (int64_t k = 0; k < n; k++) {
+        vals[(o * n + k) * inner + j] = it[k].v;
+        idx[(o * n + k) * inner + j] = (double)it[k].i;
+      }
+    }
+  free(it);
+}
+
+CT_TEST(sort_dtypes_dims_layouts) {
+  const ct_dtype dts[] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I8,
+                          CT_U8,  CT_I16, CT_I32, CT_I64,  CT_BOOL};
+  int64_t shape[3] = {3, 5, 6};
+  double *r = ct_test_random(90, -4, 4, 17);
+  double e[90], ei[90];
+  for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    ct_dtype dt = dts[t];
+    bool fl = ct_dtype_is_floating(dt);
+    double v[90];
+    for (int i = 0; i < 90; i++) {
+      v[i] = fl ? (double)(int)r[i] * 0.5 : (double)(int)r[i]; /* many ties */
+      if (dt == CT_U8 || dt == CT_BOOL) v[i] = fabs(v[i]);
+      if (dt == CT_BOOL) v[i] = v[i] != 0;
+      if (fl && i % 11 == 0) v[i] = NAN;
+      if (fl && i % 13 == 0) v[i] = -0.0;
+      if (fl && i % 17 == 0) v[i] = i % 2 ? INFINITY : -INFINITY;
+    }
+    for (int lay = 0; lay < CT_LAYOUT_COUNT; lay++) {
+      ct_tensor *x = ct_test_make(v, shape, 3, dt, (ct_test_layout)lay);
+      for (int d = -1; d < 3; d++)
+        for (int desc = 0; desc < 2; desc++) {
+          ct_tensor *idx = NULL, *y = ct_sort(x, d, desc, &idx);
+          ref_sort(v, shape, 3, (d + 3) % 3, desc, e, ei);
+          WITH_CONTEXT(
+              {
+                CHECK_OK(y);
+                if (y) CHECK(ct_dtype_of(y) == dt && ct_dtype_of(idx) == CT_I64);
+                CHECK_CLOSE(y, e, 0, 0);
+                CHECK_CLOSE(idx, ei, 0, 0);
+                CHECK_CLOSE(ct_argsort(x, d, desc), ei, 0, 0);
+              },
+              "sort %s dim %d %s layout %s", ct_dtype_name(dt), d, desc ? "desc" : "asc",
+              ct_test_layout_names[lay]);
+        }
+    }
+  }
+  free(r);
+}
+
+/* Rows long enough for the long-row paths (CPU parts, CUDA global steps). */
+CT_TEST(sort_long_rows) {
+  int64_t n = on_cuda() ? 5000 : 70001;
+  double *v = malloc(sizeof(double) * (size_t)(2 * n)),
+         *e = malloc(sizeof(double) * (size_t)(2 * n)),
+         *ei = malloc(sizeof(double) * (size_t)(2 * n));
+  for (int64_t i = 0; i < 2 * n; i++)
+    v[i] = (double)((i * 7919) % 1001) - 500 + (i % 7 == 0 ? 0.25 : 0);
+  const ct_dtype dts[] = {CT_F32, CT_F64, CT_I64};
+  for (int t = 0; t < 3; t++) {
+    double *vv = malloc(sizeof(double) * (size_t)(2 * n));
+    memcpy(vv, v, sizeof(double) * (size_t)(2 * n));
+    ct_test_round_to(vv, 2 * n, dts[t]);
+    for (int rows = 1; rows <= 2; rows++) {
+      int64_t shape[2] = {rows, n};
+      ct_tensor *x = ct_test_make(vv, shape, 2, dts[t], CT_LAYOUT_CONTIG);
+      for (int desc = 0; desc < 2; desc++) {
+        ct_tensor *idx = NULL, *y = ct_sort(x, 1, desc, &idx);
+        ref_sort(vv, shape, 2, 1, desc, e, ei);
+        WITH_CONTEXT(
+            {
+              CHECK_CLOSE(y, e, 0, 0);
+              CHECK_CLOSE(idx, ei, 0, 0);
+            },
+            "%s rows %d %s", ct_dtype_name(dts[t]), rows, desc ? "desc" : "asc");
+      }
+    }
+    free(vv);
+  }
+  free(v);
+  free(e);
+  free(ei);
+}
+
+CT_TEST(topk_kthvalue_reference) {
+  int64_t shape[2] = {4, 9};
+  double v[36];
+  for (int i = 0; i < 36; i++) v[i] = (double)((i * 5) % 7) - (i % 3 ? 0 : 0.5);
+  v[3] = NAN;
+  double e[36], ei[36];
+  ct_tensor *x = ct_test_make(v, shape, 2, CT_F64, CT_LAYOUT_TRANSPOSED);
+  for (int largest = 0; largest < 2; largest++) {
+    ref_sort(v, shape, 2, 1, largest, e, ei);
+    for (int64_t k = 0; k <= 9; k += 3) {
+      ct_tensor *idx = NULL, *y = ct_topk(x, k, -1, largest, true, &idx);
+      double ek[36], eik[36];
+      for (int r = 0; r < 4; r++)
+        for (int j = 0; j < k; j++) ek[r * k + j] = e[r * 9 + j], eik[r * k + j] = ei[r * 9 + j];
+      WITH_CONTEXT(
+          {
+            CHECK_SHAPE(y, 4, k);
+            if (k) CHECK_CLOSE(y, ek, 0, 0);
+            if (k) CHECK_CLOSE(idx, eik, 0, 0);
+          },
+          "topk k %lld largest %d", (long long)k, largest);
+    }
+  }
+  ref_sort(v, shape, 2, 0, false, e, ei);
+  for (int64_t k = 1; k <= 4; k++) {
+    ct_tensor *idx = NULL, *y = ct_kthvalue(x, k, 0, false, &idx);
+    double ek[9], eik[9];
+    for (int j = 0; j < 9; j++) ek[j] = e[(k - 1) * 9 + j], eik[j] = ei[(k - 1) * 9 + j];
+    CHECK_SHAPE(y, 9);
+    CHECK_SHAPE(idx, 9);
+    CHECK_CLOSE(y, ek, 0, 0);
+    CHECK_CLOSE(idx, eik, 0, 0);
+    CHECK_SHAPE(ct_kthvalue(x, k, 0, true, NULL), 1, 9);
+  }
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  ct_tensor *s = ct_full(NULL, 0, 3, &o);
+  ct_tensor *si = NULL;
+  CHECK(item(ct_sort(s, 0, false, &si)) == 3 && si && item(si) == 0);
+  CHECK(item(ct_kthvalue(s, 1, -1, false, NULL)) == 3);
+  CHECK_SHAPE(ct_sort(ct_zeros(CT_SHAPE(2, 0), &o), 1, false, NULL), 2, 0);
+  CHECK_ERR_MSG(ct_topk(x, 10, 1, true, true, NULL), CT_ERR_ARG, "topk: k 10 out of range");
+  CHECK_ERR_MSG(ct_topk(x, -1, 1, true, true, NULL), CT_ERR_ARG, "topk: k -1");
+  CHECK_ERR_MSG(ct_kthvalue(x, 0, 1, false, NULL), CT_ERR_ARG, "kthvalue: k 0 out of range");
+  CHECK_ERR_MSG(ct_sort(x, 2, false, NULL), CT_ERR_ARG, "sort: dim 2 out of range");
+  CHECK_ERR_MSG(ct_argsort(x, -3, false), CT_ERR_ARG, "argsort: dim -3 out of range");
+}
+
+static ct_tensor *gc_sort(ct_tensor *const *in, void *c) { return ct_sort(in[0], 1, true, NULL); }
+static ct_tensor *gc_topk(ct_tensor *const *in, void *c) {
+  return ct_topk(in[0], 2, 0, false, true, NULL);
+}
+static ct_tensor *gc_kth(ct_tensor *const *in, void *c) {
+  return ct_kthvalue(in[0], 2, -1, false, NULL);
+}
+
+CT_TEST(sort_topk_kthvalue_gradients) {
+  ct_tensor *x = ct_gradcheck_input(CT_SHAPE(3, 5), -1, 1, 21); /* distinct values */
+  CHECK_GRADIENTS("sort", gc_sort, NULL, &x, 1);
+  CHECK_GRADIENTS("topk", gc_topk, NULL, &x, 1);
+  CHECK_GRADIENTS("kthvalue", gc_kth, NULL, &x, 1);
+}
+
+static const char *TORCH_SORT_SCRIPT =
+    "import sys, numpy as np, torch\n"
+    "d = sys.argv[1]\n"
+    "def save(n, t): np.save(f'{d}/{n}.npy', t.detach().double().numpy())\n"
+    "x = torch.tensor([[3., float('nan'), -0., 0., 1., 3., -2.], [1., 1., 1., -5., 2., 2., 0.]])\n"
+    "for desc in (0, 1):\n"
+    "    v, i = torch.sort(x, stable=True, dim=1, descending=bool(desc))\n"
+    "    save(f'sort{desc}', v); save(f'sort{desc}_i', i)\n"
+    "v, i = torch.topk(x, 3, 1); save('topk', v)\n"
+    "v, i = torch.topk(x, 2, 1, largest=False); save('topk_small', v)\n"
+    "v, i = torch.kthvalue(x, 4, 1); save('kth', v)\n"
+    "# no ties where the gradient goes: torch's topk orders ties as it likes\n"
+    "x2 = torch.tensor([[3., float('nan'), -1., 0., 1., 2.5, -2.], [1., 1.5, 1.25, -5., 2., 2.5, "
+    "0.]])\n"
+    "y = x2.clone().requires_grad_(); v, i = torch.topk(y, 3, 1); (v * "
+    "torch.arange(3.)).sum().backward()\n"
+    "save('topk_g', y.grad)\n";
+
+CT_TEST(sort_topk_like_torch) {
+  const char *dir = ct_test_torch_outputs("sorttorch", TORCH_SORT_SCRIPT);
+  if (!dir) {
+    ct_test_skip("python3 with torch and numpy not available");
+    return;
+  }
+  double v[14] = {3, NAN, -0.0, 0, 1, 3, -2, 1, 1, 1, -5, 2, 2, 0};
+  ct_tensor *x = ct_test_make(v, CT_SHAPE(2, 7), CT_F32, CT_LAYOUT_CONTIG);
+  for (int desc = 0; desc < 2; desc++) {
+    ct_tensor *i = NULL, *s = ct_sort(x, 1, desc, &i);
+    CHECK_LIKE_TORCH(dir, "sort", s, desc ? "sort1" : "sort0", 0, 0);
+    CHECK_LIKE_TORCH(dir, "sort indices", i, desc ? "sort1_i" : "sort0_i", 0, 0);
+  }
+  CHECK_LIKE_TORCH(dir, "topk", ct_topk(x, 3, 1, true, true, NULL), "topk", 0, 0);
+  CHECK_LIKE_TORCH(dir, "topk smallest", ct_topk(x, 2, 1, false, true, NULL), "topk_small", 0, 0);
+  CHECK_LIKE_TORCH(dir, "kthvalue", ct_kthvalue(x, 4, 1, false, NULL), "kth", 0, 0);
+  double v2[14] = {3, NAN, -1, 0, 1, 2.5, -2, 1, 1.5, 1.25, -5, 2, 2.5, 0};
+  ct_tensor *y =
+      ct_requires_grad_(ct_test_make(v2, CT_SHAPE(2, 7), CT_F32, CT_LAYOUT_CONTIG), true);
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  ct_tensor *w = ct_arange(0, 3, 1, &o);
+  CHECK_STATUS_OK(
+      ct_backward(ct_sum(ct_mul(ct_topk(y, 3, 1, true, true, NULL), w), NULL), NULL, NULL));
+  CHECK_LIKE_TORCH(dir, "topk gradient", ct_grad(y), "topk_g", 0, 0);
+}
+
+/* Long rows and few elements: the CPU's selection (ties in index order, nan
+ * the largest, values crowded in one exponent so the first pass leaves
+ * many candidates); other devices sort. */
+CT_TEST(topk_long_rows) {
+  int64_t n = 20000, rows = 3;
+  double *v = malloc(sizeof(double) * (size_t)(rows * n));
+  double *e = malloc(sizeof(double) * (size_t)(rows * n)),
+         *ei = malloc(sizeof(double) * (size_t)(rows * n));
+  for (int64_t i = 0; i < rows * n; i++) {
+    int64_t r = i / n;
+    v[i] = r == 0   ? (double)((i * 7919) % 50)                       /* ties */
+           : r == 1 ? 0.5 + (double)((i * 104729) % 65536) / 131072.0 /* [0.5, 1) */
+                    : -(double)((i * 31) % 1000) / 8.0;               /* negatives */
+    if (i % 4999 == 0) v[i] = NAN;
+  }
+  const ct_dtype dts[] = {CT_F32, CT_F64, CT_I64};
+  for (int t = 0; t < 3; t++) {
+    double *vv = malloc(sizeof(double) * (size_t)(rows * n));
+    memcpy(vv, v, sizeof(double) * (size_t)(rows * n));
+    if (dts[t] == CT_I64)
+      for (int64_t i = 0; i < rows * n; i++) vv[i] = isnan(vv[i]) ? 7 : floor(vv[i] * 16);
+    ct_test_round_to(vv, rows * n, dts[t]);
+    ct_tensor *x = ct_test_make(vv, (int64_t[]){rows, n}, 2, dts[t], CT_LAYOUT_CONTIG);
+    ct_tensor *xt = ct_transpose(ct_contiguous(ct_transpose(x, 0, 1)), 0, 1); /* dim 1 strided */
+    for (int largest = 0; largest < 2; largest++) {
+      ref_sort(vv, (int64_t[]){rows, n}, 2, 1, largest, e, ei);
+      for (int64_t k = 1; k <= 1000; k *= 10) {
+        double *ek = malloc(sizeof(double) * (size_t)(rows * k)),
+               *eik = malloc(sizeof(double) * (size_t)(rows * k));
+        for (int64_t r = 0; r < rows; r++)
+          for (int64_t j = 0; j < k; j++)
+            ek[r * k + j] = e[r * n + j], eik[r * k + j] = ei[r * n + j];
+        for (int strided = 0; strided < 2; strided++) {
+          ct_tensor *idx = NULL, *y = ct_topk(strided ? xt : x, k, 1, largest, true, &idx);
+          WITH_CONTEXT(
+              {
+                CHECK_CLOSE(y, ek, 0, 0);
+                CHECK_CLOSE(idx, eik, 0, 0);
+              },
+              "%s k %lld largest %d strided %d", ct_dtype_name(dts[t]), (long long)k, largest,
+              strided);
+        }
+        free(ek);
+        free(eik);
+      }
+    }
+    free(vv);
+  }
+  free(v);
+  free(e);
+  free(ei);
+}

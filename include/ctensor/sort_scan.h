@@ -1,14 +1,15 @@
 /* ctensor/sort_scan.h: cumulative sums and products, flipping and rolling,
- * slicing with negative steps.
+ * sorting and top-k, slicing with negative steps.
  *
  * Semantics are PyTorch's (torch.cumsum, torch.cumprod, torch.flip,
- * torch.roll), on CPU and CUDA, for every dtype, differentiable where
- * PyTorch's are. Results are new tensors (copies, never views). Bad
- * arguments fail with CT_ERR_ARG naming the op and the values.
+ * torch.roll, torch.sort, torch.topk, torch.kthvalue), on CPU and CUDA, for every dtype,
+ * differentiable where PyTorch's are. Results are new tensors (copies, never views). Bad arguments
+ * fail with CT_ERR_ARG naming the op and the values.
  *
  *   ct_tensor *c = ct_cumsum(x, -1);                           // running sums along the last dim
  *   ct_tensor *f = ct_flip(x, (int[]){0, 1}, 2);                // x[::-1, ::-1]
  *   ct_tensor *r = ct_roll(x, (int64_t[]){1}, (int[]){0}, 1);   // torch.roll(x, 1, 0)
+ *   ct_tensor *idx, *v = ct_topk(x, 5, -1, true, true, &idx);   // 5 largest per row
  *   ct_tensor *s = ct_slice_stepped(x, 0, CT_END, CT_END, -2);   // x[::-2]
  */
 #ifndef CTENSOR_SORT_SCAN_H
@@ -43,6 +44,30 @@ CT_API ct_tensor *ct_flip(const ct_tensor *x, const int *dims, int ndims);
  * larger than the size. dims == NULL (n must be 1): x is rolled as if
  * flattened, then given its shape back. */
 CT_API ct_tensor *ct_roll(const ct_tensor *x, const int64_t *shifts, const int *dims, int n);
+
+/* ---- Sorting ---------------------------------------------------------------- */
+
+/* x sorted along dim (negative dims count from the end), ascending or
+ * descending; *indices (if indices != NULL) receives the i64 positions of
+ * the sorted elements along dim. The sort is stable (equal elements keep
+ * their order, in both directions); nan is above every number (last
+ * ascending, first descending) and -0 equals +0, as torch.sort(stable=True).
+ * Every dtype; the gradient flows to the positions the values came from. */
+CT_API ct_tensor *ct_sort(const ct_tensor *x, int dim, bool descending, ct_tensor **indices);
+/* The indices of ct_sort alone (i64). */
+CT_API ct_tensor *ct_argsort(const ct_tensor *x, int dim, bool descending);
+/* The k largest (smallest when !largest) elements along dim and, if indices
+ * != NULL, their i64 positions, as torch.topk: 0 <= k <= size of dim; nan
+ * counts as the largest. The result is always sorted (largest first, or
+ * smallest first); `sorted` is accepted for torch's signature. Ties are
+ * taken in index order. */
+CT_API ct_tensor *ct_topk(const ct_tensor *x, int64_t k, int dim, bool largest, bool sorted,
+                          ct_tensor **indices);
+/* The k-th smallest element along dim (1 <= k <= size), and its position, as
+ * torch.kthvalue; keepdim keeps dim with size 1. Among equal elements, the
+ * k-th in index order. */
+CT_API ct_tensor *ct_kthvalue(const ct_tensor *x, int64_t k, int dim, bool keepdim,
+                              ct_tensor **indices);
 
 /* ---- Slicing with any step ------------------------------------------------- */
 

@@ -233,6 +233,15 @@ typedef struct ct_backend {
    * and roll. out and x have one shape and dtype, any strides, ndim >= 1;
    * out does not overlap x. */
   ct_status (*remap)(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
+  /* Stable argsort of each row (the last dim) of x, contiguous, f32, f64 or
+   * i64 (the op layer casts): indices (i64, contiguous, x's shape) of the
+   * elements in ascending (descending) order, nan above every number and -0
+   * equal to +0 (core/sort_math.h's keys). */
+  ct_status (*argsort)(ct_tensor *indices, const ct_tensor *x, bool descending);
+  /* Optional (the op layer sorts without it): the first k indices of the
+   * argsort above (largest: descending), without sorting whole rows. x as
+   * for argsort; indices (rows..., k) contiguous i64; 1 <= k. */
+  ct_status (*topk)(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -76,6 +76,8 @@ const ct_backend ct__cpu_backend = {
     /* sort-scan family */
     .cumulative = ct__cpu_cumulative,
     .remap = ct__cpu_remap,
+    .argsort = ct__cpu_argsort,
+    .topk = ct__cpu_topk,
     /* No execution slots: CPU work is synchronous. */
 };
 

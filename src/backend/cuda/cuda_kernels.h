@@ -159,6 +159,7 @@ ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const c
 /* sort-scan family: scan.cu, remap.cu */
 ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x, int dim);
 ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p);
+ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending); /* sort.cu */
 
 #ifdef __cplusplus
 }
