@@ -658,3 +658,132 @@ CT_TEST(topk_long_rows) {
   free(e);
   free(ei);
 }
+
+/* ---- repeat, repeat_interleave, pad ------------------------------------------------------- */
+
+static const char *TORCH_REPEAT_SCRIPT =
+    "import sys, numpy as np, torch\n"
+    "import torch.nn.functional as F\n"
+    "d = sys.argv[1]\n"
+    "def save(n, t): np.save(f'{d}/{n}.npy', t.detach().double().numpy())\n"
+    "x = torch.arange(24, dtype=torch.float64).reshape(2, 3, 4)\n"
+    "w = torch.linspace(-1, 1, 1000, dtype=torch.float64)\n"
+    "def both(name, f):\n"
+    "    y = x.clone().requires_grad_(); r = f(y); save(name, r)\n"
+    "    (r * w[:r.numel()].reshape(r.shape)).sum().backward(); save(name + '_g', y.grad)\n"
+    "both('repeat', lambda t: t.repeat(2, 1, 3, 2))\n"
+    "both('repeat_same', lambda t: t.repeat(1, 2, 1))\n"
+    "both('interleave', lambda t: torch.repeat_interleave(t, 3, 1))\n"
+    "both('interleave_flat', lambda t: torch.repeat_interleave(t, 2))\n"
+    "both('interleave_t', lambda t: torch.repeat_interleave(t, torch.tensor([2, 0, 3]), 1))\n"
+    "both('pad_const', lambda t: F.pad(t, (1, 2, 0, 3), value=-1.5))\n"
+    "both('pad_reflect', lambda t: F.pad(t, (3, 2, 2, 1), mode='reflect'))\n"
+    "both('pad_replicate', lambda t: F.pad(t, (4, 1, 0, 2), mode='replicate'))\n"
+    "save('w', w)\n";
+
+typedef ct_tensor *(*rp_fn)(const ct_tensor *x);
+static ct_tensor *rp_repeat(const ct_tensor *x) { return ct_repeat(x, (int64_t[]){2, 1, 3, 2}, 4); }
+static ct_tensor *rp_repeat_same(const ct_tensor *x) {
+  return ct_repeat(x, (int64_t[]){1, 2, 1}, 3);
+}
+static ct_tensor *rp_interleave(const ct_tensor *x) { return ct_repeat_interleave(x, 3, 1); }
+static ct_tensor *rp_interleave_flat(const ct_tensor *x) {
+  return ct_repeat_interleave(x, 2, CT_DIM_ALL);
+}
+static ct_tensor *rp_interleave_t(const ct_tensor *x) {
+  ct_tensor *r = ct_test_make((double[]){2, 0, 3}, CT_SHAPE(3), CT_I64, CT_LAYOUT_CONTIG);
+  return ct_repeat_interleave_tensor(x, r, 1);
+}
+static ct_tensor *rp_pad_const(const ct_tensor *x) {
+  return ct_pad(x, (int64_t[]){1, 2, 0, 3}, 4, CT_PAD_CONSTANT, -1.5);
+}
+static ct_tensor *rp_pad_reflect(const ct_tensor *x) {
+  return ct_pad(x, (int64_t[]){3, 2, 2, 1}, 4, CT_PAD_REFLECT, 0);
+}
+static ct_tensor *rp_pad_replicate(const ct_tensor *x) {
+  return ct_pad(x, (int64_t[]){4, 1, 0, 2}, 4, CT_PAD_REPLICATE, 0);
+}
+
+CT_TEST(repeat_pad_like_torch) {
+  const char *dir = ct_test_torch_outputs("repeatpad", TORCH_REPEAT_SCRIPT);
+  if (!dir) {
+    ct_test_skip("python3 with torch and numpy not available");
+    return;
+  }
+  const struct {
+    const char *name;
+    rp_fn f;
+  } cases[] = {{"repeat", rp_repeat},
+               {"repeat_same", rp_repeat_same},
+               {"interleave", rp_interleave},
+               {"interleave_flat", rp_interleave_flat},
+               {"interleave_t", rp_interleave_t},
+               {"pad_const", rp_pad_const},
+               {"pad_reflect", rp_pad_reflect},
+               {"pad_replicate", rp_pad_replicate}};
+  ct_tensor_opts o = ct_test_opts(CT_F64);
+  ct_tensor *w = ct_test_load_output(dir, "w");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int lay = 0; lay < CT_LAYOUT_COUNT; lay++) {
+      double v[24];
+      for (int j = 0; j < 24; j++) v[j] = j;
+      ct_tensor *x =
+          ct_requires_grad_(ct_test_make(v, CT_SHAPE(2, 3, 4), CT_F64, (ct_test_layout)lay), true);
+      ct_tensor *y = cases[i].f(x);
+      char gname[48];
+      snprintf(gname, sizeof gname, "%s_g", cases[i].name);
+      WITH_CONTEXT(
+          {
+            CHECK_LIKE_TORCH(dir, cases[i].name, y, cases[i].name, 0, 0);
+            if (y) {
+              ct_tensor *wy = ct_reshape(ct_narrow(w, 0, 0, ct_numel(y)), ct_shape(y), ct_ndim(y));
+              CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(y, wy), NULL), NULL, NULL));
+              CHECK_LIKE_TORCH(dir, gname, ct_grad(x), gname, 1e-12, 1e-12);
+            }
+          },
+          "%s layout %s", cases[i].name, ct_test_layout_names[lay]);
+    }
+  }
+  (void)o;
+}
+
+static ct_tensor *gc_rp(ct_tensor *const *in, void *c) { return ((rp_fn)c)(in[0]); }
+
+CT_TEST(repeat_pad_dtypes_gradients_errors) {
+  /* every dtype moves by size: compare with the f64 result */
+  const ct_dtype dts[] = {CT_F32, CT_F16, CT_BF16, CT_I8, CT_U8, CT_I32, CT_I64, CT_BOOL};
+  double v[24];
+  for (int j = 0; j < 24; j++) v[j] = j % 2;
+  ct_tensor *x64 = ct_test_make(v, CT_SHAPE(2, 3, 4), CT_F64, CT_LAYOUT_CONTIG);
+  const rp_fn fs[] = {rp_repeat, rp_interleave, rp_interleave_t, rp_pad_reflect, rp_pad_replicate};
+  for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    ct_tensor *x = ct_test_make(v, CT_SHAPE(2, 3, 4), dts[t], CT_LAYOUT_SLICED);
+    for (size_t f = 0; f < sizeof fs / sizeof fs[0]; f++) {
+      double *e = ct_test_values(fs[f](x64));
+      WITH_CONTEXT(CHECK_CLOSE(fs[f](x), e, 0, 0), "%s case %zu", ct_dtype_name(dts[t]), f);
+      free(e);
+    }
+  }
+  ct_tensor *xg = ct_gradcheck_input(CT_SHAPE(2, 3, 4), -1, 1, 31);
+  const rp_fn gs[] = {rp_repeat,       rp_repeat_same, rp_interleave,  rp_interleave_flat,
+                      rp_interleave_t, rp_pad_const,   rp_pad_reflect, rp_pad_replicate};
+  for (size_t f = 0; f < sizeof gs / sizeof gs[0]; f++)
+    WITH_CONTEXT(CHECK_GRADIENTS("repeat/pad", gc_rp, (void *)gs[f], &xg, 1), "case %zu", f);
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  ct_tensor *x = ct_zeros(CT_SHAPE(2, 3), &o);
+  CHECK_ERR_MSG(ct_repeat(x, (int64_t[]){2}, 1), CT_ERR_ARG, "repeat: expected between 2");
+  CHECK_ERR_MSG(ct_repeat(x, (int64_t[]){2, -1}, 2), CT_ERR_ARG, "repeats must be >= 0");
+  CHECK_ERR_MSG(ct_repeat_interleave(x, -2, 0), CT_ERR_ARG, "repeat_interleave: repeats");
+  CHECK_ERR_MSG(ct_repeat_interleave(x, 2, 2), CT_ERR_ARG, "repeat_interleave: dim 2");
+  ct_tensor *bad = ct_test_make((double[]){1, 2}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
+  CHECK_ERR_MSG(ct_repeat_interleave_tensor(x, bad, 1), CT_ERR_SHAPE, "expected 3 repeats");
+  ct_tensor *neg = ct_test_make((double[]){1, -2, 0}, CT_SHAPE(3), CT_I64, CT_LAYOUT_CONTIG);
+  CHECK_ERR_MSG(ct_repeat_interleave_tensor(x, neg, 1), CT_ERR_ARG, "repeats must be >= 0");
+  CHECK_ERR_MSG(ct_pad(x, (int64_t[]){3, 0}, 2, CT_PAD_REFLECT, 0), CT_ERR_ARG,
+                "reflect padding (3, 0) must be smaller than the size 3");
+  CHECK_ERR_MSG(ct_pad(x, (int64_t[]){1}, 1, CT_PAD_CONSTANT, 0), CT_ERR_ARG, "even number");
+  CHECK_ERR_MSG(ct_pad(x, (int64_t[]){-1, 0}, 2, CT_PAD_CONSTANT, 0), CT_ERR_ARG, "negative");
+  CHECK_SHAPE(ct_repeat(x, (int64_t[]){0, 2}, 2), 0, 6);
+  CHECK_SHAPE(ct_repeat_interleave(x, 0, 1), 2, 0);
+  CHECK_SHAPE(ct_pad(ct_zeros(CT_SHAPE(0, 2), &o), (int64_t[]){1, 1}, 2, CT_PAD_CONSTANT, 0), 0, 4);
+}

@@ -1,8 +1,9 @@
 /* ctensor/sort_scan.h: cumulative sums and products, flipping and rolling,
- * sorting and top-k, slicing with negative steps.
+ * repeating and padding, sorting and top-k, slicing with negative steps.
  *
  * Semantics are PyTorch's (torch.cumsum, torch.cumprod, torch.flip,
- * torch.roll, torch.sort, torch.topk, torch.kthvalue), on CPU and CUDA, for every dtype,
+ * torch.roll, torch.sort, torch.topk, torch.kthvalue, Tensor.repeat,
+ * torch.repeat_interleave, torch.nn.functional.pad), on CPU and CUDA, for every dtype,
  * differentiable where PyTorch's are. Results are new tensors (copies, never views). Bad arguments
  * fail with CT_ERR_ARG naming the op and the values.
  *
@@ -44,6 +45,34 @@ CT_API ct_tensor *ct_flip(const ct_tensor *x, const int *dims, int ndims);
  * larger than the size. dims == NULL (n must be 1): x is rolled as if
  * flattened, then given its shape back. */
 CT_API ct_tensor *ct_roll(const ct_tensor *x, const int64_t *shifts, const int *dims, int n);
+
+/* ---- Repeating and padding ------------------------------------------------------ */
+
+/* x tiled repeats[i] times along dim i (torch's x.repeat(*repeats)): n >=
+ * x's ndim; with more repeats than dims, x gets leading size-1 dims first.
+ * Repeats >= 0. */
+CT_API ct_tensor *ct_repeat(const ct_tensor *x, const int64_t *repeats, int n);
+/* Each element repeated `repeats` times in place along dim
+ * (torch.repeat_interleave); dim CT_DIM_ALL: of the flattened x, giving a
+ * 1-d result. repeats >= 0. */
+CT_API ct_tensor *ct_repeat_interleave(const ct_tensor *x, int64_t repeats, int dim);
+/* Element i along dim repeated repeats[i] times: repeats is a 1-d integer
+ * tensor of x's size there (or one element, used for all) on x's device,
+ * values >= 0; its values are read on the host (a synchronization on a GPU:
+ * they size the result). dim CT_DIM_ALL flattens x first. */
+CT_API ct_tensor *ct_repeat_interleave_tensor(const ct_tensor *x, const ct_tensor *repeats,
+                                              int dim);
+
+typedef enum ct_pad_mode { CT_PAD_CONSTANT, CT_PAD_REFLECT, CT_PAD_REPLICATE } ct_pad_mode;
+/* torch.nn.functional.pad: pad[0], pad[1] elements before and after the last
+ * dim, pad[2], pad[3] around the one before it, ... (npad even, npad / 2 <=
+ * ndim). CONSTANT fills with `value`; REFLECT mirrors x without repeating
+ * its edge (each pad < the dim's size); REPLICATE repeats the edge (the dim
+ * not empty). Pads are >= 0 (torch's negative pads, which crop, are refused:
+ * use ct_narrow). Any dims may be padded in every mode (torch limits reflect
+ * and replicate to the last 3). Differentiable. */
+CT_API ct_tensor *ct_pad(const ct_tensor *x, const int64_t *pad, int npad, ct_pad_mode mode,
+                         double value);
 
 /* ---- Sorting ---------------------------------------------------------------- */
 

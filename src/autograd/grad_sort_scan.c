@@ -4,8 +4,14 @@
  *     revcumsum(g * out) / x; at the first zero, revcumsum of g times the
  *     product of the others (the cumprod with that zero replaced by 1);
  *     after it, 0
- *   flip, roll: the inverse remap of g (the same flip; the opposite roll) */
+ *   flip, roll: the inverse remap of g (the same flip; the opposite roll)
+ *   repeat, repeat_interleave, reflect/replicate padding: g scatter-added
+ *     back along each remapped dim (an element read k times gets k terms)
+ *   constant padding: g's window over x */
+#include <string.h>
+
 #include "autograd/node.h"
+#include "core/alloc.h"
 #include "ops/sort_scan.h"
 
 /* ---- cumsum / cumprod ---- */
@@ -89,5 +95,84 @@ ct_tensor *ct__ag_remap(ct_tensor *r, const ct_tensor *x, const ct_remap_params 
       if (p->kind[d] == CT_REMAP_ROLL) s->inverse.shift[d] = p->shift[d] ? size - p->shift[d] : 0;
     }
   }
+  return ct__ag_record(r, n);
+}
+
+/* ---- repeat, repeat_interleave, reflect/replicate padding ---- */
+
+typedef struct gather_remap_node {
+  ct_remap_params p;
+  int ndim;                      /* of the remapped view of x */
+  int64_t in_shape[CT_MAX_DIMS]; /* the view's shape */
+} gather_remap_node;
+
+/* A 1-d i64 tensor of n host values on device. */
+static ct_tensor *bw_index_from_host(ct_bw *c, const int64_t *v, int64_t n, ct_device device) {
+  ct_tensor *t = bw_empty(c, &n, 1, CT_I64, device);
+  if (t && n && !bw_ok(c, ct__backend_of(t)->copy_from_host(t, v, (size_t)n * sizeof *v, false)))
+    return NULL;
+  return t;
+}
+
+static void gather_remap_backward(ct_bw *c, const ct_tensor *g) {
+  const gather_remap_node *s = CT_BW_STATE(c, gather_remap_node);
+  if (!bw_needs(c, 0)) return;
+  int64_t shape[CT_MAX_DIMS];
+  memcpy(shape, g->shape, sizeof shape);
+  const ct_tensor *cur = g;
+  for (int d = 0; d < s->ndim && cur; d++) {
+    if (s->p.kind[d] == CT_REMAP_SAME) continue;
+    int64_t n_out = shape[d], n_in = s->in_shape[d];
+    int64_t *src = ct__malloc_array((size_t)(n_out ? n_out : 1), sizeof *src);
+    if (!src) {
+      ct__fail(CT_ERR_OOM, "%s: out of memory for a gradient index", c->node->name);
+      bw_fail(c);
+      return;
+    }
+    for (int64_t i = 0; i < n_out; i++) src[i] = ct_remap_source(&s->p, d, i, n_in);
+    ct_tensor *idx = bw_index_from_host(c, src, n_out, ct__device(g));
+    ct__free(src);
+    /* the index along d, broadcast over the other dims */
+    int64_t st[CT_MAX_DIMS] = {0};
+    st[d] = 1;
+    ct_tensor *ix = idx ? bw_view(c, idx, shape, st, s->ndim, idx->offset) : NULL;
+    shape[d] = n_in;
+    cur = ix ? bw_scatter_add_into_zeros(c, shape, s->ndim, d, ix, bw_contiguous(c, cur)) : NULL;
+  }
+  const ct_input_meta *in = &c->node->in[0];
+  bw_set(c, 0, cur ? bw_reshape(c, bw_contiguous(c, cur), in->shape, in->ndim) : NULL);
+}
+
+ct_tensor *ct__ag_gather_remap(ct_tensor *r, const ct_tensor *x, const ct_tensor *xv,
+                               const ct_remap_params *p, const char *name) {
+  if (!r || !ct__ag_needed(&x, 1)) return r;
+  ct_node *n = CT_NODE_NEW(gather_remap_node, name, gather_remap_backward, 1, &x);
+  if (n) {
+    gather_remap_node *s = CT_NODE_STATE(n, gather_remap_node);
+    s->p = *p;
+    s->ndim = xv->ndim;
+    memcpy(s->in_shape, xv->shape, sizeof s->in_shape);
+  }
+  return ct__ag_record(r, n);
+}
+
+/* ---- constant padding ---- */
+
+typedef struct pad_node {
+  int64_t before[CT_MAX_DIMS];
+} pad_node;
+
+static void pad_backward(ct_bw *c, const ct_tensor *g) {
+  const pad_node *s = CT_BW_STATE(c, pad_node);
+  const ct_input_meta *in = &c->node->in[0];
+  int64_t off = g->offset;
+  for (int d = 0; d < g->ndim; d++) off += s->before[d] * g->strides[d];
+  BW_GRAD(c, 0, bw_view(c, g, in->shape, g->strides, in->ndim, off));
+}
+
+ct_tensor *ct__ag_pad_constant(ct_tensor *r, const ct_tensor *x, const int64_t *before) {
+  if (!r || !ct__ag_needed(&x, 1)) return r;
+  ct_node *n = CT_NODE_NEW(pad_node, "ConstantPadNdBackward", pad_backward, 1, &x);
+  if (n) memcpy(CT_NODE_STATE(n, pad_node)->before, before, sizeof(int64_t) * CT_MAX_DIMS);
   return ct__ag_record(r, n);
 }

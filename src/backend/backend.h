@@ -229,8 +229,9 @@ typedef struct ct_backend {
    * are contiguous, of one dtype: f32, f64 or i64 (the op layer casts);
    * floats accumulate in f64. */
   ct_status (*cumulative)(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim);
-  /* out[c] = x[src(c)], src per dim from p (ct_remap_source, params.h): flip
-   * and roll. out and x have one shape and dtype, any strides, ndim >= 1;
+  /* out[c] = x[src(c)], src per dim from p (ct_remap_source, params.h):
+   * flip, roll, tile, interleave, reflect and replicate padding. out and x
+   * have one dtype and ndim >= 1, sizes as the kinds make them, any strides;
    * out does not overlap x. */
   ct_status (*remap)(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
   /* Stable argsort of each row (the last dim) of x, contiguous, f32, f64 or

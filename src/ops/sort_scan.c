@@ -62,12 +62,17 @@ ct_tensor *ct_cumprod(const ct_tensor *x, int dim) { return cumulative_op(x, dim
 /* ---- remaps: flip, roll ------------------------------------------------------------- */
 
 ct_tensor *ct__remap(const char *op, const ct_tensor *x, const ct_remap_params *p) {
+  return x ? ct__remap_to(op, x, p, x->shape) : NULL;
+}
+
+ct_tensor *ct__remap_to(const char *op, const ct_tensor *x, const ct_remap_params *p,
+                        const int64_t *shape) {
   NULL_IN(x);
   const ct_backend *be = ct__backend_for(op, x);
   if (!be) return NULL;
   if (x->ndim == 0) return ct__clone(x);
   CT_NEED_SLOT(be, remap, op, x);
-  ct_tensor *res = ct__empty(x->shape, x->ndim, x->dtype, ct__device(x));
+  ct_tensor *res = ct__empty(shape, x->ndim, x->dtype, ct__device(x));
   ct_status st = res ? be->remap(res, x, p) : CT_ERR_OOM;
   if (st != CT_OK) {
     ct__release(res);

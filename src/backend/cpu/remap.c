@@ -1,9 +1,8 @@
-/* CPU remaps: out[c] = x[src(c)] with src given per dim (flip, roll;
- * backend/params.h, ct_remap_source). Contract: backend.h, `remap`.
- * A task is a range of output rows (the last dim); the source row is found
- * from the row's coordinates, and the row itself is copied in runs: one run
- * when the last dim is kept, two (around the wrap) when it is rolled, element
- * by element backwards when it is flipped. */
+/* CPU remaps: out[c] = x[src(c)] with src given per dim (flip, roll, tile,
+ * interleave, reflect/replicate padding; backend/params.h, ct_remap_source). Contract: backend.h,
+ * `remap`. A task is a range of output rows (the last dim); the source row is found from the row's
+ * coordinates, and the row itself is copied in runs: one run when the last dim is kept, two (around
+ * the wrap) when it is rolled, element by element otherwise. */
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
@@ -39,7 +38,7 @@ static void remap_rows(int64_t r0, int64_t r1, void *vc) {
       int64_t i = rest % o->shape[d];
       rest /= o->shape[d];
       oo += i * o->strides[d];
-      xo += ct_remap_source(c->p, d, i, o->shape[d]) * x->strides[d];
+      xo += ct_remap_source(c->p, d, i, x->shape[d]) * x->strides[d];
     }
     char *orow = obase + oo * es;
     const char *xrow = xbase + xo * es;
@@ -53,8 +52,13 @@ static void remap_rows(int64_t r0, int64_t r1, void *vc) {
         move_run(orow, os, xrow + (m - s) * xs, xs, s, es);
         break;
       }
-      default:
+      case CT_REMAP_SAME:
         move_run(orow, os, xrow, xs, m, es);
+        break;
+      default: /* tile, interleave, padding */
+        for (int64_t j = 0; j < m; j++)
+          ct_move_elem(orow + j * os, xrow + ct_remap_source(c->p, last, j, x->shape[last]) * xs,
+                       es);
     }
   }
 }

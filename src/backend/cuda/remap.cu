@@ -1,4 +1,5 @@
-/* CUDA remaps: out[c] = x[src(c)] with src given per dim (flip, roll;
+/* CUDA remaps: out[c] = x[src(c)] with src given per dim (flip, roll, tile,
+ * interleave, reflect/replicate padding;
  * backend/params.h, ct_remap_source, the CPU's formula). Contract:
  * backend.h, `remap`. A thread per output element (grid-stride): its
  * coordinates, the source's, one element moved by size. Consecutive threads
@@ -15,7 +16,7 @@ __global__ void remap_kernel(ctc_t out, ctc_t x, ct_remap_params p) {
       int64_t q = rest / out.shape[d], c = rest - q * out.shape[d];
       rest = q;
       oo += c * out.strides[d];
-      xo += ct_remap_source(&p, d, c, out.shape[d]) * x.strides[d];
+      xo += ct_remap_source(&p, d, c, x.shape[d]) * x.strides[d];
     }
     ct_move_elem(out.data + oo * es, x.data + xo * es, es);
   }
