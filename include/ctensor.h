@@ -15,6 +15,8 @@
  *   ctensor/conv_layers.h  Conv1d, ConvTranspose2d
  *   ctensor/pool_layers.h  adaptive average and max pooling
  *   ctensor/module_containers.h  Identity, ModuleList, weight tying
+ *   ctensor/sort_scan.h  cumsum/cumprod, flip, roll, stepped slicing, sort, topk,
+ *                     kthvalue, repeat, repeat_interleave, pad
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
  *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
@@ -64,6 +66,8 @@
 #include "ctensor/conv_layers.h"
 #include "ctensor/module_containers.h"
 #include "ctensor/pool_layers.h"
+/* sort-scan family */
+#include "ctensor/sort_scan.h"
 
 #ifdef __cplusplus
 extern "C" {

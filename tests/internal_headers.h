@@ -16,6 +16,8 @@
 #include "core/reduce_plan.h"
 #include "core/unary_math.h"
 #include "ops/op_table.h"
+/* sort-scan family */
+#include "core/scan_math.h"
 
 #include <stdio.h>
 

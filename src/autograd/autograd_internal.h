@@ -193,5 +193,20 @@ ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_te
  * output's shape), NULL for the average. */
 ct_tensor *ct__ag_adaptive_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max,
                                   const ct_tensor *indices);
+/* ---- Sort-scan family (grad_sort_scan.c) ---- */
+/* cumsum / cumprod of x along dim (wrapped). */
+ct_tensor *ct__ag_cumulative(ct_tensor *r, const ct_tensor *x, int dim, bool prod);
+/* r = remap of x by p (flip, roll; flat: a roll of the flattened x, p's
+ * dim 0); the gradient is the inverse remap. name: "FlipBackward". */
+ct_tensor *ct__ag_remap(ct_tensor *r, const ct_tensor *x, const ct_remap_params *p, bool flat,
+                        const char *name);
+/* r = remap of xv (x, or a view of x with size-1 dims in front: repeat) by p
+ * (tile, interleave, reflect/replicate padding): the gradient scatter-adds
+ * g back along each remapped dim. */
+ct_tensor *ct__ag_gather_remap(ct_tensor *r, const ct_tensor *x, const ct_tensor *xv,
+                               const ct_remap_params *p, const char *name);
+/* r = x padded with a constant, pads[2 d] elements before x along dim d:
+ * the gradient is g's window over x. */
+ct_tensor *ct__ag_pad_constant(ct_tensor *r, const ct_tensor *x, const int64_t *before);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

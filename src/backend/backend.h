@@ -247,6 +247,26 @@ typedef struct ct_backend {
   ct_status (*adaptive_pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x);
   ct_status (*adaptive_pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
                                         const ct_tensor *indices);
+  /* ---- Sort-scan family: scans, flips, rolls ---- */
+  /* out = running sum (prod: product) of x along dim, from the start, or
+   * from the end with `reverse` (out[k] = sum over j >= k of x[j]). x and out
+   * are contiguous, of one dtype: f32, f64 or i64 (the op layer casts);
+   * floats accumulate in f64. */
+  ct_status (*cumulative)(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim);
+  /* out[c] = x[src(c)], src per dim from p (ct_remap_source, params.h):
+   * flip, roll, tile, interleave, reflect and replicate padding. out and x
+   * have one dtype and ndim >= 1, sizes as the kinds make them, any strides;
+   * out does not overlap x. */
+  ct_status (*remap)(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
+  /* Stable argsort of each row (the last dim) of x, contiguous, f32, f64 or
+   * i64 (the op layer casts): indices (i64, contiguous, x's shape) of the
+   * elements in ascending (descending) order, nan above every number and -0
+   * equal to +0 (core/sort_math.h's keys). */
+  ct_status (*argsort)(ct_tensor *indices, const ct_tensor *x, bool descending);
+  /* Optional (the op layer sorts without it): the first k indices of the
+   * argsort above (largest: descending), without sorting whole rows. x as
+   * for argsort; indices (rows..., k) contiguous i64; 1 <= k. */
+  ct_status (*topk)(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

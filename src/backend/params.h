@@ -97,4 +97,47 @@ CT_HOST_DEVICE int64_t ct_adaptive_last_out(int64_t j, int64_t n_out, int64_t n_
   return l < n_out - 1 ? l : n_out - 1;
 }
 
+/* ---- Sort-scan family: flip, roll, repeat, pad ------------------------------ */
+/* Where element c along dim d of a remap's output comes from, n being the
+ * input's size there: flip reads n - 1 - c; roll by s (0 <= s < n) reads
+ * (c - s) mod n; tile (repeat) c mod n; interleave by r (repeat_interleave)
+ * c / r; reflect and replicate padding with `s` elements before read c - s
+ * mirrored at the edges (without repeating them; s < n) or clamped to them.
+ * The op layer fills one entry per dim of x (CT_REMAP_SAME elsewhere). */
+#define CT_REMAP_MAX_DIMS 8
+typedef enum {
+  CT_REMAP_SAME,
+  CT_REMAP_FLIP,
+  CT_REMAP_ROLL,
+  CT_REMAP_TILE,
+  CT_REMAP_INTERLEAVE,
+  CT_REMAP_REFLECT,
+  CT_REMAP_REPLICATE
+} ct_remap_kind;
+typedef struct ct_remap_params {
+  int kind[CT_REMAP_MAX_DIMS];      /* ct_remap_kind */
+  int64_t shift[CT_REMAP_MAX_DIMS]; /* roll: s; interleave: r; padding: elements before */
+} ct_remap_params;
+
+CT_HOST_DEVICE int64_t ct_remap_source(const ct_remap_params *p, int d, int64_t c, int64_t n) {
+  int64_t s = p->shift[d], i = c - s;
+  switch (p->kind[d]) {
+    case CT_REMAP_FLIP:
+      return n - 1 - c;
+    case CT_REMAP_ROLL:
+      return c >= s ? i : i + n;
+    case CT_REMAP_TILE:
+      return c % n;
+    case CT_REMAP_INTERLEAVE:
+      return c / s;
+    case CT_REMAP_REFLECT:
+      if (i < 0) i = -i;
+      return i >= n ? 2 * (n - 1) - i : i;
+    case CT_REMAP_REPLICATE:
+      return i < 0 ? 0 : (i >= n ? n - 1 : i);
+    default:
+      return c;
+  }
+}
+
 #endif /* CT_BACKEND_PARAMS_H */

@@ -79,6 +79,11 @@ const ct_backend ct__cpu_backend = {
     /* adaptive pooling */
     .adaptive_pool2d = ct__cpu_adaptive_pool2d,
     .adaptive_pool2d_backward = ct__cpu_adaptive_pool2d_backward,
+    /* sort-scan family */
+    .cumulative = ct__cpu_cumulative,
+    .remap = ct__cpu_remap,
+    .argsort = ct__cpu_argsort,
+    .topk = ct__cpu_topk,
     /* No execution slots: CPU work is synchronous. */
 };
 

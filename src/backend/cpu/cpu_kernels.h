@@ -103,4 +103,10 @@ ct_status ct__cpu_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
+/* sort-scan family: scan.c, remap.c, sort.c, topk.c */
+ct_status ct__cpu_cumulative(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim);
+ct_status ct__cpu_remap(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
+ct_status ct__cpu_argsort(ct_tensor *indices, const ct_tensor *x, bool descending); /* sort.c */
+ct_status ct__cpu_topk(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest); /* topk.c */
+
 #endif /* CT_CPU_KERNELS_H */

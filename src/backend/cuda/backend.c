@@ -149,6 +149,20 @@ static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bo
   return ct__cuda_triangle(&o, &a, k, upper);
 }
 
+/* ---- Sort-scan family: scan.cu, remap.cu, sort.cu------------------------------------------------- */
+static ct_status cuda_cumulative(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_cumulative(prod, reverse, &o, &a, dim);
+}
+static ct_status cuda_remap(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_remap(&o, &a, p);
+}
+static ct_status cuda_argsort(ct_tensor *indices, const ct_tensor *x, bool descending) {
+  ctc_t i = desc(indices), a = desc(x);
+  return ct__cuda_argsort(&i, &a, descending);
+}
+
 /* ---- Neural-network layers: conv.cu (cuDNN), pool.cu, norm.cu ------------------------------ */
 
 /* Descriptor of an optional tensor: *d filled and d returned, or NULL. */
@@ -344,6 +358,10 @@ static const ct_backend ct__cuda_backend = {
     .amp_unscale = cuda_amp_unscale,
     /* Philox, bit-identical to the CPU: random.cu */
     .random = cuda_random,
+    /* sort-scan family: scan.cu, remap.cu, sort.cu */
+    .cumulative = cuda_cumulative,
+    .remap = cuda_remap,
+    .argsort = cuda_argsort,
     /* execution: device.cu */
     .synchronize = ct__cuda_synchronize,
     .stream_new = ct__cuda_stream_new,

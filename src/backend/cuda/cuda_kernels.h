@@ -166,6 +166,11 @@ ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, const ctc_t *i
 ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
                                             const ctc_t *indices);
 
+/* sort-scan family: scan.cu, remap.cu */
+ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x, int dim);
+ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p);
+ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending); /* sort.cu */
+
 #ifdef __cplusplus
 }
 #endif

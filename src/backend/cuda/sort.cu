@@ -1,0 +1,158 @@
+/* CUDA sort: stable argsort of rows by a bitonic network over (key, index)
+ * pairs, with the keys of core/sort_math.h (the CPU's). Contract: backend.h,
+ * `argsort`. Comparing the pair (key, original index) makes every element
+ * distinct, so the network's result is the stable order.
+ *
+ * Each row is padded to P = the next power of two (keys all ones, indices
+ * past every real one, so padding sorts last) in scratch memory. Segments of
+ * SEG = min(P, 2048) elements are sorted in shared memory by one block each
+ * (every stage k <= SEG). Longer rows then merge: for each k > SEG, the steps
+ * with j >= SEG run over global memory (a thread per compared pair), and the
+ * remaining steps j < SEG of that stage run in shared memory again, one block
+ * per segment. So a row of 2^24 elements takes 66 launches, not 300, and
+ * most compare-exchanges happen in shared memory. A thread block per segment
+ * gives the GPU rows * P / SEG blocks: many short rows and one long row both
+ * fill it. */
+#include "backend/cuda/common.cuh"
+#include "core/sort_math.h"
+
+#define SEG 2048
+#define SORT_THREADS 256
+
+template <typename K>
+__device__ __forceinline__ K key_of(const void *x, int dtype, int64_t e, bool desc);
+template <>
+__device__ __forceinline__ uint32_t key_of<uint32_t>(const void *x, int dtype, int64_t e,
+                                                     bool desc) {
+  return ct_sort_key_f32(((const float *)x)[e], desc);
+}
+template <>
+__device__ __forceinline__ uint64_t key_of<uint64_t>(const void *x, int dtype, int64_t e,
+                                                     bool desc) {
+  if (dtype == CT_F64) return ct_sort_key_f64(((const double *)x)[e], desc);
+  return ct_sort_key_i64(((const int64_t *)x)[e], desc);
+}
+
+/* keys[r * P + i], ids[r * P + i]: row r's element i, or padding. */
+template <typename K>
+__global__ void init_kernel(const void *x, int dtype, bool desc, K *keys, int64_t *ids,
+                            int64_t rows, int64_t n, int64_t P) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows * P; e += stride) {
+    int64_t r = e / P, i = e - r * P;
+    bool real = i < n;
+    keys[e] = real ? key_of<K>(x, dtype, r * n + i, desc) : (K) ~(K)0;
+    ids[e] = real ? i : INT64_MAX;
+  }
+}
+
+/* Orders a[i] and a[l] (i < l) ascending (or descending) by (key, id). */
+template <typename K>
+__device__ __forceinline__ void compare_swap(K *k, int64_t *id, int64_t i, int64_t l,
+                                             bool ascending) {
+  K ki = k[i], kl = k[l];
+  int64_t ii = id[i], il = id[l];
+  bool greater = ki > kl || (ki == kl && ii > il);
+  if (greater == ascending) {
+    k[i] = kl, k[l] = ki;
+    id[i] = il, id[l] = ii;
+  }
+}
+
+/* Stages k_lo..k_hi (powers of two <= SEG) of the network on each segment
+ * of SEG (or P, if smaller) elements, in shared memory; stage k_lo starts at
+ * step j_first. Directions come from the element's index in its row. */
+template <typename K>
+__global__ void __launch_bounds__(SORT_THREADS)
+    local_kernel(K *keys, int64_t *ids, int64_t segments, int64_t P, int64_t k_lo, int64_t k_hi,
+                 int64_t j_first) {
+  __shared__ K sk[SEG];
+  __shared__ int64_t si[SEG];
+  int64_t seg = P < SEG ? P : SEG;
+  for (int64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    int64_t base = s * seg, row_i0 = base % P; /* first element: global, and within its row */
+    for (int64_t t = threadIdx.x; t < seg; t += blockDim.x) {
+      sk[t] = keys[base + t];
+      si[t] = ids[base + t];
+    }
+    __syncthreads();
+    for (int64_t k = k_lo; k <= k_hi; k *= 2)
+      for (int64_t j = k == k_lo ? j_first : k / 2; j >= 1; j /= 2) {
+        for (int64_t t = threadIdx.x; t < seg / 2; t += blockDim.x) {
+          int64_t i = 2 * j * (t / j) + (t % j);
+          compare_swap(sk, si, i, i + j, ((row_i0 + i) & k) == 0);
+        }
+        __syncthreads();
+      }
+    for (int64_t t = threadIdx.x; t < seg; t += blockDim.x) {
+      keys[base + t] = sk[t];
+      ids[base + t] = si[t];
+    }
+    __syncthreads(); /* sk, si are reused by the next segment */
+  }
+}
+
+/* One step (k, j >= SEG) of stage k over every row: a thread per pair. */
+template <typename K>
+__global__ void global_step_kernel(K *keys, int64_t *ids, int64_t rows, int64_t P, int64_t k,
+                                   int64_t j) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x, half = P / 2;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < rows * half; t += stride) {
+    int64_t r = t / half, q = t - r * half;
+    int64_t i = 2 * j * (q / j) + (q % j);
+    compare_swap(keys + r * P, ids + r * P, i, i + j, (i & k) == 0);
+  }
+}
+
+__global__ void copy_ids_kernel(int64_t *out, const int64_t *ids, int64_t rows, int64_t n,
+                                int64_t P) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows * n; e += stride) {
+    int64_t r = e / n;
+    out[e] = ids[r * P + (e - r * n)];
+  }
+}
+
+template <typename K>
+static ct_status run_sort(const char *op, const ctc_t *indices, const ctc_t *x, bool desc) {
+  int dev = x->device;
+  cudaStream_t s = ctc_stream(dev);
+  int64_t n = x->shape[x->ndim - 1], rows = x->numel / n, P = 1;
+  while (P < n) P *= 2;
+  ctc_scratch kbuf(dev), ibuf(dev);
+  K *keys = (K *)kbuf.get((size_t)(rows * P) * sizeof(K));
+  int64_t *ids = keys ? (int64_t *)ibuf.get((size_t)(rows * P) * sizeof(int64_t)) : nullptr;
+  if (!ids) return ct_last_error();
+  init_kernel<K><<<ctc_blocks(rows * P, dev), CTC_THREADS, 0, s>>>(x->data, x->dtype, desc, keys,
+                                                                   ids, rows, n, P);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  int64_t seg = P < SEG ? P : SEG, segments = rows * P / seg;
+  int64_t cap = (int64_t)ctc_sm_count(dev) * 16;
+  unsigned grid = (unsigned)(segments < cap ? segments : cap);
+  if (seg > 1) {
+    local_kernel<K><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, 2, seg, 1);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  for (int64_t k = 2 * SEG; k <= P; k *= 2) {
+    for (int64_t j = k / 2; j >= SEG; j /= 2) {
+      global_step_kernel<K>
+          <<<ctc_blocks(rows * P / 2, dev), CTC_THREADS, 0, s>>>(keys, ids, rows, P, k, j);
+      CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    }
+    local_kernel<K><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, k, k, SEG / 2);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  copy_ids_kernel<<<ctc_blocks(rows * n, dev), CTC_THREADS, 0, s>>>((int64_t *)indices->data, ids,
+                                                                    rows, n, P);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending) {
+  const char *op = "sort";
+  if (x->numel == 0) return CT_OK;
+  ct_status st = ctc_use_device(op, x->device);
+  if (st != CT_OK) return st;
+  if (x->dtype == CT_F32) return run_sort<uint32_t>(op, indices, x, descending);
+  return run_sort<uint64_t>(op, indices, x, descending);
+}
