@@ -51,6 +51,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* products; indexing and set ops */
+#include "ctensor/products.h"
 
 #ifdef __cplusplus
 extern "C" {

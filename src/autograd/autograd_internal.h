@@ -175,4 +175,9 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* ---- Products and advanced indexing (grad_products.c, grad_advindex.c) ---- */
+/* r = beta * input + alpha * (m1 @ m2): addmm (2-d) and baddbmm (3-d). */
+ct_tensor *ct__ag_addmm(ct_tensor *r, const ct_tensor *input, const ct_tensor *m1,
+                        const ct_tensor *m2, double beta, double alpha);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */
