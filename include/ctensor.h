@@ -52,6 +52,7 @@
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
 /* products; indexing and set ops */
+#include "ctensor/indexing.h"
 #include "ctensor/products.h"
 
 #ifdef __cplusplus

@@ -73,6 +73,10 @@ const ct_backend ct__cpu_backend = {
     .optimizer_step = ct__cpu_optimizer_step,
     .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
+    /* advanced indexing */
+    .index_linearize = ct__cpu_index_linearize,
+    .index_gather = ct__cpu_index_gather,
+    .index_put = ct__cpu_index_put,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -91,4 +91,12 @@ ct_status ct__cpu_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
+/* adv_index.c (advanced indexing) */
+ct_status ct__cpu_index_linearize(ct_tensor *lin, const ct_tensor *const *idx,
+                                  const ct_adv_index_params *p);
+ct_status ct__cpu_index_gather(ct_tensor *out, const ct_tensor *src, const ct_tensor *lin,
+                               const ct_adv_index_params *p);
+ct_status ct__cpu_index_put(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
+                            const ct_adv_index_params *p, bool accumulate);
+
 #endif /* CT_CPU_KERNELS_H */

@@ -156,6 +156,13 @@ ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const c
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
 
+/* adv_index.cu (advanced indexing); idx: p->n descriptors */
+ct_status ct__cuda_index_linearize(const ctc_t *lin, const ctc_t *idx, const ct_adv_index_params *p);
+ct_status ct__cuda_index_gather(const ctc_t *out, const ctc_t *src, const ctc_t *lin,
+                                const ct_adv_index_params *p);
+ct_status ct__cuda_index_put(const ctc_t *dst, const ctc_t *values, const ctc_t *lin,
+                             const ct_adv_index_params *p, bool accumulate);
+
 #ifdef __cplusplus
 }
 #endif

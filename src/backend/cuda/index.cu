@@ -12,6 +12,7 @@
  * written values, unspecified which (as torch on CUDA). */
 #include <cub/device/device_scan.cuh>
 
+#include "backend/cuda/atomic_add.cuh"
 #include "backend/cuda/common.cuh"
 
 /* Coordinates of linear index e over shape (row-major). */
@@ -77,20 +78,6 @@ extern "C" ct_status ct__cuda_gather(const char *op, const ctc_t *out, const ctc
 
 /* ---- scatter / scatter_add ------------------------------------------------------------------ */
 
-/* *p += v for a narrow integer (1 or 2 bytes) through the containing word. */
-__device__ __forceinline__ void atomic_add_narrow(char *p, int64_t v, int es) {
-  uintptr_t a = (uintptr_t)p;
-  unsigned int *w = (unsigned int *)(a & ~(uintptr_t)3);
-  unsigned shift = (unsigned)(a & 3) * 8, mask = (es == 1 ? 0xffu : 0xffffu) << shift;
-  unsigned old = *w, assumed;
-  do {
-    assumed = old;
-    unsigned cur = (assumed & mask) >> shift;
-    unsigned nv = ((cur + (unsigned)(uint64_t)v) << shift) & mask;
-    old = atomicCAS(w, assumed, (assumed & ~mask) | nv);
-  } while (old != assumed);
-}
-
 /* An index outside [0, size) raises a fault (fault.cu); its element is skipped. */
 __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool add, ctc_fault *fault,
                                const char *op) {
@@ -112,18 +99,7 @@ __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool
       ct_move_elem(dp, sp, es);
       continue;
     }
-    switch (self.dtype) {
-    case CT_F32: atomicAdd((float *)dp, *(const float *)sp); break;
-    case CT_F64: atomicAdd((double *)dp, *(const double *)sp); break;
-    case CT_F16: atomicAdd((__half *)dp, *(const __half *)sp); break;
-    case CT_BF16: atomicAdd((__nv_bfloat16 *)dp, *(const __nv_bfloat16 *)sp); break;
-    case CT_I32: atomicAdd((unsigned int *)dp, (unsigned int)*(const int32_t *)sp); break;
-    case CT_I64: atomicAdd((unsigned long long *)dp, (unsigned long long)*(const int64_t *)sp); break;
-    case CT_BOOL: /* or: only ever stores 1, so plain stores can't lose an update */
-      if (*(const uint8_t *)sp) *(volatile uint8_t *)dp = 1;
-      break;
-    default: atomic_add_narrow(dp, ctc_load<int64_t>(sp, self.dtype), es); break;
-    }
+    ctc_atomic_add_elem(dp, sp, self.dtype, es);
   }
 }
 
