@@ -43,6 +43,28 @@ CT_API ct_tensor *ct_index_put(const ct_tensor *x, ct_tensor *const *indices, in
 CT_API ct_tensor *ct_index_put_(ct_tensor *x, ct_tensor *const *indices, int n,
                                 const ct_tensor *values, bool accumulate);
 
+/* ---- Searching and counting ----
+ * Not differentiable (as torch). nonzero and bincount size their result from
+ * the data: on CUDA they wait for the device to read a count (as torch). */
+
+/* The coordinates of x's nonzero elements (true for bool), in row-major
+ * order: an (N, ndim) i64 tensor, as torch.nonzero. */
+CT_API ct_tensor *ct_nonzero(const ct_tensor *x);
+/* Occurrences of each value of x (1-d, integers >= 0), as torch.bincount:
+ * out[v] = number of i with x[i] == v, or the sum of weights[i] over them
+ * (weights: NULL or 1-d of x's length). Length max(max(x) + 1, minlength)
+ * (minlength for an empty x). Dtype i64 without weights, f32 for f32
+ * weights, else f64 (torch's rule). A negative value is CT_ERR_ARG. */
+CT_API ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int64_t minlength);
+/* Where values would be inserted in sorted to keep it sorted, as
+ * torch.searchsorted: i64 of values' shape; right = false: the first position
+ * i with values <= sorted[i], true: the first with values < sorted[i]. sorted
+ * (ascending; nans, if any, last) is 1-d, shared by every value, or (..., L)
+ * with the leading dims of values (..., M), one row per row. Any dtypes
+ * (searched in f64 when either is floating, else in i64). The search is
+ * torch's, comparison for comparison: a nan value gives L. */
+CT_API ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *values, bool right);
+
 #ifdef __cplusplus
 }
 #endif

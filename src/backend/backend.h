@@ -241,6 +241,14 @@ typedef struct ct_backend {
    * duplicates' values is left (the last on the CPU, unspecified on CUDA). */
   ct_status (*index_put)(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
                          const ct_adv_index_params *p, bool accumulate);
+
+  /* ---- Searching (ct_searchsorted) ---- */
+  /* out (R, M) i64 = the position of values[r][m] in the sorted row
+   * sorted[r] (R, L) (left: before equal elements, right: after them; nan
+   * sorts last). sorted and values share one dtype, f64 or i64; any strides
+   * (stride 0 along R for one shared row). */
+  ct_status (*searchsorted)(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                            bool right);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

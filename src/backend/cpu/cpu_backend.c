@@ -77,6 +77,7 @@ const ct_backend ct__cpu_backend = {
     .index_linearize = ct__cpu_index_linearize,
     .index_gather = ct__cpu_index_gather,
     .index_put = ct__cpu_index_put,
+    .searchsorted = ct__cpu_searchsorted,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -98,5 +98,8 @@ ct_status ct__cpu_index_gather(ct_tensor *out, const ct_tensor *src, const ct_te
                                const ct_adv_index_params *p);
 ct_status ct__cpu_index_put(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
                             const ct_adv_index_params *p, bool accumulate);
+/* search.c */
+ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                               bool right);
 
 #endif /* CT_CPU_KERNELS_H */

@@ -161,6 +161,11 @@ static ct_status cuda_index_put(ct_tensor *dst, const ct_tensor *values, const c
   ctc_t d = desc(dst), v = desc(values), l = desc(lin);
   return ct__cuda_index_put(&d, &v, &l, p, accumulate);
 }
+static ct_status cuda_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                                   bool right) {
+  ctc_t o = desc(out), s = desc(sorted), v = desc(values);
+  return ct__cuda_searchsorted(&o, &s, &v, right);
+}
 static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper) {
   ctc_t o = desc(out), a = desc(x);
   return ct__cuda_triangle(&o, &a, k, upper);
@@ -363,6 +368,7 @@ static const ct_backend ct__cuda_backend = {
     .index_linearize = cuda_index_linearize,
     .index_gather = cuda_index_gather,
     .index_put = cuda_index_put,
+    .searchsorted = cuda_searchsorted,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into
