@@ -1,4 +1,4 @@
-/* nonzero, bincount, searchsorted: values against references written here
+/* nonzero, bincount, searchsorted, unique: values against references written here
  * (linear scans), every layout and several dtypes, PyTorch as an oracle, and
  * errors. */
 #include "ct_test.h"
@@ -117,6 +117,83 @@ CT_TEST(searchsorted_values) {
   CHECK_CLOSE(r0, ((double[]){4}), 0, 0);
 }
 
+/* ---- unique ---- */
+
+static int cmp_nan_last(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
+  return x < y ? -1 : x > y;
+}
+static bool same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* unique of v[0, n) by sorting and scanning; returns the count. */
+static int64_t ref_unique(const double *v, int64_t n, double *u, double *inv, double *cnt) {
+  double *s = malloc(sizeof(double) * (size_t)(n + 1));
+  memcpy(s, v, sizeof(double) * (size_t)n);
+  qsort(s, (size_t)n, sizeof(double), cmp_nan_last);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (i == 0 || !same(s[i], s[i - 1])) u[k++] = s[i];
+  for (int64_t j = 0; j < k; j++) cnt[j] = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < k; j++)
+      if (same(v[i], u[j])) inv[i] = (double)j, cnt[j]++;
+  free(s);
+  return k;
+}
+
+static void check_unique(const double *vals, const int64_t *shape, int nd, ct_dtype dt,
+                         ct_test_layout lay, const char *what) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= shape[d];
+  double *v = malloc(sizeof(double) * (size_t)(n + 1)),
+         *u = malloc(sizeof(double) * (size_t)(n + 1));
+  double *inv = malloc(sizeof(double) * (size_t)(n + 1)),
+         *cnt = malloc(sizeof(double) * (size_t)(n + 1));
+  memcpy(v, vals, sizeof(double) * (size_t)n);
+  ct_test_round_to(v, n, dt);
+  int64_t k = ref_unique(v, n, u, inv, cnt);
+  ct_tensor *x = ct_test_make(v, shape, nd, dt, lay);
+  ct_tensor *ri = NULL, *rc = NULL;
+  ct_tensor *r = ct_unique(x, true, &ri, &rc);
+  WITH_CONTEXT(CHECK_SHAPE(r, k), "%s %s", what, ct_dtype_name(dt));
+  WITH_CONTEXT(CHECK_CLOSE(r, u, 0, 0), "%s %s values", what, ct_dtype_name(dt));
+  WITH_CONTEXT(ct_test_check_shape(__FILE__, __LINE__, "inverse", ri, shape, nd), "%s", what);
+  WITH_CONTEXT(CHECK_CLOSE(ri, inv, 0, 0), "%s %s inverse", what, ct_dtype_name(dt));
+  WITH_CONTEXT(CHECK_CLOSE(rc, cnt, 0, 0), "%s %s counts", what, ct_dtype_name(dt));
+  if (r) WITH_CONTEXT(CHECK(ct_dtype_of(r) == dt && ct_dtype_of(ri) == CT_I64), "%s dtypes", what);
+  ct_free(ri), ct_free(rc);
+  free(v), free(u), free(inv), free(cnt);
+}
+
+CT_TEST(unique_values) {
+  double xv[12] = {3, -1, 0, 3, NAN, -0.0, 2.5, -1, NAN, 7, 3, 0};
+  for (size_t di = 0; di < sizeof DTS / sizeof DTS[0]; di++)
+    for (int l = 0; l < CT_LAYOUT_COUNT; l++) {
+      double v[12];
+      memcpy(v, xv, sizeof v);
+      if (!ct_dtype_is_floating(DTS[di])) v[4] = 4, v[8] = 4;
+      check_unique(v, CT_SHAPE(3, 4), DTS[di], (ct_test_layout)l, "(3, 4)");
+    }
+  /* many merge passes, a size that is no power of two */
+  double *big = ct_test_random(1000, 0, 50, 3);
+  for (int i = 0; i < 1000; i++) big[i] = floor(big[i]);
+  check_unique(big, CT_SHAPE(10, 100), CT_I32, CT_LAYOUT_TRANSPOSED, "(10, 100)");
+  for (int i = 0; i < 1000; i++) big[i] = big[i] / 8 + (i % 3 == 0 ? NAN : 0);
+  check_unique(big, CT_SHAPE(1000), CT_F32, CT_LAYOUT_CONTIG, "(1000,)");
+  free(big);
+  check_unique((double[]){5}, NULL, 0, CT_F64, CT_LAYOUT_CONTIG, "0-d");
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  ct_tensor *ri = NULL, *rc = NULL;
+  ct_tensor *e = ct_unique(ct_empty(CT_SHAPE(2, 0), &o), true, &ri, &rc);
+  CHECK_SHAPE(e, 0);
+  CHECK_SHAPE(ri, 2, 0);
+  CHECK_SHAPE(rc, 0);
+  ct_free(ri), ct_free(rc);
+  CHECK_SHAPE(
+      ct_unique(ct_test_make(xv, CT_SHAPE(12), CT_F64, CT_LAYOUT_CONTIG), false, NULL, NULL), 6);
+}
+
 static const char *TORCH_SCRIPT =
     "import sys, numpy as np, torch\n"
     "d = sys.argv[1]; torch.manual_seed(0)\n"
@@ -131,7 +208,10 @@ static const char *TORCH_SCRIPT =
     "s[1, -2:] = float('nan'); v[1, 0] = float('nan')\n"
     "save('s', s); save('v', v)\n"
     "save('ssl', torch.searchsorted(s, v)); save('ssr', torch.searchsorted(s, v, right=True))\n"
-    "save('ss1', torch.searchsorted(s[0], v, right=True))\n";
+    "save('ss1', torch.searchsorted(s[0], v, right=True))\n"
+    "q = torch.randint(-4, 9, (6, 7)).float() / 2; save('q', q)\n"
+    "uq, ui, uc = torch.unique(q, return_inverse=True, return_counts=True)\n"
+    "save('uq', uq); save('ui', ui); save('uc', uc)\n";
 
 CT_TEST(set_ops_match_pytorch) {
   const char *dir = ct_test_torch_outputs("set_ops", TORCH_SCRIPT);
@@ -149,6 +229,11 @@ CT_TEST(set_ops_match_pytorch) {
   CHECK_LIKE_TORCH(dir, "searchsorted right", ct_searchsorted(s, v, true), "ssr", 0, 0);
   CHECK_LIKE_TORCH(dir, "searchsorted 1-d", ct_searchsorted(ct_select(s, 0, 0), v, true), "ss1", 0,
                    0);
+  ct_tensor *q = ct_cast(ct_test_load_output(dir, "q"), CT_F32), *ui = NULL, *uc = NULL;
+  CHECK_LIKE_TORCH(dir, "unique", ct_unique(q, true, &ui, &uc), "uq", 0, 0);
+  CHECK_LIKE_TORCH(dir, "unique inverse", ui, "ui", 0, 0);
+  CHECK_LIKE_TORCH(dir, "unique counts", uc, "uc", 0, 0);
+  ct_free(ui), ct_free(uc);
 }
 
 CT_TEST(set_ops_errors) {
@@ -170,4 +255,6 @@ CT_TEST(set_ops_errors) {
   CHECK(ct_nonzero(NULL) == NULL);
   CHECK(ct_bincount(NULL, NULL, 0) == NULL);
   CHECK(ct_searchsorted(NULL, NULL, false) == NULL);
+  ct_tensor *ri = ct_ones(CT_SHAPE(1), &o);
+  CHECK(ct_unique(NULL, true, &ri, NULL) == NULL && ri == NULL);
 }

@@ -43,7 +43,7 @@ CT_API ct_tensor *ct_index_put(const ct_tensor *x, ct_tensor *const *indices, in
 CT_API ct_tensor *ct_index_put_(ct_tensor *x, ct_tensor *const *indices, int n,
                                 const ct_tensor *values, bool accumulate);
 
-/* ---- Searching and counting ----
+/* ---- Searching, counting, distinct values ----
  * Not differentiable (as torch). nonzero and bincount size their result from
  * the data: on CUDA they wait for the device to read a count (as torch). */
 
@@ -64,6 +64,16 @@ CT_API ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int6
  * (searched in f64 when either is floating, else in i64). The search is
  * torch's, comparison for comparison: a nan value gives L. */
 CT_API ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *values, bool right);
+/* The distinct values of x (flattened), ascending, as torch.unique with
+ * dim=None: a 1-d tensor of x's dtype. inverse (NULL: not wanted) gets, for
+ * each element of x, the index of its value in the result (i64, x's shape);
+ * counts (NULL: not wanted) how often each value occurs (i64). The result is
+ * sorted whatever `sorted` says (torch allows it for sorted = false). nans
+ * are one value, after every number (as NumPy's unique, equal_nan). On CUDA
+ * the values are sorted by a merge sort (log2(n) launches) and the number of
+ * distinct values is read back (a sync). */
+CT_API ct_tensor *ct_unique(const ct_tensor *x, bool sorted, ct_tensor **inverse,
+                            ct_tensor **counts);
 
 #ifdef __cplusplus
 }

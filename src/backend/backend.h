@@ -249,6 +249,9 @@ typedef struct ct_backend {
    * (stride 0 along R for one shared row). */
   ct_status (*searchsorted)(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
                             bool right);
+  /* out = x sorted ascending, nan after every number (for ct_unique). x and
+   * out 1-d, contiguous, one dtype, f64 or i64. */
+  ct_status (*sort_flat)(ct_tensor *out, const ct_tensor *x);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

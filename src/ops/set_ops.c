@@ -141,3 +141,66 @@ ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *values, boo
   ct__release(sct), ct__release(vct), ct__release(sc), ct__release(vc);
   return ct__track(ct__finish_out(NULL, res, st));
 }
+
+/* x flattened and sorted (nan last), as f64 (floating) or i64: exact for
+ * every dtype. *key gets the unsorted flat key (new references). */
+static ct_tensor *sorted_key(const char *op, const ct_tensor *x, ct_tensor **key) {
+  const ct_backend *be = ct__backend_for(op, x);
+  if (!be) return NULL;
+  CT_NEED_SLOT(be, sort_flat, op, x);
+  ct_dtype kd = ct_dtype_is_floating(x->dtype) ? CT_F64 : CT_I64;
+  *key = ct_contiguous(ct_cast(ct_reshape(x, (int64_t[]){x->numel}, 1), kd));
+  ct_tensor *s = *key ? ct_empty((int64_t[]){x->numel}, 1,
+                                 &(ct_tensor_opts){.dtype = kd, .device = ct__device(x)})
+                      : NULL;
+  if (s && be->sort_flat(s, *key) != CT_OK) s = NULL;
+  return s;
+}
+
+/* sorted s (n >= 1): true where a run of equal values starts (nans equal). */
+static ct_tensor *run_starts(const ct_tensor *s) {
+  int64_t n = s->numel;
+  ct_tensor *a = ct_slice(s, 0, 1, n, 1), *b = ct_slice(s, 0, 0, n - 1, 1);
+  ct_tensor *ne = ct_ne(a, b);
+  if (s->dtype == CT_F64)
+    ne = ct_logical_and(ne, ct_logical_not(ct_logical_and(ct_isnan(a), ct_isnan(b))));
+  ct_tensor_opts ob = {.dtype = CT_BOOL, .device = ct__device(s)};
+  return ct_cat((ct_tensor *[]){ct_ones((int64_t[]){1}, 1, &ob), ne}, 2, 0);
+}
+
+ct_tensor *ct_unique(const ct_tensor *x, bool sorted, ct_tensor **inverse, ct_tensor **counts) {
+  static const char op[] = "unique";
+  (void)sorted; /* the result is always sorted, which torch allows for sorted = false */
+  if (inverse) *inverse = NULL;
+  if (counts) *counts = NULL;
+  if (!x) return NULL;
+  ct_device dev = ct__device(x);
+  ct_tensor_opts oi = {.dtype = CT_I64, .device = dev};
+  BEGIN_COMPOSITE();
+  ct_tensor *key = NULL, *u = NULL, *inv = NULL, *cnt = NULL;
+  if (x->numel == 0) {
+    u = ct_empty((int64_t[]){0}, 1, &(ct_tensor_opts){.dtype = x->dtype, .device = dev});
+    inv = ct_empty(x->shape, x->ndim, &oi);
+    cnt = ct_empty((int64_t[]){0}, 1, &oi);
+  } else {
+    ct_tensor *s = sorted_key(op, x, &key);
+    u = s ? ct_masked_select(s, run_starts(s)) : NULL; /* reads the count back */
+    if (u && (inverse || counts)) {
+      /* each value's position among the uniques; searched among the numbers
+       * only (searchsorted's comparisons misplace numbers beside a nan), a
+       * nan past their end, which is the place of the nan value */
+      double last = 0;
+      int64_t nu = u->numel;
+      if (u->dtype == CT_F64 && ct_item(ct_select(u, 0, nu - 1), &last) == CT_OK && isnan(last))
+        nu--;
+      inv = ct_searchsorted(ct_slice(u, 0, 0, nu, 1), key, false);
+      if (counts) cnt = ct_bincount(inv, NULL, u->numel);
+      inv = ct_reshape(inv, x->shape, x->ndim);
+    }
+    u = ct_cast(u, x->dtype);
+  }
+  bool ok = u && (!inverse || inv) && (!counts || cnt);
+  if (ok && inverse) *inverse = ct_keep(inv);
+  if (ok && counts) *counts = ct_keep(cnt);
+  return end_composite(ok ? u : NULL);
+}

@@ -78,6 +78,7 @@ const ct_backend ct__cpu_backend = {
     .index_gather = ct__cpu_index_gather,
     .index_put = ct__cpu_index_put,
     .searchsorted = ct__cpu_searchsorted,
+    .sort_flat = ct__cpu_sort_flat,
     /* No execution slots: CPU work is synchronous. */
 };
 

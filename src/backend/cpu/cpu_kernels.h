@@ -101,5 +101,6 @@ ct_status ct__cpu_index_put(ct_tensor *dst, const ct_tensor *values, const ct_te
 /* search.c */
 ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
                                bool right);
+ct_status ct__cpu_sort_flat(ct_tensor *out, const ct_tensor *x);
 
 #endif /* CT_CPU_KERNELS_H */

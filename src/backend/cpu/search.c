@@ -1,5 +1,7 @@
 /* CPU searchsorted: one binary search per value (core/search_math.h), in
  * parallel over the values. Contract: backend/backend.h. */
+#include <stdlib.h>
+
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
 #include "core/search_math.h"
@@ -34,5 +36,25 @@ ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct
   int64_t per = 1; /* ~log2(L) steps per value */
   while (L > 1) L >>= 1, per++;
   ct__parallel_for(out->numel, CT_PARALLEL_GRAIN / (per * 4) + 1, search_range, &c);
+  return CT_OK;
+}
+
+/* qsort's order: core/search_math.h's (nan last), through its rank function
+ * on one-element rows. */
+static int cmp_f64(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (int)ct_sorted_rank_f64(&y, 1, x, false)   ? 1
+         : (int)ct_sorted_rank_f64(&x, 1, y, false) ? -1
+                                                    : 0;
+}
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+ct_status ct__cpu_sort_flat(ct_tensor *out, const ct_tensor *x) {
+  size_t n = (size_t)x->numel;
+  memcpy(ct__data(out), ct__data(x), n * 8);
+  qsort(ct__data(out), n, 8, x->dtype == CT_F64 ? cmp_f64 : cmp_i64);
   return CT_OK;
 }

@@ -166,6 +166,10 @@ static ct_status cuda_searchsorted(ct_tensor *out, const ct_tensor *sorted, cons
   ctc_t o = desc(out), s = desc(sorted), v = desc(values);
   return ct__cuda_searchsorted(&o, &s, &v, right);
 }
+static ct_status cuda_sort_flat(ct_tensor *out, const ct_tensor *x) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_sort_flat(&o, &a);
+}
 static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper) {
   ctc_t o = desc(out), a = desc(x);
   return ct__cuda_triangle(&o, &a, k, upper);
@@ -369,6 +373,7 @@ static const ct_backend ct__cuda_backend = {
     .index_gather = cuda_index_gather,
     .index_put = cuda_index_put,
     .searchsorted = cuda_searchsorted,
+    .sort_flat = cuda_sort_flat,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

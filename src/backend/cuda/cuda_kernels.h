@@ -164,6 +164,7 @@ ct_status ct__cuda_index_put(const ctc_t *dst, const ctc_t *values, const ctc_t 
                              const ct_adv_index_params *p, bool accumulate);
 /* search.cu */
 ct_status ct__cuda_searchsorted(const ctc_t *out, const ctc_t *sorted, const ctc_t *values, bool right);
+ct_status ct__cuda_sort_flat(const ctc_t *out, const ctc_t *x);
 
 #ifdef __cplusplus
 }
