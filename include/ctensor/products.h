@@ -1,4 +1,4 @@
-/* ctensor/products.h: matrix products with an added term, and outer products.
+/* ctensor/products.h: matrix products with an added term, outer products, einsum.
  *
  * Names and semantics follow PyTorch (torch.addmm, torch.baddbmm,
  * torch.outer). All are differentiable; addmm and baddbmm call the same
@@ -35,6 +35,23 @@ CT_API ct_tensor *ct_baddbmm(const ct_tensor *input, const ct_tensor *b1, const 
 /* Outer product of two 1-d tensors: out[i][j] = a[i] * b[j] (dtypes promote
  * as ct_mul), as torch.outer. */
 CT_API ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b);
+
+/* Einstein summation, as torch.einsum and numpy.einsum:
+ *   ct_einsum("ij,jk->ik", (ct_tensor *[]){a, b}, 2)      matrix product
+ *   ct_einsum("bhqd,bhkd->bhqk", (ct_tensor *[]){q, k}, 2) attention scores
+ *   ct_einsum("ii", &x, 1)                                trace
+ *   ct_einsum("...ij->...ji", &x, 1)                      batched transpose
+ * Labels are letters, one per dim of its operand; "..." stands for the dims
+ * no label names (broadcast across operands as NumPy, aligned on the right);
+ * spaces are ignored. A label repeated in one term takes the diagonal; a
+ * label missing from the output is summed over. Without "->" the output is
+ * the ellipsis dims, then the labels used exactly once, in alphabetical
+ * order (upper case first). Operands (1 to 64, one device) promote as
+ * ct_matmul. The result is computed with diagonal, sum, permute, reshape and
+ * bmm, pairwise from the left, and is differentiable through them. A
+ * malformed equation is CT_ERR_ARG naming the position in it; operands that
+ * don't fit their terms are CT_ERR_SHAPE. */
+CT_API ct_tensor *ct_einsum(const char *equation, ct_tensor *const *operands, int n);
 
 #ifdef __cplusplus
 }
