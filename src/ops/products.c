@@ -112,28 +112,28 @@ static ct_tensor *addmm_impl(const char *op, const ct_tensor *input, const ct_te
   return ct__finish_out(NULL, res, st);
 }
 
-ct_tensor *ct_addmm(const ct_tensor *input, const ct_tensor *m1, const ct_tensor *m2, double beta,
-                    double alpha) {
+/* The public entry of addmm (nd 2) and baddbmm (nd 3): autocast, then the
+ * product and its recording. */
+static ct_tensor *addmm_entry(const char *op, int nd, const ct_tensor *input, const ct_tensor *m1,
+                              const ct_tensor *m2, double beta, double alpha) {
   ct__autocast_args ac;
   if (ct__autocast(&ac, CT__AUTOCAST_LOWER, input, m1, m2)) {
-    ct_tensor *r = ct_addmm(ac.t[0], ac.t[1], ac.t[2], beta, alpha);
+    ct_tensor *r = addmm_entry(op, nd, ac.t[0], ac.t[1], ac.t[2], beta, alpha);
     ct__autocast_done(&ac);
     return r;
   }
-  ct_tensor *r = addmm_impl("addmm", input, m1, m2, beta, alpha, 2);
+  ct_tensor *r = addmm_impl(op, input, m1, m2, beta, alpha, nd);
   return ct__track(ct__ag_addmm(r, input, m1, m2, beta, alpha));
+}
+
+ct_tensor *ct_addmm(const ct_tensor *input, const ct_tensor *m1, const ct_tensor *m2, double beta,
+                    double alpha) {
+  return addmm_entry("addmm", 2, input, m1, m2, beta, alpha);
 }
 
 ct_tensor *ct_baddbmm(const ct_tensor *input, const ct_tensor *b1, const ct_tensor *b2, double beta,
                       double alpha) {
-  ct__autocast_args ac;
-  if (ct__autocast(&ac, CT__AUTOCAST_LOWER, input, b1, b2)) {
-    ct_tensor *r = ct_baddbmm(ac.t[0], ac.t[1], ac.t[2], beta, alpha);
-    ct__autocast_done(&ac);
-    return r;
-  }
-  ct_tensor *r = addmm_impl("baddbmm", input, b1, b2, beta, alpha, 3);
-  return ct__track(ct__ag_addmm(r, input, b1, b2, beta, alpha));
+  return addmm_entry("baddbmm", 3, input, b1, b2, beta, alpha);
 }
 
 /* torch.outer is a broadcast product, a (n, 1) * b (m): its gradient is mul's. */

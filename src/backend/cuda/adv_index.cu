@@ -10,36 +10,23 @@
  * index_put_(accumulate=True) on CUDA without deterministic algorithms. */
 #include "backend/cuda/atomic_add.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/coords.cuh"
 
 /* The index tensors of one call, passed by value. */
 struct adv_idx_set {
   ctc_t t[CTC_MAX_DIMS];
 };
 
-/* Coordinates of row-major element e of shape t. */
-__device__ __forceinline__ void adv_coords(const ctc_t &t, int64_t e, int64_t *c) {
-  for (int d = t.ndim - 1; d >= 0; d--) {
-    int64_t q = e / t.shape[d];
-    c[d] = e - q * t.shape[d];
-    e = q;
-  }
-}
-__device__ __forceinline__ int64_t adv_dot(const ctc_t &t, const int64_t *c) {
-  int64_t o = 0;
-  for (int d = 0; d < t.ndim; d++) o += c[d] * t.strides[d];
-  return o;
-}
-
 __global__ void linearize_kernel(ctc_t lin, adv_idx_set idx, ct_adv_index_params p,
                                  ctc_fault *fault) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < lin.numel; e += stride) {
-    adv_coords(lin, e, c);
+    ctc_coords(lin, e, c);
     int64_t v = 0;
     bool ok = true;
     for (int k = 0; k < p.n && ok; k++) {
-      int64_t i = *(const int64_t *)(idx.t[k].data + adv_dot(idx.t[k], c) * 8), size = p.sizes[k];
+      int64_t i = *(const int64_t *)(idx.t[k].data + ctc_dot(idx.t[k], c) * 8), size = p.sizes[k];
       if (i < -size || i >= size) {
         ctc_fault_raise(fault, CTC_FAULT_INDEX, "index", p.dims[k], i, size);
         ok = false;
@@ -57,10 +44,10 @@ __global__ void move_kernel(ctc_t a, ctc_t b, ctc_t lin, ct_adv_index_params p, 
   int es = (int)ctc_elsize(a.dtype);
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < a.numel; e += stride) {
-    adv_coords(a, e, c);
-    int64_t off = ct_adv_index_offset(&p, *(const int64_t *)(lin.data + adv_dot(lin, c) * 8));
-    char *pa = a.data + (adv_dot(a, c) + (put ? off : 0)) * es;
-    const char *pb = b.data + (adv_dot(b, c) + (put ? 0 : off)) * es;
+    ctc_coords(a, e, c);
+    int64_t off = ct_adv_index_offset(&p, *(const int64_t *)(lin.data + ctc_dot(lin, c) * 8));
+    char *pa = a.data + (ctc_dot(a, c) + (put ? off : 0)) * es;
+    const char *pb = b.data + (ctc_dot(b, c) + (put ? 0 : off)) * es;
     if (put && accumulate)
       ctc_atomic_add_elem(pa, pb, a.dtype, es);
     else
