@@ -17,6 +17,9 @@
  *   ctensor/module_containers.h  Identity, ModuleList, weight tying
  *   ctensor/sort_scan.h  cumsum/cumprod, flip, roll, stepped slicing, sort, topk,
  *                     kthvalue, repeat, repeat_interleave, pad
+ *   ctensor/indexing.h  advanced indexing, index_put_, nonzero, bincount,
+ *                     searchsorted, unique
+ *   ctensor/products.h  addmm, baddbmm, outer, einsum
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
  *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
@@ -68,6 +71,9 @@
 #include "ctensor/pool_layers.h"
 /* sort-scan family */
 #include "ctensor/sort_scan.h"
+/* products; indexing and set ops */
+#include "ctensor/indexing.h"
+#include "ctensor/products.h"
 
 #ifdef __cplusplus
 extern "C" {

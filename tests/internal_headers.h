@@ -14,6 +14,7 @@
 #include "core/optim_math.h"
 #include "core/philox.h"
 #include "core/reduce_plan.h"
+#include "core/search_math.h"
 #include "core/unary_math.h"
 #include "ops/op_table.h"
 /* sort-scan family */

@@ -208,5 +208,16 @@ ct_tensor *ct__ag_gather_remap(ct_tensor *r, const ct_tensor *x, const ct_tensor
 /* r = x padded with a constant, pads[2 d] elements before x along dim d:
  * the gradient is g's window over x. */
 ct_tensor *ct__ag_pad_constant(ct_tensor *r, const ct_tensor *x, const int64_t *before);
+/* ---- Products and advanced indexing (grad_products.c, grad_advindex.c) ---- */
+/* r = beta * input + alpha * (m1 @ m2): addmm (2-d) and baddbmm (3-d). */
+ct_tensor *ct__ag_addmm(ct_tensor *r, const ct_tensor *input, const ct_tensor *m1,
+                        const ct_tensor *m2, double beta, double alpha);
+/* r = x[indices] and r = x.index_put(indices, values, accumulate), planned as
+ * g with the index points lin (ops/adv_index.h). */
+struct ct_adv_geom;
+ct_tensor *ct__ag_index(ct_tensor *r, const ct_tensor *x, const struct ct_adv_geom *g,
+                        const ct_tensor *lin);
+ct_tensor *ct__ag_index_put(ct_tensor *r, const ct_tensor *x, const ct_tensor *values,
+                            const struct ct_adv_geom *g, const ct_tensor *lin, bool accumulate);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -267,6 +267,35 @@ typedef struct ct_backend {
    * argsort above (largest: descending), without sorting whole rows. x as
    * for argsort; indices (rows..., k) contiguous i64; 1 <= k. */
   ct_status (*topk)(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest);
+  /* ---- Advanced indexing (ct_index, ct_index_put_; params.h) ---- */
+  /* lin (contiguous i64, the broadcast shape of the indices) = the mixed-radix
+   * index point of idx[0..p->n) (i64, expanded to lin's shape): each value
+   * wrapped from [-size, size), else CT_ERR_ARG naming it, its dim and size
+   * (on CUDA at the next synchronization, nothing written for that point). */
+  ct_status (*index_linearize)(ct_tensor *lin, const ct_tensor *const *idx,
+                               const ct_adv_index_params *p);
+  /* out[e] = src[e + offset(lin[e])]: src is the indexed tensor seen with
+   * out's shape (stride 0 along the index dims), lin expanded to out's shape,
+   * p->strides src's strides along p->dims. Same dtype. */
+  ct_status (*index_gather)(ct_tensor *out, const ct_tensor *src, const ct_tensor *lin,
+                            const ct_adv_index_params *p);
+  /* dst[e + offset(lin[e])] = values[e] (accumulate: +=), dst, values and lin
+   * seen with one shape as index_gather's. Accumulate adds every duplicate (in
+   * row-major order on the CPU; atomics on CUDA); without it, one of the
+   * duplicates' values is left (the last on the CPU, unspecified on CUDA). */
+  ct_status (*index_put)(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
+                         const ct_adv_index_params *p, bool accumulate);
+
+  /* ---- Searching (ct_searchsorted) ---- */
+  /* out (R, M) i64 = the position of values[r][m] in the sorted row
+   * sorted[r] (R, L) (left: before equal elements, right: after them; nan
+   * sorts last). sorted and values share one dtype, f64 or i64; any strides
+   * (stride 0 along R for one shared row). */
+  ct_status (*searchsorted)(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                            bool right);
+  /* out = x sorted ascending, nan after every number (for ct_unique). x and
+   * out 1-d, contiguous, one dtype, f64 or i64. */
+  ct_status (*sort_flat)(ct_tensor *out, const ct_tensor *x);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

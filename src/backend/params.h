@@ -11,6 +11,7 @@
 
 #include "core/host_device.h"
 #include "core/optim_math.h" /* ct_optim_params */
+#include "ctensor/tensor.h"   /* CT_MAX_DIMS */
 
 /* Parameters of the random fills. The stream layout (which Philox block and
  * word feeds element i, and the exact transforms) is defined once in
@@ -138,6 +139,28 @@ CT_HOST_DEVICE int64_t ct_remap_source(const ct_remap_params *p, int d, int64_t 
     default:
       return c;
   }
+}
+
+/* ---- Advanced indexing (ct_index, ct_index_put_) ----
+ * n index tensors address dims dims[0..n) of a tensor (sizes sizes[k]). One
+ * index point is kept as one i64, the mixed-radix number
+ *   lin = sum_k idx_k * radix[k],  radix[n-1] = 1, radix[k] = radix[k+1] * sizes[k+1]
+ * (each idx_k wrapped from [-size, size) to [0, size) and checked when lin is
+ * made), so one lin addresses any tensor of that shape, whatever its strides:
+ * the gradient of x[idx] is scattered into a fresh tensor with lin from x. */
+typedef struct ct_adv_index_params {
+  int n;
+  int dims[CT_MAX_DIMS];        /* for messages */
+  int64_t sizes[CT_MAX_DIMS];
+  int64_t radix[CT_MAX_DIMS];
+  int64_t strides[CT_MAX_DIMS]; /* of the tensor read or written (set per call) */
+} ct_adv_index_params;
+
+/* The element offset (relative to the indexed view) of index point lin. */
+CT_HOST_DEVICE int64_t ct_adv_index_offset(const ct_adv_index_params *p, int64_t lin) {
+  int64_t off = 0;
+  for (int k = 0; k < p->n; k++) off += (lin / p->radix[k] % p->sizes[k]) * p->strides[k];
+  return off;
 }
 
 #endif /* CT_BACKEND_PARAMS_H */

@@ -84,6 +84,12 @@ const ct_backend ct__cpu_backend = {
     .remap = ct__cpu_remap,
     .argsort = ct__cpu_argsort,
     .topk = ct__cpu_topk,
+    /* advanced indexing */
+    .index_linearize = ct__cpu_index_linearize,
+    .index_gather = ct__cpu_index_gather,
+    .index_put = ct__cpu_index_put,
+    .searchsorted = ct__cpu_searchsorted,
+    .sort_flat = ct__cpu_sort_flat,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -108,5 +108,16 @@ ct_status ct__cpu_cumulative(bool prod, bool reverse, ct_tensor *out, const ct_t
 ct_status ct__cpu_remap(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
 ct_status ct__cpu_argsort(ct_tensor *indices, const ct_tensor *x, bool descending); /* sort.c */
 ct_status ct__cpu_topk(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest); /* topk.c */
+/* adv_index.c (advanced indexing) */
+ct_status ct__cpu_index_linearize(ct_tensor *lin, const ct_tensor *const *idx,
+                                  const ct_adv_index_params *p);
+ct_status ct__cpu_index_gather(ct_tensor *out, const ct_tensor *src, const ct_tensor *lin,
+                               const ct_adv_index_params *p);
+ct_status ct__cpu_index_put(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
+                            const ct_adv_index_params *p, bool accumulate);
+/* search.c */
+ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                               bool right);
+ct_status ct__cpu_sort_flat(ct_tensor *out, const ct_tensor *x);
 
 #endif /* CT_CPU_KERNELS_H */

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
+#include "backend/cpu/elem_add.h"
 #include "core/convert.h"
 
 /* ---- Helpers ---------------------------------------------------------------- */
@@ -167,9 +168,6 @@ typedef struct scatter_ctx {
   bool add;
 } scatter_ctx;
 
-#define ADD_INTO(T, dst, src) *(T *)(dst) = (T)((uint64_t) * (T *)(dst) + (uint64_t) * (const T *)(src))
-#define ADD_FLOAT(T, dst, src) *(T *)(dst) += *(const T *)(src)
-
 static void scatter_row(char **d, const int64_t *s, int64_t n, void *vctx) {
   const scatter_ctx *c = vctx;
   size_t es = ct__elsize(c->dtype);
@@ -177,29 +175,12 @@ static void scatter_row(char **d, const int64_t *s, int64_t n, void *vctx) {
     int64_t v = *(const int64_t *)(d[1] + i * s[1]);
     char *dst = d[0] + i * s[0] + v * c->dim_stride;
     const char *src = d[2] + i * s[2];
-    if (!c->add) {
+    if (c->add)
+      ct__cpu_add_elem(dst, src, c->dtype);
+    else
       ct_move_elem(dst, src, (int)es);
-      continue;
-    }
-    switch (c->dtype) {
-    case CT_F32: ADD_FLOAT(float, dst, src); break;
-    case CT_F64: ADD_FLOAT(double, dst, src); break;
-    case CT_F16:
-    case CT_BF16:
-      ct__half_store(dst, c->dtype, ct__half_load(dst, c->dtype) + ct__half_load(src, c->dtype));
-      break;
-    case CT_I8: ADD_INTO(int8_t, dst, src); break;
-    case CT_U8: ADD_INTO(uint8_t, dst, src); break;
-    case CT_I16: ADD_INTO(int16_t, dst, src); break;
-    case CT_I32: ADD_INTO(int32_t, dst, src); break;
-    case CT_I64: ADD_INTO(int64_t, dst, src); break;
-    case CT_BOOL: *(bool *)dst = *(bool *)dst || *(const bool *)src; break;
-    default: break;
-    }
   }
 }
-#undef ADD_INTO
-#undef ADD_FLOAT
 
 ct_status ct__cpu_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
                           bool add) {

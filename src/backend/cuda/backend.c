@@ -144,6 +144,32 @@ static ct_status cuda_count_nonzero(const ct_tensor *mask, int64_t *count) {
   ctc_t m = desc(mask);
   return ct__cuda_count_nonzero(&m, count);
 }
+/* advanced indexing: adv_index.cu */
+static ct_status cuda_index_linearize(ct_tensor *lin, const ct_tensor *const *idx,
+                                      const ct_adv_index_params *p) {
+  ctc_t l = desc(lin), ix[CTC_MAX_DIMS];
+  for (int k = 0; k < p->n; k++) ix[k] = desc(idx[k]);
+  return ct__cuda_index_linearize(&l, ix, p);
+}
+static ct_status cuda_index_gather(ct_tensor *out, const ct_tensor *src, const ct_tensor *lin,
+                                   const ct_adv_index_params *p) {
+  ctc_t o = desc(out), s = desc(src), l = desc(lin);
+  return ct__cuda_index_gather(&o, &s, &l, p);
+}
+static ct_status cuda_index_put(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
+                                const ct_adv_index_params *p, bool accumulate) {
+  ctc_t d = desc(dst), v = desc(values), l = desc(lin);
+  return ct__cuda_index_put(&d, &v, &l, p, accumulate);
+}
+static ct_status cuda_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
+                                   bool right) {
+  ctc_t o = desc(out), s = desc(sorted), v = desc(values);
+  return ct__cuda_searchsorted(&o, &s, &v, right);
+}
+static ct_status cuda_sort_flat(ct_tensor *out, const ct_tensor *x) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_sort_flat(&o, &a);
+}
 static ct_status cuda_triangle(ct_tensor *out, const ct_tensor *x, int64_t k, bool upper) {
   ctc_t o = desc(out), a = desc(x);
   return ct__cuda_triangle(&o, &a, k, upper);
@@ -392,6 +418,12 @@ static const ct_backend ct__cuda_backend = {
     /* adaptive pooling: pool.cu */
     .adaptive_pool2d = cuda_adaptive_pool2d,
     .adaptive_pool2d_backward = cuda_adaptive_pool2d_backward,
+    /* advanced indexing: adv_index.cu */
+    .index_linearize = cuda_index_linearize,
+    .index_gather = cuda_index_gather,
+    .index_put = cuda_index_put,
+    .searchsorted = cuda_searchsorted,
+    .sort_flat = cuda_sort_flat,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

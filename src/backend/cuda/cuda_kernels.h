@@ -171,6 +171,16 @@ ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const c
 ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p);
 ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending); /* sort.cu */
 
+/* adv_index.cu (advanced indexing); idx: p->n descriptors */
+ct_status ct__cuda_index_linearize(const ctc_t *lin, const ctc_t *idx, const ct_adv_index_params *p);
+ct_status ct__cuda_index_gather(const ctc_t *out, const ctc_t *src, const ctc_t *lin,
+                                const ct_adv_index_params *p);
+ct_status ct__cuda_index_put(const ctc_t *dst, const ctc_t *values, const ctc_t *lin,
+                             const ct_adv_index_params *p, bool accumulate);
+/* search.cu */
+ct_status ct__cuda_searchsorted(const ctc_t *out, const ctc_t *sorted, const ctc_t *values, bool right);
+ct_status ct__cuda_sort_flat(const ctc_t *out, const ctc_t *x);
+
 #ifdef __cplusplus
 }
 #endif

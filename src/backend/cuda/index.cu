@@ -12,21 +12,9 @@
  * written values, unspecified which (as torch on CUDA). */
 #include <cub/device/device_scan.cuh>
 
+#include "backend/cuda/atomic_add.cuh"
 #include "backend/cuda/common.cuh"
-
-/* Coordinates of linear index e over shape (row-major). */
-__device__ __forceinline__ void coords(const ctc_t &t, int64_t e, int64_t *c) {
-  for (int d = t.ndim - 1; d >= 0; d--) {
-    int64_t q = e / t.shape[d];
-    c[d] = e - q * t.shape[d];
-    e = q;
-  }
-}
-__device__ __forceinline__ int64_t dot(const ctc_t &t, const int64_t *c) {
-  int64_t o = 0;
-  for (int d = 0; d < t.ndim; d++) o += c[d] * t.strides[d];
-  return o;
-}
+#include "backend/cuda/coords.cuh"
 
 /* ---- index_select, gather: out[e] = x[coords of e with dim replaced] -------------------- */
 
@@ -39,9 +27,9 @@ __global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gat
   int64_t size = x.shape[dim];
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < out.numel; e += stride) {
-    coords(out, e, c);
-    int64_t oo = dot(out, c);
-    int64_t v = gather ? *(const int64_t *)(index.data + dot(index, c) * 8)
+    ctc_coords(out, e, c);
+    int64_t oo = ctc_dot(out, c);
+    int64_t v = gather ? *(const int64_t *)(index.data + ctc_dot(index, c) * 8)
                        : *(const int64_t *)(index.data + c[dim] * index.strides[0] * 8);
     if (v < 0 || v >= size) {
       ctc_fault_raise(fault, CTC_FAULT_INDEX, op, dim, v, size);
@@ -50,7 +38,7 @@ __global__ void select_kernel(ctc_t out, ctc_t x, ctc_t index, int dim, bool gat
       continue;
     }
     c[dim] = v;
-    ct_move_elem(out.data + oo * es, x.data + dot(x, c) * es, es);
+    ct_move_elem(out.data + oo * es, x.data + ctc_dot(x, c) * es, es);
   }
 }
 
@@ -77,20 +65,6 @@ extern "C" ct_status ct__cuda_gather(const char *op, const ctc_t *out, const ctc
 
 /* ---- scatter / scatter_add ------------------------------------------------------------------ */
 
-/* *p += v for a narrow integer (1 or 2 bytes) through the containing word. */
-__device__ __forceinline__ void atomic_add_narrow(char *p, int64_t v, int es) {
-  uintptr_t a = (uintptr_t)p;
-  unsigned int *w = (unsigned int *)(a & ~(uintptr_t)3);
-  unsigned shift = (unsigned)(a & 3) * 8, mask = (es == 1 ? 0xffu : 0xffffu) << shift;
-  unsigned old = *w, assumed;
-  do {
-    assumed = old;
-    unsigned cur = (assumed & mask) >> shift;
-    unsigned nv = ((cur + (unsigned)(uint64_t)v) << shift) & mask;
-    old = atomicCAS(w, assumed, (assumed & ~mask) | nv);
-  } while (old != assumed);
-}
-
 /* An index outside [0, size) raises a fault (fault.cu); its element is skipped. */
 __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool add, ctc_fault *fault,
                                const char *op) {
@@ -99,31 +73,20 @@ __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool
   int64_t size = self.shape[dim];
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < index.numel; e += stride) {
-    coords(index, e, c);
-    const char *sp = src.data + dot(src, c) * es;
-    int64_t v = *(const int64_t *)(index.data + dot(index, c) * 8);
+    ctc_coords(index, e, c);
+    const char *sp = src.data + ctc_dot(src, c) * es;
+    int64_t v = *(const int64_t *)(index.data + ctc_dot(index, c) * 8);
     if (v < 0 || v >= size) {
       ctc_fault_raise(fault, CTC_FAULT_INDEX, op, dim, v, size);
       continue;
     }
     c[dim] = v;
-    char *dp = self.data + dot(self, c) * es;
+    char *dp = self.data + ctc_dot(self, c) * es;
     if (!add) {
       ct_move_elem(dp, sp, es);
       continue;
     }
-    switch (self.dtype) {
-    case CT_F32: atomicAdd((float *)dp, *(const float *)sp); break;
-    case CT_F64: atomicAdd((double *)dp, *(const double *)sp); break;
-    case CT_F16: atomicAdd((__half *)dp, *(const __half *)sp); break;
-    case CT_BF16: atomicAdd((__nv_bfloat16 *)dp, *(const __nv_bfloat16 *)sp); break;
-    case CT_I32: atomicAdd((unsigned int *)dp, (unsigned int)*(const int32_t *)sp); break;
-    case CT_I64: atomicAdd((unsigned long long *)dp, (unsigned long long)*(const int64_t *)sp); break;
-    case CT_BOOL: /* or: only ever stores 1, so plain stores can't lose an update */
-      if (*(const uint8_t *)sp) *(volatile uint8_t *)dp = 1;
-      break;
-    default: atomic_add_narrow(dp, ctc_load<int64_t>(sp, self.dtype), es); break;
-    }
+    ctc_atomic_add_elem(dp, sp, self.dtype, es);
   }
 }
 
@@ -149,8 +112,8 @@ __global__ void flags_kernel(ctc_t mask, int64_t *flags) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < mask.numel; e += stride) {
-    coords(mask, e, c);
-    flags[e] = *(const uint8_t *)(mask.data + dot(mask, c)) != 0;
+    ctc_coords(mask, e, c);
+    flags[e] = *(const uint8_t *)(mask.data + ctc_dot(mask, c)) != 0;
   }
 }
 
@@ -161,8 +124,8 @@ __global__ void compact_kernel(ctc_t out, ctc_t x, const int64_t *flags, const i
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < x.numel; e += stride) {
     if (!flags[e] || pos[e] >= out.numel) continue;
-    coords(x, e, c);
-    ct_move_elem(out.data + pos[e] * out.strides[0] * es, x.data + dot(x, c) * es, es);
+    ctc_coords(x, e, c);
+    ct_move_elem(out.data + pos[e] * out.strides[0] * es, x.data + ctc_dot(x, c) * es, es);
   }
 }
 
@@ -217,8 +180,8 @@ __global__ void count_kernel(ctc_t mask, unsigned long long *total) {
   int64_t c[CTC_MAX_DIMS];
   unsigned long long k = 0;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < mask.numel; e += stride) {
-    coords(mask, e, c);
-    k += *(const uint8_t *)(mask.data + dot(mask, c)) != 0;
+    ctc_coords(mask, e, c);
+    k += *(const uint8_t *)(mask.data + ctc_dot(mask, c)) != 0;
   }
   struct add_op {
     __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a + b; }
@@ -256,12 +219,12 @@ __global__ void triangle_kernel(ctc_t out, ctc_t x, int64_t k, bool upper) {
   int es = (int)ctc_elsize(out.dtype), nd = out.ndim;
   int64_t c[CTC_MAX_DIMS];
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < out.numel; e += stride) {
-    coords(out, e, c);
+    ctc_coords(out, e, c);
     int64_t i = c[nd - 2], j = c[nd - 1];
     bool keep = upper ? j - i >= k : j - i <= k;
-    char *o = out.data + dot(out, c) * es;
+    char *o = out.data + ctc_dot(out, c) * es;
     if (keep)
-      ct_move_elem(o, x.data + dot(x, c) * es, es);
+      ct_move_elem(o, x.data + ctc_dot(x, c) * es, es);
     else {
       const uint64_t zero = 0;
       ct_move_elem(o, (const char *)&zero, es);
