@@ -51,6 +51,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* attention */
+#include "ctensor/attention.h"
 
 #ifdef __cplusplus
 extern "C" {

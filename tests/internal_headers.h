@@ -16,6 +16,7 @@
 #include "core/reduce_plan.h"
 #include "core/unary_math.h"
 #include "ops/op_table.h"
+#include "core/sdpa_math.h" /* attention */
 
 #include <stdio.h>
 

@@ -175,4 +175,11 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* ---- attention (grad_attention.c) ---- */
+/* r (bshape..., L, Ev): the attention of inputs {q, k, v}; saved: the
+ * kernel's operands {q (BH, L, E), k, v, out (BH, L, Ev), lse (BH, L),
+ * mask or NULL}; p: the forward's parameters (the dropout key included). */
+ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
+                       const ct_tensor *const saved[6], const ct_sdpa_params *p);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -74,6 +74,9 @@ const ct_backend ct__cpu_backend = {
     .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
     /* No execution slots: CPU work is synchronous. */
+    /* attention: attention.c */
+    .sdpa = ct__cpu_sdpa,
+    .sdpa_backward = ct__cpu_sdpa_backward,
 };
 
 /* The BLAS the CPU backend loads on first use (blas.c), loaded now. */

@@ -91,4 +91,12 @@ ct_status ct__cpu_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
+/* attention.c (attention) */
+ct_status ct__cpu_sdpa(ct_tensor *out, ct_tensor *lse, const ct_tensor *q, const ct_tensor *k,
+                       const ct_tensor *v, const ct_tensor *mask, const ct_sdpa_params *p);
+ct_status ct__cpu_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_tensor *grad_v,
+                                const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
+                                const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
+                                const ct_tensor *mask, const ct_sdpa_params *p);
+
 #endif /* CT_CPU_KERNELS_H */

@@ -156,6 +156,13 @@ ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const c
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
 
+/* attention.cu (attention) */
+ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc_t *q, const ctc_t *k,
+                        const ctc_t *v, const ctc_t *mask, const ct_sdpa_params *p);
+ct_status ct__cuda_sdpa_backward(const ctc_t *gq, const ctc_t *gk, const ctc_t *gv, const ctc_t *g,
+                                 const ctc_t *q, const ctc_t *k, const ctc_t *v, const ctc_t *out,
+                                 const ctc_t *lse, const ctc_t *mask, const ct_sdpa_params *p);
+
 #ifdef __cplusplus
 }
 #endif
