@@ -53,6 +53,7 @@
 #include "ctensor/tensor.h"
 /* attention */
 #include "ctensor/attention.h"
+#include "ctensor/transformer.h"
 
 #ifdef __cplusplus
 extern "C" {
