@@ -111,9 +111,10 @@ CT_TEST(sdpa_matches_reference_all_dtypes_and_masks) {
 /* Several tiles of rows and keys, ragged ends, a given scale. */
 CT_TEST(sdpa_spans_tiles) {
   for (int mk = 0; mk < 4; mk++) {
-    check_case(CT_F32, 1, 2, 130, 71, 32, 20, (mask_kind)mk, CT_LAYOUT_OFFSET, 0.3,
+    /* the CPU's tiles are 128 rows x 256 keys, CUDA's 32 x up to 32 */
+    check_case(CT_F32, 1, 2, 300, 530, 32, 20, (mask_kind)mk, CT_LAYOUT_OFFSET, 0.3,
                30 + (unsigned)mk);
-    check_case(CT_F64, 1, 1, 67, 200, 5, 3, (mask_kind)mk, CT_LAYOUT_CONTIG, 0.0,
+    check_case(CT_F64, 1, 1, 67, 600, 5, 3, (mask_kind)mk, CT_LAYOUT_CONTIG, 0.0,
                40 + (unsigned)mk);
   }
   check_case(CT_F32, 1, 1, 1, 1, 1, 1, MASK_NONE, CT_LAYOUT_CONTIG, 0.0, 50);
@@ -206,11 +207,13 @@ CT_TEST(sdpa_gradients_finite_differences) {
                       ct_gradcheck_input(CT_SHAPE(2, 1, 4, 3), -1, 1, 111),
                       ct_gradcheck_input(CT_SHAPE(4, 2), -1, 1, 112)};
   CHECK_GRADIENTS("sdpa broadcast", sdpa_fn, &cases[1], in, 3);
-  /* several tiles with a causal mask (fewer points: the differences cost) */
-  ct_tensor *big[3] = {ct_gradcheck_input(CT_SHAPE(1, 70, 2), -1, 1, 120),
-                       ct_gradcheck_input(CT_SHAPE(1, 67, 2), -1, 1, 121),
-                       ct_gradcheck_input(CT_SHAPE(1, 67, 1), -1, 1, 122)};
-  CHECK_GRADIENTS("sdpa tiles", sdpa_fn, &cases[1], big, 3);
+  /* several tiles (the CPU's are 128 x 256), causal or not; one feature per
+   * row keeps the finite differences affordable */
+  ct_tensor *big[3] = {ct_gradcheck_input(CT_SHAPE(1, 300, 1), -1, 1, 120),
+                       ct_gradcheck_input(CT_SHAPE(1, 270, 1), -1, 1, 121),
+                       ct_gradcheck_input(CT_SHAPE(1, 270, 1), -1, 1, 122)};
+  CHECK_GRADIENTS("sdpa tiles", sdpa_fn, &cases[0], big, 3);
+  CHECK_GRADIENTS("sdpa tiles causal", sdpa_fn, &cases[1], big, 3);
   free(fv);
   ct_generator_free(g);
 }

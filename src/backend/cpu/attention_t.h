@@ -125,9 +125,10 @@ static void CT_CAT(sdpa_bwd_tile_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t i
   }
 }
 
-/* grad_k and grad_v of keys [j0, j0 + nc) of b: sums over every query tile. */
+/* grad_k and grad_v of keys [j0, j0 + nc) of b: sums over every query tile.
+ * with_dq: also adds these keys' part of grad_q (the caller owns all of b). */
 static void CT_CAT(sdpa_dkdv_tile_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t j0, int64_t nc,
-                                          CT_T *pw, CT_T *pd, CT_T *ds, CT_T *f) {
+                                          CT_T *pw, CT_T *pd, CT_T *ds, CT_T *f, bool with_dq) {
   const ct_sdpa_params *p = c->p;
   const bool f64 = CT_DT == CT_F64;
   CT_T *gk = (CT_T *)c->gk + (b * p->S + j0) * p->E;
@@ -143,6 +144,11 @@ static void CT_CAT(sdpa_dkdv_tile_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t 
     const CT_T *q = (const CT_T *)c->q + (b * p->L + i0) * p->E;
     ct__gemm(f64, true, false, nc, p->Ev, nr, pd, nc, g, p->Ev, 1.0, gv, p->Ev); /* Pd^T dO */
     ct__gemm(f64, true, false, nc, p->E, nr, ds, nc, q, p->E, 1.0, gk, p->E);    /* dS^T Q */
+    if (with_dq) {
+      const CT_T *k = (const CT_T *)c->k + (b * p->S + j0) * p->E;
+      CT_T *gq = (CT_T *)c->gq + (b * p->L + i0) * p->E;
+      ct__gemm(f64, false, false, nr, p->E, nc, ds, nc, k, p->E, 1.0, gq, p->E); /* dS K */
+    }
   }
 }
 
