@@ -20,6 +20,8 @@
  *   ctensor/indexing.h  advanced indexing, index_put_, nonzero, bincount,
  *                     searchsorted, unique
  *   ctensor/products.h  addmm, baddbmm, outer, einsum
+ *   ctensor/attention.h  fused scaled dot-product attention, MultiheadAttention,
+ *                     TransformerEncoderLayer
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
  *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
@@ -74,6 +76,9 @@
 /* products; indexing and set ops */
 #include "ctensor/indexing.h"
 #include "ctensor/products.h"
+/* attention */
+#include "ctensor/attention.h"
+#include "ctensor/transformer.h"
 
 #ifdef __cplusplus
 extern "C" {

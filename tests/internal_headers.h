@@ -19,6 +19,7 @@
 #include "ops/op_table.h"
 /* sort-scan family */
 #include "core/scan_math.h"
+#include "core/sdpa_math.h" /* attention */
 
 #include <stdio.h>
 

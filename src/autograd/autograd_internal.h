@@ -219,5 +219,11 @@ ct_tensor *ct__ag_index(ct_tensor *r, const ct_tensor *x, const struct ct_adv_ge
                         const ct_tensor *lin);
 ct_tensor *ct__ag_index_put(ct_tensor *r, const ct_tensor *x, const ct_tensor *values,
                             const struct ct_adv_geom *g, const ct_tensor *lin, bool accumulate);
+/* ---- attention (grad_attention.c) ---- */
+/* r (bshape..., L, Ev): the attention of inputs {q, k, v}; saved: the
+ * kernel's operands {q (BH, L, E), k, v, out (BH, L, Ev), lse (BH, L),
+ * mask or NULL}; p: the forward's parameters (the dropout key included). */
+ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
+                       const ct_tensor *const saved[6], const ct_sdpa_params *p);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -296,6 +296,21 @@ typedef struct ct_backend {
   /* out = x sorted ascending, nan after every number (for ct_unique). x and
    * out 1-d, contiguous, one dtype, f64 or i64. */
   ct_status (*sort_flat)(ct_tensor *out, const ct_tensor *x);
+  /* ---- attention (optional) ---- */
+  /* Fused scaled dot-product attention (params.h, core/sdpa_math.h):
+   * q (BH, L, E), k (BH, S, E), v (BH, S, Ev), out (BH, L, Ev) contiguous, one
+   * floating dtype; mask (may be NULL) contiguous of that dtype, addressed by
+   * the params; lse (BH, L) gets each row's logsumexp of the (masked) scaled
+   * scores, f64 for f64 q, else f32 (-inf for a row with every key masked,
+   * whose output is nan). S >= 1. */
+  ct_status (*sdpa)(ct_tensor *out, ct_tensor *lse, const ct_tensor *q, const ct_tensor *k,
+                    const ct_tensor *v, const ct_tensor *mask, const ct_sdpa_params *p);
+  /* Its gradients from grad_out (BH, L, Ev) contiguous and the forward's out
+   * and lse; grad_q, grad_k, grad_v (contiguous, q's dtype) all written. */
+  ct_status (*sdpa_backward)(ct_tensor *grad_q, ct_tensor *grad_k, ct_tensor *grad_v,
+                             const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
+                             const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
+                             const ct_tensor *mask, const ct_sdpa_params *p);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -163,4 +163,21 @@ CT_HOST_DEVICE int64_t ct_adv_index_offset(const ct_adv_index_params *p, int64_t
   return off;
 }
 
+/* ---- attention ---- */
+/* Scaled dot-product attention over BH independent problems: queries
+ * (L, E), keys (S, E), values (S, Ev) -> (L, Ev) (core/sdpa_math.h). The
+ * op layer fills every field. */
+typedef struct ct_sdpa_params {
+  int64_t BH, L, S, E, Ev;
+  double scale;          /* scores = scale * q . k (+ mask) */
+  bool causal;           /* key j > query i masked out (torch's top-left triangle) */
+  double dropout_p;      /* 0: no dropout */
+  uint64_t dropout_seed; /* Philox key of the dropout mask (ct_sdpa_keep) */
+  /* The additive mask (contiguous, the dtype of the compute), when given:
+   * element (b, i, j), b < BH, at
+   *   (b / mask_inner) * mask_sb0 + (b % mask_inner) * mask_sb1 + i * mask_sl + j * mask_ss
+   * (batch dims of the broadcast mask merged into at most two groups). */
+  int64_t mask_inner, mask_sb0, mask_sb1, mask_sl, mask_ss;
+} ct_sdpa_params;
+
 #endif /* CT_BACKEND_PARAMS_H */

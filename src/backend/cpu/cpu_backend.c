@@ -91,6 +91,9 @@ const ct_backend ct__cpu_backend = {
     .searchsorted = ct__cpu_searchsorted,
     .sort_flat = ct__cpu_sort_flat,
     /* No execution slots: CPU work is synchronous. */
+    /* attention: attention.c */
+    .sdpa = ct__cpu_sdpa,
+    .sdpa_backward = ct__cpu_sdpa_backward,
 };
 
 /* The BLAS the CPU backend loads on first use (blas.c), loaded now. */

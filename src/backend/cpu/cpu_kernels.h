@@ -119,5 +119,12 @@ ct_status ct__cpu_index_put(ct_tensor *dst, const ct_tensor *values, const ct_te
 ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,
                                bool right);
 ct_status ct__cpu_sort_flat(ct_tensor *out, const ct_tensor *x);
+/* attention.c (attention) */
+ct_status ct__cpu_sdpa(ct_tensor *out, ct_tensor *lse, const ct_tensor *q, const ct_tensor *k,
+                       const ct_tensor *v, const ct_tensor *mask, const ct_sdpa_params *p);
+ct_status ct__cpu_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_tensor *grad_v,
+                                const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
+                                const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
+                                const ct_tensor *mask, const ct_sdpa_params *p);
 
 #endif /* CT_CPU_KERNELS_H */

@@ -278,6 +278,22 @@ static ct_status cuda_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, c
   return ct__cuda_adaptive_pool2d_backward(is_max, &gx, &g, opt(indices, &i));
 }
 
+/* ---- attention: attention.cu ------------------------------------------------------- */
+
+static ct_status cuda_sdpa(ct_tensor *out, ct_tensor *lse, const ct_tensor *q, const ct_tensor *k,
+                           const ct_tensor *v, const ct_tensor *mask, const ct_sdpa_params *p) {
+  ctc_t o = desc(out), l = desc(lse), a = desc(q), b = desc(k), c = desc(v), m;
+  return ct__cuda_sdpa(&o, &l, &a, &b, &c, opt(mask, &m), p);
+}
+static ct_status cuda_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_tensor *grad_v,
+                                    const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
+                                    const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
+                                    const ct_tensor *mask, const ct_sdpa_params *p) {
+  ctc_t gq = desc(grad_q), gk = desc(grad_k), gv = desc(grad_v), g = desc(grad_out), a = desc(q),
+        b = desc(k), c = desc(v), o = desc(out), l = desc(lse), m;
+  return ct__cuda_sdpa_backward(&gq, &gk, &gv, &g, &a, &b, &c, &o, &l, opt(mask, &m), p);
+}
+
 /* ---- Optimizers, random -------------------------------------------------------------------- */
 
 static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
@@ -424,6 +440,9 @@ static const ct_backend ct__cuda_backend = {
     .index_put = cuda_index_put,
     .searchsorted = cuda_searchsorted,
     .sort_flat = cuda_sort_flat,
+    /* attention: attention.cu */
+    .sdpa = cuda_sdpa,
+    .sdpa_backward = cuda_sdpa_backward,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

@@ -181,6 +181,13 @@ ct_status ct__cuda_index_put(const ctc_t *dst, const ctc_t *values, const ctc_t 
 ct_status ct__cuda_searchsorted(const ctc_t *out, const ctc_t *sorted, const ctc_t *values, bool right);
 ct_status ct__cuda_sort_flat(const ctc_t *out, const ctc_t *x);
 
+/* attention.cu (attention) */
+ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc_t *q, const ctc_t *k,
+                        const ctc_t *v, const ctc_t *mask, const ct_sdpa_params *p);
+ct_status ct__cuda_sdpa_backward(const ctc_t *gq, const ctc_t *gk, const ctc_t *gv, const ctc_t *g,
+                                 const ctc_t *q, const ctc_t *k, const ctc_t *v, const ctc_t *out,
+                                 const ctc_t *lse, const ctc_t *mask, const ct_sdpa_params *p);
+
 #ifdef __cplusplus
 }
 #endif
