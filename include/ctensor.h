@@ -51,6 +51,8 @@
 #include "ctensor/ops.h"
 #include "ctensor/random.h"
 #include "ctensor/tensor.h"
+/* linear algebra (LAPACK / cuSOLVER) */
+#include "ctensor/linalg.h"
 
 #ifdef __cplusplus
 extern "C" {

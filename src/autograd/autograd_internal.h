@@ -175,4 +175,19 @@ ct_tensor *ct__sum_to_shape(const ct_tensor *g, const int64_t *shape, int ndim);
  * Returns the previous countdown (-1: off, or it fired). Per thread. */
 int ct__ag_fail_alloc_after(int n);
 
+/* ---- linalg family: factorizations (grad_linalg_factor.c) ---- */
+/* x = solve(a, b) (vec: b and x are vectors); lu, piv: the LU of a the
+ * forward computed (ops/linalg_factor.h), saved for the gradient. */
+ct_tensor *ct__ag_linalg_solve(ct_tensor *x, const ct_tensor *a, const ct_tensor *b,
+                               const ct_tensor *lu, const ct_tensor *piv, bool vec);
+ct_tensor *ct__ag_linalg_inv(ct_tensor *y, const ct_tensor *a);
+/* r = det(a), or (log) r = log|det(a)| */
+ct_tensor *ct__ag_linalg_det(ct_tensor *r, const ct_tensor *a, const ct_tensor *lu,
+                             const ct_tensor *piv, bool log);
+/* l = cholesky(a), lower */
+ct_tensor *ct__ag_linalg_cholesky(ct_tensor *l, const ct_tensor *a);
+/* p = eigh(a) packed (..., n + 1, n): eigenvalues in row 0, eigenvectors
+ * below (ops/linalg_eigh.c) */
+ct_tensor *ct__ag_linalg_eigh(ct_tensor *p, const ct_tensor *a);
+
 #endif /* CT_AUTOGRAD_INTERNAL_H */

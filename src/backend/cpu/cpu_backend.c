@@ -73,6 +73,11 @@ const ct_backend ct__cpu_backend = {
     .optimizer_step = ct__cpu_optimizer_step,
     .amp_unscale = ct__cpu_amp_unscale,
     .random = ct__cpu_random,
+    /* linalg family: LAPACK (lapack.c) */
+    .lu_factor = ct__cpu_lu_factor,
+    .lu_solve = ct__cpu_lu_solve,
+    .cholesky = ct__cpu_cholesky,
+    .eigh = ct__cpu_eigh,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -91,4 +91,10 @@ ct_status ct__cpu_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
 /* random.c */
 ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_tensor *probs);
 
+/* lapack.c (linalg family; contracts: backend.h, "Linear algebra: factorizations") */
+ct_status ct__cpu_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info);
+ct_status ct__cpu_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans);
+ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info);
+ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
+
 #endif /* CT_CPU_KERNELS_H */

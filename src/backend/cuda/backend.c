@@ -269,6 +269,25 @@ static void cuda_set_allow_tf32(bool allow) {
 
 /* ---- The table --------------------------------------------------------------------------------- */
 
+/* ---- Linear algebra: factorizations (linalg family) ------------------------------ */
+
+static ct_status cuda_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info) {
+  ctc_t x = desc(a), p = desc(piv), i = desc(info);
+  return ct__cuda_lu_factor(&x, &p, &i);
+}
+static ct_status cuda_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans) {
+  ctc_t x = desc(lu), p = desc(piv), r = desc(rhs);
+  return ct__cuda_lu_solve(&x, &p, &r, trans);
+}
+static ct_status cuda_cholesky(ct_tensor *a, ct_tensor *info) {
+  ctc_t x = desc(a), i = desc(info);
+  return ct__cuda_cholesky(&x, &i);
+}
+static ct_status cuda_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper) {
+  ctc_t x = desc(a), v = desc(w), i = desc(info);
+  return ct__cuda_eigh(&x, &v, &i, upper);
+}
+
 static const ct_backend ct__cuda_backend = {
     .name = "cuda",
     /* caching allocator per device; pinned host memory for device_index -1 */
@@ -342,6 +361,11 @@ static const ct_backend ct__cuda_backend = {
     .device_properties = ct__cuda_device_properties,
     .driver_version = ct__cuda_driver_version,
     .runtime_version = ct__cuda_runtime_version,
+    /* linalg family: cuSOLVER (solver.cu) */
+    .lu_factor = cuda_lu_factor,
+    .lu_solve = cuda_lu_solve,
+    .cholesky = cuda_cholesky,
+    .eigh = cuda_eigh,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

@@ -156,6 +156,12 @@ ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const c
                                        const ctc_t *x, const ctc_t *weight, const ctc_t *mean,
                                        const ctc_t *rstd, int64_t cols);
 
+/* solver.cu (linalg family; contracts: backend.h, "Linear algebra: factorizations") */
+ct_status ct__cuda_lu_factor(const ctc_t *a, const ctc_t *piv, const ctc_t *info);
+ct_status ct__cuda_lu_solve(const ctc_t *lu, const ctc_t *piv, const ctc_t *rhs, bool trans);
+ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info);
+ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *info, bool upper);
+
 #ifdef __cplusplus
 }
 #endif
