@@ -72,6 +72,20 @@ CT_API ct_tensor *ct_linalg_cholesky(const ct_tensor *a, bool upper);
  * returns NULL and leaves *eigenvectors NULL. */
 CT_API ct_tensor *ct_linalg_eigh(const ct_tensor *a, bool upper, ct_tensor **eigenvectors);
 
+/* Singular values S (..., k), descending, of a (..., m, n), k = min(m, n)
+ * (torch.linalg.svd): a = U diag(S) Vh. *u (when not NULL) receives U
+ * (..., m, k), or (..., m, m) with full_matrices; *vh receives Vh (..., k, n),
+ * or (..., n, n). gesdd on the CPU, gesvd on CUDA. Singular vectors are
+ * unique only up to sign (and within repeated singular values). Gradient
+ * (torch's svd_backward): see src/autograd/grad_linalg_factor.c; like
+ * torch's, it is not finite when singular values repeat (or are 0 with
+ * m != n) and the loss depends on U or Vh, and with full_matrices only the
+ * first k columns of U (rows of Vh) carry gradients. No convergence is
+ * CT_ERR_ARG naming the batch element. On failure returns NULL and leaves
+ * *u and *vh NULL. */
+CT_API ct_tensor *ct_linalg_svd(const ct_tensor *a, bool full_matrices, ct_tensor **u,
+                                ct_tensor **vh);
+
 #ifdef __cplusplus
 }
 #endif

@@ -189,5 +189,8 @@ ct_tensor *ct__ag_linalg_cholesky(ct_tensor *l, const ct_tensor *a);
 /* p = eigh(a) packed (..., n + 1, n): eigenvalues in row 0, eigenvectors
  * below (ops/linalg_eigh.c) */
 ct_tensor *ct__ag_linalg_eigh(ct_tensor *p, const ct_tensor *a);
+/* p = svd(a) packed (..., m + 1 + n, k): U (m rows), S (1 row), V (n rows)
+ * (ops/linalg_svd.c) */
+ct_tensor *ct__ag_linalg_svd(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

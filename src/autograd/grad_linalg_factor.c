@@ -136,7 +136,7 @@ typedef struct eigh_node {
   ct_saved p; /* the packed output: eigenvalues in row 0, V below */
 } eigh_node;
 
-/* rows [start, start + rows) of x (..., n + 1, n) */
+/* rows [start, start + rows) of x (..., r, c) */
 static const ct_tensor *bw_rows(ct_bw *c, const ct_tensor *x, int64_t start, int64_t rows) {
   if (!x) return NULL;
   int nd = x->ndim;
@@ -171,4 +171,57 @@ ct_tensor *ct__ag_linalg_eigh(ct_tensor *p, const ct_tensor *a) {
   ct_node *n = CT_NODE_NEW(eigh_node, "LinalgEighBackward", eigh_backward, 1, &a);
   if (n) ct__save_output(n, &CT_NODE_STATE(n, eigh_node)->p, p);
   return ct__ag_record(p, n);
+}
+
+typedef struct svd_node {
+  ct_saved p; /* the packed output: U (m rows), S (1 row), V (n rows) */
+  int64_t m, n;
+} svd_node;
+
+static void svd_backward(ct_bw *c, const ct_tensor *g) {
+  const svd_node *s = CT_BW_STATE(c, svd_node);
+  const ct_tensor *p = bw_saved(c, &s->p);
+  if (!p || !g) {
+    bw_fail(c);
+    return;
+  }
+  int nd = p->ndim;
+  int64_t m = s->m, n = s->n, k = p->shape[nd - 1];
+  const ct_tensor *u = bw_rows(c, p, 0, m), *v = bw_rows(c, p, m + 1, n);
+  const ct_tensor *sv = bw_squeeze(c, bw_rows(c, p, m, 1), nd - 2);
+  const ct_tensor *gu = bw_rows(c, g, 0, m), *gv = bw_rows(c, g, m + 1, n);
+  const ct_tensor *gs = bw_squeeze(c, bw_rows(c, g, m, 1), nd - 2);
+  const ct_tensor *s_row = bw_unsqueeze(c, sv, nd - 2), *s_col = bw_unsqueeze(c, sv, nd - 1);
+  ct_tensor *eye = bw_keep(c, ct__linalg_eye(k, p->dtype, ct__device(p)));
+  ct_tensor *utgu = bw_matmul(c, bw_mT(c, u), gu), *vtgv = bw_matmul(c, bw_mT(c, v), gv);
+  ct_tensor *skew_u = bw_sub(c, utgu, bw_mT(c, utgu)), *skew_v = bw_sub(c, vtgv, bw_mT(c, vtgv));
+  ct_tensor *s2_row = bw_mul(c, s_row, s_row), *s2_col = bw_mul(c, s_col, s_col);
+  ct_tensor *e = bw_add(c, bw_sub(c, s2_row, s2_col), eye);
+  ct_tensor *r = bw_div(c, bw_add(c, bw_mul(c, skew_u, s_row), bw_mul(c, s_col, skew_v)), e);
+  r = bw_add(c, r, bw_mul(c, bw_unsqueeze(c, gs, nd - 2), eye));
+  const ct_tensor *vt = bw_mT(c, v);
+  ct_tensor *ga;
+  if (m > k) { /* (U R + (I - U U^T) gU S^-1) V^T */
+    ct_tensor *gus = bw_div(c, gu, s_row);
+    ct_tensor *proj = bw_sub(c, gus, bw_matmul(c, u, bw_matmul(c, bw_mT(c, u), gus)));
+    ga = bw_matmul(c, bw_add(c, bw_matmul(c, u, r), proj), vt);
+  } else if (n > k) { /* U (R V^T + S^-1 gV^T (I - V V^T)) */
+    ct_tensor *sgv = bw_div(c, bw_mT(c, gv), s_col);
+    ct_tensor *proj = bw_sub(c, sgv, bw_matmul(c, bw_matmul(c, sgv, v), vt));
+    ga = bw_matmul(c, u, bw_add(c, bw_matmul(c, r, vt), proj));
+  } else {
+    ga = bw_matmul(c, bw_matmul(c, u, r), vt);
+  }
+  BW_GRAD(c, 0, ga);
+}
+
+ct_tensor *ct__ag_linalg_svd(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n) {
+  if (!p || !ct__ag_needed(&a, 1)) return p;
+  ct_node *node = CT_NODE_NEW(svd_node, "LinalgSvdBackward", svd_backward, 1, &a);
+  if (node) {
+    svd_node *s = CT_NODE_STATE(node, svd_node);
+    s->m = m, s->n = n;
+    ct__save_output(node, &s->p, p);
+  }
+  return ct__ag_record(p, node);
 }

@@ -244,6 +244,13 @@ typedef struct ct_backend {
    * columns are the orthonormal eigenvectors, w (B, n) the eigenvalues in
    * ascending order; info (B) i32 (> 0: no convergence). */
   ct_status (*eigh)(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
+  /* Singular value decomposition (gesdd / gesvd): a (B, c, r) holds B
+   * column-major r x c matrices with r >= c (overwritten); s (B, c) the
+   * singular values, descending; u (B, uc, r) the left singular vectors,
+   * column-major r x uc (uc = r when full, else c); vt (B, c, c) V^T
+   * column-major; info (B) i32 (> 0: no convergence). */
+  ct_status (*svd)(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
+                   bool full);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -78,6 +78,7 @@ const ct_backend ct__cpu_backend = {
     .lu_solve = ct__cpu_lu_solve,
     .cholesky = ct__cpu_cholesky,
     .eigh = ct__cpu_eigh,
+    .svd = ct__cpu_svd,
     /* No execution slots: CPU work is synchronous. */
 };
 

@@ -96,5 +96,7 @@ ct_status ct__cpu_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info);
 ct_status ct__cpu_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans);
 ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info);
 ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
+ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
+                      bool full);
 
 #endif /* CT_CPU_KERNELS_H */

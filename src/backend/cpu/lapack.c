@@ -29,6 +29,10 @@ typedef void syevd_fn(const char *jobz, const char *uplo, const lapack_int *n, v
                       const lapack_int *lda, void *w, void *work, const lapack_int *lwork,
                       lapack_int *iwork, const lapack_int *liwork, lapack_int *info,
                       size_t jobz_len, size_t uplo_len);
+typedef void gesdd_fn(const char *jobz, const lapack_int *m, const lapack_int *n, void *a,
+                      const lapack_int *lda, void *s, void *u, const lapack_int *ldu, void *vt,
+                      const lapack_int *ldvt, void *work, const lapack_int *lwork,
+                      lapack_int *iwork, lapack_int *info, size_t jobz_len);
 typedef void potrf_fn(const char *uplo, const lapack_int *n, void *a, const lapack_int *lda,
                       lapack_int *info, size_t uplo_len);
 
@@ -41,13 +45,14 @@ static struct {
   getrs_fn *getrs[2];
   potrf_fn *potrf[2];
   syevd_fn *syevd[2];
+  gesdd_fn *gesdd[2];
 } lapack = {.once = PTHREAD_ONCE_INIT};
 
 static void resolve(void) {
   void *h = ct__blas_handle();
-  enum { N = 8 };
-  static const char *const names[N] = {"sgetrf_", "dgetrf_", "sgetrs_", "dgetrs_",
-                                       "spotrf_", "dpotrf_", "ssyevd_", "dsyevd_"};
+  enum { N = 10 };
+  static const char *const names[N] = {"sgetrf_", "dgetrf_", "sgetrs_", "dgetrs_", "spotrf_",
+                                       "dpotrf_", "ssyevd_", "dsyevd_", "sgesdd_", "dgesdd_"};
   void *fns[N];
   for (int i = 0; i < N; i++) {
     fns[i] = h ? dlsym(h, names[i]) : NULL;
@@ -65,6 +70,7 @@ static void resolve(void) {
     *(void **)&lapack.getrs[p] = fns[2 + p];
     *(void **)&lapack.potrf[p] = fns[4 + p];
     *(void **)&lapack.syevd[p] = fns[6 + p];
+    *(void **)&lapack.gesdd[p] = fns[8 + p];
   }
   lapack.status = CT_OK;
 }
@@ -82,7 +88,7 @@ static bool fits_int(int64_t v) { return v <= (int64_t)INT32_MAX; }
 
 /* ---- One job: a routine over the matrices of a batch ------------------------ */
 
-typedef enum { JOB_GETRF, JOB_GETRS, JOB_POTRF, JOB_SYEVD } job_kind;
+typedef enum { JOB_GETRF, JOB_GETRS, JOB_POTRF, JOB_SYEVD, JOB_GESDD } job_kind;
 
 typedef struct lapack_job {
   job_kind kind;
@@ -96,7 +102,10 @@ typedef struct lapack_job {
   char *rhs;        /* (batch, k, n), getrs */
   bool shared_lu;   /* getrs: one LU for every batch */
   char trans;
-  char *w;           /* (batch, n), syevd */
+  char *w;           /* (batch, n), syevd; s (batch, n), gesdd */
+  lapack_int rows;   /* gesdd: a is rows x n, rows >= n */
+  char *u, *vt;      /* gesdd: (batch, ucols, rows), (batch, n, n) */
+  lapack_int ucols;  /* gesdd */
   char uplo;         /* syevd */
   char *work;        /* syevd: lwork elements per worker */
   lapack_int *iwork; /* syevd: liwork per worker */
@@ -122,6 +131,17 @@ static void run_one(const lapack_job *j, int64_t i, int64_t worker) {
     case JOB_POTRF:
       lapack.potrf[j->p]("U", &n, j->a + (size_t)i * mat, &lda, &j->info[i], 1);
       break;
+    case JOB_GESDD: {
+      lapack_int r = j->rows, ldr = r > 1 ? r : 1;
+      size_t ws = (size_t)worker * (size_t)j->lwork;
+      lapack.gesdd[j->p](j->ucols == r && r > n ? "A" : "S", &r, &n,
+                         j->a + (size_t)i * (size_t)r * (size_t)n * j->es, &ldr,
+                         j->w + (size_t)i * (size_t)n * j->es,
+                         j->u + (size_t)i * (size_t)r * (size_t)j->ucols * j->es, &ldr,
+                         j->vt + (size_t)i * mat, &lda, j->work + ws * j->es, &j->lwork,
+                         j->iwork + (size_t)worker * (size_t)j->liwork, &j->info[i], 1);
+      break;
+    }
     case JOB_SYEVD:
       lapack.syevd[j->p](
           "V", &j->uplo, &n, j->a + (size_t)i * mat, &lda, j->w + (size_t)i * (size_t)n * j->es,
@@ -215,6 +235,23 @@ ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info) {
   return CT_OK;
 }
 
+/* The workspace of j (lwork elements, liwork ints) for each of its workers:
+ * one buffer, or NULL with an error naming op. */
+static char *workspace(lapack_job *j, const char *op, double lwork) {
+  j->lwork = (lapack_int)lwork + 1;
+  j->workers = workers_for(j);
+  size_t per = (size_t)j->lwork * j->es + (size_t)j->liwork * sizeof(lapack_int);
+  char *buf = ct__malloc(per * (size_t)j->workers);
+  if (!buf) {
+    ct__fail(CT_ERR_OOM, "%s: out of memory for %zu bytes of LAPACK workspace", op,
+             per * (size_t)j->workers);
+    return NULL;
+  }
+  j->work = buf;
+  j->iwork = (lapack_int *)(void *)(buf + (size_t)j->lwork * j->es * (size_t)j->workers);
+  return buf;
+}
+
 ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper) {
   lapack_job j;
   ct_status st = init_job(&j, "eigh", JOB_SYEVD, a);
@@ -228,19 +265,42 @@ ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper) 
     float f;
   } wq = {0}; /* the size comes back as a number of the dtype */
   lapack_int iq = 0, minus1 = -1, qinfo = 0, lda = j.n;
-  lapack.syevd[j.p]("V", &j.uplo, &j.n, NULL, &lda, NULL, &wq, &minus1, &iq, &minus1, &qinfo, 1,
-                    1);
+  lapack.syevd[j.p]("V", &j.uplo, &j.n, NULL, &lda, NULL, &wq, &minus1, &iq, &minus1, &qinfo, 1, 1);
   double lw = j.p ? wq.d : (double)wq.f;
-  j.lwork = (lapack_int)lw + 1;
   j.liwork = iq > 0 ? iq : 1;
-  j.workers = workers_for(&j);
-  size_t per = (size_t)j.lwork * j.es + (size_t)j.liwork * sizeof(lapack_int);
-  char *buf = ct__malloc(per * (size_t)j.workers);
-  if (!buf)
-    return ct__fail_status(CT_ERR_OOM, "eigh: out of memory for %zu bytes of LAPACK workspace",
-                           per * (size_t)j.workers);
-  j.work = buf;
-  j.iwork = (lapack_int *)(void *)(buf + (size_t)j.lwork * j.es * (size_t)j.workers);
+  char *buf = workspace(&j, "eigh", lw);
+  if (!buf) return ct_last_error();
+  run(&j);
+  ct__free(buf);
+  return CT_OK;
+}
+
+ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
+                      bool full) {
+  lapack_job j;
+  ct_status st = init_job(&j, "svd", JOB_GESDD, a); /* n: a's columns (its dim 1) */
+  if (st != CT_OK) return st;
+  int64_t rows = a->shape[2], cols = a->shape[1];
+  if (!fits_int(rows))
+    return ct__fail_status(CT_ERR_ARG, "svd: %lld rows exceed LAPACK's int range", (long long)rows);
+  j.n = (lapack_int)cols;
+  j.rows = (lapack_int)rows;
+  j.ucols = full ? j.rows : j.n;
+  if (j.batch == 0 || j.n == 0) return CT_OK;
+  j.w = ct__data(s);
+  j.u = ct__data(u);
+  j.vt = ct__data(vt);
+  j.info = ct__data(info);
+  union {
+    double d;
+    float f;
+  } wq = {0};
+  lapack_int minus1 = -1, qinfo = 0, r = j.rows, n = j.n, iq[1] = {0};
+  lapack.gesdd[j.p](j.ucols == r && r > n ? "A" : "S", &r, &n, NULL, &r, NULL, NULL, &r, NULL, &n,
+                    &wq, &minus1, iq, &qinfo, 1);
+  j.liwork = 8 * n;
+  char *buf = workspace(&j, "svd", j.p ? wq.d : (double)wq.f);
+  if (!buf) return ct_last_error();
   run(&j);
   ct__free(buf);
   return CT_OK;

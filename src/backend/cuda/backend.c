@@ -287,6 +287,11 @@ static ct_status cuda_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upp
   ctc_t x = desc(a), v = desc(w), i = desc(info);
   return ct__cuda_eigh(&x, &v, &i, upper);
 }
+static ct_status cuda_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt,
+                          ct_tensor *info, bool full) {
+  ctc_t x = desc(a), sv = desc(s), uu = desc(u), v = desc(vt), i = desc(info);
+  return ct__cuda_svd(&x, &sv, &uu, &v, &i, full);
+}
 
 static const ct_backend ct__cuda_backend = {
     .name = "cuda",
@@ -366,6 +371,7 @@ static const ct_backend ct__cuda_backend = {
     .lu_solve = cuda_lu_solve,
     .cholesky = cuda_cholesky,
     .eigh = cuda_eigh,
+    .svd = cuda_svd,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

@@ -161,6 +161,8 @@ ct_status ct__cuda_lu_factor(const ctc_t *a, const ctc_t *piv, const ctc_t *info
 ct_status ct__cuda_lu_solve(const ctc_t *lu, const ctc_t *piv, const ctc_t *rhs, bool trans);
 ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info);
 ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *info, bool upper);
+ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u, const ctc_t *vt,
+                       const ctc_t *info, bool full);
 
 #ifdef __cplusplus
 }

@@ -37,7 +37,7 @@ static cusolverStatus_t handle_on(int dev, cudaStream_t s, const char **call) {
   return cusolverDnSetStream(handles[dev], s);
 }
 
-enum solver_kind { SOLVER_GETRF, SOLVER_GETRS, SOLVER_POTRF, SOLVER_SYEVD };
+enum solver_kind { SOLVER_GETRF, SOLVER_GETRS, SOLVER_POTRF, SOLVER_SYEVD, SOLVER_GESVD };
 
 struct solver_job {
   const char *op;
@@ -52,6 +52,8 @@ struct solver_job {
   cublasOperation_t trans;
   char *w;               /* syevd: (batch, n) */
   cublasFillMode_t uplo; /* syevd */
+  int rows, ucols;       /* gesvd: a is rows x n (rows >= n); u is rows x ucols */
+  char *u, *vt, *rwork;  /* gesvd */
 };
 
 static cusolverStatus_t run_calls(cusolverDnHandle_t h, const solver_job &j, void *ws, int lwork,
@@ -89,6 +91,23 @@ static cusolverStatus_t run_calls(cusolverDnHandle_t h, const solver_job &j, voi
                    : cusolverDnSpotrf(h, CUBLAS_FILL_MODE_UPPER, j.n, (float *)a, lda, (float *)ws,
                                       lwork, j.info + i);
         break;
+      case SOLVER_GESVD: {
+        size_t am = (size_t)j.rows * (size_t)j.n * es;
+        char *s_i = j.w + (size_t)i * (size_t)j.n * es;
+        char *u = j.u + (size_t)i * (size_t)j.rows * (size_t)j.ucols * es;
+        char *vt = j.vt + (size_t)i * mat;
+        signed char jobu = j.ucols == j.rows && j.rows > j.n ? 'A' : 'S';
+        int ldr = j.rows > 1 ? j.rows : 1;
+        a = j.a + (size_t)i * am;
+        *call = j.f64 ? "cusolverDnDgesvd" : "cusolverDnSgesvd";
+        cs = j.f64 ? cusolverDnDgesvd(h, jobu, 'A', j.rows, j.n, (double *)a, ldr, (double *)s_i,
+                                      (double *)u, ldr, (double *)vt, lda, (double *)ws, lwork,
+                                      (double *)j.rwork, j.info + i)
+                   : cusolverDnSgesvd(h, jobu, 'A', j.rows, j.n, (float *)a, ldr, (float *)s_i,
+                                      (float *)u, ldr, (float *)vt, lda, (float *)ws, lwork,
+                                      (float *)j.rwork, j.info + i);
+        break;
+      }
       case SOLVER_SYEVD: {
         char *w = j.w + (size_t)i * (size_t)j.n * es;
         *call = j.f64 ? "cusolverDnDsyevd" : "cusolverDnSsyevd";
@@ -115,6 +134,9 @@ static ct_status run(int dev, solver_job &j) {
   ctc_scratch ws(dev), info_buf(dev); /* freed (stream-ordered) after the unlock */
   int *scratch_info = (int *)info_buf.get(sizeof(int));
   if (!scratch_info) return ct_last_error();
+  ctc_scratch rwork(dev); /* gesvd: the unconverged superdiagonal */
+  if (j.kind == SOLVER_GESVD && !(j.rwork = (char *)rwork.get((size_t)(j.n > 1 ? j.n : 1) * es)))
+    return ct_last_error();
   pthread_mutex_lock(&handle_mu);
   const char *call = "cusolverDnCreate";
   cusolverStatus_t cs = handle_on(dev, s, &call);
@@ -135,6 +157,11 @@ static ct_status run(int dev, solver_job &j) {
                                              (const double *)j.a, lda, (const double *)j.w, &lwork)
                : cusolverDnSsyevd_bufferSize(handles[dev], CUSOLVER_EIG_MODE_VECTOR, j.uplo, j.n,
                                              (const float *)j.a, lda, (const float *)j.w, &lwork);
+  }
+  if (cs == CUSOLVER_STATUS_SUCCESS && j.kind == SOLVER_GESVD) {
+    call = j.f64 ? "cusolverDnDgesvd_bufferSize" : "cusolverDnSgesvd_bufferSize";
+    cs = j.f64 ? cusolverDnDgesvd_bufferSize(handles[dev], j.rows, j.n, &lwork)
+               : cusolverDnSgesvd_bufferSize(handles[dev], j.rows, j.n, &lwork);
   }
   void *wsp = nullptr;
   if (cs == CUSOLVER_STATUS_SUCCESS && !(wsp = ws.get((size_t)(lwork > 0 ? lwork : 1) * es))) {
@@ -210,5 +237,24 @@ extern "C" ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *
   j.w = w->data;
   j.info = (int *)info->data;
   j.uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  return run(a->device, j);
+}
+
+extern "C" ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u, const ctc_t *vt,
+                                  const ctc_t *info, bool full) {
+  solver_job j{};
+  ct_status st = init_job(j, "svd", SOLVER_GESVD, a); /* n: the columns, a's dim 1 */
+  if (st != CT_OK) return st;
+  if (a->shape[2] > INT32_MAX)
+    return ct__fail_status(CT_ERR_ARG, "svd: %lld rows exceed cuSOLVER's int range",
+                           (long long)a->shape[2]);
+  j.n = (int)a->shape[1];
+  j.rows = (int)a->shape[2];
+  j.ucols = full ? j.rows : j.n;
+  if (j.batch == 0 || j.n == 0) return CT_OK;
+  j.w = s->data;
+  j.u = u->data;
+  j.vt = vt->data;
+  j.info = (int *)info->data;
   return run(a->device, j);
 }

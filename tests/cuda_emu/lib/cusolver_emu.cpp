@@ -40,6 +40,12 @@ void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const i
 void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
              double *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t l1,
              size_t l2);
+void sgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, float *a,
+             const int *lda, float *s, float *u, const int *ldu, float *vt, const int *ldvt,
+             float *work, const int *lwork, int *info, size_t l1, size_t l2);
+void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a,
+             const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt,
+             double *work, const int *lwork, int *info, size_t l1, size_t l2);
 }
 
 struct cusolverDnContext {
@@ -188,6 +194,56 @@ cusolverStatus_t syevd(cusolverDnHandle_t h, cusolverEigMode_t jobz, cublasFillM
   return CUSOLVER_STATUS_SUCCESS;
 }
 
+int gesvd_lwork(int m, int n) { return 5 * max1(m) + 5 * max1(n) + 64; }
+
+template <typename T>
+int host_gesvd(char jobu, char jobvt, int m, int n, T *A, int lda, T *S, T *U, int ldu, T *VT,
+               int ldvt) {
+  int info = 0, lwork = -1;
+  T wq = 0;
+  auto call = [&](T *work) {
+    if constexpr (sizeof(T) == 8)
+      dgesvd_(&jobu, &jobvt, &m, &n, (double *)A, &lda, (double *)S, (double *)U, &ldu,
+              (double *)VT, &ldvt, (double *)work, &lwork, &info, 1, 1);
+    else
+      sgesvd_(&jobu, &jobvt, &m, &n, (float *)A, &lda, (float *)S, (float *)U, &ldu, (float *)VT,
+              &ldvt, (float *)work, &lwork, &info, 1, 1);
+  };
+  call(&wq);
+  lwork = (int)wq + 1;
+  std::vector<T> work((size_t)lwork);
+  call(work.data());
+  return info;
+}
+
+template <typename T>
+cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt, int m, int n,
+                       T *A, int lda, T *S, T *U, int ldu, T *VT, int ldvt, T *ws, int lwork,
+                       T *rwork, int *info, const char *name) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  auto job_ok = [](signed char c) { return c == 'A' || c == 'S' || c == 'O' || c == 'N'; };
+  if (!job_ok(jobu) || !job_ok(jobvt) || jobu == 'O' || jobvt == 'O')
+    return CUSOLVER_STATUS_INVALID_VALUE;          /* the emulation computes no overwrite modes */
+  if (m < n) return CUSOLVER_STATUS_INVALID_VALUE; /* cuSOLVER's gesvd: m >= n only */
+  if (n < 0 || lda < max1(m) || lwork < gesvd_lwork(m, n)) return CUSOLVER_STATUS_INVALID_VALUE;
+  int ucols = jobu == 'A' ? m : n;
+  if ((jobu != 'N' && ldu < max1(m)) || (jobvt != 'N' && ldvt < max1(n)))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  if (!check(A, span(m, n, lda, sizeof(T)), name) || !check(S, (size_t)n * sizeof(T), name) ||
+      (jobu != 'N' && !check(U, span(m, ucols, ldu, sizeof(T)), name)) ||
+      (jobvt != 'N' && !check(VT, span(n, n, ldvt, sizeof(T)), name)) ||
+      !check(ws, (size_t)lwork * sizeof(T), name) || !check(info, sizeof(int), name) ||
+      (rwork && !check(rwork, (size_t)(n > 1 ? n - 1 : 0) * sizeof(T), name)))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  size_t wsb = (size_t)lwork * sizeof(T);
+  char ju = (char)jobu, jv = (char)jobvt;
+  emu_lib_enqueue(h->stream, name, [=] {
+    memset((void *)ws, 0xa5, wsb);
+    *info = n ? host_gesvd<T>(ju, jv, m, n, A, lda, S, U, ldu, VT, ldvt) : 0;
+  });
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -304,6 +360,33 @@ cusolverStatus_t cusolverDnDsyevd(cusolverDnHandle_t handle, cusolverEigMode_t j
                                   double *work, int lwork, int *info) {
   EMU_CALL();
   return syevd(handle, jobz, uplo, n, A, lda, W, work, lwork, info, "cusolverDnDsyevd");
+}
+
+cusolverStatus_t cusolverDnSgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork) {
+  EMU_CALL();
+  if (!alive(handle)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || !lwork) return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = gesvd_lwork(m, n);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork) {
+  return cusolverDnSgesvd_bufferSize(handle, m, n, lwork);
+}
+cusolverStatus_t cusolverDnSgesvd(cusolverDnHandle_t handle, signed char jobu, signed char jobvt,
+                                  int m, int n, float *A, int lda, float *S, float *U, int ldu,
+                                  float *VT, int ldvt, float *work, int lwork, float *rwork,
+                                  int *info) {
+  EMU_CALL();
+  return gesvd(handle, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work, lwork, rwork, info,
+               "cusolverDnSgesvd");
+}
+cusolverStatus_t cusolverDnDgesvd(cusolverDnHandle_t handle, signed char jobu, signed char jobvt,
+                                  int m, int n, double *A, int lda, double *S, double *U, int ldu,
+                                  double *VT, int ldvt, double *work, int lwork, double *rwork,
+                                  int *info) {
+  EMU_CALL();
+  return gesvd(handle, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work, lwork, rwork, info,
+               "cusolverDnDgesvd");
 }
 
 }  // extern "C"

@@ -1,6 +1,6 @@
 /* Host EMULATION of cusolverDn.h (tests/cuda_emu/lib): the subset of the
  * dense cuSOLVER API that src/backend/cuda/solver.cu uses (getrf, getrs,
- * potrf, syevd and their buffer sizes, f32/f64), with the real library's names,
+ * potrf, syevd, gesvd and their buffer sizes, f32/f64), with the real library's names,
  * enum values and signatures (CUDA 13 headers). Implemented on the host by
  * cusolver_emu.cpp through the host LAPACK; no GPU is involved. */
 #ifndef CT_EMU_CUSOLVERDN_H
@@ -75,6 +75,17 @@ cusolverStatus_t cusolverDnSsyevd(cusolverDnHandle_t handle, cusolverEigMode_t j
 cusolverStatus_t cusolverDnDsyevd(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
                                   cublasFillMode_t uplo, int n, double *A, int lda, double *W,
                                   double *work, int lwork, int *info);
+
+cusolverStatus_t cusolverDnSgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork);
+cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork);
+cusolverStatus_t cusolverDnSgesvd(cusolverDnHandle_t handle, signed char jobu, signed char jobvt,
+                                  int m, int n, float *A, int lda, float *S, float *U, int ldu,
+                                  float *VT, int ldvt, float *work, int lwork, float *rwork,
+                                  int *info);
+cusolverStatus_t cusolverDnDgesvd(cusolverDnHandle_t handle, signed char jobu, signed char jobvt,
+                                  int m, int n, double *A, int lda, double *S, double *U, int ldu,
+                                  double *VT, int ldvt, double *work, int lwork, double *rwork,
+                                  int *info);
 
 #ifdef __cplusplus
 }
