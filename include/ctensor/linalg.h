@@ -86,6 +86,17 @@ CT_API ct_tensor *ct_linalg_eigh(const ct_tensor *a, bool upper, ct_tensor **eig
 CT_API ct_tensor *ct_linalg_svd(const ct_tensor *a, bool full_matrices, ct_tensor **u,
                                 ct_tensor **vh);
 
+/* QR decomposition a = Q R (torch.linalg.qr): returns Q (..., m, k) with
+ * orthonormal columns and stores in *r (when not NULL; a new reference) the
+ * upper-triangular R (..., k, n), k = min(m, n); complete: Q (..., m, m) and
+ * R (..., m, n) (torch's mode 'complete'). geqrf + orgqr (Householder).
+ * Gradients (torch's): both modes when m <= n and 'reduced' for any shape;
+ * 'complete' with m > n is not differentiable, as in torch (a backward
+ * through it fails with CT_ERR_ARG). The gradient needs R^-1: it is not
+ * finite when a has dependent columns. On failure returns NULL and leaves
+ * *r NULL. */
+CT_API ct_tensor *ct_linalg_qr(const ct_tensor *a, bool complete, ct_tensor **r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -192,5 +192,11 @@ ct_tensor *ct__ag_linalg_eigh(ct_tensor *p, const ct_tensor *a);
 /* p = svd(a) packed (..., m + 1 + n, k): U (m rows), S (1 row), V (n rows)
  * (ops/linalg_svd.c) */
 ct_tensor *ct__ag_linalg_svd(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n);
+/* p = qr(a) packed (..., m + n, k): Q (m rows), then R^T (n rows)
+ * (ops/linalg_qr.c) */
+ct_tensor *ct__ag_linalg_qr(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n);
+/* t = an output of qr(a, complete) with more rows than columns: a node
+ * whose backward fails (not differentiable, as in torch) */
+ct_tensor *ct__ag_linalg_qr_undefined(ct_tensor *t, const ct_tensor *a);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -225,3 +225,74 @@ ct_tensor *ct__ag_linalg_svd(ct_tensor *p, const ct_tensor *a, int64_t m, int64_
   }
   return ct__ag_record(p, node);
 }
+
+typedef struct qr_node {
+  ct_saved p; /* the packed output: Q (m rows), R^T (n rows) */
+  int64_t m, n;
+} qr_node;
+
+/* columns [c0, c0 + cnt) of x */
+static const ct_tensor *bw_cols(ct_bw *c, const ct_tensor *x, int64_t c0, int64_t cnt) {
+  if (!x) return NULL;
+  int nd = x->ndim;
+  int64_t shape[CT_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
+  shape[nd - 1] = cnt;
+  return bw_view(c, x, shape, x->strides, nd, x->offset + c0 * x->strides[nd - 1]);
+}
+
+/* (gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T for square R */
+static ct_tensor *qr_square_grad(ct_bw *c, const ct_tensor *q, const ct_tensor *r,
+                                 const ct_tensor *gq, const ct_tensor *gr) {
+  ct_tensor *mm = bw_sub(c, bw_matmul(c, r, bw_mT(c, gr)), bw_matmul(c, bw_mT(c, gq), q));
+  ct_tensor *sym = bw_add(c, bw_triangle(c, mm, 0, false), bw_mT(c, bw_triangle(c, mm, -1, false)));
+  ct_tensor *lhs = bw_add(c, gq, bw_matmul(c, q, sym));
+  ct_tensor *rinv = r ? bw_keep(c, ct__linalg_inv("linalg_qr backward", r)) : NULL;
+  return bw_matmul(c, lhs, bw_mT(c, rinv));
+}
+
+static void qr_backward(ct_bw *c, const ct_tensor *g) {
+  const qr_node *s = CT_BW_STATE(c, qr_node);
+  const ct_tensor *p = bw_saved(c, &s->p);
+  if (!p || !g) {
+    bw_fail(c);
+    return;
+  }
+  int64_t m = s->m, n = s->n;
+  const ct_tensor *q = bw_rows(c, p, 0, m), *r = bw_mT(c, bw_rows(c, p, m, n));
+  const ct_tensor *gq = bw_rows(c, g, 0, m), *gr = bw_mT(c, bw_rows(c, g, m, n));
+  if (m >= n) {
+    BW_GRAD(c, 0, qr_square_grad(c, q, r, gq, gr));
+    return;
+  }
+  const ct_tensor *r1 = bw_cols(c, r, 0, m), *r2 = bw_cols(c, r, m, n - m);
+  const ct_tensor *gr1 = bw_cols(c, gr, 0, m), *gr2 = bw_cols(c, gr, m, n - m);
+  ct_tensor *gq2 = bw_add(c, gq, bw_matmul(c, q, bw_matmul(c, r2, bw_mT(c, gr2))));
+  ct_tensor *parts[2] = {qr_square_grad(c, q, r1, gq2, gr1), bw_matmul(c, q, gr2)};
+  BW_GRAD(c, 0, parts[0] && parts[1] ? bw_keep(c, ct__cat(parts, 2, parts[0]->ndim - 1)) : NULL);
+}
+
+ct_tensor *ct__ag_linalg_qr(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n) {
+  if (!p || !ct__ag_needed(&a, 1)) return p;
+  ct_node *node = CT_NODE_NEW(qr_node, "LinalgQrBackward", qr_backward, 1, &a);
+  if (node) {
+    qr_node *s = CT_NODE_STATE(node, qr_node);
+    s->m = m, s->n = n;
+    ct__save_output(node, &s->p, p);
+  }
+  return ct__ag_record(p, node);
+}
+
+static void qr_undefined_backward(ct_bw *c, const ct_tensor *g) {
+  (void)g;
+  ct__fail(CT_ERR_ARG,
+           "linalg_qr: the QR decomposition is not differentiable when complete is "
+           "true and the input has more rows than columns (as in torch)");
+  bw_fail(c);
+}
+
+ct_tensor *ct__ag_linalg_qr_undefined(ct_tensor *t, const ct_tensor *a) {
+  if (!t || !ct__ag_needed(&a, 1)) return t;
+  ct_node *node = CT_NODE_NEW(qr_node, "LinalgQrBackward", qr_undefined_backward, 1, &a);
+  return ct__ag_record(t, node);
+}

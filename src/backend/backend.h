@@ -251,6 +251,13 @@ typedef struct ct_backend {
    * column-major; info (B) i32 (> 0: no convergence). */
   ct_status (*svd)(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
                    bool full);
+  /* QR (geqrf) in place: a (B, c, r) holds column-major r x c matrices: R in
+   * its upper triangle, the Householder reflectors below; tau (B, k),
+   * k = min(r, c). */
+  ct_status (*geqrf)(ct_tensor *a, ct_tensor *tau);
+  /* Q from geqrf's reflectors (orgqr) in place: q (B, qc, r) column-major
+   * r x qc (k <= qc <= r), the reflectors in its first k columns; tau (B, k). */
+  ct_status (*orgqr)(ct_tensor *q, const ct_tensor *tau);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -79,6 +79,8 @@ const ct_backend ct__cpu_backend = {
     .cholesky = ct__cpu_cholesky,
     .eigh = ct__cpu_eigh,
     .svd = ct__cpu_svd,
+    .geqrf = ct__cpu_geqrf,
+    .orgqr = ct__cpu_orgqr,
     /* No execution slots: CPU work is synchronous. */
 };
 

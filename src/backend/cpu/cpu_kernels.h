@@ -98,5 +98,7 @@ ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info);
 ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
 ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
                       bool full);
+ct_status ct__cpu_geqrf(ct_tensor *a, ct_tensor *tau);
+ct_status ct__cpu_orgqr(ct_tensor *q, const ct_tensor *tau);
 
 #endif /* CT_CPU_KERNELS_H */

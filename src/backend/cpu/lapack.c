@@ -33,6 +33,11 @@ typedef void gesdd_fn(const char *jobz, const lapack_int *m, const lapack_int *n
                       const lapack_int *lda, void *s, void *u, const lapack_int *ldu, void *vt,
                       const lapack_int *ldvt, void *work, const lapack_int *lwork,
                       lapack_int *iwork, lapack_int *info, size_t jobz_len);
+typedef void geqrf_fn(const lapack_int *m, const lapack_int *n, void *a, const lapack_int *lda,
+                      void *tau, void *work, const lapack_int *lwork, lapack_int *info);
+typedef void orgqr_fn(const lapack_int *m, const lapack_int *n, const lapack_int *k, void *a,
+                      const lapack_int *lda, const void *tau, void *work, const lapack_int *lwork,
+                      lapack_int *info);
 typedef void potrf_fn(const char *uplo, const lapack_int *n, void *a, const lapack_int *lda,
                       lapack_int *info, size_t uplo_len);
 
@@ -46,13 +51,16 @@ static struct {
   potrf_fn *potrf[2];
   syevd_fn *syevd[2];
   gesdd_fn *gesdd[2];
+  geqrf_fn *geqrf[2];
+  orgqr_fn *orgqr[2];
 } lapack = {.once = PTHREAD_ONCE_INIT};
 
 static void resolve(void) {
   void *h = ct__blas_handle();
-  enum { N = 10 };
+  enum { N = 14 };
   static const char *const names[N] = {"sgetrf_", "dgetrf_", "sgetrs_", "dgetrs_", "spotrf_",
-                                       "dpotrf_", "ssyevd_", "dsyevd_", "sgesdd_", "dgesdd_"};
+                                       "dpotrf_", "ssyevd_", "dsyevd_", "sgesdd_", "dgesdd_",
+                                       "sgeqrf_", "dgeqrf_", "sorgqr_", "dorgqr_"};
   void *fns[N];
   for (int i = 0; i < N; i++) {
     fns[i] = h ? dlsym(h, names[i]) : NULL;
@@ -71,6 +79,8 @@ static void resolve(void) {
     *(void **)&lapack.potrf[p] = fns[4 + p];
     *(void **)&lapack.syevd[p] = fns[6 + p];
     *(void **)&lapack.gesdd[p] = fns[8 + p];
+    *(void **)&lapack.geqrf[p] = fns[10 + p];
+    *(void **)&lapack.orgqr[p] = fns[12 + p];
   }
   lapack.status = CT_OK;
 }
@@ -88,7 +98,15 @@ static bool fits_int(int64_t v) { return v <= (int64_t)INT32_MAX; }
 
 /* ---- One job: a routine over the matrices of a batch ------------------------ */
 
-typedef enum { JOB_GETRF, JOB_GETRS, JOB_POTRF, JOB_SYEVD, JOB_GESDD } job_kind;
+typedef enum {
+  JOB_GETRF,
+  JOB_GETRS,
+  JOB_POTRF,
+  JOB_SYEVD,
+  JOB_GESDD,
+  JOB_GEQRF,
+  JOB_ORGQR
+} job_kind;
 
 typedef struct lapack_job {
   job_kind kind;
@@ -140,6 +158,18 @@ static void run_one(const lapack_job *j, int64_t i, int64_t worker) {
                          j->u + (size_t)i * (size_t)r * (size_t)j->ucols * j->es, &ldr,
                          j->vt + (size_t)i * mat, &lda, j->work + ws * j->es, &j->lwork,
                          j->iwork + (size_t)worker * (size_t)j->liwork, &j->info[i], 1);
+      break;
+    }
+    case JOB_GEQRF:
+    case JOB_ORGQR: { /* a: rows x n; tau: k (j->k) per matrix */
+      lapack_int r = j->rows, ldr = r > 1 ? r : 1, kk = j->k;
+      char *am = j->a + (size_t)i * (size_t)r * (size_t)n * j->es;
+      char *tau = j->w + (size_t)i * (size_t)kk * j->es;
+      char *work = j->work + (size_t)worker * (size_t)j->lwork * j->es;
+      if (j->kind == JOB_GEQRF)
+        lapack.geqrf[j->p](&r, &n, am, &ldr, tau, work, &j->lwork, &info);
+      else
+        lapack.orgqr[j->p](&r, &n, &kk, am, &ldr, tau, work, &j->lwork, &info);
       break;
     }
     case JOB_SYEVD:
@@ -304,4 +334,41 @@ ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, c
   run(&j);
   ct__free(buf);
   return CT_OK;
+}
+
+/* geqrf (orgqr: !factor) over a (B, c, r) with tau (B, k). */
+static ct_status householder(const char *op, ct_tensor *a, const ct_tensor *tau, bool factor) {
+  lapack_job j;
+  ct_status st = init_job(&j, op, factor ? JOB_GEQRF : JOB_ORGQR, a);
+  if (st != CT_OK) return st;
+  int64_t rows = a->shape[2], cols = a->shape[1];
+  if (!fits_int(rows))
+    return ct__fail_status(CT_ERR_ARG, "%s: %lld rows exceed LAPACK's int range", op,
+                           (long long)rows);
+  j.n = (lapack_int)cols;
+  j.rows = (lapack_int)rows;
+  j.k = (lapack_int)tau->shape[1];
+  if (j.batch == 0 || j.n == 0 || j.rows == 0) return CT_OK;
+  j.w = ct__data(tau);
+  union {
+    double d;
+    float f;
+  } wq = {0};
+  lapack_int minus1 = -1, qinfo = 0, r = j.rows, n = j.n, kk = j.k;
+  if (factor)
+    lapack.geqrf[j.p](&r, &n, NULL, &r, NULL, &wq, &minus1, &qinfo);
+  else
+    lapack.orgqr[j.p](&r, &n, &kk, NULL, &r, NULL, &wq, &minus1, &qinfo);
+  j.liwork = 0;
+  char *buf = workspace(&j, op, j.p ? wq.d : (double)wq.f);
+  if (!buf) return ct_last_error();
+  run(&j);
+  ct__free(buf);
+  return CT_OK;
+}
+
+ct_status ct__cpu_geqrf(ct_tensor *a, ct_tensor *tau) { return householder("qr", a, tau, true); }
+
+ct_status ct__cpu_orgqr(ct_tensor *q, const ct_tensor *tau) {
+  return householder("qr", q, tau, false);
 }

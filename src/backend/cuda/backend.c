@@ -292,6 +292,14 @@ static ct_status cuda_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *v
   ctc_t x = desc(a), sv = desc(s), uu = desc(u), v = desc(vt), i = desc(info);
   return ct__cuda_svd(&x, &sv, &uu, &v, &i, full);
 }
+static ct_status cuda_geqrf(ct_tensor *a, ct_tensor *tau) {
+  ctc_t x = desc(a), t = desc(tau);
+  return ct__cuda_geqrf(&x, &t);
+}
+static ct_status cuda_orgqr(ct_tensor *q, const ct_tensor *tau) {
+  ctc_t x = desc(q), t = desc(tau);
+  return ct__cuda_orgqr(&x, &t);
+}
 
 static const ct_backend ct__cuda_backend = {
     .name = "cuda",
@@ -372,6 +380,8 @@ static const ct_backend ct__cuda_backend = {
     .cholesky = cuda_cholesky,
     .eigh = cuda_eigh,
     .svd = cuda_svd,
+    .geqrf = cuda_geqrf,
+    .orgqr = cuda_orgqr,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

@@ -163,6 +163,8 @@ ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info);
 ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *info, bool upper);
 ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u, const ctc_t *vt,
                        const ctc_t *info, bool full);
+ct_status ct__cuda_geqrf(const ctc_t *a, const ctc_t *tau);
+ct_status ct__cuda_orgqr(const ctc_t *q, const ctc_t *tau);
 
 #ifdef __cplusplus
 }

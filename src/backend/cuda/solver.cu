@@ -37,7 +37,15 @@ static cusolverStatus_t handle_on(int dev, cudaStream_t s, const char **call) {
   return cusolverDnSetStream(handles[dev], s);
 }
 
-enum solver_kind { SOLVER_GETRF, SOLVER_GETRS, SOLVER_POTRF, SOLVER_SYEVD, SOLVER_GESVD };
+enum solver_kind {
+  SOLVER_GETRF,
+  SOLVER_GETRS,
+  SOLVER_POTRF,
+  SOLVER_SYEVD,
+  SOLVER_GESVD,
+  SOLVER_GEQRF,
+  SOLVER_ORGQR
+};
 
 struct solver_job {
   const char *op;
@@ -108,6 +116,26 @@ static cusolverStatus_t run_calls(cusolverDnHandle_t h, const solver_job &j, voi
                                       (float *)j.rwork, j.info + i);
         break;
       }
+      case SOLVER_GEQRF:
+      case SOLVER_ORGQR: { /* a: rows x n; tau: k per matrix */
+        int ldr = j.rows > 1 ? j.rows : 1;
+        a = j.a + (size_t)i * (size_t)j.rows * (size_t)j.n * es;
+        char *tau = j.w + (size_t)i * (size_t)j.k * es;
+        if (j.kind == SOLVER_GEQRF) {
+          *call = j.f64 ? "cusolverDnDgeqrf" : "cusolverDnSgeqrf";
+          cs = j.f64 ? cusolverDnDgeqrf(h, j.rows, j.n, (double *)a, ldr, (double *)tau,
+                                        (double *)ws, lwork, scratch_info)
+                     : cusolverDnSgeqrf(h, j.rows, j.n, (float *)a, ldr, (float *)tau, (float *)ws,
+                                        lwork, scratch_info);
+        } else {
+          *call = j.f64 ? "cusolverDnDorgqr" : "cusolverDnSorgqr";
+          cs = j.f64 ? cusolverDnDorgqr(h, j.rows, j.n, j.k, (double *)a, ldr, (const double *)tau,
+                                        (double *)ws, lwork, scratch_info)
+                     : cusolverDnSorgqr(h, j.rows, j.n, j.k, (float *)a, ldr, (const float *)tau,
+                                        (float *)ws, lwork, scratch_info);
+        }
+        break;
+      }
       case SOLVER_SYEVD: {
         char *w = j.w + (size_t)i * (size_t)j.n * es;
         *call = j.f64 ? "cusolverDnDsyevd" : "cusolverDnSsyevd";
@@ -162,6 +190,21 @@ static ct_status run(int dev, solver_job &j) {
     call = j.f64 ? "cusolverDnDgesvd_bufferSize" : "cusolverDnSgesvd_bufferSize";
     cs = j.f64 ? cusolverDnDgesvd_bufferSize(handles[dev], j.rows, j.n, &lwork)
                : cusolverDnSgesvd_bufferSize(handles[dev], j.rows, j.n, &lwork);
+  }
+  if (cs == CUSOLVER_STATUS_SUCCESS && (j.kind == SOLVER_GEQRF || j.kind == SOLVER_ORGQR)) {
+    int ldr = j.rows > 1 ? j.rows : 1;
+    bool f = j.kind == SOLVER_GEQRF;
+    call = f ? (j.f64 ? "cusolverDnDgeqrf_bufferSize" : "cusolverDnSgeqrf_bufferSize")
+             : (j.f64 ? "cusolverDnDorgqr_bufferSize" : "cusolverDnSorgqr_bufferSize");
+    if (f)
+      cs = j.f64
+               ? cusolverDnDgeqrf_bufferSize(handles[dev], j.rows, j.n, (double *)j.a, ldr, &lwork)
+               : cusolverDnSgeqrf_bufferSize(handles[dev], j.rows, j.n, (float *)j.a, ldr, &lwork);
+    else
+      cs = j.f64 ? cusolverDnDorgqr_bufferSize(handles[dev], j.rows, j.n, j.k, (const double *)j.a,
+                                               ldr, (const double *)j.w, &lwork)
+                 : cusolverDnSorgqr_bufferSize(handles[dev], j.rows, j.n, j.k, (const float *)j.a,
+                                               ldr, (const float *)j.w, &lwork);
   }
   void *wsp = nullptr;
   if (cs == CUSOLVER_STATUS_SUCCESS && !(wsp = ws.get((size_t)(lwork > 0 ? lwork : 1) * es))) {
@@ -257,4 +300,27 @@ extern "C" ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u
   j.vt = vt->data;
   j.info = (int *)info->data;
   return run(a->device, j);
+}
+
+static ct_status householder(const char *op, solver_kind kind, const ctc_t *a, const ctc_t *tau) {
+  solver_job j{};
+  ct_status st = init_job(j, op, kind, a); /* n: the columns, a's dim 1 */
+  if (st != CT_OK) return st;
+  if (a->shape[2] > INT32_MAX)
+    return ct__fail_status(CT_ERR_ARG, "%s: %lld rows exceed cuSOLVER's int range", op,
+                           (long long)a->shape[2]);
+  j.n = (int)a->shape[1];
+  j.rows = (int)a->shape[2];
+  j.k = (int)tau->shape[1];
+  if (j.batch == 0 || j.n == 0 || j.rows == 0) return CT_OK;
+  j.w = tau->data;
+  return run(a->device, j);
+}
+
+extern "C" ct_status ct__cuda_geqrf(const ctc_t *a, const ctc_t *tau) {
+  return householder("qr", SOLVER_GEQRF, a, tau);
+}
+
+extern "C" ct_status ct__cuda_orgqr(const ctc_t *q, const ctc_t *tau) {
+  return householder("qr", SOLVER_ORGQR, q, tau);
 }

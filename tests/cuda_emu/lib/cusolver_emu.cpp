@@ -46,6 +46,14 @@ void sgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, fl
 void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a,
              const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt,
              double *work, const int *lwork, int *info, size_t l1, size_t l2);
+void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work,
+             const int *lwork, int *info);
+void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
+             const int *lwork, int *info);
+void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau,
+             float *work, const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
+             double *work, const int *lwork, int *info);
 }
 
 struct cusolverDnContext {
@@ -244,6 +252,50 @@ cusolverStatus_t gesvd(cusolverDnHandle_t h, signed char jobu, signed char jobvt
   return CUSOLVER_STATUS_SUCCESS;
 }
 
+int qr_lwork(int n) { return 64 * max1(n); }
+
+/* geqrf (k < 0) or orgqr with k reflectors, on the host with its own workspace. */
+template <typename T>
+void host_householder(int m, int n, int k, T *A, int lda, T *tau) {
+  int info = 0, lwork = 64 * max1(n);
+  std::vector<T> work((size_t)lwork);
+  if constexpr (sizeof(T) == 8) {
+    if (k < 0)
+      dgeqrf_(&m, &n, (double *)A, &lda, (double *)tau, (double *)work.data(), &lwork, &info);
+    else
+      dorgqr_(&m, &n, &k, (double *)A, &lda, (const double *)tau, (double *)work.data(), &lwork,
+              &info);
+  } else {
+    if (k < 0)
+      sgeqrf_(&m, &n, (float *)A, &lda, (float *)tau, (float *)work.data(), &lwork, &info);
+    else
+      sorgqr_(&m, &n, &k, (float *)A, &lda, (const float *)tau, (float *)work.data(), &lwork,
+              &info);
+  }
+}
+
+/* geqrf (k < 0) or orgqr: cuSOLVER's checks, then the host LAPACK on the
+ * stream. */
+template <typename T>
+cusolverStatus_t householder(cusolverDnHandle_t h, int m, int n, int k, T *A, int lda, T *tau,
+                             T *ws, int lwork, int *info, const char *name) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  int mn = m < n ? m : n;
+  if (m < 0 || n < 0 || lda < max1(m) || lwork < qr_lwork(n)) return CUSOLVER_STATUS_INVALID_VALUE;
+  if (k >= 0 && (n > m || k > n)) return CUSOLVER_STATUS_INVALID_VALUE; /* orgqr: m >= n >= k */
+  int ntau = k < 0 ? mn : k;
+  if (!check(A, span(m, n, lda, sizeof(T)), name) || !check(tau, (size_t)ntau * sizeof(T), name) ||
+      !check(ws, (size_t)lwork * sizeof(T), name) || !check(info, sizeof(int), name))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  size_t wsb = (size_t)lwork * sizeof(T);
+  emu_lib_enqueue(h->stream, name, [=] {
+    memset((void *)ws, 0xa5, wsb);
+    if (m > 0 && n > 0) host_householder<T>(m, n, k, A, lda, tau);
+    *info = 0;
+  });
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -387,6 +439,51 @@ cusolverStatus_t cusolverDnDgesvd(cusolverDnHandle_t handle, signed char jobu, s
   EMU_CALL();
   return gesvd(handle, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work, lwork, rwork, info,
                "cusolverDnDgesvd");
+}
+
+cusolverStatus_t cusolverDnSgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, float *,
+                                             int lda, int *lwork) {
+  EMU_CALL();
+  if (!alive(handle)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || lda < max1(m) || !lwork) return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = qr_lwork(n);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *,
+                                             int lda, int *lwork) {
+  return cusolverDnSgeqrf_bufferSize(handle, m, n, nullptr, lda, lwork);
+}
+cusolverStatus_t cusolverDnSgeqrf(cusolverDnHandle_t handle, int m, int n, float *A, int lda,
+                                  float *TAU, float *Workspace, int Lwork, int *devInfo) {
+  EMU_CALL();
+  return householder(handle, m, n, -1, A, lda, TAU, Workspace, Lwork, devInfo, "cusolverDnSgeqrf");
+}
+cusolverStatus_t cusolverDnDgeqrf(cusolverDnHandle_t handle, int m, int n, double *A, int lda,
+                                  double *TAU, double *Workspace, int Lwork, int *devInfo) {
+  EMU_CALL();
+  return householder(handle, m, n, -1, A, lda, TAU, Workspace, Lwork, devInfo, "cusolverDnDgeqrf");
+}
+cusolverStatus_t cusolverDnSorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k,
+                                             const float *, int lda, const float *, int *lwork) {
+  EMU_CALL();
+  if (!alive(handle)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || lda < max1(m) || !lwork) return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = qr_lwork(n);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+cusolverStatus_t cusolverDnDorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k,
+                                             const double *, int lda, const double *, int *lwork) {
+  return cusolverDnSorgqr_bufferSize(handle, m, n, k, nullptr, lda, nullptr, lwork);
+}
+cusolverStatus_t cusolverDnSorgqr(cusolverDnHandle_t handle, int m, int n, int k, float *A, int lda,
+                                  const float *tau, float *work, int lwork, int *info) {
+  EMU_CALL();
+  return householder(handle, m, n, k, A, lda, (float *)tau, work, lwork, info, "cusolverDnSorgqr");
+}
+cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t handle, int m, int n, int k, double *A,
+                                  int lda, const double *tau, double *work, int lwork, int *info) {
+  EMU_CALL();
+  return householder(handle, m, n, k, A, lda, (double *)tau, work, lwork, info, "cusolverDnDorgqr");
 }
 
 }  // extern "C"

@@ -1,8 +1,8 @@
 /* Host EMULATION of cusolverDn.h (tests/cuda_emu/lib): the subset of the
  * dense cuSOLVER API that src/backend/cuda/solver.cu uses (getrf, getrs,
- * potrf, syevd, gesvd and their buffer sizes, f32/f64), with the real library's names,
- * enum values and signatures (CUDA 13 headers). Implemented on the host by
- * cusolver_emu.cpp through the host LAPACK; no GPU is involved. */
+ * potrf, syevd, gesvd, geqrf, orgqr and their buffer sizes, f32/f64), with the real library's
+ * names, enum values and signatures (CUDA 13 headers). Implemented on the host by cusolver_emu.cpp
+ * through the host LAPACK; no GPU is involved. */
 #ifndef CT_EMU_CUSOLVERDN_H
 #define CT_EMU_CUSOLVERDN_H
 
@@ -86,6 +86,24 @@ cusolverStatus_t cusolverDnDgesvd(cusolverDnHandle_t handle, signed char jobu, s
                                   int m, int n, double *A, int lda, double *S, double *U, int ldu,
                                   double *VT, int ldvt, double *work, int lwork, double *rwork,
                                   int *info);
+
+cusolverStatus_t cusolverDnSgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, float *A,
+                                             int lda, int *lwork);
+cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *A,
+                                             int lda, int *lwork);
+cusolverStatus_t cusolverDnSgeqrf(cusolverDnHandle_t handle, int m, int n, float *A, int lda,
+                                  float *TAU, float *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnDgeqrf(cusolverDnHandle_t handle, int m, int n, double *A, int lda,
+                                  double *TAU, double *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnSorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k,
+                                             const float *A, int lda, const float *tau, int *lwork);
+cusolverStatus_t cusolverDnDorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k,
+                                             const double *A, int lda, const double *tau,
+                                             int *lwork);
+cusolverStatus_t cusolverDnSorgqr(cusolverDnHandle_t handle, int m, int n, int k, float *A, int lda,
+                                  const float *tau, float *work, int lwork, int *info);
+cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t handle, int m, int n, int k, double *A,
+                                  int lda, const double *tau, double *work, int lwork, int *info);
 
 #ifdef __cplusplus
 }
