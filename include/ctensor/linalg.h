@@ -97,6 +97,14 @@ CT_API ct_tensor *ct_linalg_svd(const ct_tensor *a, bool full_matrices, ct_tenso
  * *r NULL. */
 CT_API ct_tensor *ct_linalg_qr(const ct_tensor *a, bool complete, ct_tensor **r);
 
+/* Matrix norm over the last two dims (torch.linalg.matrix_norm): ord is
+ * "fro" (Frobenius), "nuc" (nuclear: sum of singular values), "2" / "-2"
+ * (largest / smallest singular value), "1" / "-1" (max / min column sum of
+ * |a|), "inf" / "-inf" (max / min row sum). Result (...), or (..., 1, 1)
+ * with keepdim. Composed from recorded ops (svd for nuc, 2, -2), so it is
+ * differentiable with their gradients. Another ord is CT_ERR_ARG. */
+CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, bool keepdim);
+
 #ifdef __cplusplus
 }
 #endif
