@@ -105,6 +105,15 @@ CT_API ct_tensor *ct_linalg_qr(const ct_tensor *a, bool complete, ct_tensor **r)
  * differentiable with their gradients. Another ord is CT_ERR_ARG. */
 CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, bool keepdim);
 
+/* The least-squares solution X (..., n, k) of a X = b (torch.linalg.lstsq's
+ * solution) for a (..., m, n) of full rank and b (..., m, k), batch dims
+ * broadcasting: argmin |a X - b| when m >= n, the minimum-norm solution
+ * when m < n. Through QR on every device (torch's 'gels' driver, its only
+ * one on CUDA); a rank-deficient a is CT_ERR_ARG (a singular R), where
+ * torch's CPU default (gelsy) would return a basic solution. Differentiable
+ * (composed from qr, solve and matmul). */
+CT_API ct_tensor *ct_linalg_lstsq(const ct_tensor *a, const ct_tensor *b);
+
 #ifdef __cplusplus
 }
 #endif
