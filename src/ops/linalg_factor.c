@@ -29,27 +29,54 @@ static int64_t batch_of(const ct_tensor *t, int matrix_dims) {
   return b;
 }
 
-/* a is a batch of square f32/f64 matrices on a device with the family's
- * slots; else an error naming op. */
-const ct_backend *ct__linalg_check_square(const char *op, const ct_tensor *a) {
+const ct_backend *ct__linalg_check_matrix(const char *op, const ct_tensor *a) {
   if (!a) return NULL;
   char s[CT_SHAPE_STR_MAX];
   if (a->ndim < 2)
     return ct__fail(CT_ERR_SHAPE, "%s: expected a matrix or a batch of matrices, got shape %s", op,
-                    ct__shape_str(a, s, sizeof s));
-  if (a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
-    return ct__fail(CT_ERR_SHAPE, "%s: expected square matrices, got %lld by %lld (shape %s)", op,
-                    (long long)a->shape[a->ndim - 2], (long long)a->shape[a->ndim - 1],
                     ct__shape_str(a, s, sizeof s));
   if (a->dtype != CT_F32 && a->dtype != CT_F64)
     return ct__fail(CT_ERR_DTYPE, "%s: expected an f32 or f64 tensor, got %s", op,
                     ct_dtype_name(a->dtype));
   const ct_backend *be = ct__backend_for(op, a);
   if (!be) return NULL;
-  if (!be->lu_factor || !be->lu_solve || !be->cholesky || !be->eigh)
+  if (!be->lu_factor || !be->lu_solve || !be->cholesky || !be->eigh || !be->svd || !be->geqrf ||
+      !be->orgqr)
     return ct__fail(CT_ERR_UNAVAILABLE, "%s: not implemented on %s", op,
                     ct_device_name(ct__device(a)));
   return be;
+}
+
+const ct_backend *ct__linalg_check_square(const char *op, const ct_tensor *a) {
+  if (!a) return NULL;
+  char s[CT_SHAPE_STR_MAX];
+  if (a->ndim >= 2 && a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
+    return ct__fail(CT_ERR_SHAPE, "%s: expected square matrices, got %lld by %lld (shape %s)", op,
+                    (long long)a->shape[a->ndim - 2], (long long)a->shape[a->ndim - 1],
+                    ct__shape_str(a, s, sizeof s));
+  return ct__linalg_check_matrix(op, a);
+}
+
+int ct__linalg_shape_with(const ct_tensor *a, int64_t d0, int64_t d1, int64_t *shape) {
+  int nb = a->ndim - 2;
+  memcpy(shape, a->shape, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = d0;
+  if (d1 < 0) return nb + 1;
+  shape[nb + 1] = d1;
+  return nb + 2;
+}
+
+ct_tensor *ct__linalg_block(const ct_tensor *x, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+                            bool mT) {
+  if (!x) return NULL;
+  int nd = x->ndim;
+  int64_t sh[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)nd);
+  memcpy(st, x->strides, sizeof(int64_t) * (size_t)nd);
+  sh[nd - 2] = mT ? nc : nr, sh[nd - 1] = mT ? nr : nc;
+  if (mT) st[nd - 2] = x->strides[nd - 1], st[nd - 1] = x->strides[nd - 2];
+  return ct__view_of(x, x->dtype, sh, st, nd,
+                     x->offset + r0 * x->strides[nd - 2] + c0 * x->strides[nd - 1]);
 }
 
 /* A (B, rows, cols) view of contiguous t's (..., rows, cols) (or (B, cols)

@@ -6,9 +6,17 @@
 
 #include "core/internal.h"
 
-/* The backend of a, a batch of square f32/f64 matrices (..., n, n) on a
- * device with the family's slots; else NULL with an error naming op. */
+/* The backend of a, a batch of f32/f64 matrices (..., m, n) on a device
+ * with the family's slots; else NULL with an error naming op. */
+const struct ct_backend *ct__linalg_check_matrix(const char *op, const ct_tensor *a);
+/* The same for square matrices (..., n, n). */
 const struct ct_backend *ct__linalg_check_square(const char *op, const ct_tensor *a);
+/* shape = a's batch dims, then d0, d1 (d1 < 0: d0 alone); returns the ndim. */
+int ct__linalg_shape_with(const ct_tensor *a, int64_t d0, int64_t d1, int64_t *shape);
+/* A view of x's last two dims [r0, r0 + nr) x [c0, c0 + nc), transposed when
+ * mT (then (..., nc, nr)). */
+ct_tensor *ct__linalg_block(const ct_tensor *x, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+                            bool mT);
 /* A (B, rows, cols) view of contiguous t (..., rows, cols); (B, cols) when
  * rows is 0, (B) when both are. */
 ct_tensor *ct__linalg_flat(const ct_tensor *t, int64_t rows, int64_t cols);

@@ -20,33 +20,6 @@
 
 #include "ctensor/linalg.h"
 
-/* a (..., rows, cols) of f32/f64 on a device with the svd slot. */
-static const ct_backend *check_matrix(const char *op, const ct_tensor *a) {
-  if (!a) return NULL;
-  char s[CT_SHAPE_STR_MAX];
-  if (a->ndim < 2)
-    return ct__fail(CT_ERR_SHAPE, "%s: expected a matrix or a batch of matrices, got shape %s", op,
-                    ct__shape_str(a, s, sizeof s));
-  if (a->dtype != CT_F32 && a->dtype != CT_F64)
-    return ct__fail(CT_ERR_DTYPE, "%s: expected an f32 or f64 tensor, got %s", op,
-                    ct_dtype_name(a->dtype));
-  const ct_backend *be = ct__backend_for(op, a);
-  if (be && !be->svd)
-    return ct__fail(CT_ERR_UNAVAILABLE, "%s: not implemented on %s", op,
-                    ct_device_name(ct__device(a)));
-  return be;
-}
-
-/* shape = batch dims of a, then d0, d1 (or d0 alone when d1 < 0) */
-static int shape_with(const ct_tensor *a, int64_t d0, int64_t d1, int64_t *shape) {
-  int nb = a->ndim - 2;
-  memcpy(shape, a->shape, sizeof(int64_t) * (size_t)nb);
-  shape[nb] = d0;
-  if (d1 < 0) return nb + 1;
-  shape[nb + 1] = d1;
-  return nb + 2;
-}
-
 /* A view of t (..., r, c) contiguous with its last two dims swapped (a
  * column-major view), or t itself (a new reference) when !swap. */
 static ct_tensor *maybe_mT(const ct_tensor *t, bool swap) {
@@ -61,29 +34,21 @@ static ct_tensor *maybe_mT(const ct_tensor *t, bool swap) {
   return ct__view_of(t, t->dtype, sh, st, nd, t->offset);
 }
 
-/* A view of x's last two dims [r0, r0 + nr) x [c0, c0 + nc). */
-static ct_tensor *block(const ct_tensor *x, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-  if (!x) return NULL;
-  int nd = x->ndim;
-  int64_t sh[CT_MAX_DIMS];
-  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)nd);
-  sh[nd - 2] = nr, sh[nd - 1] = nc;
-  return ct__view_of(x, x->dtype, sh, x->strides, nd,
-                     x->offset + r0 * x->strides[nd - 2] + c0 * x->strides[nd - 1]);
-}
-
 /* P (..., m + 1 + n, k): U's first k columns, S, V's first k columns. */
 static ct_tensor *pack(const ct_tensor *a, const ct_tensor *u, const ct_tensor *s,
                        const ct_tensor *vh, int64_t m, int64_t n, int64_t k) {
   int64_t shape[CT_MAX_DIMS];
-  int nd = shape_with(a, m + 1 + n, k, shape);
+  int nd = ct__linalg_shape_with(a, m + 1 + n, k, shape);
   ct_tensor *p = ct__empty(shape, nd, a->dtype, ct__device(a));
   if (!p) return NULL;
-  ct_tensor *pu = block(p, 0, m, 0, k), *ps = block(p, m, 1, 0, k), *pv = block(p, m + 1, n, 0, k);
-  ct_tensor *uk = block(u, 0, m, 0, k), *vk = block(vh, 0, k, 0, n), *vt = maybe_mT(vk, true);
+  ct_tensor *pu = ct__linalg_block(p, 0, m, 0, k, false),
+            *ps = ct__linalg_block(p, m, 1, 0, k, false),
+            *pv = ct__linalg_block(p, m + 1, n, 0, k, false);
+  ct_tensor *uk = ct__linalg_block(u, 0, m, 0, k, false),
+            *vk = ct__linalg_block(vh, 0, k, 0, n, false), *vt = maybe_mT(vk, true);
   /* s (..., k) as (..., 1, k) */
   int64_t ss[CT_MAX_DIMS], st[CT_MAX_DIMS];
-  int snd = shape_with(a, 1, k, ss);
+  int snd = ct__linalg_shape_with(a, 1, k, ss);
   for (int d = 0; d < snd; d++) st[d] = d < snd - 2 ? s->strides[d] : d == snd - 2 ? 0 : 1;
   ct_tensor *s2 = ct__view_of(s, s->dtype, ss, st, snd, s->offset);
   ct_status r = pu && ps && pv && uk && vt && s2 ? CT_OK : CT_ERR_OOM;
@@ -110,9 +75,9 @@ static ct_status decompose(const char *op, const ct_backend *be, const ct_tensor
   ct_tensor *at = maybe_mT(a, !wide);
   ct_tensor *x = at ? ct__clone(at) : NULL; /* (..., cols, rows): column-major rows x cols */
   ct__release(at);
-  ct_tensor *s = ct__empty(shape, shape_with(a, k, -1, shape), a->dtype, dev);
-  ct_tensor *u = ct__empty(shape, shape_with(a, ucols, rows, shape), a->dtype, dev);
-  ct_tensor *vt = ct__empty(shape, shape_with(a, cols, cols, shape), a->dtype, dev);
+  ct_tensor *s = ct__empty(shape, ct__linalg_shape_with(a, k, -1, shape), a->dtype, dev);
+  ct_tensor *u = ct__empty(shape, ct__linalg_shape_with(a, ucols, rows, shape), a->dtype, dev);
+  ct_tensor *vt = ct__empty(shape, ct__linalg_shape_with(a, cols, cols, shape), a->dtype, dev);
   ct_tensor *info = ct__empty(a->shape, a->ndim - 2, CT_I32, dev);
   ct_status st = x && s && u && vt && info ? CT_OK : CT_ERR_OOM;
   if (st == CT_OK && k > 0 && info->numel > 0) {
@@ -144,7 +109,8 @@ static ct_status decompose(const char *op, const ct_backend *be, const ct_tensor
 static ct_tensor *rest(const ct_tensor *whole, int64_t k, bool rows) {
   int nd = whole->ndim;
   int64_t r = whole->shape[nd - 2], c = whole->shape[nd - 1];
-  ct_tensor *v = rows ? block(whole, k, r - k, 0, c) : block(whole, 0, r, k, c - k);
+  ct_tensor *v = rows ? ct__linalg_block(whole, k, r - k, 0, c, false)
+                      : ct__linalg_block(whole, 0, r, k, c - k, false);
   ct_tensor *cp = v ? ct__clone(v) : NULL;
   ct__release(v);
   return cp;
@@ -154,7 +120,7 @@ ct_tensor *ct_linalg_svd(const ct_tensor *a, bool full_matrices, ct_tensor **u, 
   static const char op[] = "linalg_svd";
   if (u) *u = NULL;
   if (vh) *vh = NULL;
-  const ct_backend *be = check_matrix(op, a);
+  const ct_backend *be = ct__linalg_check_matrix(op, a);
   if (!be) return NULL;
   int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
   ct_tensor *uf = NULL, *s = NULL, *vhf = NULL;
