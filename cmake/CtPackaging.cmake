@@ -75,7 +75,7 @@ endfunction()
 set(_ct_cuda_mm "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
 if(CT_USE_CUDA)
   ct_nvidia_depends(CUDA ${CUDA_cudart_LIBRARY}
-    "cuda-cudart-${_ct_cuda_mm}, libcublas-${_ct_cuda_mm}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
+    "cuda-cudart-${_ct_cuda_mm}, libcublas-${_ct_cuda_mm}, libcusolver-${_ct_cuda_mm}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
 endif()
 if(CT_USE_NCCL)
   ct_nvidia_depends(NCCL ${NCCL_LIBRARY} "cuda-cudart-${_ct_cuda_mm}, libnccl2")

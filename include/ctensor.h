@@ -22,6 +22,8 @@
  *   ctensor/products.h  addmm, baddbmm, outer, einsum
  *   ctensor/attention.h  fused scaled dot-product attention, MultiheadAttention,
  *                     TransformerEncoderLayer
+ *   ctensor/linalg.h  solve, inv, det, slogdet, cholesky, eigh, svd, qr, lstsq,
+ *                     matrix norms (LAPACK, cuSOLVER)
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
  *                     learning-rate schedules
  *   ctensor/amp.h     mixed precision: autocast regions, the gradient scaler
@@ -79,6 +81,8 @@
 /* attention */
 #include "ctensor/attention.h"
 #include "ctensor/transformer.h"
+/* linear algebra (LAPACK / cuSOLVER) */
+#include "ctensor/linalg.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -225,5 +225,28 @@ ct_tensor *ct__ag_index_put(ct_tensor *r, const ct_tensor *x, const ct_tensor *v
  * mask or NULL}; p: the forward's parameters (the dropout key included). */
 ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
                        const ct_tensor *const saved[6], const ct_sdpa_params *p);
+/* ---- linalg family: factorizations (grad_linalg_factor.c) ---- */
+/* x = solve(a, b) (vec: b and x are vectors); lu, piv: the LU of a the
+ * forward computed (ops/linalg_factor.h), saved for the gradient. */
+ct_tensor *ct__ag_linalg_solve(ct_tensor *x, const ct_tensor *a, const ct_tensor *b,
+                               const ct_tensor *lu, const ct_tensor *piv, bool vec);
+ct_tensor *ct__ag_linalg_inv(ct_tensor *y, const ct_tensor *a);
+/* r = det(a), or (log) r = log|det(a)| */
+ct_tensor *ct__ag_linalg_det(ct_tensor *r, const ct_tensor *a, const ct_tensor *lu,
+                             const ct_tensor *piv, bool log);
+/* l = cholesky(a), lower */
+ct_tensor *ct__ag_linalg_cholesky(ct_tensor *l, const ct_tensor *a);
+/* p = eigh(a) packed (..., n + 1, n): eigenvalues in row 0, eigenvectors
+ * below (ops/linalg_eigh.c) */
+ct_tensor *ct__ag_linalg_eigh(ct_tensor *p, const ct_tensor *a);
+/* p = svd(a) packed (..., m + 1 + n, k): U (m rows), S (1 row), V (n rows)
+ * (ops/linalg_svd.c) */
+ct_tensor *ct__ag_linalg_svd(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n);
+/* p = qr(a) packed (..., m + n, k): Q (m rows), then R^T (n rows)
+ * (ops/linalg_qr.c) */
+ct_tensor *ct__ag_linalg_qr(ct_tensor *p, const ct_tensor *a, int64_t m, int64_t n);
+/* t = an output of qr(a, complete) with more rows than columns: a node
+ * whose backward fails (not differentiable, as in torch) */
+ct_tensor *ct__ag_linalg_qr_undefined(ct_tensor *t, const ct_tensor *a);
 
 #endif /* CT_AUTOGRAD_INTERNAL_H */

@@ -311,6 +311,41 @@ typedef struct ct_backend {
                              const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
                              const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
                              const ct_tensor *mask, const ct_sdpa_params *p);
+  /* ---- Linear algebra: factorizations (optional; linalg family) ---- */
+  /* Matrices here are LAPACK's: each (n, n) or (k, n) slice of a contiguous
+   * tensor is read column-major, so a row-major matrix A is seen as A^T.
+   * f32/f64. Failures of the math (a zero pivot, a minor that is not
+   * positive-definite) are not errors here: they land in `info`. */
+  /* LU with partial pivoting in place (getrf): a (B, n, n); piv (B, n) i32
+   * receives the 1-based row exchanges, info (B) i32 LAPACK's info. */
+  ct_status (*lu_factor)(ct_tensor *a, ct_tensor *piv, ct_tensor *info);
+  /* Solves op(M) X = R with lu_factor's output (getrs) in place: lu (L, n, n),
+   * piv (L, n); rhs (B, k, n) holds k column-major right-hand sides per matrix
+   * (L == B, or L == 1 and rhs is one system of B * k columns).
+   * op(M) = M^T when trans. */
+  ct_status (*lu_solve)(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans);
+  /* Cholesky in place (potrf, uplo 'U'): a (B, n, n), info (B) i32. Only the
+   * upper triangle (column-major) is read and written. */
+  ct_status (*cholesky)(ct_tensor *a, ct_tensor *info);
+  /* Symmetric eigendecomposition in place (syevd, jobz 'V'): a (B, n, n),
+   * only its `upper` (column-major; else lower) triangle read; on return a's
+   * columns are the orthonormal eigenvectors, w (B, n) the eigenvalues in
+   * ascending order; info (B) i32 (> 0: no convergence). */
+  ct_status (*eigh)(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
+  /* Singular value decomposition (gesdd / gesvd): a (B, c, r) holds B
+   * column-major r x c matrices with r >= c (overwritten); s (B, c) the
+   * singular values, descending; u (B, uc, r) the left singular vectors,
+   * column-major r x uc (uc = r when full, else c); vt (B, c, c) V^T
+   * column-major; info (B) i32 (> 0: no convergence). */
+  ct_status (*svd)(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
+                   bool full);
+  /* QR (geqrf) in place: a (B, c, r) holds column-major r x c matrices: R in
+   * its upper triangle, the Householder reflectors below; tau (B, k),
+   * k = min(r, c). */
+  ct_status (*geqrf)(ct_tensor *a, ct_tensor *tau);
+  /* Q from geqrf's reflectors (orgqr) in place: q (B, qc, r) column-major
+   * r x qc (k <= qc <= r), the reflectors in its first k columns; tau (B, k). */
+  ct_status (*orgqr)(ct_tensor *q, const ct_tensor *tau);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

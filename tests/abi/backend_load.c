@@ -21,7 +21,7 @@ static const char *mapped_plugin_library(void) {
   if (!f) return NULL;
   const char *found = NULL;
   while (!found && fgets(line, sizeof line, f)) {
-    static const char *const libs[] = {"libcudart", "libcublas", "libcudnn",
+    static const char *const libs[] = {"libcudart", "libcublas", "libcudnn", "libcusolver",
                                        "libnccl",   "libmpi",    "libctensor-"};
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
       if (strstr(line, libs[i])) found = line;

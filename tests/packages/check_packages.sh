@@ -109,7 +109,7 @@ apt_install "/tmp/debs/$(basename "$lib_deb")" "/tmp/debs/$(basename "$program_d
   skip "apt could not install the packages' dependencies (no mirror?)"
 }
 save_downloads
-if in_root sh -c 'ldconfig -p | grep -E "libcuda|libcudart|libcublas|libcudnn|libnccl|libmpi"'; then
+if in_root sh -c 'ldconfig -p | grep -E "libcuda|libcudart|libcublas|libcusolver|libcudnn|libnccl|libmpi"'; then
   say "the clean root has CUDA or MPI libraries"; exit 1
 fi
 in_root ctensor info >"$tmp/info.txt" || { cat "$tmp/info.txt"; say "ctensor info failed"; exit 1; }
@@ -132,7 +132,7 @@ if [ -n "$cuda_deb" ]; then
   in_root env CT_BACKEND_PATH="$(dirname "/tmp/cuda/${plugin#./}")" ctensor train --device cuda:0 \
     --epochs 1 --data-dir /tmp/data >"$tmp/cuda.txt" 2>&1 && { say "cuda:0 accepted without CUDA"; exit 1; }
   cat "$tmp/cuda.txt"
-  grep -Eq "lib(cudart|cublas|cudnn)[^ ]*: cannot open shared object file" "$tmp/cuda.txt" ||
+  grep -Eq "lib(cudart|cublas|cusolver|cudnn)[^ ]*: cannot open shared object file" "$tmp/cuda.txt" ||
     { say "asking for cuda:0 does not name the missing CUDA library"; exit 1; }
 fi
 

@@ -46,6 +46,7 @@ static struct {
   int max_threads;
   char error[768];
   char describe[512];
+  void *handle; /* the opened library (lapack.c resolves LAPACK there) */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
 /* Whether `bytes` more of address space can be mapped now (always, without
@@ -127,6 +128,7 @@ static void load(void) {
            config ? config() : "BLAS", file,
            blas.max_threads == 1 ? "called from one thread at a time"
                                  : "called from each of ctensor's threads");
+  blas.handle = h;
   blas.status = CT_OK;
 }
 
@@ -135,6 +137,8 @@ ct_status ct__blas_load(const char *op) {
   if (blas.status == CT_OK) return CT_OK;
   return ct__fail_status(blas.status, "%s: %s", op, blas.error);
 }
+
+void *ct__blas_handle(void) { return blas.handle; }
 
 int ct__blas_max_threads(void) { return blas.max_threads > 0 ? blas.max_threads : 1; }
 

@@ -23,6 +23,9 @@ typedef struct ct_blas_fns {
 extern ct_blas_fns ct__blas_fns;
 
 ct_status ct__blas_load(const char *op);
+/* The dlopen handle of the loaded BLAS (LAPACK's routines are resolved from
+ * it: lapack.c). Valid after ct__blas_load. */
+void *ct__blas_handle(void);
 /* How many threads may call the BLAS at once (1 for a build that is not
  * thread-safe, or when the address-space limit leaves room for fewer buffers
  * than ctensor has threads). Valid after ct__blas_load. */

@@ -90,6 +90,14 @@ const ct_backend ct__cpu_backend = {
     .index_put = ct__cpu_index_put,
     .searchsorted = ct__cpu_searchsorted,
     .sort_flat = ct__cpu_sort_flat,
+    /* linalg family: LAPACK (lapack.c) */
+    .lu_factor = ct__cpu_lu_factor,
+    .lu_solve = ct__cpu_lu_solve,
+    .cholesky = ct__cpu_cholesky,
+    .eigh = ct__cpu_eigh,
+    .svd = ct__cpu_svd,
+    .geqrf = ct__cpu_geqrf,
+    .orgqr = ct__cpu_orgqr,
     /* No execution slots: CPU work is synchronous. */
     /* attention: attention.c */
     .sdpa = ct__cpu_sdpa,

@@ -126,5 +126,14 @@ ct_status ct__cpu_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_tensor 
                                 const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
                                 const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
                                 const ct_tensor *mask, const ct_sdpa_params *p);
+/* lapack.c (linalg family; contracts: backend.h, "Linear algebra: factorizations") */
+ct_status ct__cpu_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info);
+ct_status ct__cpu_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans);
+ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info);
+ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
+ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
+                      bool full);
+ct_status ct__cpu_geqrf(ct_tensor *a, ct_tensor *tau);
+ct_status ct__cpu_orgqr(ct_tensor *q, const ct_tensor *tau);
 
 #endif /* CT_CPU_KERNELS_H */

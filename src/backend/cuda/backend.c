@@ -351,6 +351,38 @@ static void cuda_set_allow_tf32(bool allow) {
 
 /* ---- The table --------------------------------------------------------------------------------- */
 
+/* ---- Linear algebra: factorizations (linalg family) ------------------------------ */
+
+static ct_status cuda_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info) {
+  ctc_t x = desc(a), p = desc(piv), i = desc(info);
+  return ct__cuda_lu_factor(&x, &p, &i);
+}
+static ct_status cuda_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans) {
+  ctc_t x = desc(lu), p = desc(piv), r = desc(rhs);
+  return ct__cuda_lu_solve(&x, &p, &r, trans);
+}
+static ct_status cuda_cholesky(ct_tensor *a, ct_tensor *info) {
+  ctc_t x = desc(a), i = desc(info);
+  return ct__cuda_cholesky(&x, &i);
+}
+static ct_status cuda_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper) {
+  ctc_t x = desc(a), v = desc(w), i = desc(info);
+  return ct__cuda_eigh(&x, &v, &i, upper);
+}
+static ct_status cuda_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt,
+                          ct_tensor *info, bool full) {
+  ctc_t x = desc(a), sv = desc(s), uu = desc(u), v = desc(vt), i = desc(info);
+  return ct__cuda_svd(&x, &sv, &uu, &v, &i, full);
+}
+static ct_status cuda_geqrf(ct_tensor *a, ct_tensor *tau) {
+  ctc_t x = desc(a), t = desc(tau);
+  return ct__cuda_geqrf(&x, &t);
+}
+static ct_status cuda_orgqr(ct_tensor *q, const ct_tensor *tau) {
+  ctc_t x = desc(q), t = desc(tau);
+  return ct__cuda_orgqr(&x, &t);
+}
+
 static const ct_backend ct__cuda_backend = {
     .name = "cuda",
     /* caching allocator per device; pinned host memory for device_index -1 */
@@ -443,6 +475,14 @@ static const ct_backend ct__cuda_backend = {
     /* attention: attention.cu */
     .sdpa = cuda_sdpa,
     .sdpa_backward = cuda_sdpa_backward,
+    /* linalg family: cuSOLVER (solver.cu) */
+    .lu_factor = cuda_lu_factor,
+    .lu_solve = cuda_lu_solve,
+    .cholesky = cuda_cholesky,
+    .eigh = cuda_eigh,
+    .svd = cuda_svd,
+    .geqrf = cuda_geqrf,
+    .orgqr = cuda_orgqr,
 };
 
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into

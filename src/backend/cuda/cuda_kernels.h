@@ -188,6 +188,16 @@ ct_status ct__cuda_sdpa_backward(const ctc_t *gq, const ctc_t *gk, const ctc_t *
                                  const ctc_t *q, const ctc_t *k, const ctc_t *v, const ctc_t *out,
                                  const ctc_t *lse, const ctc_t *mask, const ct_sdpa_params *p);
 
+/* solver.cu (linalg family; contracts: backend.h, "Linear algebra: factorizations") */
+ct_status ct__cuda_lu_factor(const ctc_t *a, const ctc_t *piv, const ctc_t *info);
+ct_status ct__cuda_lu_solve(const ctc_t *lu, const ctc_t *piv, const ctc_t *rhs, bool trans);
+ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info);
+ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *info, bool upper);
+ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u, const ctc_t *vt,
+                       const ctc_t *info, bool full);
+ct_status ct__cuda_geqrf(const ctc_t *a, const ctc_t *tau);
+ct_status ct__cuda_orgqr(const ctc_t *q, const ctc_t *tau);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,121 @@
+/* ctensor/linalg.h: linear algebra of square matrices (torch.linalg), on the
+ * CPU through LAPACK (OpenBLAS's, opened with the BLAS on first use) and on
+ * CUDA through cuSOLVER.
+ *
+ *   ct_tensor *a = ct_randn(CT_SHAPE(8, 4, 4), NULL);   // 8 matrices 4 x 4
+ *   ct_tensor *b = ct_randn(CT_SHAPE(8, 4, 2), NULL);
+ *   ct_tensor *x = ct_linalg_solve(a, b);                // a @ x == b
+ *   ct_tensor *d = ct_linalg_det(a);                     // (8)
+ *
+ * Common rules (torch.linalg's):
+ *  - matrices are the last two dims; leading dims are a batch, and every
+ *    matrix of the batch is handled independently;
+ *  - f32 and f64 only (CT_ERR_DTYPE for integers, bool and halves), on one
+ *    device (CT_ERR_DEVICE); a non-square matrix is CT_ERR_SHAPE;
+ *  - a failure of the factorization (a singular matrix for solve and inv,
+ *    a matrix that is not positive-definite for cholesky) is CT_ERR_ARG
+ *    naming the operation, the batch element and LAPACK's info value. Finding
+ *    it reads a flag per matrix on the host, so on CUDA these calls wait for
+ *    the factorization (as torch's do);
+ *  - results may be column-major views (strides (..., 1, n)), as torch's;
+ *  - everything is differentiable (autograd), with torch's formulas. The
+ *    gradients of det and slogdet go through A^-1: at a singular matrix they
+ *    are not finite here (torch switches to an SVD there).
+ */
+#ifndef CTENSOR_LINALG_H
+#define CTENSOR_LINALG_H
+
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X with a @ X = b (torch.linalg.solve). a (..., n, n); b (..., n, k), or a
+ * vector (n) / (..., n) when b.ndim == 1 or b's shape is a's without its last
+ * dim (the result is then a vector too). Batch dims broadcast; dtypes
+ * promote. LU with partial pivoting (getrf + getrs). Gradients:
+ * gb = solve(a^T, g), ga = -gb @ X^T. */
+CT_API ct_tensor *ct_linalg_solve(const ct_tensor *a, const ct_tensor *b);
+/* a^-1 (torch.linalg.inv), a (..., n, n). Gradient: -Y^T g Y^T (Y = a^-1). */
+CT_API ct_tensor *ct_linalg_inv(const ct_tensor *a);
+/* det(a) (torch.linalg.det), shape (...): the product of U's diagonal of
+ * the LU factorization, with the sign of its row exchanges. A singular
+ * matrix gives 0 (no error). Gradient: g det(a) a^-T. */
+CT_API ct_tensor *ct_linalg_det(const ct_tensor *a);
+/* sign and log|det| of a (torch.linalg.slogdet): returns logabsdet (...)
+ * and stores sign (..., a new reference: -1, 0 or 1) in *sign when sign is
+ * not NULL. A singular matrix gives sign 0 and logabsdet -inf. Only
+ * logabsdet is differentiable: g a^-T. On failure returns NULL and leaves
+ * *sign NULL. */
+CT_API ct_tensor *ct_linalg_slogdet(const ct_tensor *a, ct_tensor **sign);
+/* Cholesky factor of a symmetric positive-definite a (torch.linalg.cholesky):
+ * L lower triangular with a = L L^T, or (upper) U = L^T with a = U^T U.
+ * Reads only a's lower triangle. A matrix that is not positive-definite is
+ * CT_ERR_ARG naming the batch element and the order of the leading minor
+ * that is not (LAPACK's info). Gradient (torch's): with
+ * P = tril(L^T gL), P = (P + tril(P, -1)^T) / 2, ga = L^-T P L^-1. */
+CT_API ct_tensor *ct_linalg_cholesky(const ct_tensor *a, bool upper);
+
+/* Eigenvalues (..., n), ascending, of the symmetric matrices a (..., n, n)
+ * (torch.linalg.eigh), and in *eigenvectors (when not NULL; a new
+ * reference) the orthonormal eigenvectors V (..., n, n), one per column:
+ * a = V diag(values) V^T. Only a's lower triangle is read (upper: its upper
+ * one; torch's UPLO). syevd (divide and conquer). Eigenvectors are unique
+ * only up to sign (and within repeated eigenvalues), as in every library.
+ * No convergence is CT_ERR_ARG naming the batch element. Gradient (torch's):
+ * with S = (V^T gV - gV^T V) / 2, R_ij = S_ij / (L_j - L_i) off the
+ * diagonal and R_ii = gL_i, ga = V R V^T. Like torch's, it is not finite when
+ * eigenvalues repeat and the loss depends on the eigenvectors (only a loss
+ * that depends on the eigenvalues, or is invariant to the choice of
+ * eigenvectors of a repeated eigenvalue, has a gradient there). On failure
+ * returns NULL and leaves *eigenvectors NULL. */
+CT_API ct_tensor *ct_linalg_eigh(const ct_tensor *a, bool upper, ct_tensor **eigenvectors);
+
+/* Singular values S (..., k), descending, of a (..., m, n), k = min(m, n)
+ * (torch.linalg.svd): a = U diag(S) Vh. *u (when not NULL) receives U
+ * (..., m, k), or (..., m, m) with full_matrices; *vh receives Vh (..., k, n),
+ * or (..., n, n). gesdd on the CPU, gesvd on CUDA. Singular vectors are
+ * unique only up to sign (and within repeated singular values). Gradient
+ * (torch's svd_backward): see src/autograd/grad_linalg_factor.c; like
+ * torch's, it is not finite when singular values repeat (or are 0 with
+ * m != n) and the loss depends on U or Vh, and with full_matrices only the
+ * first k columns of U (rows of Vh) carry gradients. No convergence is
+ * CT_ERR_ARG naming the batch element. On failure returns NULL and leaves
+ * *u and *vh NULL. */
+CT_API ct_tensor *ct_linalg_svd(const ct_tensor *a, bool full_matrices, ct_tensor **u,
+                                ct_tensor **vh);
+
+/* QR decomposition a = Q R (torch.linalg.qr): returns Q (..., m, k) with
+ * orthonormal columns and stores in *r (when not NULL; a new reference) the
+ * upper-triangular R (..., k, n), k = min(m, n); complete: Q (..., m, m) and
+ * R (..., m, n) (torch's mode 'complete'). geqrf + orgqr (Householder).
+ * Gradients (torch's): both modes when m <= n and 'reduced' for any shape;
+ * 'complete' with m > n is not differentiable, as in torch (a backward
+ * through it fails with CT_ERR_ARG). The gradient needs R^-1: it is not
+ * finite when a has dependent columns. On failure returns NULL and leaves
+ * *r NULL. */
+CT_API ct_tensor *ct_linalg_qr(const ct_tensor *a, bool complete, ct_tensor **r);
+
+/* Matrix norm over the last two dims (torch.linalg.matrix_norm): ord is
+ * "fro" (Frobenius), "nuc" (nuclear: sum of singular values), "2" / "-2"
+ * (largest / smallest singular value), "1" / "-1" (max / min column sum of
+ * |a|), "inf" / "-inf" (max / min row sum). Result (...), or (..., 1, 1)
+ * with keepdim. Composed from recorded ops (svd for nuc, 2, -2), so it is
+ * differentiable with their gradients. Another ord is CT_ERR_ARG. */
+CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, bool keepdim);
+
+/* The least-squares solution X (..., n, k) of a X = b (torch.linalg.lstsq's
+ * solution) for a (..., m, n) of full rank and b (..., m, k), batch dims
+ * broadcasting: argmin |a X - b| when m >= n, the minimum-norm solution
+ * when m < n. Through QR on every device (torch's 'gels' driver, its only
+ * one on CUDA); a rank-deficient a is CT_ERR_ARG (a singular R), where
+ * torch's CPU default (gelsy) would return a basic solution. Differentiable
+ * (composed from qr, solve and matmul). */
+CT_API ct_tensor *ct_linalg_lstsq(const ct_tensor *a, const ct_tensor *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTENSOR_LINALG_H */
