@@ -20,8 +20,8 @@
  *   ctensor/indexing.h  advanced indexing, index_put_, nonzero, bincount,
  *                     searchsorted, unique
  *   ctensor/products.h  addmm, baddbmm, outer, einsum
- *   ctensor/attention.h  fused scaled dot-product attention, MultiheadAttention,
- *                     TransformerEncoderLayer
+ *   ctensor/attention.h  fused scaled dot-product attention
+ *   ctensor/transformer.h  MultiheadAttention, TransformerEncoderLayer
  *   ctensor/linalg.h  solve, inv, det, slogdet, cholesky, eigh, svd, qr, lstsq,
  *                     matrix norms (LAPACK, cuSOLVER)
  *   ctensor/optim.h   SGD, Adam, AdamW, RMSprop, Adagrad, parameter groups,
