@@ -508,7 +508,7 @@ arange = _C.arange
 exp, log, relu, sigmoid = _C.exp, _C.log, _C.relu, _C.sigmoid
 gelu, silu, softplus, erf, rsqrt, reciprocal = _C.gelu, _C.silu, _C.softplus, _C.erf, _C.rsqrt, _C.reciprocal
 fmod = _C.fmod
-cumsum, cumprod, pad = _C.cumsum, _C.cumprod, _C.pad
+cumsum, cumprod, einsum, pad = _C.cumsum, _C.cumprod, _C.einsum, _C.pad
 
 __all__ = sorted(
     [n for n in {**ELEMENTWISE, **DIRECT}]
@@ -516,7 +516,7 @@ __all__ = sorted(
        "bfloat16", "float32", "float64", "positive", "clip", "astype", "can_cast", "result_type", "isdtype",
        "finfo", "iinfo", "broadcast_arrays", "meshgrid", "concat", "expand_dims", "squeeze", "reshape",
        "moveaxis", "matrix_transpose", "unstack", "take", "vecdot", "tensordot", "unique_all",
-       "unique_counts", "unique_inverse", "unique_values", "topk", "kthvalue", "cumsum", "cumprod",
+       "unique_counts", "unique_inverse", "unique_values", "topk", "kthvalue", "cumsum", "cumprod", "einsum",
        "pad", "array", "asnumpy", "get_array_module", "array_equal", "no_grad", "relu",
        "sigmoid", "gelu", "silu", "softplus", "erf", "rsqrt", "reciprocal", "fmod"])
 

@@ -165,6 +165,7 @@ int ctpy_parse_axes(PyObject *o, int *dims, const char *what);
 
 extern PyMethodDef ctpy_ops_methods[];
 extern PyMethodDef ctpy_sorting_methods[];
+extern PyMethodDef ctpy_linalg_methods[];
 extern PyMethodDef ctpy_function_methods[];
 extern PyMethodDef ctpy_creation_methods[];
 extern PyMethodDef ctpy_autograd_methods[];
