@@ -378,7 +378,7 @@ UniqueInverseResult = _namedtuple("UniqueInverseResult", ["values", "inverse_ind
 
 
 def unique_all(x, /):
-    """The distinct values of x (ascending; nan after every number, as one value), the index of
+    """The distinct values of x (ascending; each nan distinct, after every number), the index of
     each one's first occurrence in x flattened, the index of each element's value (x's shape),
     and how often each value occurs."""
     return UniqueAllResult(*_C.unique(x, indices=True, inverse=True, counts=True))

@@ -3,6 +3,8 @@
  * with the array API's signature (sort, argsort, searchsorted, unique,
  * cumulative_sum, flip, roll, repeat, tile, nonzero) or PyTorch's (cumsum,
  * cumprod, topk, kthvalue, pad). */
+#include <math.h>
+
 #include "ctpy.h"
 
 PyObject *ctpy_tuple(ct_tensor **ts, int n) {
@@ -113,10 +115,50 @@ done:
   return ctpy_wrap(r);
 }
 
+/* The standard's distinct nans (nan != nan): ct_unique gives one nan, last, counting them all
+ * (NumPy's equal_nan). Replaces it by k nans with count 1 each; the k nan elements of x get the
+ * indices u-1 ... u+k-2 in their order. 0, or -1 with the C library's error. */
+static int split_nans(const ct_tensor *x, ct_tensor **values, ct_tensor **inverse,
+                      ct_tensor **counts) {
+  int64_t u = ct_numel(*values);
+  if (!ct_dtype_is_floating(ct_dtype_of(x)) || u == 0) return 0;
+  double last = 0, k = 0;
+  ct_tensor *lv = ct_select(*values, 0, u - 1), *lc = lv ? ct_select(*counts, 0, u - 1) : NULL;
+  bool ok = lc && ct_item(lv, &last) == CT_OK && ct_item(lc, &k) == CT_OK;
+  ct_free(lv);
+  ct_free(lc);
+  if (!ok) return -1;
+  if (!isnan(last) || k < 2) return 0;
+  int64_t nk = (int64_t)k;
+  ct_device dev = ct_device_of(x);
+  ct_tensor *vh = ct_narrow(*values, 0, 0, u - 1), *ch = ct_narrow(*counts, 0, 0, u - 1);
+  ct_tensor *nans = ct_full(&nk, 1, NAN, &(ct_tensor_opts){.dtype = ct_dtype_of(x), .device = dev});
+  ct_tensor *ones = ct_ones(&nk, 1, &(ct_tensor_opts){.dtype = CT_I64, .device = dev});
+  ct_tensor *nv = vh && nans ? ct_cat((ct_tensor *[]){vh, nans}, 2, 0) : NULL;
+  ct_tensor *nc = nv && ch && ones ? ct_cat((ct_tensor *[]){ch, ones}, 2, 0) : NULL;
+  ct_tensor *ni = NULL;
+  if (nc && inverse) { /* nan elements: u - 1 + (how many nans up to them) - 1 */
+    ct_tensor *mask = ct_isnan(x);
+    ct_tensor *flat = mask ? ct_reshape(mask, (int64_t[]){-1}, 1) : NULL;
+    ct_tensor *seen = flat ? ct_cumsum(flat, 0) : NULL;
+    ct_tensor *rank = seen ? ct_add_scalar(seen, (double)(u - 2)) : NULL;
+    ct_tensor *old = rank ? ct_reshape(*inverse, (int64_t[]){-1}, 1) : NULL;
+    ct_tensor *merged = old ? ct_where(flat, rank, old) : NULL;
+    ni = merged ? ct_reshape(merged, ct_shape(x), ct_ndim(x)) : NULL;
+    ct_free(mask), ct_free(flat), ct_free(seen), ct_free(rank), ct_free(old), ct_free(merged);
+  }
+  ct_free(vh), ct_free(ch), ct_free(nans), ct_free(ones);
+  if (!nc || (inverse && !ni)) return ct_free(nv), ct_free(nc), -1;
+  ct_free(*values), ct_free(*counts);
+  *values = nv, *counts = nc;
+  if (ni) ct_free(*inverse), *inverse = ni;
+  return 0;
+}
+
 /* unique(x, /, *, indices=False, inverse=False, counts=False): the tuple (values, indices,
- * inverse_indices, counts) of unique_all, None for what was not asked. The indices of first
- * occurrences come from a stable argsort of the inverse: a value's first element in that order
- * is at the sum of the counts of the smaller values. */
+ * inverse_indices, counts) of unique_all, None for what was not asked; each nan distinct. The
+ * indices of first occurrences come from a stable argsort of the inverse: a value's first element
+ * in that order is at the sum of the counts of the smaller values. */
 static PyObject *f_unique(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo;
   int want_indices = 0, want_inverse = 0, want_counts = 0;
@@ -128,9 +170,10 @@ static PyObject *f_unique(PyObject *m, PyObject *args, PyObject *kwargs) {
   const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
   if (!x) return NULL;
   ct_tensor *inverse = NULL, *counts = NULL, *indices = NULL;
-  bool need_inverse = want_inverse || want_indices, need_counts = want_counts || want_indices;
-  ct_tensor *values =
-      ct_unique(x, true, need_inverse ? &inverse : NULL, need_counts ? &counts : NULL);
+  bool need_inverse = want_inverse || want_indices;
+  ct_tensor *values = ct_unique(x, true, need_inverse ? &inverse : NULL, &counts);
+  if (values && split_nans(x, &values, need_inverse ? &inverse : NULL, &counts) < 0)
+    ct_free(values), ct_free(inverse), ct_free(counts), values = NULL;
   ct_free(owned);
   if (!values) return ctpy_raise();
   if (want_indices) {

@@ -83,8 +83,9 @@ def test_searchsorted(dtype, side, device, rng):
 def test_unique(dtype, shape, device, rng):
     a = sample(rng, dtype, shape, nan=True) if dtype != np.bool_ else rng.uniform(size=shape) > 0.5
     x = ct.asarray(a, device=device)
-    # NumPy's unique with equal_nan (its default): nans are one value, after every number
-    values, index, inverse, counts = np.unique(a, return_index=True, return_inverse=True, return_counts=True)
+    # the standard's unique (NumPy's equal_nan=False): each nan distinct, after every number
+    values, index, inverse, counts = np.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                                               equal_nan=False)
     inverse = inverse.reshape(a.shape)
     r = ct.unique_all(x)
     assert_close(r.values, values, 0, 0)
@@ -99,6 +100,8 @@ def test_unique(dtype, shape, device, rng):
     i = ct.unique_inverse(x)
     assert_close(i.values, values, 0, 0)
     assert_close(i.inverse_indices, inverse, 0, 0)
+    if np.issubdtype(dtype, np.floating):
+        assert int(np.isnan(a).sum()) == int(ct.sum(ct.isnan(r.values)).item())
     # the values back from the inverse indices
     if a.size:
         assert_close(ct.take(r.values, ct.reshape(r.inverse_indices, (-1,))), a.reshape(-1), 0, 0)
