@@ -160,8 +160,6 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned);
 /* A tuple of n tensors (new references, taken over); when any is NULL, frees the others and
  * raises the C library's last error. */
 PyObject *ctpy_tuple(ct_tensor **ts, int n);
-/* An axis argument (an int or a sequence of ints) into dims; returns the count or -1. */
-int ctpy_parse_axes(PyObject *o, int *dims, const char *what);
 
 extern PyMethodDef ctpy_ops_methods[];
 extern PyMethodDef ctpy_sorting_methods[];

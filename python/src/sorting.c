@@ -22,24 +22,6 @@ PyObject *ctpy_tuple(ct_tensor **ts, int n) {
   return tup;
 }
 
-int ctpy_parse_axes(PyObject *o, int *dims, const char *what) {
-  if (PyLong_Check(o)) {
-    dims[0] = (int)PyLong_AsLong(o);
-    return PyErr_Occurred() ? -1 : 1;
-  }
-  PyObject *seq = PySequence_Fast(o, what);
-  if (!seq) return -1;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  if (n > CT_MAX_DIMS) {
-    Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: %zd axes, at most %d", what, n, CT_MAX_DIMS);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < n; i++) dims[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-  Py_DECREF(seq);
-  return PyErr_Occurred() ? -1 : (int)n;
-}
-
 /* A sequence of ints (or one int) as int64 values; returns the count or -1. */
 static int parse_ints(PyObject *o, int64_t *out, int max, const char *what) {
   if (PyLong_Check(o)) {
@@ -57,6 +39,14 @@ static int parse_ints(PyObject *o, int64_t *out, int max, const char *what) {
   for (Py_ssize_t i = 0; i < n; i++) out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
   Py_DECREF(seq);
   return PyErr_Occurred() ? -1 : (int)n;
+}
+
+/* An axis argument (an int or a sequence of ints) into dims; returns the count or -1. */
+static int parse_axes(PyObject *o, int *dims, const char *what) {
+  int64_t v[CT_MAX_DIMS];
+  int n = parse_ints(o, v, CT_MAX_DIMS, what);
+  for (int i = 0; i < n; i++) dims[i] = (int)v[i];
+  return n;
 }
 
 /* ---- Sorting and searching ------------------------------------------------------------------ */
@@ -338,7 +328,7 @@ static PyObject *f_flip(PyObject *m, PyObject *args, PyObject *kwargs) {
   int dims[CT_MAX_DIMS], n = ct_ndim(x);
   if (axis_o == Py_None) {
     for (int d = 0; d < n; d++) dims[d] = d;
-  } else if ((n = ctpy_parse_axes(axis_o, dims, "flip: axis")) < 0) {
+  } else if ((n = parse_axes(axis_o, dims, "flip: axis")) < 0) {
     return ct_free(owned), NULL;
   }
   ct_tensor *r = ct_flip(x, dims, n);
@@ -356,7 +346,7 @@ static PyObject *f_roll(PyObject *m, PyObject *args, PyObject *kwargs) {
   int dims[CT_MAX_DIMS], ns = parse_ints(shift_o, shifts, CT_MAX_DIMS, "roll: shift"), nd = 1;
   if (ns < 0) return NULL;
   if (axis_o != Py_None) {
-    if ((nd = ctpy_parse_axes(axis_o, dims, "roll: axis")) < 0) return NULL;
+    if ((nd = parse_axes(axis_o, dims, "roll: axis")) < 0) return NULL;
     if (ns == 1 && PyLong_Check(shift_o))
       for (ns = 1; ns < nd; ns++) shifts[ns] = shifts[0];
   }
