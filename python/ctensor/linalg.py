@@ -71,7 +71,7 @@ def matrix_power(x, n, /):
         x = _C.matmul(x, x)
     if result is None:  # n == 0: identities of x's batch shape
         eye = _C.eye(x.shape[-1], dtype=x.dtype, device=x.device)
-        result = _C.add(_C.mul(x, 0), eye)
+        result = _C.add(_C.zeros(x.shape, dtype=x.dtype, device=x.device), eye)
     return result
 
 

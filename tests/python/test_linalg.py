@@ -91,6 +91,7 @@ def test_matrix_norms_and_compositions(device, rng):
     sq = ct.asarray(a[:, :3, :3], device=device)
     for n in (0, 1, 2, 5, -1, -3):
         assert_close(L.matrix_power(sq, n), np.linalg.matrix_power(a[:, :3, :3], n), 1e-8, 1e-8)
+    assert_close(L.matrix_power(ct.asarray(np.full((2, 2), np.nan), device=device), 0), np.eye(2), 0, 0)
     low = a[0] @ rng.normal(size=(3, 5))  # rank 3 of 4 x 5
     assert_close(L.matrix_rank(ct.asarray(low, device=device)), np.linalg.matrix_rank(low), 0, 0)
     assert_close(L.matrix_rank(x), np.linalg.matrix_rank(a), 0, 0)
