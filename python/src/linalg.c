@@ -31,15 +31,29 @@ DEF_LINALG1(svdvals, ct_linalg_svd(x, false, NULL, NULL))
 DEF_LINALG_PAIR(slogdet, 1, 0, ct_linalg_slogdet(x, &t[0]))  /* (sign, logabsdet) */
 DEF_LINALG_PAIR(eigh, 0, 1, ct_linalg_eigh(x, false, &t[1])) /* (eigenvalues, eigenvectors) */
 
-/* solve(x1, x2, /): torch.linalg.solve's rule for vectors (x2 of x1's shape without its last
- * dim, or 1-d) */
+/* The standard's solve: x2 is a vector only when 1-d. ct_linalg_solve (torch's rule) also takes
+ * an x2 of x1's shape without its last dim as a batch of vectors; such an x2 is a matrix here,
+ * so x1 gets a leading batch dim of 1, which torch's rule cannot match, removed after. */
+static ct_tensor *solve_standard(const ct_tensor *a, const ct_tensor *b) {
+  int na = ct_ndim(a), nb = ct_ndim(b);
+  bool ambiguous =
+      nb >= 2 && nb == na - 1 && !memcmp(ct_shape(a), ct_shape(b), sizeof(int64_t) * nb);
+  if (!ambiguous) return ct_linalg_solve(a, b);
+  ct_tensor *a1 = ct_unsqueeze(a, 0), *r1 = a1 ? ct_linalg_solve(a1, b) : NULL;
+  ct_tensor *r = r1 ? ct_select(r1, 0, 0) : NULL;
+  ct_free(a1);
+  ct_free(r1);
+  return r;
+}
+
+/* solve(x1, x2, /) */
 static PyObject *f_solve(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   if (n != 2) return PyErr_Format(PyExc_TypeError, "solve() takes 2 arguments (%zd given)", n);
   ct_tensor *oa, *ob = NULL, *r;
   const ct_tensor *a = ctpy_arg_tensor(args[0], &oa), *b;
   if (!a) return NULL;
   if (!(b = ctpy_operand(args[1], ct_device_of(a), &ob))) return ct_free(oa), NULL;
-  CTPY_CALL(r, ctpy_is_big(a, b), ct_linalg_solve(a, b));
+  CTPY_CALL(r, ctpy_is_big(a, b), solve_standard(a, b));
   ct_free(oa);
   ct_free(ob);
   return ctpy_wrap(r);

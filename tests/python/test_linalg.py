@@ -112,6 +112,18 @@ def test_errors_carry_the_c_message(device):
         L.det(ct.ones((2, 3), device=device))
 
 
+def test_solve_reads_a_2d_right_hand_side_as_matrices(device, rng):
+    a = rng.normal(size=(3, 3, 3)) + 3 * np.eye(3)
+    b = rng.normal(size=(3, 3))  # a.shape[:-1]: torch reads vectors, the standard a matrix
+    r = L.solve(ct.asarray(a, device=device), ct.asarray(b, device=device))
+    assert_close(r, np.linalg.solve(a, np.broadcast_to(b, (3, 3, 3))), 1e-10, 1e-10)
+    v = rng.normal(size=3)
+    assert_close(L.solve(ct.asarray(a, device=device), ct.asarray(v, device=device)),
+                 np.linalg.solve(a, np.broadcast_to(v[:, None], (3, 3, 1)))[..., 0], 1e-10, 1e-10)
+    with pytest.raises(ValueError):
+        L.solve(ct.asarray(a[:2], device=device), ct.asarray(b[:2], device=device))
+
+
 def test_solve_gradient(device, rng):
     a = rng.normal(size=(3, 3)) + 3 * np.eye(3)
     b = rng.normal(size=(3, 2))
