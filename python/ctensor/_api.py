@@ -3,8 +3,8 @@
 Each standard function is either an extension function under its array API
 name (``ELEMENTWISE``/``DIRECT``: name -> function of ctensor._C), or a thin
 composition of extension functions defined below, or listed in ``MISSING``
-with the C function it waits for. When the C library gains an op (sort,
-cumsum, acos...), exposing it is one entry in ctensor._C's tables
+with the C function it waits for. When the C library gains an op (acos,
+log10...), exposing it is one entry in ctensor._C's tables
 (python/src/ops.c) and one line here. tests/python/test_namespace.py checks
 that every name of the standard is in exactly one of the two lists, and the
 package documentation lists them (python/README.md).
