@@ -3,8 +3,8 @@
 Each standard function is either an extension function under its array API
 name (``ELEMENTWISE``/``DIRECT``: name -> function of ctensor._C), or a thin
 composition of extension functions defined below, or listed in ``MISSING``
-with the C function it waits for. When the C library gains an op (sort,
-cumsum, acos...), exposing it is one entry in ctensor._C's tables
+with the C function it waits for. When the C library gains an op (acos,
+log10...), exposing it is one entry in ctensor._C's tables
 (python/src/ops.c) and one line here. tests/python/test_namespace.py checks
 that every name of the standard is in exactly one of the two lists, and the
 package documentation lists them (python/README.md).
@@ -12,6 +12,7 @@ package documentation lists them (python/README.md).
 
 import builtins as _b
 import math as _math
+from collections import namedtuple as _namedtuple
 
 from . import _C
 
@@ -68,7 +69,9 @@ DIRECT = {
     "zeros_like": "zeros_like", "matmul": "matmul", "broadcast_to": "broadcast_to",
     "permute_dims": "permute_dims", "stack": "stack", "argmax": "argmax", "argmin": "argmin",
     "where": "where", "max": "max", "mean": "mean", "min": "min", "prod": "prod", "std": "std",
-    "sum": "sum", "var": "var", "all": "all", "any": "any",
+    "sum": "sum", "var": "var", "all": "all", "any": "any", "sort": "sort", "argsort": "argsort",
+    "searchsorted": "searchsorted", "cumulative_sum": "cumulative_sum", "flip": "flip", "roll": "roll",
+    "repeat": "repeat", "tile": "tile", "nonzero": "nonzero",
 }
 
 # Standard names without an implementation yet, and what they wait for.
@@ -81,9 +84,7 @@ MISSING = {
     "bitwise_left_shift": "integer bitwise ops", "bitwise_right_shift": "integer bitwise ops",
     "conj": "complex dtypes", "real": "complex dtypes", "imag": "complex dtypes",
     "uint16": "the dtype", "uint32": "the dtype", "uint64": "the dtype", "complex64": "the dtype",
-    "complex128": "the dtype", "searchsorted": "ct_searchsorted", "unique_all": "ct_unique",
-    "unique_counts": "ct_unique", "unique_inverse": "ct_unique", "unique_values": "ct_unique",
-    "argsort": "ct_sort", "sort": "ct_sort", "cumulative_sum": "ct_cumsum",
+    "complex128": "the dtype",
 }
 
 for _name, _c_name in {**ELEMENTWISE, **DIRECT}.items():
@@ -318,70 +319,6 @@ def matrix_transpose(x, /):
     return asarray(x).mT
 
 
-def flip(x, /, *, axis=None):
-    """x reversed along the axes (a copy: the C library's views have no negative strides)."""
-    x = asarray(x)
-    axes = range(x.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
-    key = [slice(None)] * x.ndim
-    for a in axes:
-        key[a] = slice(None, None, -1)
-    return x[tuple(key)]
-
-
-def roll(x, /, shift, *, axis=None):
-    """Elements shifted along axes, wrapping around."""
-    x = asarray(x)
-    if axis is None:
-        return _C.reshape(roll(_C.reshape(x, (-1,)), shift, axis=0), x.shape)
-    shifts = [shift] if isinstance(shift, int) else list(shift)
-    axes = [axis] if isinstance(axis, int) else list(axis)
-    if len(shifts) == 1 and len(axes) > 1:
-        shifts = shifts * len(axes)
-    for s, a in zip(shifts, axes):
-        n = x.shape[a]
-        if n == 0:
-            continue
-        s %= n
-        if s:
-            head = _C.slice(x, a, n - s, n)
-            tail = _C.slice(x, a, 0, n - s)
-            x = _C.cat([head, tail], axis=a)
-    return x
-
-
-def repeat(x, repeats, /, *, axis=None):
-    """Each element repeated `repeats` times along axis (flattened when axis is None)."""
-    x = asarray(x)
-    if axis is None:
-        x, axis = _C.reshape(x, (-1,)), 0
-    n = x.shape[axis]
-    if isinstance(repeats, int):
-        if repeats < 0:
-            raise ValueError(f"repeat: repeats must be >= 0, got {repeats}")
-        if repeats == 0:
-            return _C.slice(x, axis, 0, 0)
-        idx = _C.floor_divide(arange(n * repeats, device=x.device), repeats)
-    else:
-        counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
-        if len(counts) != n or _b.any(c < 0 for c in counts):
-            raise ValueError(f"repeat: {len(counts)} counts (each >= 0) for an axis of size {n}")
-        idx = asarray([i for i, c in enumerate(counts) for _ in range(c)], dtype=int64, device=x.device)
-    return _C.index_select(x, axis, idx)
-
-
-def tile(x, repetitions, /):
-    """x repeated as a whole along each axis."""
-    x = asarray(x)
-    reps = tuple(repetitions)
-    n = _b.max(x.ndim, len(reps))
-    shape = (1,) * (n - x.ndim) + x.shape
-    reps = (1,) * (n - len(reps)) + reps
-    # (r0, s0, r1, s1, ...) expanded from (1, s0, 1, s1, ...), then merged pairwise
-    view = _C.reshape(x, tuple(v for s in shape for v in (1, s)))
-    big = _C.broadcast_to(view, tuple(v for r, s in zip(reps, shape) for v in (r, s)))
-    return _C.reshape(big, tuple(r * s for r, s in zip(reps, shape)))
-
-
 def unstack(x, /, *, axis=0):
     """The slices of x along axis, as a tuple of views."""
     x = asarray(x)
@@ -433,18 +370,51 @@ def tensordot(x1, x2, /, *, axes=2):
     return _C.reshape(_C.matmul(m1, m2), shape)
 
 
-def nonzero(x, /):
-    """Indices of the nonzero elements, one int64 tensor per axis."""
-    x = asarray(x)
-    if x.ndim == 0:
-        raise ValueError("nonzero: not defined for 0-d tensors")
-    mask = x if x.dtype == bool else _C.ne(x, 0)
-    flat = _C.masked_select(_C.reshape(arange(x.size, device=x.device), x.shape), mask)
-    out, stride = [], 1
-    for n in reversed(x.shape):
-        out.append(_C.remainder(_C.floor_divide(flat, stride), n))
-        stride *= n
-    return tuple(reversed(out))
+# ---- Set functions: the tuples of ctensor._C.unique, named -----------------------------------------
+
+UniqueAllResult = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = _namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = _namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def unique_all(x, /):
+    """The distinct values of x (ascending; each nan distinct, after every number), the index of
+    each one's first occurrence in x flattened, the index of each element's value (x's shape),
+    and how often each value occurs."""
+    return UniqueAllResult(*_C.unique(x, indices=True, inverse=True, counts=True))
+
+
+def unique_counts(x, /):
+    """The distinct values of x and how often each occurs."""
+    values, _, _, counts = _C.unique(x, counts=True)
+    return UniqueCountsResult(values, counts)
+
+
+def unique_inverse(x, /):
+    """The distinct values of x and, for each element, the index of its value (x's shape)."""
+    values, _, inverse, _ = _C.unique(x, inverse=True)
+    return UniqueInverseResult(values, inverse)
+
+
+def unique_values(x, /):
+    """The distinct values of x, ascending."""
+    return _C.unique(x)[0]
+
+
+# ---- PyTorch's extras with several results ---------------------------------------------------------
+
+TopKResult = _namedtuple("topk", ["values", "indices"])
+KthValueResult = _namedtuple("kthvalue", ["values", "indices"])
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (torch's name)
+    """The k largest (or smallest) elements along dim and their positions, as torch.topk."""
+    return TopKResult(*_C.topk(x, k, dim, largest, sorted))
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    """The k-th smallest element along dim and its position, as torch.kthvalue."""
+    return KthValueResult(*_C.kthvalue(x, k, dim, keepdim))
 
 
 # ---- Inspection -----------------------------------------------------------------------------------
@@ -538,14 +508,16 @@ arange = _C.arange
 exp, log, relu, sigmoid = _C.exp, _C.log, _C.relu, _C.sigmoid
 gelu, silu, softplus, erf, rsqrt, reciprocal = _C.gelu, _C.silu, _C.softplus, _C.erf, _C.rsqrt, _C.reciprocal
 fmod = _C.fmod
+cumsum, cumprod, einsum, pad = _C.cumsum, _C.cumprod, _C.einsum, _C.pad
 
 __all__ = sorted(
     [n for n in {**ELEMENTWISE, **DIRECT}]
     + ["e", "inf", "nan", "pi", "newaxis", "bool", "int8", "int16", "int32", "int64", "uint8", "float16",
        "bfloat16", "float32", "float64", "positive", "clip", "astype", "can_cast", "result_type", "isdtype",
        "finfo", "iinfo", "broadcast_arrays", "meshgrid", "concat", "expand_dims", "squeeze", "reshape",
-       "moveaxis", "matrix_transpose", "flip", "roll", "repeat", "tile", "unstack", "take", "vecdot",
-       "tensordot", "nonzero", "array", "asnumpy", "get_array_module", "array_equal", "no_grad", "relu",
+       "moveaxis", "matrix_transpose", "unstack", "take", "vecdot", "tensordot", "unique_all",
+       "unique_counts", "unique_inverse", "unique_values", "topk", "kthvalue", "cumsum", "cumprod", "einsum",
+       "pad", "array", "asnumpy", "get_array_module", "array_equal", "no_grad", "relu",
        "sigmoid", "gelu", "silu", "softplus", "erf", "rsqrt", "reciprocal", "fmod"])
 
 

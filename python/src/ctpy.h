@@ -157,7 +157,13 @@ bool ctpy_is_big(const ct_tensor *a, const ct_tensor *b);
  * reference to free, NULL when o is a Tensor). NULL with an exception. */
 const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned);
 
+/* A tuple of n tensors (new references, taken over); when any is NULL, frees the others and
+ * raises the C library's last error. */
+PyObject *ctpy_tuple(ct_tensor **ts, int n);
+
 extern PyMethodDef ctpy_ops_methods[];
+extern PyMethodDef ctpy_sorting_methods[];
+extern PyMethodDef ctpy_linalg_methods[];
 extern PyMethodDef ctpy_function_methods[];
 extern PyMethodDef ctpy_creation_methods[];
 extern PyMethodDef ctpy_autograd_methods[];

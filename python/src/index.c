@@ -1,6 +1,6 @@
 /* Indexing, NumPy's rules over the C library's views and gathers:
  *   basic indices (ints, slices with positive steps, None, Ellipsis) give
- *   views; a negative step gives a copy (index_select; PyTorch refuses those);
+ *   views; a negative step gives a copy (ct_slice_stepped; PyTorch refuses those);
  *   integer arrays and boolean masks (advanced indices) give copies, with
  *   NumPy's placement of the result dims (in place when the advanced indices
  *   are adjacent, first otherwise).
@@ -141,12 +141,9 @@ static int basic_pass(const ct_tensor *t, PyObject *key, index_state *s) {
       } else if (stride > 0) {
         r = ct_slice(s->v, d, start, start + (int64_t)stride * (len - 1) + 1, stride);
       } else {
-        /* a negative step: the positions, gathered (a copy) */
-        ct_tensor *pos =
-            ct_arange((double)start, (double)start + (double)stride * (double)len, (double)stride,
-                      &(ct_tensor_opts){.dtype = CT_I64, .device = dev});
-        r = pos ? ct_index_select(s->v, d, pos) : NULL;
-        ct_free(pos);
+        /* a negative step: a copy (ct_slice_stepped), down to the last position taken */
+        int64_t last = start + (int64_t)stride * (len - 1);
+        r = ct_slice_stepped(s->v, d, start, last > 0 ? last - 1 : CT_END, stride);
         s->copied = true;
       }
       if (step(s, r) < 0) goto done;

@@ -495,6 +495,7 @@ PyMODINIT_FUNC PyInit__C(void) {
       PyModule_AddObjectRef(m, "Tensor", (PyObject *)&CtpyTensor_Type) < 0)
     goto fail;
   if (add_methods(m, ctpy_ops_methods) < 0 || add_methods(m, ctpy_function_methods) < 0 ||
+      add_methods(m, ctpy_sorting_methods) < 0 || add_methods(m, ctpy_linalg_methods) < 0 ||
       add_methods(m, ctpy_creation_methods) < 0 || add_methods(m, ctpy_autograd_methods) < 0 ||
       add_methods(m, ctpy_nn_methods) < 0 || ctpy_nn_init(m) < 0 || ctpy_optim_init(m) < 0 ||
       ctpy_data_init(m) < 0 || ctpy_stream_init(m) < 0)

@@ -22,6 +22,8 @@ mse_loss = _C.mse_loss
 cross_entropy = _C.cross_entropy
 nll_loss = _C.nll_loss
 binary_cross_entropy_with_logits = _C.binary_cross_entropy_with_logits
+pad = _C.pad
+scaled_dot_product_attention = _C.scaled_dot_product_attention
 
 
 def softmax(x, dim=-1):
