@@ -29,6 +29,59 @@ static ct_status back(ct_tensor *dst, ct_tensor *tmp, ct_status st) {
   return st;
 }
 
+/* An output's f32 stand-in when it is half (filled by the call), else itself. */
+static ct_tensor *out_f32(ct_tensor *t, bool *fail) {
+  return t && ct__is_half(t->dtype) ? ct__nn_f32(t, false, fail) : ct__retain(t);
+}
+
+/* The f32 stand-ins of a layer or row norm's tensors when x is half: out and
+ * the statistics s1, s2 (mean, rstd) written back by half_fwd_end. */
+typedef struct half_fwd {
+  ct_tensor *x, *w, *b, *out, *s1, *s2;
+  bool fail;
+} half_fwd;
+
+static void half_fwd_begin(half_fwd *h, ct_tensor *out, ct_tensor *s1, ct_tensor *s2,
+                           const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
+  h->fail = false;
+  h->x = ct__nn_f32(x, true, &h->fail), h->out = ct__nn_f32(out, false, &h->fail);
+  h->w = as_f32(weight, &h->fail), h->b = as_f32(bias, &h->fail);
+  h->s1 = as_f32(s1, &h->fail), h->s2 = as_f32(s2, &h->fail);
+}
+
+static ct_status half_fwd_end(half_fwd *h, ct_status st, ct_tensor *out, ct_tensor *s1,
+                              ct_tensor *s2) {
+  ct__release(h->x), ct__release(h->w), ct__release(h->b);
+  st = ct__nn_back(out, h->out, st);
+  st = back(s1, h->s1, st);
+  return back(s2, h->s2, st);
+}
+
+/* The same for a norm's backward: the saved statistics s1, s2 are inputs, the
+ * gradients are written back by half_bwd_end. */
+typedef struct half_bwd {
+  ct_tensor *x, *go, *w, *s1, *s2, *gx, *gw, *gb;
+  bool fail;
+} half_bwd;
+
+static void half_bwd_begin(half_bwd *h, ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                           const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *weight,
+                           const ct_tensor *s1, const ct_tensor *s2) {
+  h->fail = false;
+  h->x = ct__nn_f32(x, true, &h->fail), h->go = ct__nn_f32(grad_out, true, &h->fail);
+  h->w = as_f32(weight, &h->fail), h->s1 = as_f32(s1, &h->fail), h->s2 = as_f32(s2, &h->fail);
+  h->gx = ct__nn_f32(grad_x, false, &h->fail);
+  h->gw = out_f32(grad_w, &h->fail), h->gb = out_f32(grad_b, &h->fail);
+}
+
+static ct_status half_bwd_end(half_bwd *h, ct_status st, ct_tensor *grad_x, ct_tensor *grad_w,
+                              ct_tensor *grad_b) {
+  ct__release(h->x), ct__release(h->go), ct__release(h->w), ct__release(h->s1), ct__release(h->s2);
+  st = ct__nn_back(grad_x, h->gx, st);
+  st = back(grad_w, h->gw, st);
+  return back(grad_b, h->gb, st);
+}
+
 static inline double ld(const void *p, bool f32, int64_t i) {
   return f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
@@ -112,18 +165,12 @@ ct_status ct__cpu_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
                                       const ct_tensor *weight, const ct_tensor *save_mean,
                                       const ct_tensor *save_invstd, bool training) {
   if (ct__is_half(x->dtype)) {
-    bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *gof = ct__nn_f32(grad_out, true, &fail);
-    ct_tensor *wf = as_f32(weight, &fail), *smf = as_f32(save_mean, &fail);
-    ct_tensor *sif = as_f32(save_invstd, &fail), *gxf = ct__nn_f32(grad_x, false, &fail);
-    ct_tensor *gwf = grad_w && ct__is_half(grad_w->dtype) ? ct__nn_f32(grad_w, false, &fail) : ct__retain(grad_w);
-    ct_tensor *gbf = grad_b && ct__is_half(grad_b->dtype) ? ct__nn_f32(grad_b, false, &fail) : ct__retain(grad_b);
-    ct_status st = fail ? ct_last_error()
-                        : ct__cpu_batch_norm_backward(gxf, gwf, gbf, gof, xf, wf, smf, sif, training);
-    ct__release(xf), ct__release(gof), ct__release(wf), ct__release(smf), ct__release(sif);
-    st = ct__nn_back(grad_x, gxf, st);
-    st = back(grad_w, gwf, st);
-    return back(grad_b, gbf, st);
+    half_bwd h;
+    half_bwd_begin(&h, grad_x, grad_w, grad_b, grad_out, x, weight, save_mean, save_invstd);
+    ct_status st = h.fail ? ct_last_error()
+                          : ct__cpu_batch_norm_backward(h.gx, h.gw, h.gb, h.go, h.x, h.w, h.s1, h.s2,
+                                                        training);
+    return half_bwd_end(&h, st, grad_x, grad_w, grad_b);
   }
   bn_ctx c = {.N = x->shape[0], .C = x->shape[1], .S = x->ndim > 2 ? x->shape[2] : 1,
               .f32 = x->dtype == CT_F32, .training = training, .x = dp(x), .w = dp(weight),
@@ -138,15 +185,11 @@ ct_status ct__cpu_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
 ct_status ct__cpu_layer_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
                              const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps) {
   if (ct__is_half(x->dtype)) {
-    bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *of = ct__nn_f32(out, false, &fail);
-    ct_tensor *wf = as_f32(weight, &fail), *bf = as_f32(bias, &fail);
-    ct_tensor *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
-    ct_status st = fail ? ct_last_error() : ct__cpu_layer_norm(of, mf, rf, xf, wf, bf, cols, eps);
-    ct__release(xf), ct__release(wf), ct__release(bf);
-    st = ct__nn_back(out, of, st);
-    st = back(mean, mf, st);
-    return back(rstd, rf, st);
+    half_fwd h;
+    half_fwd_begin(&h, out, mean, rstd, x, weight, bias);
+    ct_status st =
+        h.fail ? ct_last_error() : ct__cpu_layer_norm(h.out, h.s1, h.s2, h.x, h.w, h.b, cols, eps);
+    return half_fwd_end(&h, st, out, mean, rstd);
   }
   ln_ctx c = {.rows = cols > 0 ? x->numel / cols : 0, .cols = cols, .f32 = x->dtype == CT_F32,
               .eps = eps, .x = dp(x), .w = dp(weight), .b = dp(bias), .out = dp(out),
@@ -160,18 +203,11 @@ ct_status ct__cpu_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
                                       const ct_tensor *weight, const ct_tensor *mean,
                                       const ct_tensor *rstd, int64_t cols) {
   if (ct__is_half(x->dtype)) {
-    bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *gof = ct__nn_f32(grad_out, true, &fail);
-    ct_tensor *wf = as_f32(weight, &fail), *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
-    ct_tensor *gxf = ct__nn_f32(grad_x, false, &fail);
-    ct_tensor *gwf = grad_w && ct__is_half(grad_w->dtype) ? ct__nn_f32(grad_w, false, &fail) : ct__retain(grad_w);
-    ct_tensor *gbf = grad_b && ct__is_half(grad_b->dtype) ? ct__nn_f32(grad_b, false, &fail) : ct__retain(grad_b);
-    ct_status st = fail ? ct_last_error()
-                        : ct__cpu_layer_norm_backward(gxf, gwf, gbf, gof, xf, wf, mf, rf, cols);
-    ct__release(xf), ct__release(gof), ct__release(wf), ct__release(mf), ct__release(rf);
-    st = ct__nn_back(grad_x, gxf, st);
-    st = back(grad_w, gwf, st);
-    return back(grad_b, gbf, st);
+    half_bwd h;
+    half_bwd_begin(&h, grad_x, grad_w, grad_b, grad_out, x, weight, mean, rstd);
+    ct_status st = h.fail ? ct_last_error()
+                          : ct__cpu_layer_norm_backward(h.gx, h.gw, h.gb, h.go, h.x, h.w, h.s1, h.s2, cols);
+    return half_bwd_end(&h, st, grad_x, grad_w, grad_b);
   }
   ln_ctx c = {.rows = cols > 0 ? x->numel / cols : 0, .cols = cols, .f32 = x->dtype == CT_F32,
               .x = dp(x), .w = dp(weight), .g = dp(grad_out), .gx = dp(grad_x), .gw = dp(grad_w),
@@ -191,15 +227,10 @@ ct_status ct__cpu_row_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, con
                            const ct_tensor *weight, const ct_tensor *bias,
                            const ct_row_norm_params *p) {
   if (ct__is_half(x->dtype)) {
-    bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *of = ct__nn_f32(out, false, &fail);
-    ct_tensor *wf = as_f32(weight, &fail), *bf = as_f32(bias, &fail);
-    ct_tensor *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
-    ct_status st = fail ? ct_last_error() : ct__cpu_row_norm(of, mf, rf, xf, wf, bf, p);
-    ct__release(xf), ct__release(wf), ct__release(bf);
-    st = ct__nn_back(out, of, st);
-    st = back(mean, mf, st);
-    return back(rstd, rf, st);
+    half_fwd h;
+    half_fwd_begin(&h, out, mean, rstd, x, weight, bias);
+    ct_status st = h.fail ? ct_last_error() : ct__cpu_row_norm(h.out, h.s1, h.s2, h.x, h.w, h.b, p);
+    return half_fwd_end(&h, st, out, mean, rstd);
   }
   rn_ctx c = {.p = *p, .f32 = x->dtype == CT_F32, .x = dp(x), .w = dp(weight), .b = dp(bias),
               .out = dp(out), .mean = dp(mean), .rstd = dp(rstd)};
@@ -213,18 +244,11 @@ ct_status ct__cpu_row_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_ten
                                     const ct_tensor *weight, const ct_tensor *mean,
                                     const ct_tensor *rstd, const ct_row_norm_params *p) {
   if (ct__is_half(x->dtype)) {
-    bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *gof = ct__nn_f32(grad_out, true, &fail);
-    ct_tensor *wf = as_f32(weight, &fail), *mf = as_f32(mean, &fail), *rf = as_f32(rstd, &fail);
-    ct_tensor *gxf = ct__nn_f32(grad_x, false, &fail);
-    ct_tensor *gwf = grad_w && ct__is_half(grad_w->dtype) ? ct__nn_f32(grad_w, false, &fail) : ct__retain(grad_w);
-    ct_tensor *gbf = grad_b && ct__is_half(grad_b->dtype) ? ct__nn_f32(grad_b, false, &fail) : ct__retain(grad_b);
-    ct_status st = fail ? ct_last_error()
-                        : ct__cpu_row_norm_backward(gxf, gwf, gbf, gof, xf, wf, mf, rf, p);
-    ct__release(xf), ct__release(gof), ct__release(wf), ct__release(mf), ct__release(rf);
-    st = ct__nn_back(grad_x, gxf, st);
-    st = back(grad_w, gwf, st);
-    return back(grad_b, gbf, st);
+    half_bwd h;
+    half_bwd_begin(&h, grad_x, grad_w, grad_b, grad_out, x, weight, mean, rstd);
+    ct_status st = h.fail ? ct_last_error()
+                          : ct__cpu_row_norm_backward(h.gx, h.gw, h.gb, h.go, h.x, h.w, h.s1, h.s2, p);
+    return half_bwd_end(&h, st, grad_x, grad_w, grad_b);
   }
   rn_ctx c = {.p = *p, .f32 = x->dtype == CT_F32, .x = dp(x), .w = dp(weight),
               .g = dp(grad_out), .gx = dp(grad_x), .gw = dp(grad_w), .gb = dp(grad_b),
