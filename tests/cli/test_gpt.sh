@@ -13,32 +13,10 @@
 # not go together). Each trains a handful of steps.
 set -u
 CASE=$1 CT=$2 ST=$3 WORK=$4
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # before the cd: the path may be relative
 rm -rf "$WORK" && mkdir -p "$WORK/data" || exit 1
 cd "$WORK" || exit 1
 export CT_NUM_THREADS=2 CT_DEVICE=cpu
-
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-# run NAME EXPECTED_RC CMD...: runs CMD with output in NAME.out/NAME.err.
-run() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$name.out" 2>"$name.err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    fail "$name: exit $rc, expected $want"
-    sed 's/^/  | /' "$name.out" "$name.err" | tail -20
-    return 1
-  fi
-  return 0
-}
-expect_text() {
-  if grep -Eq -- "$3" "$2"; then pass "$1"; else
-    fail "$1: '$3' not in $2"
-    sed 's/^/  | /' "$2" | tail -10
-  fi
-}
 
 # 400 lines of 45-47 bytes: 142 training windows of 128 bytes, 14 validation ones.
 for i in $(seq 0 399); do printf 'fortune number %d: the cat sat on the mat.\n%%\n' "$i"; done >data/tiny
