@@ -10,7 +10,8 @@
 # missing file, another model's checkpoint, bad options), gpt_data (the
 # unigram baseline on a corpus of known distribution; which files form the
 # corpus; missing, empty or too small corpora; models and datasets that do
-# not go together). Each trains a handful of steps.
+# not go together), gpt_device (a step and sampling on CT_TEST_DEVICE: the
+# emulated GPU in CI). Each trains a handful of steps.
 set -u
 CASE=$1 CT=$2 ST=$3 WORK=$4
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # before the cd: the path may be relative
@@ -129,6 +130,18 @@ gpt_data)
   run aug 2 "$CT" train "${SMALL[@]}" --augment hflip --epochs 1 &&
     expect_text "--augment on text" aug.err '--augment hflip applies to images'
   run badthreads 2 "$CT" train "${SMALL[@]}" --threads 0 && pass "--threads 0 refused"
+  ;;
+
+gpt_device)
+  # One step on CT_TEST_DEVICE (the emulated GPU in CI), then the same bytes
+  # generated there and on the CPU from its checkpoint.
+  dev=${CT_TEST_DEVICE:-cpu}
+  run train 0 "$CT" train --model gpt --data-dir data --limit-train 4 --limit-test 4 --batch-size 4 \
+    --epochs 1 --device "$dev" --checkpoint g.safetensors && pass "one step on $dev"
+  expect_text "trained on $dev" train.out " on $dev: adamw"
+  run gen_dev 0 "$CT" generate --checkpoint g.safetensors --device "$dev" --tokens 16 --seed 3
+  run gen_cpu 0 "$CT" generate --checkpoint g.safetensors --device cpu --tokens 16 --seed 3
+  cmp -s gen_dev.out gen_cpu.out && pass "generate on $dev = on the cpu" || fail "$dev and cpu samples differ"
   ;;
 
 *)
