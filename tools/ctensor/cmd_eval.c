@@ -45,7 +45,6 @@ int cmd_eval(int argc, char **argv) {
   int rc = cli_parse_options(argc, argv, true, &o);
   if (rc == -1) return CLI_OK;
   if (rc != CLI_OK) return rc;
-  if (!o.batch_size_set) o.batch_size = 500;
   ct_device dev;
   if ((rc = cli_resolve_device(&o, &dev)) != CLI_OK) return rc;
 
@@ -56,6 +55,8 @@ int cmd_eval(int argc, char **argv) {
     return CLI_FAIL;
   }
   const cli_ckpt_meta *m = &ck.meta;
+  /* 500 images, or 64 windows of text (8192 bytes, 2M logits) per batch. */
+  if (!o.batch_size_set) o.batch_size = m->model == MODEL_GPT ? 64 : 500;
   cli_dataset ds = (cli_dataset)m->dataset;
   int64_t limit = o.limit_test_set ? o.limit_test : m->limit_test;
   int64_t channels, size;
