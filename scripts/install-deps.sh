@@ -42,6 +42,8 @@ if [ "$want_tests" = 1 ]; then
 fi
 if [ "$want_data" = 1 ]; then
   need+=("dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+  # The text of `ctensor train --model gpt` (--dataset fortunes).
+  need+=("fortunes:/usr/share/games/fortunes/fortunes")
 fi
 
 missing=()

@@ -18,34 +18,11 @@
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # before the cd: the path may be relative
 rm -rf "$WORK" && mkdir -p "$WORK/data" || exit 1
 cd "$WORK" || exit 1
 "$MAKE_IDX" data 512 256 || { echo "FAIL: cannot make the dataset"; exit 1; }
 export OMP_NUM_THREADS=2 CT_DEVICE=${CT_TEST_DEVICE:-cpu}
-
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-# run NAME EXPECTED_RC CMD...: runs CMD with output in NAME.out/NAME.err.
-run() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$name.out" 2>"$name.err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    fail "$name: exit $rc, expected $want"
-    sed 's/^/  | /' "$name.out" "$name.err" | tail -20
-    return 1
-  fi
-  return 0
-}
-# expect_text NAME FILE PATTERN: FILE contains PATTERN (grep -E).
-expect_text() {
-  if grep -Eq -- "$3" "$2"; then pass "$1"; else
-    fail "$1: '$3' not in $2"
-    sed 's/^/  | /' "$2" | tail -10
-  fi
-}
 
 COMMON=(--data-dir data --limit-train 512 --limit-test 256 --batch-size 32 --quiet)
 

@@ -17,11 +17,18 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
 
 /* ---- Enumerations stored (as codes) in checkpoints: never renumber. ---------- */
 
-typedef enum cli_model { MODEL_MLP = 1, MODEL_CNN = 2, MODEL_SIMPLECNN = 3 } cli_model;
+/* 4 and 5 are kept for image models. */
+typedef enum cli_model {
+  MODEL_MLP = 1,
+  MODEL_CNN = 2,
+  MODEL_SIMPLECNN = 3,
+  MODEL_GPT = 6
+} cli_model;
 typedef enum cli_dataset {
   DATASET_FASHION_MNIST = 1,
   DATASET_MNIST = 2,
-  DATASET_CIFAR10 = 3
+  DATASET_CIFAR10 = 3,
+  DATASET_FORTUNES = 4 /* bytes of text (text_data.c) */
 } cli_dataset;
 typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
 typedef enum cli_schedule { SCHED_NONE = 1, SCHED_STEP = 2, SCHED_COSINE = 3 } cli_schedule;
@@ -62,6 +69,7 @@ typedef struct cli_opts {
   double label_smoothing; /* --label-smoothing; < 0: the model's default */
   cli_amp amp;            /* --amp (default none) */
   int workers;
+  int threads; /* --threads: the library's CPU threads; 0: its default */
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
   bool resume;
@@ -105,9 +113,11 @@ const char *cli_default_data_dir(cli_dataset d);
  * first `limit` samples when limit > 0. *base (if base is not NULL) receives
  * the underlying image dataset, whose epoch (ct_dataset_set_epoch) drives
  * the transforms: the returned dataset itself when there is no limit. NULL
- * with the library's error. */
+ * after printing the reason. */
 ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t limit,
                              uint64_t seed, int augment, ct_dataset **base);
+/* Whether the dataset is text (byte windows for --model gpt), not images. */
+bool cli_dataset_is_text(cli_dataset d);
 /* Input geometry of a dataset's samples. */
 void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size);
 /* CLI_OK if ds holds samples; else prints, for command cmd, that the split
@@ -116,7 +126,29 @@ void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size);
 int cli_require_samples(const char *cmd, const ct_dataset *ds, cli_dataset d, const char *dir,
                         bool train);
 
-/* ---- Models (models.c) ------------------------------------------------------ */
+/* ---- Text (text_data.c): the byte-level corpus of --dataset fortunes -------- */
+
+/* The corpus: every regular file of dir without a '.' in its name (the
+ * fortune files, not their .dat indexes or .u8 links), sorted by name and
+ * concatenated. false after printing the reason (no folder, no text). */
+bool cli_text_read_corpus(const char *dir, uint8_t **bytes, int64_t *n);
+/* How many of a corpus of n bytes train (the first 90%); the rest validate. */
+int64_t cli_text_train_bytes(int64_t n);
+/* The entropy of the byte distribution of bytes[0, n), in nats: the loss of
+ * the best model that ignores context (the unigram baseline). */
+double cli_unigram_entropy(const uint8_t *bytes, int64_t n);
+/* The training or validation windows of the corpus in dir: samples are
+ * GPT_CONTEXT input bytes and the GPT_CONTEXT bytes that follow each, as i64.
+ * NULL after printing the reason. */
+ct_dataset *cli_text_open(const char *dir, bool train);
+
+/* ---- Models (models.c, model_gpt.c) ----------------------------------------- */
+
+/* The GPT's geometry (model_gpt.c): context bytes, width, blocks, heads. */
+enum { GPT_CONTEXT = 128, GPT_D = 128, GPT_LAYERS = 4, GPT_HEADS = 4 };
+/* A new byte-level GPT on the CPU, initialized from the default generator;
+ * forward maps (B, t) bytes (t <= GPT_CONTEXT) to logits (B, 256, t). */
+ct_module *cli_gpt_new(void);
 
 /* A new model for inputs (channels, size, size) with 10 classes, on the CPU,
  * initialized from the default generator. NULL with the library's error. */
@@ -242,6 +274,7 @@ void cli_progress_end(cli_progress *p);
 int cmd_info(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv); /* cmd_generate.c */
 
 /* Evaluates model on the test loader (no grad, eval mode). */
 typedef struct cli_eval_result {

@@ -27,7 +27,7 @@ ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli
     if (!loss || !correct || ct_item(loss, &l) != CT_OK || ct_item(correct, &c) != CT_OK)
       st = ct_last_error() != CT_OK ? ct_last_error() : CT_ERR_INTERNAL;
     ct_scope_end();
-    out->total += ct_size(b.inputs, 0);
+    out->total += ct_numel(b.targets); /* samples, or bytes of text windows */
     ct_batch_release(&b);
     if (st != CT_OK) break;
     loss_sum += l;
@@ -45,7 +45,6 @@ int cmd_eval(int argc, char **argv) {
   int rc = cli_parse_options(argc, argv, true, &o);
   if (rc == -1) return CLI_OK;
   if (rc != CLI_OK) return rc;
-  if (!o.batch_size_set) o.batch_size = 500;
   ct_device dev;
   if ((rc = cli_resolve_device(&o, &dev)) != CLI_OK) return rc;
 
@@ -56,6 +55,8 @@ int cmd_eval(int argc, char **argv) {
     return CLI_FAIL;
   }
   const cli_ckpt_meta *m = &ck.meta;
+  /* 500 images, or 64 windows of text (8192 bytes, 2M logits) per batch. */
+  if (!o.batch_size_set) o.batch_size = m->model == MODEL_GPT ? 64 : 500;
   cli_dataset ds = (cli_dataset)m->dataset;
   int64_t limit = o.limit_test_set ? o.limit_test : m->limit_test;
   int64_t channels, size;
@@ -73,10 +74,7 @@ int cmd_eval(int argc, char **argv) {
             cli_shown(o.checkpoint), cli_model_name((int)m->model), err);
     goto done;
   }
-  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {
-    cli_error("loading the dataset");
-    goto done;
-  }
+  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) goto done;
   if (cli_require_samples("eval", test, ds, o.data_dir, false) != CLI_OK) goto done;
   dl = ct_dataloader_new(
       test,

@@ -7,6 +7,7 @@
  * generator's state; so on the CPU a run interrupted (at an epoch boundary or
  * mid-epoch) and resumed ends with the same weights, bit for bit, as a run
  * that was never interrupted. */
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -24,6 +25,11 @@
 #define DEFAULT_ADAM_LR_MLP 2e-3 /* the mlp: 89.23% after 10 epochs, 88.90% with 1e-3 */
 #define DEFAULT_ADAMW_WEIGHT_DECAY 0.01
 #define EVAL_BATCH 500
+/* The gpt: AdamW, lr 1e-3 (nanoGPT's for its small character-level model),
+ * batches of 32 windows (4096 bytes), evaluation in batches of 64 windows. */
+#define DEFAULT_GPT_LR 1e-3
+#define DEFAULT_GPT_BATCH 32
+#define GPT_EVAL_BATCH 64
 
 /* Refuses an explicit option that contradicts the checkpoint being resumed. */
 static bool conflict_i64(bool set, int64_t given, int64_t saved, const char *opt) {
@@ -94,9 +100,17 @@ int64_t train_step_size(const cli_opts *o) {
 }
 
 static void fill_defaults(cli_opts *o) {
+  /* The gpt reads fortunes and trains with AdamW unless told otherwise (a
+   * resumed run has taken both from its checkpoint). */
+  if (o->model == MODEL_GPT && !o->resume) {
+    if (!o->dataset_set) o->dataset = DATASET_FORTUNES;
+    if (!o->optim_set) o->optim = OPTIM_ADAMW;
+    if (!o->batch_size_set) o->batch_size = DEFAULT_GPT_BATCH;
+  }
   if (o->lr < 0)
     o->lr = o->optim == OPTIM_SGD   ? DEFAULT_SGD_LR
             : o->model == MODEL_MLP ? DEFAULT_ADAM_LR_MLP
+            : o->model == MODEL_GPT ? DEFAULT_GPT_LR
                                     : DEFAULT_ADAM_LR;
   if (o->momentum < 0) o->momentum = o->optim == OPTIM_SGD ? DEFAULT_SGD_MOMENTUM : 0;
   if (o->weight_decay < 0)
@@ -106,6 +120,22 @@ static void fill_defaults(cli_opts *o) {
    * epochs, so it trains on the images as they are. */
   if (o->augment < 0) o->augment = o->model == MODEL_CNN ? AUG_HFLIP : 0;
   if (o->label_smoothing < 0) o->label_smoothing = 0;
+}
+
+/* The gpt reads text, the other models images; random image transforms
+ * apply to images only. CLI_OK or CLI_USAGE after the message. */
+static int check_model_dataset(const cli_opts *o) {
+  bool text = cli_dataset_is_text(o->dataset);
+  if ((o->model == MODEL_GPT) == text && !(text && o->augment)) return CLI_OK;
+  if (text && o->model == MODEL_GPT)
+    fprintf(stderr, "ctensor train: --augment %s applies to images, not to the text of %s\n",
+            cli_augment_name(o->augment), cli_dataset_name(o->dataset));
+  else
+    fprintf(stderr, "ctensor train: --model %s cannot train on %s: %s\n", cli_model_name(o->model),
+            cli_dataset_name(o->dataset),
+            text ? "it classifies images (--model gpt reads text)"
+                 : "it reads text (--dataset fortunes)");
+  return CLI_USAGE;
 }
 
 /* The lr schedule (NULL for none). Its lr at an epoch is the closed form of
@@ -209,8 +239,20 @@ static int load_resume(train_run *r) {
   return CLI_OK;
 }
 
-/* The datasets and their loaders. A missing dataset prints the library's
- * message, which says how to get it; an empty one is refused. */
+/* Text: the entropy of the training bytes' distribution, the loss of the
+ * best model that ignores context, which the model must beat. */
+static int unigram_baseline(train_run *r) {
+  const char *dir = r->o.data_dir ? r->o.data_dir : cli_default_data_dir(r->o.dataset);
+  uint8_t *bytes;
+  int64_t n;
+  if (!cli_text_read_corpus(dir, &bytes, &n)) return CLI_FAIL;
+  r->unigram = cli_unigram_entropy(bytes, cli_text_train_bytes(n));
+  free(bytes);
+  return CLI_OK;
+}
+
+/* The datasets and their loaders. A missing dataset is reported by
+ * cli_open_dataset, saying how to get it; an empty one is refused. */
 static int open_data(train_run *r) {
   const cli_opts *o = &r->o;
   r->train_ds = cli_open_dataset(o->dataset, o->data_dir, true, o->limit_train, o->seed, o->augment,
@@ -218,13 +260,11 @@ static int open_data(train_run *r) {
   r->test_ds = r->train_ds ? cli_open_dataset(o->dataset, o->data_dir, false, o->limit_test,
                                               o->seed, 0, NULL)
                            : NULL;
-  if (!r->train_ds || !r->test_ds) {
-    cli_error("loading the dataset");
-    return CLI_FAIL;
-  }
+  if (!r->train_ds || !r->test_ds) return CLI_FAIL; /* cli_open_dataset said why */
   if (cli_require_samples("train", r->train_ds, o->dataset, o->data_dir, true) != CLI_OK ||
       cli_require_samples("train", r->test_ds, o->dataset, o->data_dir, false) != CLI_OK)
     return CLI_FAIL;
+  if (cli_dataset_is_text(o->dataset) && unigram_baseline(r) != CLI_OK) return CLI_FAIL;
   /* On a GPU the loader delivers batches there, copied on its own stream
    * while the previous step runs (the loop's ct_to calls are then aliases). */
   r->train_dl = ct_dataloader_new(r->train_ds, &(ct_dataloader_opts){.batch_size = o->batch_size,
@@ -234,9 +274,10 @@ static int open_data(train_run *r) {
                                                                      .shard_rank = r->rank,
                                                                      .shard_count = r->world,
                                                                      .device = r->dev});
+  int64_t eval_batch = o->model == MODEL_GPT ? GPT_EVAL_BATCH : EVAL_BATCH;
   r->test_dl = ct_dataloader_new(
       r->test_ds,
-      &(ct_dataloader_opts){.batch_size = EVAL_BATCH, .num_workers = o->workers, .device = r->dev});
+      &(ct_dataloader_opts){.batch_size = eval_batch, .num_workers = o->workers, .device = r->dev});
   if (!r->train_dl || !r->test_dl) {
     cli_error("creating the data loader");
     return CLI_FAIL;
@@ -320,6 +361,9 @@ static void print_header(const train_run *r) {
     printf(", %d processes (%s; batch %lld each)", r->world,
            ct_dist_backend_name(ct_dist_get_backend()), (long long)o->batch_size);
   printf("\n");
+  if (cli_dataset_is_text(o->dataset))
+    printf("unigram baseline (entropy of the training bytes): %.4f nats/byte (%.4f bits/byte)\n",
+           r->unigram, r->unigram / log(2.0));
   if (o->resume)
     printf("resuming from %s at epoch %lld, batch %lld/%lld\n", cli_shown(o->checkpoint),
            (long long)r->start_epoch + 1, (long long)r->start_batch,
@@ -336,6 +380,7 @@ static int setup(train_run *r) {
     return rc;
   if (r->o.resume && ((rc = load_resume(r)) != CLI_OK || r->finalize)) return rc;
   fill_defaults(&r->o);
+  if ((rc = check_model_dataset(&r->o)) != CLI_OK) return rc;
   if ((rc = open_data(r)) != CLI_OK || (rc = build_model(r)) != CLI_OK ||
       (rc = restore_state(r)) != CLI_OK)
     return rc;
@@ -351,6 +396,7 @@ int cmd_train(int argc, char **argv) {
   int rc = cli_parse_options(argc, argv, false, &r.o);
   if (rc == -1) return CLI_OK;
   if (rc != CLI_OK) return rc;
+  if (r.o.threads > 0) ct_set_num_threads(r.o.threads);
   if ((rc = cli_resolve_device(&r.o, &r.dev)) != CLI_OK || (rc = start_processes(&r)) != CLI_OK)
     return rc;
   rc = setup(&r);

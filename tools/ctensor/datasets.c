@@ -12,9 +12,13 @@ const char *cli_default_data_dir(cli_dataset d) {
       return "/usr/share/datasets/mnist";
     case DATASET_CIFAR10:
       return "/usr/share/datasets/cifar-10";
+    case DATASET_FORTUNES:
+      return "/usr/share/games/fortunes"; /* Debian package fortunes */
   }
   return ".";
 }
+
+bool cli_dataset_is_text(cli_dataset d) { return d == DATASET_FORTUNES; }
 
 void cli_dataset_geometry(cli_dataset d, int64_t *channels, int64_t *size) {
   bool cifar = d == DATASET_CIFAR10;
@@ -71,20 +75,27 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
       tf.std[0] = 0.2470, tf.std[1] = 0.2435, tf.std[2] = 0.2616;
       ds = ct_cifar10_open(dir, train, &tf);
       break;
+    case DATASET_FORTUNES:
+      ds = cli_text_open(dir, train); /* says why itself when it fails */
+      if (!ds) return NULL;
+      break;
     default:
       return NULL;
   }
   if (base) *base = ds;
+  if (!ds) cli_error("loading the dataset");
   if (!ds || limit <= 0 || limit >= ct_dataset_length(ds)) return ds;
   limit_ds *s = malloc(sizeof *s);
   if (!s) {
     ct_dataset_free(ds);
+    fprintf(stderr, "ctensor: loading the dataset: out of memory\n");
     return NULL;
   }
   s->inner = ds;
   s->n = limit;
   ct_dataset *view = ct_dataset_new(&limit_vtable, s); /* frees s (and ds) on failure */
   if (!view && base) *base = NULL;
+  if (!view) cli_error("loading the dataset");
   return view;
 }
 

@@ -1,4 +1,5 @@
-/* main.c: the `ctensor` program: dispatches to a command (info, train, eval).
+/* main.c: the `ctensor` program: dispatches to a command (info, train, eval,
+ * generate).
  * Each command parses its own options with getopt_long (options.c). */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ static int run_command(int argc, char **argv) {
   if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
   if (!strcmp(cmd, "eval")) return cmd_eval(argc - 1, argv + 1);
+  if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
     cli_usage(stdout);
     return CLI_OK;

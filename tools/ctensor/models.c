@@ -8,7 +8,8 @@
  *              (s = 5 for 28x28 inputs, 6 for 32x32)
  *   simplecnn  the CIFAR-10 tutorial Net: conv1 (C -> 6, 5x5), pool, conv2 (6 -> 16, 5x5),
  *              pool, fc1 (400 -> 120), fc2 (120 -> 84), fc3 (84 -> 10); for 28x28
- *              inputs conv1 pads by 2 so that the flatten size stays 16*5*5. */
+ *              inputs conv1 pads by 2 so that the flatten size stays 16*5*5.
+ *   gpt        the byte-level transformer of model_gpt.c */
 #include <stdlib.h>
 
 #include "cli.h"
@@ -39,6 +40,8 @@ static ct_tensor *net_forward(ct_module *m, void *self, const ct_tensor *x) {
       h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
       h = ct_relu(ct_module_forward(n->fc2, h));
       return ct_module_forward(n->fc3, h);
+    case MODEL_GPT: /* a module of its own (model_gpt.c) */
+      break;
   }
   return NULL;
 }
@@ -48,6 +51,7 @@ static const ct_module_vtable cnn_vt = {"CNN", net_forward, free};
 static const ct_module_vtable simplecnn_vt = {"Net", net_forward, free};
 
 ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
+  if (kind == MODEL_GPT) return cli_gpt_new(); /* bytes, not images: model_gpt.c */
   net *n = calloc(1, sizeof *n);
   if (!n) return NULL;
   n->kind = kind;

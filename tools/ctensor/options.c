@@ -17,10 +17,11 @@ typedef struct name_code {
 } name_code;
 
 static const name_code models[] = {
-    {"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}};
+    {"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}, {"gpt", MODEL_GPT}};
 static const name_code datasets[] = {{"fashion-mnist", DATASET_FASHION_MNIST},
                                      {"mnist", DATASET_MNIST},
-                                     {"cifar10", DATASET_CIFAR10}};
+                                     {"cifar10", DATASET_CIFAR10},
+                                     {"fortunes", DATASET_FORTUNES}};
 static const name_code optims[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
 static const name_code schedules[] = {
@@ -133,18 +134,24 @@ void cli_usage(FILE *f) {
       "  info                 devices, threads, BLAS, build and library versions\n"
       "  train [options]      train a model (defaults: a CNN on Fashion-MNIST on the best device)\n"
       "  eval --checkpoint P  test accuracy and loss of a checkpoint\n"
+      "  generate --checkpoint P [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K]\n"
+      "           [--seed S] [--device D] [--threads N]\n"
+      "                       sample bytes from a --model gpt checkpoint (ctensor generate "
+      "--help)\n"
       "\n"
       "train options:\n"
-      "  --model mlp|cnn|simplecnn            model (default cnn)\n"
-      "  --dataset fashion-mnist|mnist|cifar10  dataset (default fashion-mnist)\n"
+      "  --model mlp|cnn|simplecnn|gpt        model (default cnn)\n"
+      "  --dataset fashion-mnist|mnist|cifar10|fortunes\n"
+      "                                       dataset (default fashion-mnist; fortunes for gpt)\n"
       "  --data-dir DIR                       dataset files (default "
-      "/usr/share/datasets/<dataset>)\n"
+      "/usr/share/datasets/<dataset>;\n"
+      "                                       fortunes: /usr/share/games/fortunes)\n"
       "  --device auto|cpu|cuda[:N]           device (default auto: CT_DEVICE, else cuda:0, else "
       "cpu)\n"
       "  --disable-cuda                       run on the CPU\n"
       "  --epochs N                           total epochs (default 10)\n"
-      "  --batch-size N                       (default 64)\n"
-      "  --optimizer sgd|adam|adamw           (default adam)\n"
+      "  --batch-size N                       (default 64; 32 for gpt)\n"
+      "  --optimizer sgd|adam|adamw           (default adam; adamw for gpt)\n"
       "  --lr X                               initial learning rate (default 0.01 sgd; adam/adamw "
       "0.001,\n"
       "                                       0.002 for mlp)\n"
@@ -167,6 +174,8 @@ void cli_usage(FILE *f) {
       "none;\n"
       "                                       auto: f16 on a GPU, bf16 on the CPU)\n"
       "  --workers N                          data loading threads (default 2)\n"
+      "  --threads N                          CPU threads of the computation (default: the CPUs\n"
+      "                                       this process may use; CT_NUM_THREADS)\n"
       "  --seed N                             initialization and data order (default 1)\n"
       "  --checkpoint PATH                    save model, optimizer and position after every "
       "epoch\n"
@@ -178,7 +187,8 @@ void cli_usage(FILE *f) {
       "\n"
       "eval options:\n"
       "  --checkpoint PATH (required), --data-dir DIR, --device D, --disable-cuda,\n"
-      "  --batch-size N (default 500), --workers N, --limit-test N (default: as in training), "
+      "  --batch-size N (default 500; gpt 64), --workers N, --limit-test N (default: as in "
+      "training), "
       "--quiet\n"
       "\n"
       "exit status: 0 success, 1 failure, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM "
@@ -212,7 +222,8 @@ enum {
   OPT_LR_GAMMA,
   OPT_AUGMENT,
   OPT_LABEL_SMOOTHING,
-  OPT_AMP
+  OPT_AMP,
+  OPT_THREADS
 };
 
 static const struct option train_long[] = {
@@ -234,6 +245,7 @@ static const struct option train_long[] = {
     {"momentum", required_argument, NULL, OPT_MOMENTUM},
     {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
     {"workers", required_argument, NULL, OPT_WORKERS},
+    {"threads", required_argument, NULL, OPT_THREADS},
     {"seed", required_argument, NULL, OPT_SEED},
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"resume", no_argument, NULL, OPT_RESUME},
@@ -273,12 +285,13 @@ static int model_option(const char *cmd, int c, const char *arg, cli_opts *o) {
   switch (c) {
     case OPT_MODEL:
       if (!cli_model_parse(arg, &o->model))
-        return bad(cmd, "--model: expected mlp, cnn or simplecnn, got '%s'%s", arg, "");
+        return bad(cmd, "--model: expected mlp, cnn, simplecnn or gpt, got '%s'%s", arg, "");
       o->model_set = true;
       return CLI_OK;
     case OPT_DATASET:
       if (!cli_dataset_parse(arg, &o->dataset))
-        return bad(cmd, "--dataset: expected fashion-mnist, mnist or cifar10, got '%s'%s", arg, "");
+        return bad(cmd, "--dataset: expected fashion-mnist, mnist, cifar10 or fortunes, got '%s'%s",
+                   arg, "");
       o->dataset_set = true;
       return CLI_OK;
     case OPT_OPTIMIZER:
@@ -369,6 +382,11 @@ static int run_option(const char *cmd, int c, const char *arg, cli_opts *o) {
       if (!cli_parse_i64(arg, 0, 256, &i64))
         return bad(cmd, "--workers: expected an integer from 0 to 256, got '%s'%s", arg, "");
       o->workers = (int)i64;
+      return CLI_OK;
+    case OPT_THREADS:
+      if (!cli_parse_i64(arg, 1, 1024, &i64))
+        return bad(cmd, "--threads: expected an integer from 1 to 1024, got '%s'%s", arg, "");
+      o->threads = (int)i64;
       return CLI_OK;
     case OPT_SEED:
       if (!cli_parse_u64(arg, &o->seed))

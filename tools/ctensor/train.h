@@ -39,6 +39,7 @@ typedef struct train_run {
   int64_t batches_run;     /* in this process */
   int64_t interrupt_after; /* test hook: raise SIGINT after this many batches */
   double last_accuracy;    /* of the last evaluation; < 0 before any */
+  double unigram;          /* text: entropy of the training bytes, nats/byte (the baseline) */
   cli_eval_result ev;      /* the last evaluation */
   bool finalize;           /* ended by design (done or stopped): close the process group */
 } train_run;

@@ -386,7 +386,17 @@ static int end_epoch(train_run *r, const epoch_state *e) {
                           .images_per_second = e->seconds > 0 ? (double)e->samples / e->seconds : 0,
                           .data_wait_seconds = e->wait,
                           .eval_seconds = ev->seconds};
-  if (!o->quiet) {
+  if (!o->quiet && cli_dataset_is_text(o->dataset)) {
+    /* Losses per byte, in nats and bits, beside the unigram baseline. */
+    printf(
+        "epoch %lld/%lld: loss %.4f nats/byte (%.3f bits/byte), validation loss %.4f (%.3f "
+        "bits/byte), unigram baseline %.4f (%.3f bits/byte), next-byte accuracy %.2f%%, "
+        "%.1f s, %.0f bytes/s\n",
+        (long long)rep.epoch, (long long)o->epochs, rep.loss, rep.loss / log(2.0), ev->loss,
+        ev->loss / log(2.0), r->unigram, r->unigram / log(2.0), 100 * accuracy, e->seconds,
+        rep.images_per_second * GPT_CONTEXT);
+    fflush(stdout);
+  } else if (!o->quiet) {
     printf(
         "epoch %lld/%lld: loss %.4f, test loss %.4f, test accuracy %.2f%% (%lld/%lld), %.1f s, "
         "%.0f img/s, "
@@ -444,7 +454,12 @@ int train_epochs(train_run *r) {
     if (g_interrupted && e.batch < e.nb) return save_mid_epoch(r, &e);
     if ((rc = end_epoch(r, &e)) != GO_ON || (rc = stop_after_epoch(r, epoch)) != GO_ON) return rc;
   }
-  if (r->ev.total && r->rank == 0)
+  if (r->ev.total && r->rank == 0 && cli_dataset_is_text(r->o.dataset))
+    printf(
+        "validation loss: %.4f nats/byte (%.4f bits/byte); unigram baseline %.4f nats/byte "
+        "(%.4f bits/byte)\n",
+        r->ev.loss, r->ev.loss / log(2.0), r->unigram, r->unigram / log(2.0));
+  else if (r->ev.total && r->rank == 0)
     printf("test accuracy: %.2f%% (%lld/%lld)\n",
            100.0 * (double)r->ev.correct / (double)r->ev.total, (long long)r->ev.correct,
            (long long)r->ev.total);
