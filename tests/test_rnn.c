@@ -2,9 +2,10 @@
  * (skipped without python3 + torch): outputs, final states, and the
  * gradients of a weighted sum of them with respect to the input, the initial
  * states and every weight, in f64 (multi-layer, bidirectional, batch_first,
- * no bias, unbatched input, zero initial states); finite-difference gradients
- * (bidirectional too); torch's
- * parameter names, shapes and initialization bounds; argument errors. */
+ * no bias, unbatched input, zero initial states, sequences longer than one
+ * projection block); finite-difference gradients (bidirectional too);
+ * torch's parameter names, shapes and initialization bounds; argument
+ * errors. */
 #include "ct_gradcheck.h"
 #include "ct_test.h"
 
@@ -24,9 +25,9 @@ static const char *TORCH_SCRIPT =
     "  ('gru3bf', torch.nn.GRU, dict(input_size=3, hidden_size=2, num_layers=3, bias=False, "
     "batch_first=True), (2, 4, 3), False),\n"
     "  ('lstm_bi2bf', torch.nn.LSTM, dict(input_size=5, hidden_size=4, num_layers=2, "
-    "batch_first=True, bidirectional=True), (3, 6, 5), True),\n"
+    "batch_first=True, bidirectional=True), (3, 10, 5), True),\n"
     "  ('gru_bi2', torch.nn.GRU, dict(input_size=5, hidden_size=3, num_layers=2, "
-    "bidirectional=True), (6, 3, 5), True),\n"
+    "bidirectional=True), (11, 3, 5), True),\n"
     "  ('lstm_bi1', torch.nn.LSTM, dict(input_size=3, hidden_size=2, bidirectional=True), "
     "(4, 2, 3), False),\n"
     "]\n"
