@@ -17,84 +17,60 @@ struct rnn_args {
   char *out, *ws, *gh, *gs;
 };
 
-template <class T>
-__global__ void lstm_fwd_kernel(rnn_args r) {
-  const int64_t N = r.p.N, H = r.p.H, total = N * H;
-  const T *gi = (const T *)r.a, *gh = (const T *)r.b, *st = (const T *)r.s;
-  T *out = (T *)r.out, *ws = (T *)r.ws;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-       e += (int64_t)gridDim.x * blockDim.x) {
-    int64_t n = e / H, j = e % H;
-    const T *ai = gi + n * 4 * H + j, *ah = gh + n * 4 * H + j;
-    T *w = ws + n * 5 * H + j;
+enum { LSTM_FWD, LSTM_BWD, GRU_FWD, GRU_BWD };
+
+/* Element e = n * H + j of the cell, for the pass K. */
+template <class T, int K>
+__device__ __forceinline__ void cell_elem(const rnn_args &r, int64_t n, int64_t j, int64_t e) {
+  const int64_t H = r.p.H, total = r.p.N * H;
+  const T *st = (const T *)r.s;
+  if (K == LSTM_FWD) {
+    const T *ai = (const T *)r.a + n * 4 * H + j, *ah = (const T *)r.b + n * 4 * H + j;
+    T *w = (T *)r.ws + n * 5 * H + j, *out = (T *)r.out;
     ct_lstm_cell_fwd(ai[0] + ah[0], ai[H] + ah[H], ai[2 * H] + ah[2 * H], ai[3 * H] + ah[3 * H],
                      st[e], &w[0], &w[H], &w[2 * H], &w[3 * H], &w[4 * H], &out[total + e],
                      &out[e]);
-  }
-}
-
-template <class T>
-__global__ void lstm_bwd_kernel(rnn_args r) {
-  const int64_t N = r.p.N, H = r.p.H, total = N * H;
-  const T *g = (const T *)r.a, *st = (const T *)r.s, *ws = (const T *)r.ws;
-  T *gg = (T *)r.out, *gs = (T *)r.gs;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-       e += (int64_t)gridDim.x * blockDim.x) {
-    int64_t n = e / H, j = e % H;
-    const T *w = ws + n * 5 * H + j;
-    T *d = gg + n * 4 * H + j;
+  } else if (K == LSTM_BWD) {
+    const T *g = (const T *)r.a, *w = (const T *)r.ws + n * 5 * H + j;
+    T *d = (T *)r.out + n * 4 * H + j;
     ct_lstm_cell_bwd(g[e], g[total + e], w[0], w[H], w[2 * H], w[3 * H], w[4 * H], st[e], &d[0],
-                     &d[H], &d[2 * H], &d[3 * H], &gs[e]);
-  }
-}
-
-template <class T>
-__global__ void gru_fwd_kernel(rnn_args r) {
-  const int64_t N = r.p.N, H = r.p.H, total = N * H;
-  const T *gi = (const T *)r.a, *gh = (const T *)r.b, *st = (const T *)r.s;
-  T *out = (T *)r.out, *ws = (T *)r.ws;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-       e += (int64_t)gridDim.x * blockDim.x) {
-    int64_t n = e / H, j = e % H;
-    const T *ai = gi + n * 3 * H + j, *ah = gh + n * 3 * H + j;
-    T *w = ws + n * 4 * H + j;
+                     &d[H], &d[2 * H], &d[3 * H], &((T *)r.gs)[e]);
+  } else if (K == GRU_FWD) {
+    const T *ai = (const T *)r.a + n * 3 * H + j, *ah = (const T *)r.b + n * 3 * H + j;
+    T *w = (T *)r.ws + n * 4 * H + j;
     w[3 * H] = ah[2 * H];
     ct_gru_cell_fwd(ai[0], ai[H], ai[2 * H], ah[0], ah[H], ah[2 * H], st[e], &w[0], &w[H],
-                    &w[2 * H], &out[e]);
+                    &w[2 * H], &((T *)r.out)[e]);
+  } else {
+    const T *w = (const T *)r.ws + n * 4 * H + j;
+    T *di = (T *)r.out + n * 3 * H + j, *dg = (T *)r.gh + n * 3 * H + j;
+    ct_gru_cell_bwd(((const T *)r.a)[e], w[0], w[H], w[2 * H], w[3 * H], st[e], &di[0], &di[H],
+                    &di[2 * H], &dg[2 * H], &((T *)r.gs)[e]);
+    dg[0] = di[0], dg[H] = di[H];
   }
 }
 
-template <class T>
-__global__ void gru_bwd_kernel(rnn_args r) {
-  const int64_t N = r.p.N, H = r.p.H, total = N * H;
-  const T *g = (const T *)r.a, *st = (const T *)r.s, *ws = (const T *)r.ws;
-  T *gi = (T *)r.out, *gh = (T *)r.gh, *gs = (T *)r.gs;
+/* A thread per unit of the (N, H) cell, grid-stride. */
+template <class T, int K>
+__global__ void cell_kernel(rnn_args r) {
+  const int64_t H = r.p.H, total = r.p.N * H;
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-       e += (int64_t)gridDim.x * blockDim.x) {
-    int64_t n = e / H, j = e % H;
-    const T *w = ws + n * 4 * H + j;
-    T *di = gi + n * 3 * H + j, *dg = gh + n * 3 * H + j;
-    ct_gru_cell_bwd(g[e], w[0], w[H], w[2 * H], w[3 * H], st[e], &di[0], &di[H], &di[2 * H],
-                    &dg[2 * H], &gs[e]);
-    dg[0] = di[0], dg[H] = di[H];
-  }
+       e += (int64_t)gridDim.x * blockDim.x)
+    cell_elem<T, K>(r, e / H, e % H, e);
 }
 
 template <class T>
 static ct_status launch(const char *op, int dev, const rnn_args &r, bool backward) {
   cudaStream_t s = ctc_stream(dev);
   unsigned blocks = ctc_blocks(r.p.N * r.p.H, dev);
-  if (r.p.kind == CT_RNN_CELL_LSTM) {
-    if (backward)
-      lstm_bwd_kernel<T><<<blocks, CTC_THREADS, 0, s>>>(r);
-    else
-      lstm_fwd_kernel<T><<<blocks, CTC_THREADS, 0, s>>>(r);
-  } else {
-    if (backward)
-      gru_bwd_kernel<T><<<blocks, CTC_THREADS, 0, s>>>(r);
-    else
-      gru_fwd_kernel<T><<<blocks, CTC_THREADS, 0, s>>>(r);
-  }
+  if (r.p.kind == CT_RNN_CELL_LSTM && backward)
+    cell_kernel<T, LSTM_BWD><<<blocks, CTC_THREADS, 0, s>>>(r);
+  else if (r.p.kind == CT_RNN_CELL_LSTM)
+    cell_kernel<T, LSTM_FWD><<<blocks, CTC_THREADS, 0, s>>>(r);
+  else if (backward)
+    cell_kernel<T, GRU_BWD><<<blocks, CTC_THREADS, 0, s>>>(r);
+  else
+    cell_kernel<T, GRU_FWD><<<blocks, CTC_THREADS, 0, s>>>(r);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
