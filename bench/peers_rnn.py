@@ -4,9 +4,8 @@
 Same sizes, optimizer, method (peers_util.py) and JSON lines as bench_rnn.c: one
 training step (zero_grad, forward, MSE loss, backward, SGD step) of a 2-layer
 torch.nn.LSTM(128, 256) on x (64, 32, 128) f32 ("torch"), and of the same LSTM
-written step by step with torch ops as ctensor composes it (the input's
-projection for every step at once, addmm and the gates per step: "torch_ops"),
-which is what torch's own module would cost if its CPU path were that loop.
+written step by step with torch ops on ctensor's schedule (the input's
+projection 8 steps at a time, addmm and the gates per step: "torch_ops").
 Run with Debian's interpreter: /usr/bin/python3 bench/peers_rnn.py --threads N
 """
 import json
@@ -47,11 +46,12 @@ def main():
         for k in range(2):
             w_ih, w_hh = getattr(lstm, f"weight_ih_l{k}"), getattr(lstm, f"weight_hh_l{k}")
             b_ih, b_hh = getattr(lstm, f"bias_ih_l{k}"), getattr(lstm, f"bias_hh_l{k}")
-            gi_all = torch.nn.functional.linear(inp, w_ih, b_ih)
             h = c = torch.zeros(N, H)
             ys = []
             for t in range(L):
-                i, f, g, o = (gi_all[t] + torch.addmm(b_hh, h, w_hh.t())).chunk(4, 1)
+                if t % 8 == 0:
+                    gi_blk = torch.nn.functional.linear(inp[t:t + 8], w_ih, b_ih)
+                i, f, g, o = (gi_blk[t % 8] + torch.addmm(b_hh, h, w_hh.t())).chunk(4, 1)
                 c = f.sigmoid() * c + i.sigmoid() * g.tanh()
                 h = o.sigmoid() * c.tanh()
                 ys.append(h)
