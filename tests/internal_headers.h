@@ -20,6 +20,7 @@
 /* sort-scan family */
 #include "core/scan_math.h"
 #include "core/sdpa_math.h" /* attention */
+#include "core/rnn_math.h" /* recurrent cells */
 
 #include <stdio.h>
 

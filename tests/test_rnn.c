@@ -1,9 +1,11 @@
 /* LSTM and GRU against torch.nn.LSTM / torch.nn.GRU with the same weights
  * (skipped without python3 + torch): outputs, final states, and the
  * gradients of a weighted sum of them with respect to the input, the initial
- * states and every weight, in f64 (multi-layer, batch_first, no bias,
- * unbatched input, zero initial states); finite-difference gradients; torch's
- * parameter names, shapes and initialization bounds; argument errors. */
+ * states and every weight, in f64 (multi-layer, bidirectional, batch_first,
+ * no bias, unbatched input, zero initial states, sequences longer than one
+ * projection block); finite-difference gradients (bidirectional too);
+ * torch's parameter names, shapes and initialization bounds; argument
+ * errors. */
 #include "ct_gradcheck.h"
 #include "ct_test.h"
 
@@ -22,12 +24,18 @@ static const char *TORCH_SCRIPT =
     "False),\n"
     "  ('gru3bf', torch.nn.GRU, dict(input_size=3, hidden_size=2, num_layers=3, bias=False, "
     "batch_first=True), (2, 4, 3), False),\n"
+    "  ('lstm_bi2bf', torch.nn.LSTM, dict(input_size=5, hidden_size=4, num_layers=2, "
+    "batch_first=True, bidirectional=True), (3, 10, 5), True),\n"
+    "  ('gru_bi2', torch.nn.GRU, dict(input_size=5, hidden_size=3, num_layers=2, "
+    "bidirectional=True), (11, 3, 5), True),\n"
+    "  ('lstm_bi1', torch.nn.LSTM, dict(input_size=3, hidden_size=2, bidirectional=True), "
+    "(4, 2, 3), False),\n"
     "]\n"
     "for name, cls, kw, xs, states in cases:\n"
     "  m = cls(**kw).double()\n"
     "  for pn, p in m.named_parameters(): save(f'{name}_{pn}', p)\n"
     "  x = torch.randn(*xs, dtype=torch.float64, requires_grad=True); save(f'{name}_x', x)\n"
-    "  L = kw.get('num_layers', 1); H = kw['hidden_size']\n"
+    "  L = kw.get('num_layers', 1) * (2 if kw.get('bidirectional') else 1); H = kw['hidden_size']\n"
     "  sh = (L, H) if len(xs) == 2 else (L, xs[0] if kw.get('batch_first') else xs[1], H)\n"
     "  lstm = cls is torch.nn.LSTM\n"
     "  h0 = torch.randn(*sh, dtype=torch.float64, requires_grad=True) if states else None\n"
@@ -67,6 +75,19 @@ static const rnn_case CASES[] = {
      false,
      {.input_size = 3, .hidden_size = 2, .num_layers = 3, .no_bias = true, .batch_first = true},
      false},
+    {"lstm_bi2bf",
+     true,
+     {.input_size = 5,
+      .hidden_size = 4,
+      .num_layers = 2,
+      .batch_first = true,
+      .bidirectional = true},
+     true},
+    {"gru_bi2",
+     false,
+     {.input_size = 5, .hidden_size = 3, .num_layers = 2, .bidirectional = true},
+     true},
+    {"lstm_bi1", true, {.input_size = 3, .hidden_size = 2, .bidirectional = true}, false},
 };
 
 static ct_tensor *load(const char *dir, const char *c, const char *what, bool grad) {
@@ -104,7 +125,8 @@ CT_TEST(lstm_and_gru_match_torch_outputs_and_gradients) {
     const char *pnames[16];
     ct_tensor *params[16];
     int np = m ? ct_module_parameters(m, params, pnames, 16) : 0;
-    CHECK(np == (c->o.no_bias ? 2 : 4) * (c->o.num_layers ? c->o.num_layers : 1));
+    CHECK(np == (c->o.no_bias ? 2 : 4) * (c->o.num_layers ? c->o.num_layers : 1) *
+                    (c->o.bidirectional ? 2 : 1));
     ct_no_grad_begin();
     for (int i = 0; i < np && i < 16; i++)
       CHECK_OK(ct_copy_(params[i], load(dir, c->name, pnames[i], false)));
@@ -158,14 +180,16 @@ static ct_tensor *gru_fn(ct_tensor *const *in, void *ctx) {
 
 CT_TEST(lstm_and_gru_gradients_match_finite_differences) {
   ct_module_opts mo = {.dtype = CT_F64, .device = ct_test_device()};
-  ct_rnn_opts o = {.input_size = 3, .hidden_size = 2, .num_layers = 2};
-  for (int lstm = 0; lstm < 2; lstm++) {
+  for (int v = 0; v < 4; v++) {
+    int lstm = v % 2, dirs = v / 2 + 1;
+    ct_rnn_opts o = {
+        .input_size = 3, .hidden_size = 2, .num_layers = 2, .bidirectional = dirs == 2};
     ct_scope_begin();
     gc_module = lstm ? ct_lstm_new(&o, &mo) : ct_gru_new(&o, &mo);
     CHECK_OK(gc_module);
     ct_tensor *in[3] = {ct_gradcheck_input(CT_SHAPE(4, 2, 3), -1, 1, 11),
-                        ct_gradcheck_input(CT_SHAPE(2, 2, 2), -1, 1, 12),
-                        ct_gradcheck_input(CT_SHAPE(2, 2, 2), -1, 1, 13)};
+                        ct_gradcheck_input(CT_SHAPE(2 * dirs, 2, 2), -1, 1, 12),
+                        ct_gradcheck_input(CT_SHAPE(2 * dirs, 2, 2), -1, 1, 13)};
     if (gc_module)
       CHECK_GRADIENTS(lstm ? "lstm" : "gru", lstm ? lstm_fn : gru_fn, NULL, in, lstm ? 3 : 2);
     ct_module_free(gc_module);
@@ -200,6 +224,22 @@ CT_TEST(parameters_have_torch_names_shapes_and_bounds) {
   CHECK_SHAPE(p[0], 15, 3);
   CHECK(!strcmp(ct_module_type_name(g), "GRU"));
   ct_module_free(g);
+  /* bidirectional: torch's _reverse names, the second layer's input 2*H wide */
+  g = ct_gru_new(
+      &(ct_rnn_opts){.input_size = 3, .hidden_size = 5, .num_layers = 2, .bidirectional = true},
+      NULL);
+  CHECK_OK(g);
+  ct_tensor *w[16];
+  const char *wn[16];
+  CHECK(ct_module_parameters(g, w, wn, 16) == 16);
+  const char *want_bi[9] = {"weight_ih_l0",       "weight_hh_l0",         "bias_ih_l0",
+                            "bias_hh_l0",         "weight_ih_l0_reverse", "weight_hh_l0_reverse",
+                            "bias_ih_l0_reverse", "bias_hh_l0_reverse",   "weight_ih_l1"};
+  for (int i = 0; i < 9; i++) CHECK_MSG(!strcmp(wn[i], want_bi[i]), "parameter %d is %s", i, wn[i]);
+  CHECK_SHAPE(w[4], 15, 3);
+  CHECK_SHAPE(w[8], 15, 10);
+  CHECK_SHAPE(w[12], 15, 10);
+  ct_module_free(g);
 }
 
 CT_TEST(rnn_argument_errors) {
@@ -208,6 +248,8 @@ CT_TEST(rnn_argument_errors) {
   CHECK_ERR_MSG(ct_lstm_new(&(ct_rnn_opts){.input_size = 0, .hidden_size = 3}, &mo), CT_ERR_ARG,
                 "input_size");
   CHECK_ERR(ct_gru_new(NULL, &mo), CT_ERR_ARG);
+  CHECK_ERR_MSG(ct_gru_new(&(ct_rnn_opts){.input_size = 2, .hidden_size = 3, .dropout = 1}, &mo),
+                CT_ERR_ARG, "dropout");
   ct_module *m = ct_lstm_new(&(ct_rnn_opts){.input_size = 3, .hidden_size = 2}, &mo);
   CHECK_OK(m);
   ct_tensor *x =

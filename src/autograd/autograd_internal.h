@@ -225,6 +225,12 @@ ct_tensor *ct__ag_index_put(ct_tensor *r, const ct_tensor *x, const ct_tensor *v
  * mask or NULL}; p: the forward's parameters (the dropout key included). */
 ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
                        const ct_tensor *const saved[6], const ct_sdpa_params *p);
+/* ---- recurrent cells (grad_rnn.c) ---- */
+/* r: the fused cell's output (LSTM (2, N, H), GRU (N, H)) of inputs {gi, gh,
+ * state}; saved: state and ws, the kernel's contiguous operand and the
+ * forward's workspace. */
+ct_tensor *ct__ag_rnn_cell(ct_tensor *r, const ct_tensor *const inputs[3], const ct_tensor *state,
+                           const ct_tensor *ws, const ct_rnn_cell_params *p);
 /* ---- linalg family: factorizations (grad_linalg_factor.c) ---- */
 /* x = solve(a, b) (vec: b and x are vectors); lu, piv: the LU of a the
  * forward computed (ops/linalg_factor.h), saved for the gradient. */

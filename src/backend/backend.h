@@ -311,6 +311,20 @@ typedef struct ct_backend {
                              const ct_tensor *grad_out, const ct_tensor *q, const ct_tensor *k,
                              const ct_tensor *v, const ct_tensor *out, const ct_tensor *lse,
                              const ct_tensor *mask, const ct_sdpa_params *p);
+  /* ---- Recurrent cells (optional) ---- */
+  /* The pointwise part of one LSTM or GRU step (params.h's
+   * ct_rnn_cell_params, core/rnn_math.h): from the gate pre-activations gi,
+   * gh and the state, out (LSTM: (2, N, H) = h', c'; GRU: (N, H) = h') and
+   * the workspace ws the backward pass reads. Contiguous, f32 or f64. */
+  ct_status (*rnn_cell)(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
+                        const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state);
+  /* Its gradients from grad_out (out's shape) and the forward's state and
+   * ws: grad_gi (N, G*H) (LSTM: the gradient of both gi and gh), grad_gh
+   * (GRU only, else NULL) and grad_state (N, H), all written. */
+  ct_status (*rnn_cell_backward)(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
+                                 ct_tensor *grad_gh, ct_tensor *grad_state,
+                                 const ct_tensor *grad_out, const ct_tensor *state,
+                                 const ct_tensor *ws);
   /* ---- Linear algebra: factorizations (optional; linalg family) ---- */
   /* Matrices here are LAPACK's: each (n, n) or (k, n) slice of a contiguous
    * tensor is read column-major, so a row-major matrix A is seen as A^T.

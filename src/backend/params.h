@@ -180,4 +180,18 @@ typedef struct ct_sdpa_params {
   int64_t mask_inner, mask_sb0, mask_sb1, mask_sl, mask_ss;
 } ct_sdpa_params;
 
+/* ---- recurrent cells ---- */
+/* The pointwise part of one LSTM or GRU step for N rows of H units
+ * (core/rnn_math.h), everything after the two gate matmuls. All tensors are
+ * contiguous, one dtype (f32 or f64):
+ *   LSTM: gi, gh (N, 4H) pre-activations (i, f, g, o); state c (N, H);
+ *         out (2, N, H) = (h', c'); ws (N, 5H) = (i, f, g, o, tanh c').
+ *   GRU:  gi, gh (N, 3H) (r, z, n; gh's n part is h W_hn^T + b_hn); state h
+ *         (N, H); out (N, H) = h'; ws (N, 4H) = (r, z, n, h W_hn^T + b_hn). */
+typedef enum { CT_RNN_CELL_LSTM, CT_RNN_CELL_GRU } ct_rnn_cell_kind;
+typedef struct ct_rnn_cell_params {
+  ct_rnn_cell_kind kind;
+  int64_t N, H;
+} ct_rnn_cell_params;
+
 #endif /* CT_BACKEND_PARAMS_H */

@@ -1,8 +1,8 @@
 /* LSTM and GRU modules (ctensor/rnn.h): torch's parameter names, gate order
- * and initialization; the layers composed of linear, sigmoid, tanh and
- * elementwise ops, so they run and differentiate on every backend. Each
- * layer projects the whole sequence's input at once (one matmul for all
- * steps), then steps through time with the hidden projection. */
+ * and initialization, bidirectional layers and dropout between layers. Each
+ * layer and direction projects its input 8 steps at a time (one matmul),
+ * and steps through time with the hidden projection and the fused pointwise
+ * cell (nn/rnn_cell.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,8 @@ typedef struct rnn_layer {
 typedef struct rnn_impl {
   rnn_kind kind;
   ct_rnn_opts o;
-  rnn_layer *layers; /* num_layers */
+  int dirs;          /* 2 when bidirectional */
+  rnn_layer *layers; /* num_layers * dirs, layer-major (torch's order) */
 } rnn_impl;
 
 static const char *rnn_name(rnn_kind k) { return k == RNN_LSTM ? "lstm" : "gru"; }
@@ -48,35 +49,41 @@ static ct_module *rnn_new(rnn_kind kind, const ct_rnn_opts *rnn, const ct_module
                     "%s: input_size and hidden_size must be > 0 and num_layers >= 0, got %lld, "
                     "%lld and %d",
                     what, (long long)o.input_size, (long long)o.hidden_size, o.num_layers);
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    return ct__fail(CT_ERR_ARG, "%s: dropout must be in [0, 1), got %g", what, o.dropout);
+  int dirs = o.bidirectional ? 2 : 1;
   rnn_impl *r = ct__calloc(1, sizeof *r);
-  rnn_layer *layers = ct__calloc((size_t)o.num_layers, sizeof *layers);
+  rnn_layer *layers = ct__calloc((size_t)o.num_layers * (size_t)dirs, sizeof *layers);
   if (!r || !layers) {
     free(r), free(layers);
     return ct__fail(CT_ERR_OOM, "%s: out of host memory", what);
   }
   r->kind = kind;
   r->o = o;
+  r->dirs = dirs;
   r->layers = layers;
   ct_module *m = ct__module_new_builtin(kind == RNN_LSTM ? &lstm_vt : &gru_vt, r);
   if (!m) return NULL;
   int64_t H = o.hidden_size, G = n_gates(kind) * H;
   double bound = 1.0 / sqrt((double)H); /* torch's reset_parameters */
   bool ok = true;
-  for (int k = 0; k < o.num_layers && ok; k++) {
-    int64_t in = k == 0 ? o.input_size : H;
-    char name[32];
-    rnn_layer *l = &layers[k];
-    snprintf(name, sizeof name, "weight_ih_l%d", k);
+  for (int li = 0; li < o.num_layers * dirs && ok; li++) {
+    int k = li / dirs;
+    const char *sfx = li % dirs ? "_reverse" : "";
+    int64_t in = k == 0 ? o.input_size : dirs * H;
+    char name[40];
+    rnn_layer *l = &layers[li];
+    snprintf(name, sizeof name, "weight_ih_l%d%s", k, sfx);
     ok = (l->w_ih = ct_module_register_parameter(
               m, name, ct__init_uniform(CT_SHAPE(G, in), bound, &mo))) != NULL;
-    snprintf(name, sizeof name, "weight_hh_l%d", k);
+    snprintf(name, sizeof name, "weight_hh_l%d%s", k, sfx);
     ok = ok && (l->w_hh = ct_module_register_parameter(
                     m, name, ct__init_uniform(CT_SHAPE(G, H), bound, &mo))) != NULL;
     if (ok && !o.no_bias) {
-      snprintf(name, sizeof name, "bias_ih_l%d", k);
+      snprintf(name, sizeof name, "bias_ih_l%d%s", k, sfx);
       ok = (l->b_ih = ct_module_register_parameter(
                 m, name, ct__init_uniform(CT_SHAPE(G), bound, &mo))) != NULL;
-      snprintf(name, sizeof name, "bias_hh_l%d", k);
+      snprintf(name, sizeof name, "bias_hh_l%d%s", k, sfx);
       ok = ok && (l->b_hh = ct_module_register_parameter(
                       m, name, ct__init_uniform(CT_SHAPE(G), bound, &mo))) != NULL;
     }
@@ -97,33 +104,11 @@ ct_module *ct_gru_new(const ct_rnn_opts *rnn, const ct_module_opts *opts) {
 
 /* ---- Forward ------------------------------------------------------------------ */
 
-/* Gate j (of H columns) of gates (N, G*H). */
-static ct_tensor *gate(const ct_tensor *gates, int j, int64_t H) {
-  return ct_narrow(gates, 1, j * H, H);
-}
-
-/* One LSTM step from gates = x W_ih^T + b_ih + h W_hh^T + b_hh: the new h, *c updated. */
-static ct_tensor *lstm_cell(const ct_tensor *gates, ct_tensor **c, int64_t H) {
-  ct_tensor *i = ct_sigmoid(gate(gates, 0, H)), *f = ct_sigmoid(gate(gates, 1, H));
-  ct_tensor *g = ct_tanh(gate(gates, 2, H)), *o = ct_sigmoid(gate(gates, 3, H));
-  *c = ct_add(ct_mul(f, *c), ct_mul(i, g));
-  return ct_mul(o, ct_tanh(*c));
-}
-
-/* One GRU step from the input's projection gi and the hidden one gh (N, 3H). */
-static ct_tensor *gru_cell(const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *h,
-                           int64_t H) {
-  ct_tensor *r = ct_sigmoid(ct_add(gate(gi, 0, H), gate(gh, 0, H)));
-  ct_tensor *z = ct_sigmoid(ct_add(gate(gi, 1, H), gate(gh, 1, H)));
-  ct_tensor *n = ct_tanh(ct_add(gate(gi, 2, H), ct_mul(r, gate(gh, 2, H))));
-  return ct_add(ct_mul(ct_rsub_scalar(z, 1.0), n), ct_mul(z, h));
-}
-
-/* Checks an initial state: (num_layers, N, H); NULL is fine. */
+/* Checks an initial state: (num_layers * dirs, N, H); NULL is fine. */
 static bool check_state(const char *what, const char *name, const ct_tensor *s, const rnn_impl *r,
                         int64_t N) {
   if (!s) return true;
-  const int64_t want[3] = {r->o.num_layers, N, r->o.hidden_size};
+  const int64_t want[3] = {(int64_t)r->o.num_layers * r->dirs, N, r->o.hidden_size};
   bool ok = ct_ndim(s) == 3;
   for (int d = 0; ok && d < 3; d++) ok = ct_shape(s)[d] == want[d];
   if (!ok) {
@@ -135,14 +120,46 @@ static bool check_state(const char *what, const char *name, const ct_tensor *s, 
   return ok;
 }
 
-/* The layers over x (L, N, in), inside the caller's scope; *h_n and *c_n
- * (stacked final states) when asked. */
+/* Steps whose input projection is one matmul. Not the whole sequence: the
+ * gradient of each step's view of a projection is scattered into zeros of
+ * the projection's shape before it is summed, so a projection of L steps
+ * costs O(L^2) memory traffic in the backward pass (35% of a training step at
+ * L = 64, N = 32, H = 256); blocks of 8 steps keep the matmuls 8*N rows tall
+ * and that traffic 8*L. */
+#define RNN_PROJ_STEPS 8
+
+/* One direction of one layer over in (L, N, features), from state h (and c
+ * for the LSTM): the output (L, N, H); *h and *c become the final states. */
+static ct_tensor *run_direction(const rnn_impl *r, const rnn_layer *l, bool reverse,
+                                const ct_tensor *in, ct_tensor **h, ct_tensor **c,
+                                ct_tensor **hs) {
+  int64_t L = ct_shape(in)[0], b0 = -1;
+  ct_tensor *gi_blk = NULL; /* (steps, N, G*H): x W_ih^T + b_ih of steps b0.. */
+  bool ok = *h && (r->kind == RNN_GRU || *c);
+  for (int64_t s = 0; s < L && ok; s++) {
+    int64_t t = reverse ? L - 1 - s : s;
+    if (t / RNN_PROJ_STEPS * RNN_PROJ_STEPS != b0) {
+      b0 = t / RNN_PROJ_STEPS * RNN_PROJ_STEPS;
+      int64_t n = L - b0 < RNN_PROJ_STEPS ? L - b0 : RNN_PROJ_STEPS;
+      ok = (gi_blk = ct_linear(ct_narrow(in, 0, b0, n), l->w_ih, l->b_ih)) != NULL;
+      if (!ok) break;
+    }
+    ct_tensor *gi = ct_select(gi_blk, 0, t - b0), *gh = ct_linear(*h, l->w_hh, l->b_hh);
+    *h = r->kind == RNN_LSTM ? ct_lstm_cell_pointwise(gi, gh, *c, c)
+                             : ct_gru_cell_pointwise(gi, gh, *h);
+    ok = (hs[t] = *h) != NULL;
+  }
+  return ok ? ct_stack(hs, (int)L, 0) : NULL;
+}
+
+/* The layers over x (L, N, in) with L > 0, inside the caller's scope;
+ * *h_n and *c_n (stacked final states) when asked. */
 static ct_tensor *run_layers(const rnn_impl *r, const ct_tensor *x, const ct_tensor *h0,
-                             const ct_tensor *c0, ct_tensor **h_n, ct_tensor **c_n) {
+                             const ct_tensor *c0, bool training, ct_tensor **h_n, ct_tensor **c_n) {
   int64_t L = ct_shape(x)[0], N = ct_shape(x)[1], H = r->o.hidden_size;
-  int nl = r->o.num_layers;
-  ct_tensor **hs = ct__calloc((size_t)(L ? L : 1), sizeof *hs);
-  ct_tensor **finals = ct__calloc((size_t)nl * 2, sizeof *finals);
+  int ns = r->o.num_layers * r->dirs; /* states */
+  ct_tensor **hs = ct__calloc((size_t)L, sizeof *hs);
+  ct_tensor **finals = ct__calloc((size_t)ns * 2, sizeof *finals);
   if (!hs || !finals) {
     free(hs), free(finals);
     return ct__fail(CT_ERR_OOM, "%s_forward: out of host memory", rnn_name(r->kind));
@@ -150,31 +167,40 @@ static ct_tensor *run_layers(const rnn_impl *r, const ct_tensor *x, const ct_ten
   ct_tensor_opts like = {.dtype = ct_dtype_of(x), .device = ct_device_of(x)};
   const ct_tensor *in = x;
   bool ok = true;
-  for (int k = 0; k < nl && ok; k++) {
-    const rnn_layer *l = &r->layers[k];
-    ct_tensor *h = h0 ? ct_select(h0, 0, k) : ct_zeros(CT_SHAPE(N, H), &like);
-    ct_tensor *c = r->kind == RNN_GRU ? NULL
-                   : c0               ? ct_select(c0, 0, k)
-                                      : ct_zeros(CT_SHAPE(N, H), &like);
-    ct_tensor *gi_all = ct_linear(in, l->w_ih, l->b_ih); /* (L, N, G*H): every step at once */
-    ok = h && gi_all && (r->kind == RNN_GRU || c);
-    for (int64_t t = 0; t < L && ok; t++) {
-      ct_tensor *gi = ct_select(gi_all, 0, t), *gh = ct_linear(h, l->w_hh, l->b_hh);
-      h = r->kind == RNN_LSTM ? lstm_cell(ct_add(gi, gh), &c, H) : gru_cell(gi, gh, h, H);
-      ok = (hs[t] = h) != NULL;
+  for (int k = 0; k < r->o.num_layers && ok; k++) {
+    ct_tensor *dir_out[2] = {NULL, NULL};
+    for (int d = 0; d < r->dirs && ok; d++) {
+      int si = k * r->dirs + d;
+      ct_tensor *h = h0 ? ct_select(h0, 0, si) : ct_zeros(CT_SHAPE(N, H), &like);
+      ct_tensor *c = r->kind == RNN_GRU ? NULL
+                     : c0               ? ct_select(c0, 0, si)
+                                        : ct_zeros(CT_SHAPE(N, H), &like);
+      ok = (dir_out[d] = run_direction(r, &r->layers[si], d == 1, in, &h, &c, hs)) != NULL;
+      finals[si] = h, finals[ns + si] = c;
     }
-    finals[k] = h, finals[nl + k] = c;
-    if (ok && L > 0) ok = (in = ct_stack(hs, (int)L, 0)) != NULL;
+    if (ok) in = r->dirs == 2 ? ct_cat(dir_out, 2, 2) : dir_out[0];
+    /* torch: dropout on every layer's output but the last, in training */
+    if (ok && in && k + 1 < r->o.num_layers && training && r->o.dropout > 0)
+      in = ct_dropout(in, r->o.dropout, true, NULL);
+    ok = ok && in;
   }
-  ct_tensor *out = NULL;
-  if (ok) {
-    out = L > 0 ? (ct_tensor *)in : ct_zeros(CT_SHAPE(0, N, H), &like);
-    if (h_n) ok = (*h_n = ct_stack(finals, nl, 0)) != NULL;
-    if (ok && c_n && r->kind == RNN_LSTM) ok = (*c_n = ct_stack(finals + nl, nl, 0)) != NULL;
-  }
+  if (ok && h_n) ok = (*h_n = ct_stack(finals, ns, 0)) != NULL;
+  if (ok && c_n && r->kind == RNN_LSTM) ok = (*c_n = ct_stack(finals + ns, ns, 0)) != NULL;
   free(hs);
   free(finals);
-  return ok ? out : NULL;
+  return ok ? (ct_tensor *)in : NULL;
+}
+
+/* L = 0: an empty output and the initial states (zeros when not given) as
+ * the final ones, as torch. */
+static ct_tensor *empty_sequence(const rnn_impl *r, const ct_tensor *x, const ct_tensor *h0,
+                                 const ct_tensor *c0, ct_tensor **h_n, ct_tensor **c_n) {
+  int64_t N = ct_shape(x)[1], H = r->o.hidden_size, ns = (int64_t)r->o.num_layers * r->dirs;
+  ct_tensor_opts like = {.dtype = ct_dtype_of(x), .device = ct_device_of(x)};
+  if (h_n) *h_n = h0 ? ct_mul_scalar(h0, 1.0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
+  if (c_n && r->kind == RNN_LSTM)
+    *c_n = c0 ? ct_mul_scalar(c0, 1.0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
+  return ct_zeros(CT_SHAPE(0, N, r->dirs * H), &like);
 }
 
 static ct_tensor *rnn_forward(rnn_kind kind, ct_module *m, const ct_tensor *x, const ct_tensor *h0,
@@ -213,8 +239,11 @@ static ct_tensor *rnn_forward(rnn_kind kind, ct_module *m, const ct_tensor *x, c
     ok = s0[i] && check_state(what, names[i], s0[i], r, ct_shape(xs)[1]);
   }
   ct_tensor *hn = NULL, *cn = NULL, *y = NULL;
-  if (ok)
-    y = run_layers(r, xs, s0[0], kind == RNN_LSTM ? s0[1] : NULL, h_n ? &hn : NULL,
+  const ct_tensor *c_init = kind == RNN_LSTM ? s0[1] : NULL;
+  if (ok && ct_shape(xs)[0] == 0)
+    y = empty_sequence(r, xs, s0[0], c_init, h_n ? &hn : NULL, c_n ? &cn : NULL);
+  else if (ok)
+    y = run_layers(r, xs, s0[0], c_init, ct_module_is_training(m), h_n ? &hn : NULL,
                    c_n ? &cn : NULL);
   if (y && unbatched) {
     y = ct_squeeze_dim(y, 1);

@@ -102,6 +102,8 @@ const ct_backend ct__cpu_backend = {
     /* attention: attention.c */
     .sdpa = ct__cpu_sdpa,
     .sdpa_backward = ct__cpu_sdpa_backward,
+    .rnn_cell = ct__cpu_rnn_cell,
+    .rnn_cell_backward = ct__cpu_rnn_cell_backward,
 };
 
 /* The BLAS the CPU backend loads on first use (blas.c), loaded now. */

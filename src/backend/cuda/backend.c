@@ -294,6 +294,22 @@ static ct_status cuda_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_ten
   return ct__cuda_sdpa_backward(&gq, &gk, &gv, &g, &a, &b, &c, &o, &l, opt(mask, &m), p);
 }
 
+/* ---- recurrent cells: rnn.cu ------------------------------------------------------- */
+
+static ct_status cuda_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
+                               const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state) {
+  ctc_t o = desc(out), w = desc(ws), a = desc(gi), b = desc(gh), s = desc(state);
+  return ct__cuda_rnn_cell(p, &o, &w, &a, &b, &s);
+}
+static ct_status cuda_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
+                                        ct_tensor *grad_gh, ct_tensor *grad_state,
+                                        const ct_tensor *grad_out, const ct_tensor *state,
+                                        const ct_tensor *ws) {
+  ctc_t gi = desc(grad_gi), gh, gs = desc(grad_state), g = desc(grad_out), s = desc(state),
+        w = desc(ws);
+  return ct__cuda_rnn_cell_backward(p, &gi, opt(grad_gh, &gh), &gs, &g, &s, &w);
+}
+
 /* ---- Optimizers, random -------------------------------------------------------------------- */
 
 static ct_status cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
@@ -475,6 +491,9 @@ static const ct_backend ct__cuda_backend = {
     /* attention: attention.cu */
     .sdpa = cuda_sdpa,
     .sdpa_backward = cuda_sdpa_backward,
+    /* recurrent cells: rnn.cu */
+    .rnn_cell = cuda_rnn_cell,
+    .rnn_cell_backward = cuda_rnn_cell_backward,
     /* linalg family: cuSOLVER (solver.cu) */
     .lu_factor = cuda_lu_factor,
     .lu_solve = cuda_lu_solve,
