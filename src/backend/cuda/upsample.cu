@@ -19,10 +19,12 @@ __device__ __forceinline__ double interp_linear(const ct_interp_axis *a, int64_t
                                                 int64_t *i1, double) {
   return ct_interp_linear_f64(a, o, i0, i1);
 }
-__device__ __forceinline__ float interp_weight(const ct_interp_axis *a, int64_t o, int64_t j, float) {
+__device__ __forceinline__ float interp_weight(const ct_interp_axis *a, int64_t o, int64_t j,
+                                               float) {
   return ct_interp_weight_f32(a, o, j);
 }
-__device__ __forceinline__ double interp_weight(const ct_interp_axis *a, int64_t o, int64_t j, double) {
+__device__ __forceinline__ double interp_weight(const ct_interp_axis *a, int64_t o, int64_t j,
+                                                double) {
   return ct_interp_weight_f64(a, o, j);
 }
 __device__ __forceinline__ int64_t interp_first_out(const ct_interp_axis *a, int64_t j, float) {
@@ -34,7 +36,8 @@ __device__ __forceinline__ int64_t interp_first_out(const ct_interp_axis *a, int
 
 /* x (planes, H, W) -> out (planes, OH, OW), both contiguous of dtype dt. */
 template <class C>
-__global__ void upsample_fwd_kernel(ct_interp_params p, int64_t planes, int dt, const char *x, char *out) {
+__global__ void upsample_fwd_kernel(ct_interp_params p, int64_t planes, int dt, const char *x,
+                                    char *out) {
   int64_t H = p.h.n_in, W = p.w.n_in, OH = p.h.n_out, OW = p.w.n_out;
   int64_t total = planes * OH * OW, stride = (int64_t)gridDim.x * blockDim.x;
   int es = (int)ctc_elsize(dt);
@@ -43,13 +46,16 @@ __global__ void upsample_fwd_kernel(ct_interp_params p, int64_t planes, int dt, 
     const char *xp = x + pl * H * W * es;
     C v;
     if (p.w.kind != CT_INTERP_KIND_LINEAR) {
-      v = ctc_load<C>(xp + (ct_interp_nearest(&p.h, oh) * W + ct_interp_nearest(&p.w, ow)) * es, dt);
+      v = ctc_load<C>(xp + (ct_interp_nearest(&p.h, oh) * W + ct_interp_nearest(&p.w, ow)) * es,
+                      dt);
     } else {
       int64_t h0, h1, w0, w1;
       C lh = interp_linear(&p.h, oh, &h0, &h1, C()), lw = interp_linear(&p.w, ow, &w0, &w1, C());
       C kh = (C)1 - lh, kw = (C)1 - lw;
-      C x00 = ctc_load<C>(xp + (h0 * W + w0) * es, dt), x01 = ctc_load<C>(xp + (h0 * W + w1) * es, dt);
-      C x10 = ctc_load<C>(xp + (h1 * W + w0) * es, dt), x11 = ctc_load<C>(xp + (h1 * W + w1) * es, dt);
+      C x00 = ctc_load<C>(xp + (h0 * W + w0) * es, dt),
+        x01 = ctc_load<C>(xp + (h0 * W + w1) * es, dt);
+      C x10 = ctc_load<C>(xp + (h1 * W + w0) * es, dt),
+        x11 = ctc_load<C>(xp + (h1 * W + w1) * es, dt);
       v = kh * (kw * x00 + lw * x01) + lh * (kw * x10 + lw * x11);
     }
     ctc_store<C>(out + e * es, dt, v);
@@ -59,7 +65,8 @@ __global__ void upsample_fwd_kernel(ct_interp_params p, int64_t planes, int dt, 
 /* grad_x (planes, H, W) from grad_out (planes, OH, OW): input (h, w) sums
  * the outputs whose rows read h and whose columns read w, in output order. */
 template <class C>
-__global__ void upsample_bwd_kernel(ct_interp_params p, int64_t planes, int dt, char *gx, const char *go) {
+__global__ void upsample_bwd_kernel(ct_interp_params p, int64_t planes, int dt, char *gx,
+                                    const char *go) {
   int64_t H = p.h.n_in, W = p.w.n_in, OH = p.h.n_out, OW = p.w.n_out;
   int64_t total = planes * H * W, stride = (int64_t)gridDim.x * blockDim.x;
   int es = (int)ctc_elsize(dt);
@@ -84,11 +91,13 @@ __global__ void upsample_bwd_kernel(ct_interp_params p, int64_t planes, int dt, 
 
 static ct_status check_dtype(const char *op, int dt) {
   if (!ctc_is_float(dt))
-    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op, ct_dtype_name((ct_dtype)dt));
+    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op,
+                           ct_dtype_name((ct_dtype)dt));
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x, const ct_interp_params *p) {
+extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x,
+                                         const ct_interp_params *p) {
   const char *op = "interpolate";
   int dev = out->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -98,14 +107,17 @@ extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x, const
   int64_t planes = x->shape[0] * x->shape[1];
   unsigned blocks = ctc_blocks(out->numel, dev);
   if (x->dtype == CT_F64)
-    upsample_fwd_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
+    upsample_fwd_kernel<double>
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
   else
-    upsample_fwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
+    upsample_fwd_kernel<float>
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g, const ct_interp_params *p) {
+extern "C" ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g,
+                                                  const ct_interp_params *p) {
   const char *op = "interpolate_backward";
   int dev = gx->device;
   ct_status st = check_dtype(op, gx->dtype);
@@ -115,9 +127,11 @@ extern "C" ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *
   int64_t planes = gx->shape[0] * gx->shape[1];
   unsigned blocks = ctc_blocks(gx->numel, dev);
   if (gx->dtype == CT_F64)
-    upsample_bwd_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
+    upsample_bwd_kernel<double>
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
   else
-    upsample_bwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
+    upsample_bwd_kernel<float>
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
