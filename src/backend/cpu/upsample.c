@@ -76,25 +76,27 @@ static ct_status run(const char *op, ct_tensor *x4, ct_tensor *o4, const ct_inte
   return st;
 }
 
-ct_status ct__cpu_upsample2d(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p) {
-  if (ct__is_half(x->dtype)) {
+/* Forward (dst out, src x) or backward (dst grad_x, src grad_out); half
+ * types staged in f32. */
+static ct_status upsample(bool backward, ct_tensor *dst, const ct_tensor *src,
+                          const ct_interp_params *p) {
+  if (ct__is_half(dst->dtype)) {
     bool fail = false;
-    ct_tensor *xf = ct__nn_f32(x, true, &fail), *of = ct__nn_f32(out, false, &fail);
-    ct_status st = fail ? ct_last_error() : ct__cpu_upsample2d(of, xf, p);
-    ct__release(xf);
-    return ct__nn_back(out, of, st);
+    ct_tensor *sf = ct__nn_f32(src, true, &fail), *df = ct__nn_f32(dst, false, &fail);
+    ct_status st = fail ? ct_last_error() : upsample(backward, df, sf, p);
+    ct__release(sf);
+    return ct__nn_back(dst, df, st);
   }
-  return run("interpolate", (ct_tensor *)x, out, p, up_fwd_f32, up_fwd_f64);
+  if (backward)
+    return run("interpolate_backward", dst, (ct_tensor *)src, p, up_bwd_f32, up_bwd_f64);
+  return run("interpolate", (ct_tensor *)src, dst, p, up_fwd_f32, up_fwd_f64);
+}
+
+ct_status ct__cpu_upsample2d(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p) {
+  return upsample(false, out, x, p);
 }
 
 ct_status ct__cpu_upsample2d_backward(ct_tensor *grad_x, const ct_tensor *grad_out,
                                       const ct_interp_params *p) {
-  if (ct__is_half(grad_x->dtype)) {
-    bool fail = false;
-    ct_tensor *gof = ct__nn_f32(grad_out, true, &fail), *gxf = ct__nn_f32(grad_x, false, &fail);
-    ct_status st = fail ? ct_last_error() : ct__cpu_upsample2d_backward(gxf, gof, p);
-    ct__release(gof);
-    return ct__nn_back(grad_x, gxf, st);
-  }
-  return run("interpolate_backward", grad_x, (ct_tensor *)grad_out, p, up_bwd_f32, up_bwd_f64);
+  return upsample(true, grad_x, grad_out, p);
 }

@@ -96,42 +96,38 @@ static ct_status check_dtype(const char *op, int dt) {
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x,
-                                         const ct_interp_params *p) {
-  const char *op = "interpolate";
-  int dev = out->device;
-  ct_status st = check_dtype(op, x->dtype);
-  if (st != CT_OK || out->numel == 0) return st;
+/* Forward (dst out, src x) or backward (dst grad_x, src grad_out): a thread
+ * per element of dst. */
+static ct_status launch(bool backward, const ctc_t *dst, const ctc_t *src,
+                        const ct_interp_params *p) {
+  const char *op = backward ? "interpolate_backward" : "interpolate";
+  int dev = dst->device, dt = dst->dtype;
+  ct_status st = check_dtype(op, dt);
+  if (st != CT_OK || dst->numel == 0) return st;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
-  int64_t planes = x->shape[0] * x->shape[1];
-  unsigned blocks = ctc_blocks(out->numel, dev);
-  if (x->dtype == CT_F64)
+  int64_t planes = dst->shape[0] * dst->shape[1];
+  unsigned blocks = ctc_blocks(dst->numel, dev);
+  if (backward && dt == CT_F64)
+    upsample_bwd_kernel<double>
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, dt, dst->data, src->data);
+  else if (backward)
+    upsample_bwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, dt, dst->data, src->data);
+  else if (dt == CT_F64)
     upsample_fwd_kernel<double>
-        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
+        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, dt, src->data, dst->data);
   else
-    upsample_fwd_kernel<float>
-        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, x->dtype, x->data, out->data);
+    upsample_fwd_kernel<float><<<blocks, CTC_THREADS, 0, s>>>(*p, planes, dt, src->data, dst->data);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
+extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x,
+                                         const ct_interp_params *p) {
+  return launch(false, out, x, p);
+}
+
 extern "C" ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g,
                                                   const ct_interp_params *p) {
-  const char *op = "interpolate_backward";
-  int dev = gx->device;
-  ct_status st = check_dtype(op, gx->dtype);
-  if (st != CT_OK || gx->numel == 0) return st;
-  if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
-  cudaStream_t s = ctc_stream(dev);
-  int64_t planes = gx->shape[0] * gx->shape[1];
-  unsigned blocks = ctc_blocks(gx->numel, dev);
-  if (gx->dtype == CT_F64)
-    upsample_bwd_kernel<double>
-        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
-  else
-    upsample_bwd_kernel<float>
-        <<<blocks, CTC_THREADS, 0, s>>>(*p, planes, gx->dtype, gx->data, g->data);
-  CT_CUDA_LAUNCH_CHECK(op, dev, s);
-  return CT_OK;
+  return launch(true, gx, g, p);
 }
