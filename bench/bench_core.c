@@ -347,9 +347,10 @@ static void bench_activations(const char *only) {
   static const struct {
     const char *name;
     ct_tensor *(*op)(const ct_tensor *);
-  } acts[] = {{"exp_1M_f32", ct_exp},   {"sigmoid_1M_f32", ct_sigmoid},
-              {"silu_1M_f32", ct_silu}, {"tanh_1M_f32", ct_tanh},
-              {"gelu_1M_f32", ct_gelu}, {"gelu_tanh_1M_f32", ct_gelu_tanh}};
+  } acts[] = {{"exp_1M_f32", ct_exp},          {"sigmoid_1M_f32", ct_sigmoid},
+              {"silu_1M_f32", ct_silu},        {"tanh_1M_f32", ct_tanh},
+              {"gelu_1M_f32", ct_gelu},        {"gelu_tanh_1M_f32", ct_gelu_tanh},
+              {"softplus_1M_f32", ct_softplus}};
   act_ctx c = {.x = ct_uniform(-8, 8, CT_SHAPE(N_ACT), NULL)};
   for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
     if (!bench_want(only, acts[i].name)) continue;

@@ -73,6 +73,7 @@
 #include "ctensor/conv_layers.h"
 #include "ctensor/module_containers.h"
 #include "ctensor/pool_layers.h"
+#include "ctensor/upsample.h"
 /* sort-scan family */
 #include "ctensor/sort_scan.h"
 /* products; indexing and set ops */

@@ -11,6 +11,7 @@
 #include "core/convert.h"
 #include "core/half.h"
 #include "core/host_device.h"
+#include "core/interp_math.h"
 #include "core/optim_math.h"
 #include "core/philox.h"
 #include "core/reduce_plan.h"
@@ -72,6 +73,17 @@ static int run_checks(const char *lang) {
   o.lr = 0.5;
   ct_optim_consts_f32 c = ct_optim_consts_of_f32(&o);
   check(SPELL_F32(ct_sgd_update)(&c, 1.0f, 1.0f, (float *)0) == 0.5f, "plain SGD step");
+  /* bilinear 4 -> 8 (scale 0.5): output 3 reads inputs 1 and 2 at 1 - 0.25 and
+   * 0.25, so input 2 is read by outputs 3 .. 6 */
+  ct_interp_axis ax;
+  memset(&ax, 0, sizeof ax);
+  ax.n_in = 4, ax.n_out = 8, ax.scale = 0.5, ax.kind = CT_INTERP_KIND_LINEAR;
+  int64_t i0 = 0, i1 = 0;
+  float l = ct_interp_linear_f32(&ax, 3, &i0, &i1);
+  check(i0 == 1 && i1 == 2 && l == 0.25f && ct_interp_weight_f64(&ax, 3, 1) == 0.75,
+        "bilinear taps and weights");
+  check(ct_interp_first_out_f32(&ax, 1) == 3 && ct_interp_first_out_f32(&ax, 3) == 7,
+        "the outputs that read an input");
   ct_pool2d_params pp;
   memset(&pp, 0, sizeof pp);
   pp.kernel[0] = pp.kernel[1] = 3;

@@ -487,6 +487,61 @@ static PyObject *f_bce_with_logits(PyObject *m, PyObject *a, PyObject *k) {
               ct_binary_cross_entropy_with_logits);
 }
 
+/* size or scale_factor of interpolate: a number for every spatial dim (n of
+ * them) or a sequence of n; None leaves the zeros (not given). */
+static int interp_values(PyObject *o, int n, const char *what, int64_t *size, double *scale) {
+  if (o == Py_None) return 0;
+  PyObject *seq = PySequence_Check(o) ? PySequence_Fast(o, what) : NULL;
+  if (!seq && PyErr_Occurred()) return -1;
+  if (seq && PySequence_Fast_GET_SIZE(seq) != n) {
+    Py_DECREF(seq);
+    PyErr_Format(PyExc_ValueError, "interpolate: %s needs %d values for a %d-d input", what, n,
+                 n + 2);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    PyObject *v = seq ? PySequence_Fast_GET_ITEM(seq, i) : o;
+    if (size) size[i] = PyLong_AsLongLong(v);
+    if (scale) scale[i] = PyFloat_AsDouble(v);
+    if (PyErr_Occurred()) {
+      Py_XDECREF(seq);
+      return -1;
+    }
+  }
+  Py_XDECREF(seq);
+  return 0;
+}
+
+static PyObject *f_interpolate(PyObject *m, PyObject *args, PyObject *kwargs) {
+  static const char *const modes[] = {"nearest", "nearest-exact", "linear", "bilinear"};
+  PyObject *xo, *size = Py_None, *scale = Py_None, *align = Py_None, *recompute = Py_None;
+  const char *mode = "nearest";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOsOO:interpolate",
+                                   CTPY_KW("input", "size", "scale_factor", "mode", "align_corners",
+                                           "recompute_scale_factor"),
+                                   &xo, &size, &scale, &mode, &align, &recompute))
+    return NULL;
+  ct_interpolate_opts o = {0};
+  int k = 0;
+  while (k < 4 && strcmp(mode, modes[k]) != 0) k++;
+  if (k == 4) return PyErr_Format(PyExc_NotImplementedError, "interpolate: mode '%s'", mode);
+  o.mode = (ct_interp_mode)k;
+  if ((o.align_corners = align != Py_None && PyObject_IsTrue(align)) && k < 2)
+    return PyErr_Format(PyExc_ValueError,
+                        "align_corners option can only be set with the interpolating modes");
+  o.recompute_scale_factor = recompute != Py_None && PyObject_IsTrue(recompute);
+  ct_tensor *owned, *r;
+  const ct_tensor *x = ctpy_operand(xo, ctpy_default_device(), &owned);
+  if (!x) return NULL;
+  int n = ct_ndim(x) - 2 == 1 || ct_ndim(x) - 2 == 2 ? ct_ndim(x) - 2 : 2;
+  if (interp_values(size, n, "size", o.size, NULL) < 0 ||
+      interp_values(scale, n, "scale_factor", NULL, o.scale_factor) < 0)
+    return ct_free(owned), NULL;
+  CTPY_CALL(r, ct_numel(x) >= CTPY_NOGIL_NUMEL, ct_interpolate(x, &o));
+  ct_free(owned);
+  return ctpy_wrap(r);
+}
+
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_nn_methods[] = {
     {"linear_module", KW(f_linear_module), NULL},
@@ -518,6 +573,9 @@ PyMethodDef ctpy_nn_methods[] = {
     {"layer_norm", KW(f_layer_norm),
      "layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)"},
     {"embedding", f_embedding, METH_VARARGS, "embedding(indices, weight)"},
+    {"interpolate", KW(f_interpolate),
+     "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
+     "recompute_scale_factor=None): nearest, nearest-exact, linear (3-d), bilinear (4-d)"},
     {"dropout", KW(f_dropout), "dropout(input, p=0.5, training=True)"},
     {"mse_loss", KW(f_mse_loss), "mse_loss(input, target, *, reduction='mean')"},
     {"cross_entropy", KW(f_cross_entropy),

@@ -193,6 +193,8 @@ ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_te
  * output's shape), NULL for the average. */
 ct_tensor *ct__ag_adaptive_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max,
                                   const ct_tensor *indices);
+/* interpolate (grad_upsample.c): p the geometry of the forward. */
+ct_tensor *ct__ag_upsample(ct_tensor *r, const ct_tensor *x, const ct_interp_params *p);
 /* ---- Sort-scan family (grad_sort_scan.c) ---- */
 /* cumsum / cumprod of x along dim (wrapped). */
 ct_tensor *ct__ag_cumulative(ct_tensor *r, const ct_tensor *x, int dim, bool prod);

@@ -247,6 +247,14 @@ typedef struct ct_backend {
   ct_status (*adaptive_pool2d)(bool is_max, ct_tensor *out, ct_tensor *indices, const ct_tensor *x);
   ct_status (*adaptive_pool2d_backward)(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
                                         const ct_tensor *indices);
+
+  /* ---- Upsampling (interpolate) ---- */
+  /* out (N, C, OH, OW) from x (N, C, H, W) (both contiguous, H, W > 0) with
+   * the positions and weights of p (core/interp_math.h). Backward: grad_x
+   * (x's shape, written whole) from grad_out (out's shape). Optional. */
+  ct_status (*upsample2d)(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p);
+  ct_status (*upsample2d_backward)(ct_tensor *grad_x, const ct_tensor *grad_out,
+                                   const ct_interp_params *p);
   /* ---- Sort-scan family: scans, flips, rolls ---- */
   /* out = running sum (prod: product) of x along dim, from the start, or
    * from the end with `reverse` (out[k] = sum over j >= k of x[j]). x and out

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include "core/host_device.h"
-#include "core/optim_math.h" /* ct_optim_params */
+#include "core/interp_math.h" /* ct_interp_params */
+#include "core/optim_math.h"  /* ct_optim_params */
 #include "ctensor/tensor.h"   /* CT_MAX_DIMS */
 
 /* Parameters of the random fills. The stream layout (which Philox block and

@@ -46,7 +46,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_silu)(CT_T x, CT_T p0, CT_T p1) {
   return x * CT_FN(ct_uf_sigmoid)(x, p0, p1);
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_softplus)(CT_T x, CT_T p0, CT_T p1) {
-  return x > (CT_T)20 ? x : CT_M(log1p)(CT_FN(ct_expv)(x)); /* torch's threshold 20 */
+  return x > (CT_T)20 ? x : CT_FN(ct_log1p_expv)(x); /* torch's beta 1, threshold 20 */
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_floor)(CT_T x, CT_T p0, CT_T p1) { return CT_M(floor)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_ceil)(CT_T x, CT_T p0, CT_T p1) { return CT_M(ceil)(x); }

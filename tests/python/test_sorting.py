@@ -1,5 +1,5 @@
 """Sorting, searching, set functions and running sums (sort, argsort, searchsorted, unique_*,
-cumulative_sum; PyTorch's cumsum, cumprod, topk, kthvalue, pad) against NumPy and PyTorch on
+cumulative_sum; PyTorch's cumsum, cumprod, topk, kthvalue, pad, interpolate) against NumPy and PyTorch on
 random inputs, on each device, with empty and nan inputs; and gradients through them."""
 
 import numpy as np
@@ -192,3 +192,27 @@ def test_pad(device, rng):
         ct.pad(x, (1, 1), mode="circular")
     with pytest.raises(ValueError):
         ct.pad(x, (5, 5), mode="reflect")
+
+
+def test_interpolate(device, rng):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    a4, a3 = rng.normal(size=(2, 3, 5, 7)), rng.normal(size=(2, 3, 6))
+    for a, kw in ((a4, dict(size=(8, 11))), (a4, dict(scale_factor=1.7)),
+                  (a4, dict(scale_factor=(2.5, 1.3), mode="nearest-exact")),
+                  (a4, dict(size=(9, 4), mode="bilinear", align_corners=True)),
+                  (a4, dict(scale_factor=(1.3, 2.2), mode="bilinear", recompute_scale_factor=True)),
+                  (a3, dict(scale_factor=2.5, mode="linear")), (a3, dict(size=4))):
+        x = ct.asarray(a, device=device)
+        x.requires_grad = True
+        t = torch.from_numpy(a).requires_grad_(True)
+        y, e = ct.nn.functional.interpolate(x, **kw), F.interpolate(t, **kw)
+        assert_close(y, e.detach().numpy(), 1e-10, 1e-10)
+        y.sum().backward()
+        e.sum().backward()
+        assert_close(x.grad, t.grad.numpy(), 1e-10, 1e-10)
+    x = ct.asarray(a4, device=device)
+    with pytest.raises(ValueError, match="align_corners"):
+        ct.nn.functional.interpolate(x, size=(4, 4), align_corners=True)
+    with pytest.raises(ValueError, match="size"):
+        ct.nn.functional.interpolate(x, size=(4, 4), scale_factor=2)

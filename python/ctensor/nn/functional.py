@@ -23,6 +23,7 @@ cross_entropy = _C.cross_entropy
 nll_loss = _C.nll_loss
 binary_cross_entropy_with_logits = _C.binary_cross_entropy_with_logits
 pad = _C.pad
+interpolate = _C.interpolate
 scaled_dot_product_attention = _C.scaled_dot_product_attention
 
 

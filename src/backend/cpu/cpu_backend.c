@@ -79,6 +79,9 @@ const ct_backend ct__cpu_backend = {
     /* adaptive pooling */
     .adaptive_pool2d = ct__cpu_adaptive_pool2d,
     .adaptive_pool2d_backward = ct__cpu_adaptive_pool2d_backward,
+    /* upsampling */
+    .upsample2d = ct__cpu_upsample2d,
+    .upsample2d_backward = ct__cpu_upsample2d_backward,
     /* sort-scan family */
     .cumulative = ct__cpu_cumulative,
     .remap = ct__cpu_remap,

@@ -90,6 +90,10 @@ ct_status ct__cpu_adaptive_pool2d(bool is_max, ct_tensor *out, ct_tensor *indice
                                   const ct_tensor *x);
 ct_status ct__cpu_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
                                            const ct_tensor *indices);
+/* upsample.c */
+ct_status ct__cpu_upsample2d(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p);
+ct_status ct__cpu_upsample2d_backward(ct_tensor *grad_x, const ct_tensor *grad_out,
+                                      const ct_interp_params *p);
 
 /* optim.c */
 ct_status ct__cpu_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,

@@ -277,6 +277,16 @@ static ct_status cuda_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, c
   ctc_t gx = desc(grad_x), g = desc(grad_out), i;
   return ct__cuda_adaptive_pool2d_backward(is_max, &gx, &g, opt(indices, &i));
 }
+/* upsampling */
+static ct_status cuda_upsample2d(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p) {
+  ctc_t o = desc(out), a = desc(x);
+  return ct__cuda_upsample2d(&o, &a, p);
+}
+static ct_status cuda_upsample2d_backward(ct_tensor *grad_x, const ct_tensor *grad_out,
+                                          const ct_interp_params *p) {
+  ctc_t gx = desc(grad_x), g = desc(grad_out);
+  return ct__cuda_upsample2d_backward(&gx, &g, p);
+}
 
 /* ---- attention: attention.cu ------------------------------------------------------- */
 
@@ -482,6 +492,9 @@ static const ct_backend ct__cuda_backend = {
     /* adaptive pooling: pool.cu */
     .adaptive_pool2d = cuda_adaptive_pool2d,
     .adaptive_pool2d_backward = cuda_adaptive_pool2d_backward,
+    /* upsampling: upsample.cu */
+    .upsample2d = cuda_upsample2d,
+    .upsample2d_backward = cuda_upsample2d_backward,
     /* advanced indexing: adv_index.cu */
     .index_linearize = cuda_index_linearize,
     .index_gather = cuda_index_gather,

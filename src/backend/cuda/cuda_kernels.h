@@ -165,6 +165,9 @@ ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc
 ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices, const ctc_t *x);
 ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
                                             const ctc_t *indices);
+/* upsampling (upsample.cu) */
+ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x, const ct_interp_params *p);
+ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g, const ct_interp_params *p);
 
 /* sort-scan family: scan.cu, remap.cu */
 ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x, int dim);

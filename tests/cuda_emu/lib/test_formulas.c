@@ -1,5 +1,6 @@
 /* Every CPU kernel and its CUDA twin compute the shared formulas of src/core
- * (unary_math.h, binary_math.h, optim_math.h, convert.h, reduce_plan.h) bit
+ * (unary_math.h, binary_math.h, optim_math.h, convert.h, reduce_plan.h,
+ * interp_math.h) bit
  * for bit. Runs on the emulated GPU (tests/cuda_emu/README.md), where the
  * .cu kernels run on this CPU with its math library and, like the CPU
  * kernels and this file, evaluate the formulas as written (-ffp-contract=off):
@@ -585,6 +586,33 @@ static void reduce_case(ct_reduce_op op, ct_dtype dt, const double *fv, const in
   ct_free(xc), ct_free(xg), free_pair(o), free_pair(idx);
 }
 
+/* ---- Upsampling: the positions and weights of core/interp_math.h ---------------------- */
+
+/* interpolate's forward from x (1, 2, 5, 7): the CPU's tabulated taps and the
+ * GPU's per-element ones (same formulas, same blend order) give the same
+ * bits; scales that are not the sizes' ratio, as a kept scale factor gives. */
+static void upsample_case(ct_interp_kind kind, bool align, ct_dtype dt, const double *fv) {
+  int64_t xs[4] = {1, 2, 5, 7}, os[4] = {1, 2, 8, 13}, nx = 70, no = 2 * 8 * 13;
+  ct_interp_params p = {{5, 8, 1 / 1.7, kind, align}, {7, 13, 1 / 1.9, kind, align}};
+  if (align) p.h.scale = 4.0 / 7.0, p.w.scale = 6.0 / 12.0;
+  char buf[70 * 8], *c = malloc((size_t)no * 8), *g = malloc((size_t)no * 8);
+  for (int64_t i = 0; i < nx; i++) put_float(buf + i * ct_dtype_size(dt), dt, fv[i + 20]);
+  ct_tensor_opts oc = {.dtype = dt}, og = {.dtype = dt, .device = gpu_dev};
+  pair x = {ct_from_data(buf, xs, 4, &oc), ct_from_data(buf, xs, 4, &og)};
+  pair o = {ct_empty(os, 4, &oc), ct_empty(os, 4, &og)};
+  char what[64];
+  snprintf(what, sizeof what, "upsample2d kind %d%s %s", (int)kind, align ? " aligned" : "",
+           ct_dtype_name(dt));
+  if (!x.c || !x.g || !o.c || !o.g || !c || !g) {
+    printf("cannot make inputs: %s\n", ct_last_error_message());
+    exit(1);
+  }
+  check_status(what, cpu->upsample2d(o.c, x.c, &p), gpu->upsample2d(o.g, x.g, &p));
+  fetch(o, c, g);
+  compare(what, dt, no, c, g, NULL);
+  free_pair(x), free_pair(o), free(c), free(g);
+}
+
 int main(void) {
   cpu = ct__backend(CT_DEVICE_CPU);
   gpu = ct__backend(CT_DEVICE_CUDA);
@@ -649,6 +677,12 @@ int main(void) {
     for (int d = 0; d < 5; d++) reduce_case(exact[r], int_dtypes[d], fv, iv);
   }
   for (int d = 0; d < 5; d++) reduce_case(CT_ROP_SUM, int_dtypes[d], fv, iv); /* wraps: exact */
+  for (int d = 0; d < 4; d++) {
+    upsample_case(CT_INTERP_KIND_NEAREST, false, float_dtypes[d], fv);
+    upsample_case(CT_INTERP_KIND_NEAREST_EXACT, false, float_dtypes[d], fv);
+    upsample_case(CT_INTERP_KIND_LINEAR, false, float_dtypes[d], fv);
+    upsample_case(CT_INTERP_KIND_LINEAR, true, float_dtypes[d], fv);
+  }
   printf(
       "backend formulas, CPU vs emulated GPU vs the formula (CPU emulation, not a GPU run): %ld "
       "cases, "
