@@ -34,7 +34,7 @@
  *           for i in range(len(self.stages)): x = getattr(self, f'layer{i + 1}')(x)
  *           return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
  *
- * (tests/golden/make_golden_resnet.py holds it as Python.) BatchNorm takes
+ * (tests/golden/vision_golden.py holds it as Python.) BatchNorm takes
  * torch's defaults (eps 1e-5, momentum 0.1); the program switches train and
  * eval mode, so evaluations use the running statistics. */
 #include <stdlib.h>

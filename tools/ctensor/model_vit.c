@@ -19,11 +19,11 @@
  *           x = self.norm(self.blocks(x + self.pos_embed))
  *           return self.head(x.mean(1))
  *
- * Mean pooling over the patches instead of a class token: one token fewer and
- * no extra parameter, and it trains at least as fast on small images. The
- * patches do not overlap (a conv with stride = kernel = patch): 28x28 gives
- * 7x7 tokens of 4x4 pixels, 32x32 gives 8x8. No dropout: 10 epochs of
- * Fashion-MNIST underfit rather than overfit a model this size. */
+ * (tests/golden/vision_golden.py holds it as Python.) Mean pooling over the patches instead of a
+ * class token: one token fewer and no extra parameter, and it trains at least as fast on small
+ * images. The patches do not overlap (a conv with stride = kernel = patch): 28x28 gives 7x7 tokens
+ * of 4x4 pixels, 32x32 gives 8x8. No dropout: 10 epochs of Fashion-MNIST underfit rather than
+ * overfit a model this size. */
 #include <stdlib.h>
 
 #include "cli.h"
