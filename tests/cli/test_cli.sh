@@ -242,7 +242,7 @@ errors)
   run lr0 2 "$CT" train --lr 0 && pass "--lr 0 refused"
   run lrnan 2 "$CT" train --lr nan && pass "--lr nan refused"
   run bs 2 "$CT" train --batch-size 99999999999999999999 && pass "huge --batch-size refused"
-  run model 2 "$CT" train --model resnet && expect_text "--model resnet" model.err 'model: expected'
+  run model 2 "$CT" train --model resnet50 && expect_text "--model resnet50" model.err 'model: expected'
   run sched 2 "$CT" train --lr-schedule linear && expect_text "--lr-schedule linear" sched.err 'lr-schedule: expected'
   run stepsize 2 "$CT" train --lr-step-size 2 && expect_text "--lr-step-size without step" stepsize.err 'apply to --lr-schedule step'
   run aug 2 "$CT" train --augment hflip,rotate && expect_text "--augment hflip,rotate" aug.err 'augment: expected'
