@@ -131,14 +131,14 @@ dist)
   ;;
 
 vision)
-  # 4 batches of 32 per epoch; SIGINT after 6 = epoch 2, batch 2.
-  VIS=(--data-dir data --limit-train 128 --limit-test 64 --batch-size 32 --epochs 2)
+  # 3 batches of 24 per epoch; SIGINT after 4 = epoch 2, batch 1.
+  VIS=(--data-dir data --limit-train 72 --limit-test 48 --batch-size 24 --epochs 2)
   for m in resnet vit; do
     run "$m" 0 "$CT" train --model $m --checkpoint $m-a.safetensors --metrics $m.jsonl "${VIS[@]}" &&
       pass "$m: trains"
     case $m in resnet) want='sgd lr 0.05 momentum 0.9 weight decay 0.0005' ;; vit) want='adamw lr 0.001 weight decay 0.05' ;; esac
     expect_text "$m: default optimizer" $m.out "on cpu: $want cosine"
-    CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=6 run $m-int 130 "$CT" train --model $m --checkpoint $m-b.safetensors \
+    CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=4 run $m-int 130 "$CT" train --model $m --checkpoint $m-b.safetensors \
       "${VIS[@]}" --quiet && pass "$m: SIGINT exits 130"
     run $m-resumed 0 "$CT" train --resume --epochs 2 --checkpoint $m-b.safetensors --data-dir data --quiet &&
       pass "$m: resumed"
@@ -147,7 +147,7 @@ vision)
       { fail "$m: SIGINT+resume differs from the straight run"; cat $m-cmp.out; }
     acc=$(tail -1 $m.jsonl | sed -E 's/.*"test_correct": ([0-9]+).*/\1/')
     run $m-eval 0 "$CT" eval --checkpoint $m-a.safetensors --data-dir data &&
-      expect_text "$m: eval = the last epoch's accuracy ($acc/64)" $m-eval.out "^test accuracy: [0-9.]+% \($acc/64\)"
+      expect_text "$m: eval = the last epoch's accuracy ($acc/48)" $m-eval.out "^test accuracy: [0-9.]+% \($acc/48\)"
   done
   for key in layer3.1.bn2.running_mean layer3.1.bn2.running_var layer3.1.bn2.num_batches_tracked \
     layer2.0.shortcut.0.weight layer2.0.shortcut.1.running_var fc.weight; do
