@@ -14,7 +14,9 @@
 # input), data_errors (empty, mislabeled, cut or mis-named data and
 # checkpoint files: clear errors, names escaped), output_errors (metrics,
 # results or checkpoints that cannot be written: exit 1 with the reason,
-# before training where it can be known). CT_TEST_DEVICE (default cpu) is the device the
+# before training where it can be known), vision (--model resnet and vit: their
+# default optimizers, SIGINT and --resume bit for bit, BatchNorm buffers in the
+# checkpoint, eval = the last epoch's test accuracy). CT_TEST_DEVICE (default cpu) is the device the
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
@@ -128,6 +130,36 @@ dist)
   awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 128) }' && pass "learned ($acc/256)" || fail "accuracy ${acc:-?}/256"
   ;;
 
+vision)
+  # 3 batches of 24 per epoch; SIGINT after 4 = epoch 2, batch 1.
+  VIS=(--data-dir data --limit-train 72 --limit-test 48 --batch-size 24 --epochs 2)
+  for m in resnet vit; do
+    run "$m" 0 "$CT" train --model $m --checkpoint $m-a.safetensors --metrics $m.jsonl "${VIS[@]}" &&
+      pass "$m: trains"
+    case $m in resnet) want='sgd lr 0.05 momentum 0.9 weight decay 0.0005' ;; vit) want='adamw lr 0.001 weight decay 0.05' ;; esac
+    expect_text "$m: default optimizer" $m.out "on cpu: $want cosine"
+    CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=4 run $m-int 130 "$CT" train --model $m --checkpoint $m-b.safetensors \
+      "${VIS[@]}" --quiet && pass "$m: SIGINT exits 130"
+    run $m-resumed 0 "$CT" train --resume --epochs 2 --checkpoint $m-b.safetensors --data-dir data --quiet &&
+      pass "$m: resumed"
+    "$ST" compare $m-a.safetensors $m-b.safetensors >$m-cmp.out 2>&1 &&
+      pass "$m: SIGINT+resume = straight, bit for bit ($(cat $m-cmp.out))" ||
+      { fail "$m: SIGINT+resume differs from the straight run"; cat $m-cmp.out; }
+    acc=$(tail -1 $m.jsonl | sed -E 's/.*"test_correct": ([0-9]+).*/\1/')
+    run $m-eval 0 "$CT" eval --checkpoint $m-a.safetensors --data-dir data &&
+      expect_text "$m: eval = the last epoch's accuracy ($acc/48)" $m-eval.out "^test accuracy: [0-9.]+% \($acc/48\)"
+  done
+  for key in layer3.1.bn2.running_mean layer3.1.bn2.running_var layer3.1.bn2.num_batches_tracked \
+    layer2.0.shortcut.0.weight layer2.0.shortcut.1.running_var fc.weight; do
+    grep -aq "\"$key\"" resnet-a.safetensors || fail "resnet checkpoint lacks $key"
+  done
+  pass "resnet checkpoint holds torch's state_dict keys, BatchNorm buffers included"
+  for key in pos_embed patch_embed.weight blocks.3.self_attn.in_proj_weight blocks.0.linear1.weight norm.weight head.bias; do
+    grep -aq "\"$key\"" vit-a.safetensors || fail "vit checkpoint lacks $key"
+  done
+  pass "vit checkpoint holds torch's state_dict keys"
+  ;;
+
 resume_sigint)
   # Also Adam, whose state (moments, step count) must be restored exactly.
   run straight 0 "$CT" train --model cnn --optimizer adam --epochs 2 --checkpoint a.safetensors \
@@ -210,7 +242,7 @@ errors)
   run lr0 2 "$CT" train --lr 0 && pass "--lr 0 refused"
   run lrnan 2 "$CT" train --lr nan && pass "--lr nan refused"
   run bs 2 "$CT" train --batch-size 99999999999999999999 && pass "huge --batch-size refused"
-  run model 2 "$CT" train --model resnet && expect_text "--model resnet" model.err 'model: expected'
+  run model 2 "$CT" train --model resnet50 && expect_text "--model resnet50" model.err 'model: expected'
   run sched 2 "$CT" train --lr-schedule linear && expect_text "--lr-schedule linear" sched.err 'lr-schedule: expected'
   run stepsize 2 "$CT" train --lr-step-size 2 && expect_text "--lr-step-size without step" stepsize.err 'apply to --lr-schedule step'
   run aug 2 "$CT" train --augment hflip,rotate && expect_text "--augment hflip,rotate" aug.err 'augment: expected'

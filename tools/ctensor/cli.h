@@ -17,11 +17,12 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
 
 /* ---- Enumerations stored (as codes) in checkpoints: never renumber. ---------- */
 
-/* 4 and 5 are kept for image models. */
 typedef enum cli_model {
   MODEL_MLP = 1,
   MODEL_CNN = 2,
   MODEL_SIMPLECNN = 3,
+  MODEL_RESNET = 4,
+  MODEL_VIT = 5,
   MODEL_GPT = 6
 } cli_model;
 typedef enum cli_dataset {
@@ -153,6 +154,33 @@ ct_module *cli_gpt_new(void);
 /* A new model for inputs (channels, size, size) with 10 classes, on the CPU,
  * initialized from the default generator. NULL with the library's error. */
 ct_module *cli_model_new(cli_model m, int64_t channels, int64_t size);
+/* The optimizer a model trains with unless --optimizer says otherwise. */
+cli_optim cli_model_default_optim(cli_model m);
+
+/* ResNet of BasicBlocks (model_resnet.c): a stem conv3x3 (in_channels ->
+ * stem) + BN + ReLU, then nstages (1 to CLI_RESNET_MAX_STAGES) stages of
+ * blocks[i] >= 1 blocks of widths[i] channels, the first with strides[i],
+ * then global average pooling and fc (-> classes). */
+#define CLI_RESNET_MAX_STAGES 4
+typedef struct cli_resnet_spec {
+  int64_t in_channels, stem;
+  int nstages;
+  int64_t widths[CLI_RESNET_MAX_STAGES], blocks[CLI_RESNET_MAX_STAGES],
+      strides[CLI_RESNET_MAX_STAGES];
+  int64_t classes;
+} cli_resnet_spec;
+ct_module *cli_resnet_new(const cli_resnet_spec *s);
+ct_module *cli_resnet_default(int64_t channels); /* `--model resnet` */
+
+/* Vision transformer (model_vit.c): patch embedding (conv patch x patch,
+ * stride patch; size divisible by patch), learned position embeddings,
+ * depth pre-norm GELU encoder layers (heads, feed-forward mlp), LayerNorm,
+ * mean over the patches, linear head. */
+typedef struct cli_vit_spec {
+  int64_t in_channels, size, patch, dim, depth, heads, mlp, classes;
+} cli_vit_spec;
+ct_module *cli_vit_new(const cli_vit_spec *s);
+ct_module *cli_vit_default(int64_t channels, int64_t size); /* `--model vit` */
 
 /* ---- Checkpoints (checkpoint.c) -------------------------------------------- */
 

@@ -9,6 +9,13 @@
  *   simplecnn  the CIFAR-10 tutorial Net: conv1 (C -> 6, 5x5), pool, conv2 (6 -> 16, 5x5),
  *              pool, fc1 (400 -> 120), fc2 (120 -> 84), fc3 (84 -> 10); for 28x28
  *              inputs conv1 pads by 2 so that the flatten size stays 16*5*5.
+ *   resnet     (model_resnet.c) stem conv3x3 C -> 16 + BN + relu, three stages of two
+ *              BasicBlocks (16, 32, 64 channels, stride 2 into stages 2 and 3, 1x1 conv +
+ *              BN shortcuts where the shape changes), global average pool, fc (64 -> 10):
+ *              ResNet-14, 0.17M parameters; BN running stats are checkpoint buffers
+ *   vit        (model_vit.c) 4x4 patches embedded by a conv (C -> 96, stride 4), learned
+ *              position embeddings, four pre-norm GELU encoder layers (4 heads, 192
+ *              feed-forward), LayerNorm, mean over the patches, head (96 -> 10)
  *   gpt        the byte-level transformer of model_gpt.c */
 #include <stdlib.h>
 
@@ -40,7 +47,9 @@ static ct_tensor *net_forward(ct_module *m, void *self, const ct_tensor *x) {
       h = ct_relu(ct_module_forward(n->fc1, ct_flatten(h, 1, -1)));
       h = ct_relu(ct_module_forward(n->fc2, h));
       return ct_module_forward(n->fc3, h);
-    case MODEL_GPT: /* a module of its own (model_gpt.c) */
+    case MODEL_RESNET: /* modules of their own (model_resnet.c, model_vit.c, model_gpt.c) */
+    case MODEL_VIT:
+    case MODEL_GPT:
       break;
   }
   return NULL;
@@ -50,8 +59,17 @@ static const ct_module_vtable mlp_vt = {"MLP", net_forward, free};
 static const ct_module_vtable cnn_vt = {"CNN", net_forward, free};
 static const ct_module_vtable simplecnn_vt = {"Net", net_forward, free};
 
+cli_optim cli_model_default_optim(cli_model kind) {
+  /* BatchNorm ResNets train best with SGD and momentum; transformers with AdamW. */
+  return kind == MODEL_RESNET                     ? OPTIM_SGD
+         : kind == MODEL_VIT || kind == MODEL_GPT ? OPTIM_ADAMW
+                                                  : OPTIM_ADAM;
+}
+
 ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
   if (kind == MODEL_GPT) return cli_gpt_new(); /* bytes, not images: model_gpt.c */
+  if (kind == MODEL_RESNET) return cli_resnet_default(c);
+  if (kind == MODEL_VIT) return cli_vit_default(c, size);
   net *n = calloc(1, sizeof *n);
   if (!n) return NULL;
   n->kind = kind;

@@ -17,7 +17,8 @@ typedef struct name_code {
 } name_code;
 
 static const name_code models[] = {
-    {"mlp", MODEL_MLP}, {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN}, {"gpt", MODEL_GPT}};
+    {"mlp", MODEL_MLP},       {"cnn", MODEL_CNN}, {"simplecnn", MODEL_SIMPLECNN},
+    {"resnet", MODEL_RESNET}, {"vit", MODEL_VIT}, {"gpt", MODEL_GPT}};
 static const name_code datasets[] = {{"fashion-mnist", DATASET_FASHION_MNIST},
                                      {"mnist", DATASET_MNIST},
                                      {"cifar10", DATASET_CIFAR10},
@@ -140,7 +141,8 @@ void cli_usage(FILE *f) {
       "--help)\n"
       "\n"
       "train options:\n"
-      "  --model mlp|cnn|simplecnn|gpt        model (default cnn)\n"
+      "  --model mlp|cnn|simplecnn|resnet|vit|gpt\n"
+      "                                       model (default cnn)\n"
       "  --dataset fashion-mnist|mnist|cifar10|fortunes\n"
       "                                       dataset (default fashion-mnist; fortunes for gpt)\n"
       "  --data-dir DIR                       dataset files (default "
@@ -151,10 +153,11 @@ void cli_usage(FILE *f) {
       "  --disable-cuda                       run on the CPU\n"
       "  --epochs N                           total epochs (default 10)\n"
       "  --batch-size N                       (default 64; 32 for gpt)\n"
-      "  --optimizer sgd|adam|adamw           (default adam; adamw for gpt)\n"
-      "  --lr X                               initial learning rate (default 0.01 sgd; adam/adamw "
-      "0.001,\n"
-      "                                       0.002 for mlp)\n"
+      "  --optimizer sgd|adam|adamw           (default adam; sgd for resnet, adamw for vit and "
+      "gpt)\n"
+      "  --lr X                               initial learning rate (default 0.01 sgd, 0.05 for "
+      "resnet;\n"
+      "                                       adam/adamw 0.001, 0.002 for mlp)\n"
       "  --lr-schedule none|step|cosine       lr per epoch (default cosine: from --lr down to 0 "
       "over\n"
       "                                       --epochs, as torch's "
@@ -162,12 +165,14 @@ void cli_usage(FILE *f) {
       "  --lr-step-size N, --lr-gamma X       step: lr times X every N epochs (default "
       "ceil(epochs/3), 0.1)\n"
       "  --momentum X                         sgd momentum (default 0.9)\n"
-      "  --weight-decay X                     (default 0; adamw 0.01)\n"
+      "  --weight-decay X                     (default 0; adamw 0.01; resnet 5e-4, vit 0.05)\n"
       "  --label-smoothing X                  of the training loss, in [0, 1] (default 0)\n"
       "  --augment none|hflip|crop|crop,hflip random training transforms: horizontal flip, random\n"
       "                                       crop after zero padding by size/8 (default: hflip "
       "for\n"
-      "                                       cnn, none for mlp and simplecnn)\n"
+      "                                       cnn and vit, crop,hflip for resnet, none for mlp "
+      "and\n"
+      "                                       simplecnn)\n"
       "  --amp none|auto|f16|bf16             mixed precision: products and convolutions in "
       "f16/bf16,\n"
       "                                       f32 weights; f16 with dynamic loss scaling (default "
@@ -285,7 +290,8 @@ static int model_option(const char *cmd, int c, const char *arg, cli_opts *o) {
   switch (c) {
     case OPT_MODEL:
       if (!cli_model_parse(arg, &o->model))
-        return bad(cmd, "--model: expected mlp, cnn, simplecnn or gpt, got '%s'%s", arg, "");
+        return bad(cmd, "--model: expected mlp, cnn, simplecnn, resnet, vit or gpt, got '%s'%s",
+                   arg, "");
       o->model_set = true;
       return CLI_OK;
     case OPT_DATASET:
@@ -466,6 +472,8 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
     }
   }
   if (optind < argc) return bad(cmd, "unexpected argument '%s'%s", argv[optind], "");
+  /* A resumed run takes its checkpoint's optimizer. */
+  if (!o->optim_set && !o->resume) o->optim = cli_model_default_optim(o->model);
   if (o->resume && !o->checkpoint) return bad(cmd, "--resume needs --checkpoint PATH%s%s", "", "");
   if (is_eval && !o->checkpoint) return bad(cmd, "--checkpoint PATH is required%s%s", "", "");
   if (o->momentum_set && o->optim != OPTIM_SGD && !o->resume)
