@@ -2,6 +2,7 @@
  * integer indices, x[mask] = v with and without accumulate): values against
  * a float64 reference written here, finite-difference gradients, PyTorch as
  * an oracle for values and gradients, and errors. */
+#include "adv_index_oracle.h"
 #include "ct_gradcheck.h"
 
 CT_TEST_DEVICE_GENERIC
@@ -241,36 +242,13 @@ CT_TEST(mask_index_matches_pytorch) {
   for (int i = 0; i < 3; i++) km += mv[i] != 0;
   for (int i = 0; i < 5; i++) kb += bv[i] != 0;
   free(mv), free(bv);
-  ct_tensor *sets[4][3] = {{m}, {NULL, NULL, b}, {m, j}, {m0, NULL, b}};
+  ct_tensor *sets[4][4] = {{m}, {NULL, NULL, b}, {m, j}, {m0, NULL, b}};
   if (km != kb) sets[3][1] = j, sets[3][2] = NULL; /* the script's other branch */
   const int ns[4] = {1, 3, 2, km != kb ? 2 : 3};
   const char *names[4] = {"a", "b", "c", "d"};
-  for (int c = 0; c < 4; c++) {
-    ct_set_grad(x, NULL);
-    ct_tensor *r = ct_index(x, sets[c], ns[c]);
-    CHECK_LIKE_TORCH(dir, names[c], r, names[c], 0, 0);
-    if (!r) continue;
-    ct_tensor_opts o = ct_test_opts(CT_F64);
-    ct_tensor *w = ct_reshape(ct_arange(0, (double)ct_numel(r), 1, &o), ct_shape(r), ct_ndim(r));
-    CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(r, w), NULL), NULL, NULL));
-    char g[8];
-    snprintf(g, sizeof g, "%s_g", names[c]);
-    CHECK_LIKE_TORCH(dir, g, ct_grad(x), g, 0, 0);
-  }
-  ct_tensor *v = ct_requires_grad_(ct_test_load_output(dir, "v"), true);
-  for (int acc = 0; acc < 2; acc++) {
-    ct_set_grad(x, NULL), ct_set_grad(v, NULL);
-    ct_tensor *r = ct_index_put(x, (ct_tensor *[]){m}, 1, v, acc);
-    char n[16];
-    snprintf(n, sizeof n, "p%d", acc);
-    CHECK_LIKE_TORCH(dir, n, r, n, 1e-14, 1e-14);
-    if (!r) continue;
-    CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(r, r), NULL), NULL, NULL));
-    snprintf(n, sizeof n, "p%d_gx", acc);
-    CHECK_LIKE_TORCH(dir, n, ct_grad(x), n, 1e-14, 1e-14);
-    snprintf(n, sizeof n, "p%d_gv", acc);
-    CHECK_LIKE_TORCH(dir, n, ct_grad(v), n, 1e-14, 1e-14);
-  }
+  check_index_like_torch(dir, x, sets, ns, names, 4);
+  check_put_like_torch(dir, x, (ct_tensor *[]){m}, 1,
+                       ct_requires_grad_(ct_test_load_output(dir, "v"), true));
 }
 
 CT_TEST(mask_index_errors) {
