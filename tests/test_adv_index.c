@@ -5,6 +5,7 @@
  * an oracle for values and gradients, and errors. */
 #include <unistd.h>
 
+#include "adv_index_oracle.h"
 #include "ct_gradcheck.h"
 
 CT_TEST_DEVICE_GENERIC
@@ -284,33 +285,10 @@ CT_TEST(index_matches_pytorch) {
   ct_tensor *sets[5][4] = {{i, j}, {NULL, i, j}, {i, NULL, j}, {NULL, i, NULL, k2}, {k}};
   const int ns[5] = {2, 3, 3, 4, 1};
   const char *names[5] = {"a", "b", "c", "d", "e"};
-  for (int c = 0; c < 5; c++) {
-    ct_set_grad(x, NULL);
-    ct_tensor *r = ct_index(x, sets[c], ns[c]);
-    CHECK_LIKE_TORCH(dir, names[c], r, names[c], 0, 0);
-    if (!r) continue;
-    ct_tensor_opts o = ct_test_opts(CT_F64);
-    ct_tensor *w = ct_reshape(ct_arange(0, (double)ct_numel(r), 1, &o), ct_shape(r), ct_ndim(r));
-    CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(r, w), NULL), NULL, NULL));
-    char g[8];
-    snprintf(g, sizeof g, "%s_g", names[c]);
-    CHECK_LIKE_TORCH(dir, g, ct_grad(x), g, 0, 0);
-  }
+  check_index_like_torch(dir, x, sets, ns, names, 5);
   ct_tensor *v = ct_requires_grad_(ct_test_load_output(dir, "v"), true);
-  for (int acc = 0; acc < 2; acc++) {
-    ct_set_grad(x, NULL), ct_set_grad(v, NULL);
-    ct_tensor *r = ct_index_put(
-        x, (ct_tensor *[]){ct_reshape(k2, CT_SHAPE(2, 1)), ct_select(i, 0, 0)}, 2, v, acc);
-    char n[16];
-    snprintf(n, sizeof n, "p%d", acc);
-    CHECK_LIKE_TORCH(dir, n, r, n, 1e-14, 1e-14);
-    if (!r) continue;
-    CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(r, r), NULL), NULL, NULL));
-    snprintf(n, sizeof n, "p%d_gx", acc);
-    CHECK_LIKE_TORCH(dir, n, ct_grad(x), n, 1e-14, 1e-14);
-    snprintf(n, sizeof n, "p%d_gv", acc);
-    CHECK_LIKE_TORCH(dir, n, ct_grad(v), n, 1e-14, 1e-14);
-  }
+  check_put_like_torch(dir, x, (ct_tensor *[]){ct_reshape(k2, CT_SHAPE(2, 1)), ct_select(i, 0, 0)},
+                       2, v);
 }
 
 CT_TEST(index_errors) {

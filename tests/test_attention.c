@@ -218,6 +218,50 @@ CT_TEST(sdpa_gradients_finite_differences) {
   ct_generator_free(g);
 }
 
+/* The error of f32 against f64 on the same (f32-rounded) inputs, forward
+ * and backward, spanning tiles, in units of the f64 result's largest
+ * magnitude. The CPU's f32 tiles take core/exp_math.h's exponential (1.11
+ * ulp where libm's expf is within 1); the products' rounding dominates:
+ * measured on the CPU (CT_SDPA_PRINT_ERROR=1), 6.9e-7 / 6.7e-7 / 7.4e-7 /
+ * 6.0e-7 (out, grad_q, grad_k, grad_v) with libm's expf, and 6.9e-7 /
+ * 6.3e-7 / 7.4e-7 / 6.0e-7 with the polynomial. Bounded here at 2e-6, ten
+ * times under the 2e-5 the reference comparisons allow f32. */
+CT_TEST(sdpa_f32_error_bound) {
+  int64_t L = 300, S = 530, E = 64, Ev = 32;
+  const int64_t shapes[4][3] = {{2, L, E}, {2, S, E}, {2, S, Ev}, {2, L, Ev}};
+  double *vals[4], *res[2][4] = {{0}};
+  for (int i = 0; i < 4; i++) {
+    vals[i] = ct_test_random(shapes[i][0] * shapes[i][1] * shapes[i][2], -2, 2, 150 + (unsigned)i);
+    ct_test_round_to(vals[i], shapes[i][0] * shapes[i][1] * shapes[i][2], CT_F32);
+  }
+  for (int d = 0; d < 2; d++) {
+    ct_tensor *t[4];
+    for (int i = 0; i < 4; i++) {
+      t[i] = ct_test_make(vals[i], shapes[i], 3, d ? CT_F64 : CT_F32, CT_LAYOUT_CONTIG);
+      if (i < 3) ct_requires_grad_(t[i], true);
+    }
+    ct_tensor *o = ct_scaled_dot_product_attention(t[0], t[1], t[2], NULL, false, 0, 0, NULL);
+    CHECK_STATUS_OK(ct_backward(o, t[3], NULL));
+    res[d][0] = o ? ct_test_values(o) : NULL;
+    for (int i = 0; i < 3; i++)
+      res[d][i + 1] = ct_grad(t[i]) ? ct_test_values(ct_grad(t[i])) : NULL;
+  }
+  const int64_t n[4] = {2 * L * Ev, 2 * L * E, 2 * S * E, 2 * S * Ev};
+  const char *names[4] = {"out", "grad_q", "grad_k", "grad_v"};
+  for (int i = 0; i < 4; i++) {
+    CHECK(res[0][i] && res[1][i]);
+    if (!res[0][i] || !res[1][i]) continue;
+    double big = 0, err = 0;
+    for (int64_t e = 0; e < n[i]; e++) {
+      big = fmax(big, fabs(res[1][i][e]));
+      err = fmax(err, fabs(res[0][i][e] - res[1][i][e]));
+    }
+    if (getenv("CT_SDPA_PRINT_ERROR")) printf("%s: %.3g\n", names[i], err / big);
+    WITH_CONTEXT(CHECK(err <= 2e-6 * big), "%s: f32 error %g of %g", names[i], err, big);
+  }
+  for (int i = 0; i < 4; i++) free(vals[i]), free(res[0][i]), free(res[1][i]);
+}
+
 /* ---- dropout ---- */
 
 /* With v the identity, the output is the dropped weights themselves: each is

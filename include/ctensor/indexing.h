@@ -1,8 +1,9 @@
-/* ctensor/indexing.h: advanced indexing with integer tensors, as NumPy's and
- * torch's x[i0, i1, ...] and x[i0, i1, ...] = v.
+/* ctensor/indexing.h: advanced indexing with integer tensors and bool masks,
+ * as NumPy's and torch's x[i0, i1, ...] and x[i0, i1, ...] = v.
  *
- * indices[k] indexes dim k of x; a NULL entry takes that dim whole (":"), and
- * dims past n are taken whole. The index tensors (any integer dtype, on x's
+ * indices[k] indexes dim k of x (or the next dims after a mask of several
+ * dims, below); a NULL entry takes that dim whole (":"), and dims past the
+ * indices are taken whole. The index tensors (any integer dtype, on x's
  * device; negative values count from the end) broadcast together to a shape
  * B, and the result is x with the indexed dims replaced by B: where the first
  * indexed dim was when the indexed dims are adjacent, else in front (torch's
@@ -15,9 +16,23 @@
  *
  * An index outside [-size, size) is CT_ERR_ARG naming it, its dim and the
  * size; on CUDA it is found by the kernel and reported at the next
- * synchronization, as the other index ops. Bool masks are not taken here
- * (ct_masked_select, ct_masked_fill). All are differentiable: the gradient of
- * ct_index is an accumulating put into zeros. */
+ * synchronization, as the other index ops.
+ *
+ * A bool mask among the indices (torch's x[mask]) covers as many dims of x as
+ * it has, and its shape must be theirs (else CT_ERR_SHAPE); it stands for the
+ * K points where it is true, in row-major order, as an index of shape (K),
+ * and broadcasts with the other indices as that index would (torch expands
+ * masks so, through nonzero: on CUDA reading K waits for the device):
+ *
+ *   x (4, 5, 6);  m (4, 5) bool with K true;  b (5) bool with K' true
+ *   ct_index(x, (ct_tensor *[]){m}, 1)           -> (K, 6)      x[m]
+ *   ct_index(x, (ct_tensor *[]){NULL, b}, 2)     -> (4, K', 6)  x[:, b]
+ *   ct_index_put_(x, (ct_tensor *[]){m}, 1, v, false)           x[m] = v
+ *
+ * with v of a shape that broadcasts to (K, 6): a scalar-like (1) or 0-d v
+ * fills, a (K, 6) one writes row by row. A 0-d bool index (x[True]) is
+ * CT_ERR_ARG. All are differentiable: the gradient of ct_index is an
+ * accumulating put into zeros (the mask itself has none). */
 #ifndef CTENSOR_INDEXING_H
 #define CTENSOR_INDEXING_H
 
@@ -29,7 +44,8 @@ extern "C" {
 #endif
 
 /* x[indices[0], ..., indices[n-1]]: a new tensor (a copy, not a view), of x's
- * dtype. 1 <= n <= ndim(x), with at least one non-NULL index. */
+ * dtype. 1 <= n, the indices covering at most ndim(x) dims, with at least
+ * one non-NULL index. */
 CT_API ct_tensor *ct_index(const ct_tensor *x, ct_tensor *const *indices, int n);
 /* x with x[indices] = values (accumulate: += values), as torch.index_put;
  * values (a dtype castable to x's) broadcast to the shape of x[indices].

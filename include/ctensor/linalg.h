@@ -105,13 +105,50 @@ CT_API ct_tensor *ct_linalg_qr(const ct_tensor *a, bool complete, ct_tensor **r)
  * differentiable with their gradients. Another ord is CT_ERR_ARG. */
 CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, bool keepdim);
 
-/* The least-squares solution X (..., n, k) of a X = b (torch.linalg.lstsq's
- * solution) for a (..., m, n) of full rank and b (..., m, k), batch dims
- * broadcasting: argmin |a X - b| when m >= n, the minimum-norm solution
- * when m < n. Through QR on every device (torch's 'gels' driver, its only
- * one on CUDA); a rank-deficient a is CT_ERR_ARG (a singular R), where
- * torch's CPU default (gelsy) would return a basic solution. Differentiable
- * (composed from qr, solve and matmul). */
+/* Least squares, torch.linalg.lstsq: for a (..., m, n) and b (..., m, k),
+ * batch dims broadcasting, X (..., n, k) minimizing |a X - b| column by
+ * column (the minimum-norm one when several do). The driver (torch's names):
+ *  - "gelsy" (the CPU's default, as torch's): a complete orthogonal
+ *    factorization with column pivoting, rank-revealing;
+ *  - "gelsd", "gelss": through the SVD (divide and conquer, or not),
+ *    rank-revealing, and they return the singular values;
+ *  - "gels" (CUDA's default and only driver, as torch's): QR, for a of full
+ *    rank only: a rank-deficient a is CT_ERR_ARG (a singular R).
+ * gelsy, gelsd and gelss are LAPACK's routines, called as they are; gels is
+ * composed from qr, solve and matmul. Another driver, or one other than gels
+ * on CUDA, is CT_ERR_ARG. rcond (the rank-revealing drivers): singular values
+ * (gelsy: the condition estimate) below rcond times the largest count as
+ * zero; 0 means torch's default, the dtype's epsilon times max(m, n); a
+ * negative value LAPACK's own (the machine precision). */
+typedef struct ct_lstsq_opts {
+  const char *driver; /* NULL: "gelsy" on the CPU, "gels" on CUDA */
+  double rcond;       /* 0: eps(dtype) * max(m, n) */
+} ct_lstsq_opts;
+
+/* Every output of torch.linalg.lstsq (new references, NULL on failure):
+ *  - solution (..., n, k);
+ *  - residuals (..., k): the squared residuals |a X - b|^2 of each column
+ *    when m > n and every matrix of a has rank n (gels, gelsd, gelss; gels
+ *    needs full rank anyway); else an empty (0) tensor, as torch (always
+ *    empty for gelsy);
+ *  - rank (...) i64: the rank the driver found (gelsy, gelsd, gelss), else
+ *    an empty (0) i64 tensor;
+ *  - singular_values (..., min(m, n)), descending (gelsd, gelss), else an
+ *    empty (0) tensor.
+ * solution and residuals are differentiable. gels records its composition;
+ * for the LAPACK drivers the gradient is torch's formula, that of
+ * pinv(a) @ b, recorded through an SVD-built pinv (singular values below
+ * the cut dropped) only when a gradient is wanted, the values being the
+ * driver's. */
+typedef struct ct_lstsq_result {
+  ct_tensor *solution, *residuals, *rank, *singular_values;
+} ct_lstsq_result;
+
+/* Fills *out (zeroed first, so that it may be freed field by field
+ * whatever the outcome). opts NULL: the defaults. */
+CT_API ct_status ct_linalg_lstsq_ex(const ct_tensor *a, const ct_tensor *b,
+                                    const ct_lstsq_opts *opts, ct_lstsq_result *out);
+/* The solution of ct_linalg_lstsq_ex with the default driver. */
 CT_API ct_tensor *ct_linalg_lstsq(const ct_tensor *a, const ct_tensor *b);
 
 #ifdef __cplusplus

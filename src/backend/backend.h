@@ -56,8 +56,7 @@ typedef struct ct_backend {
   /* out = a + alpha * b (same shape and dtype). */
   ct_status (*axpy)(ct_tensor *out, const ct_tensor *a, const ct_tensor *b, double alpha);
   /* out = cond ? a : b; cond bool; a, b of out's dtype; all of out's shape. */
-  ct_status (*where)(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
-                     const ct_tensor *b);
+  ct_status (*where)(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 
   /* ---- Reductions ---- */
   /* out[j] = reduce over the dims with reduce_mask[d] of x. out has x's ndim
@@ -70,8 +69,8 @@ typedef struct ct_backend {
    * the order for NORM. An empty reduction gives the identity (sum 0, prod 1,
    * all true, any false, logsumexp -inf; mean/var nan); max/min and norm
    * +-inf have none, and the op layer rejects those before the call. */
-  ct_status (*reduce)(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
-                      const bool *reduce_mask, double p);
+  ct_status (*reduce)(ct_reduce_op op, ct_tensor *out, const ct_tensor *x, const bool *reduce_mask,
+                      double p);
   /* Along one dim: values (may be NULL; x's dtype) and i64 indices (may be
    * NULL) of the first max (is_max) or min; nan counts as the extreme. x has
    * any dtype, ndim >= 1 and size >= 1 at dim; values/indices have x's ndim
@@ -96,7 +95,8 @@ typedef struct ct_backend {
   /* out = x.gather(dim, index); index i64 of out's shape; range checked, an index
    * out of range reported under `op` (a static string: the caller's op, e.g.
    * cross_entropy, not only "gather"; on CUDA at the next synchronization). */
-  ct_status (*gather)(const char *op, ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
+  ct_status (*gather)(const char *op, ct_tensor *out, const ct_tensor *x, int dim,
+                      const ct_tensor *index);
   /* self.scatter_(dim, index, src) (add: scatter_add_); index i64, src of
    * self's dtype, both of index's shape; range checked. */
   ct_status (*scatter)(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
@@ -368,6 +368,16 @@ typedef struct ct_backend {
   /* Q from geqrf's reflectors (orgqr) in place: q (B, qc, r) column-major
    * r x qc (k <= qc <= r), the reflectors in its first k columns; tau (B, k). */
   ct_status (*orgqr)(ct_tensor *q, const ct_tensor *tau);
+  /* Optional (CPU only, as torch's drivers): least squares through a LAPACK
+   * driver, in place. a (B, n, m) holds column-major m x n matrices
+   * (overwritten); b (B, k, ldb) k column-major right-hand sides of
+   * ldb = max(m, n) rows, the first m read, the first n the solution on
+   * return; rank (B) i64; s (B, min(m, n)) the singular values (gelsd,
+   * gelss; NULL for gelsy); info (B) i32 (> 0: the SVD did not converge).
+   * rcond: singular values (gelsy: the condition estimate) below rcond times
+   * the largest count as zero. */
+  ct_status (*lstsq)(ct_tensor *a, ct_tensor *b, ct_tensor *rank, ct_tensor *s, ct_tensor *info,
+                     ct_lstsq_driver driver, double rcond);
 } ct_backend;
 
 /* The backend of a device type, loaded on first use (backend/plugin.h); NULL

@@ -151,7 +151,7 @@ CT_HOST_DEVICE int64_t ct_remap_source(const ct_remap_params *p, int d, int64_t 
  * the gradient of x[idx] is scattered into a fresh tensor with lin from x. */
 typedef struct ct_adv_index_params {
   int n;
-  int dims[CT_MAX_DIMS];        /* for messages */
+  int dims[CT_MAX_DIMS]; /* for messages */
   int64_t sizes[CT_MAX_DIMS];
   int64_t radix[CT_MAX_DIMS];
   int64_t strides[CT_MAX_DIMS]; /* of the tensor read or written (set per call) */
@@ -194,5 +194,10 @@ typedef struct ct_rnn_cell_params {
   ct_rnn_cell_kind kind;
   int64_t N, H;
 } ct_rnn_cell_params;
+
+/* ---- linalg ---- */
+/* The LAPACK least-squares drivers of the lstsq slot (torch.linalg.lstsq's
+ * names; gels is composed from QR by the op on every device). */
+typedef enum ct_lstsq_driver { CT_LSTSQ_GELSY, CT_LSTSQ_GELSD, CT_LSTSQ_GELSS } ct_lstsq_driver;
 
 #endif /* CT_BACKEND_PARAMS_H */

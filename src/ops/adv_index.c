@@ -1,5 +1,6 @@
 /* Advanced indexing with integer tensors, as torch's x[i0, i1, ...]:
- * ct_index, ct_index_put(_).
+ * ct_index, ct_index_put(_) (bool masks: adv_index_mask.c turns them into
+ * integer tensors first).
  *
  * The index tensors broadcast together to one shape B. The result is x's
  * dims with the indexed ones replaced by B: in place of the first indexed dim
@@ -211,6 +212,10 @@ ct_status ct__adv_put(ct_tensor *dst, const ct_adv_geom *g, const ct_tensor *lin
 }
 
 ct_tensor *ct_index(const ct_tensor *x, ct_tensor *const *indices, int n) {
+  bool masked;
+  ct_tensor *mr =
+      ct__adv_with_masks(CT_ADV_GATHER, (ct_tensor *)x, indices, n, NULL, false, &masked);
+  if (masked) return mr;
   ct_adv_geom g;
   ct_tensor *lin;
   if (!ct__adv_plan("index", x, indices, n, &g, &lin)) return NULL;
@@ -277,6 +282,10 @@ static ct_tensor *index_put_impl(const char *op, ct_tensor *x, ct_tensor *const 
 
 ct_tensor *ct_index_put(const ct_tensor *x, ct_tensor *const *indices, int n,
                         const ct_tensor *values, bool accumulate) {
+  bool masked;
+  ct_tensor *mr =
+      ct__adv_with_masks(CT_ADV_PUT, (ct_tensor *)x, indices, n, values, accumulate, &masked);
+  if (masked) return mr;
   return ct__track(
       index_put_impl("index_put", (ct_tensor *)x, indices, n, values, accumulate, false));
 }
@@ -288,6 +297,10 @@ ct_tensor *ct_index_put_(ct_tensor *x, ct_tensor *const *indices, int n, const c
                          bool accumulate) {
   static const char op[] = "index_put_";
   if (!x || !values) return NULL;
+  bool masked;
+  ct_tensor *mr =
+      ct__adv_with_masks(CT_ADV_PUT_INPLACE, x, indices, n, values, accumulate, &masked);
+  if (masked) return mr;
   ct_inplace ip;
   if (!ct__ag_inplace_begin(&ip, op, x, &values, 1)) return NULL;
   if (ip.record) {

@@ -33,4 +33,13 @@ ct_tensor *ct__adv_gather(const ct_tensor *x, const ct_adv_geom *g, const ct_ten
 ct_status ct__adv_put(ct_tensor *dst, const ct_adv_geom *g, const ct_tensor *lin,
                       const ct_tensor *values, bool accumulate);
 
+/* The public entry a call with bool masks among its indices goes through. */
+typedef enum { CT_ADV_GATHER, CT_ADV_PUT, CT_ADV_PUT_INPLACE } ct_adv_call;
+/* When indices hold a bool mask (*handled set): the call made again with the
+ * masks replaced by their nonzero() coordinates (adv_index_mask.c); returns
+ * its result (x itself for CT_ADV_PUT_INPLACE). Else *handled is false and
+ * the caller goes on. */
+ct_tensor *ct__adv_with_masks(ct_adv_call call, ct_tensor *x, ct_tensor *const *indices, int n,
+                              const ct_tensor *values, bool accumulate, bool *handled);
+
 #endif /* CT_OPS_ADV_INDEX_H */

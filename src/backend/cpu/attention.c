@@ -22,6 +22,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/nn_util.h"
 #include "core/alloc.h"
+#include "core/exp_math.h"
 #include "core/parallel.h"
 #include "core/sdpa_math.h"
 

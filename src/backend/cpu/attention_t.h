@@ -4,6 +4,15 @@
  * lse (BH, L). Tiles of SDPA_BR query rows by SDPA_BC keys; their products
  * are single-threaded BLAS calls (ct__gemm inside a pool task). */
 
+/* row[t] = e^(row[t] - shift) for t < n. f32 takes core/exp_math.h's
+ * polynomial, which the compiler vectorizes (libm's expf is one call per
+ * weight, the largest cost of the tiles after the products); f64 keeps
+ * libm's exp. e^-inf = 0 for masked and hidden scores either way. */
+static void CT_CAT(exp_shifted_, CT_S)(CT_T *row, int64_t n, CT_T shift) {
+#pragma omp simd
+  for (int64_t t = 0; t < n; t++) row[t] = CT_CAT(ct_expv_, CT_S)(row[t] - shift);
+}
+
 /* Scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of problem
  * b, scaled, masked and hidden (-inf) as the params say, into s (nr, nc). */
 static void CT_CAT(tile_scores_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t i0, int64_t nr,
@@ -61,8 +70,9 @@ static void CT_CAT(sdpa_fwd_tile_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t i
         memset(row, 0, sizeof(CT_T) * (size_t)nc);
         continue;
       }
-      CT_T alpha = CT_CAT(exp, CT_MATH)(m[r] - mn), sum = 0;
-      for (int64_t t = 0; t < nc; t++) sum += (row[t] = CT_CAT(exp, CT_MATH)(row[t] - mn));
+      CT_T alpha = CT_CAT(ct_expv_, CT_S)(m[r] - mn), sum = 0;
+      CT_CAT(exp_shifted_, CT_S)(row, nc, mn);
+      for (int64_t t = 0; t < nc; t++) sum += row[t];
       l[r] = l[r] * alpha + sum;
       m[r] = mn;
       if (alpha != (CT_T)1)
@@ -115,10 +125,10 @@ static void CT_CAT(sdpa_bwd_tile_, CT_S)(const sdpa_ctx *c, int64_t b, int64_t i
   for (int64_t r = 0; r < nr; r++) {
     CT_T *w = pw + r * nc, *wd = pd + r * nc, *dr = ds + r * nc;
     if (drop) CT_CAT(drop_row_, CT_S)(p, b, i0 + r, j0, nc, ks, f);
+    CT_CAT(exp_shifted_, CT_S)(w, nc, lse[r]);
     for (int64_t t = 0; t < nc; t++) {
-      CT_T pr = CT_CAT(exp, CT_MATH)(w[t] - lse[r]);
+      CT_T pr = w[t];
       CT_T fa = drop ? f[t] : (CT_T)1;
-      w[t] = pr;
       wd[t] = pr * fa;
       dr[t] = scale * pr * (fa * dr[t] - d[r]);
     }

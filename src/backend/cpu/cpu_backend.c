@@ -101,6 +101,7 @@ const ct_backend ct__cpu_backend = {
     .svd = ct__cpu_svd,
     .geqrf = ct__cpu_geqrf,
     .orgqr = ct__cpu_orgqr,
+    .lstsq = ct__cpu_lstsq, /* lapack_lstsq.c */
     /* No execution slots: CPU work is synchronous. */
     /* attention: attention.c */
     .sdpa = ct__cpu_sdpa,

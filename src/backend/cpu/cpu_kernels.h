@@ -30,8 +30,8 @@ ct_status ct__cpu_where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *
 /* reduce.c */
 ct_status ct__cpu_reduce(ct_reduce_op op, ct_tensor *out, const ct_tensor *x,
                          const bool *reduce_mask, double p);
-ct_status ct__cpu_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices,
-                             const ct_tensor *x, int dim);
+ct_status ct__cpu_arg_reduce(bool is_max, ct_tensor *values, ct_tensor *indices, const ct_tensor *x,
+                             int dim);
 
 /* softmax.c */
 ct_status ct__cpu_softmax(ct_tensor *out, const ct_tensor *x, int dim, bool log);
@@ -41,7 +41,8 @@ ct_status ct__cpu_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
 
 /* index.c */
 ct_status ct__cpu_index_select(ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
-ct_status ct__cpu_gather(const char *op, ct_tensor *out, const ct_tensor *x, int dim, const ct_tensor *index);
+ct_status ct__cpu_gather(const char *op, ct_tensor *out, const ct_tensor *x, int dim,
+                         const ct_tensor *index);
 ct_status ct__cpu_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
                           bool add);
 ct_status ct__cpu_masked_select(ct_tensor *out, const ct_tensor *x, const ct_tensor *mask);
@@ -73,7 +74,8 @@ ct_status ct__cpu_batch_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
                                       const ct_tensor *weight, const ct_tensor *save_mean,
                                       const ct_tensor *save_invstd, bool training);
 ct_status ct__cpu_layer_norm(ct_tensor *out, ct_tensor *mean, ct_tensor *rstd, const ct_tensor *x,
-                             const ct_tensor *weight, const ct_tensor *bias, int64_t cols, double eps);
+                             const ct_tensor *weight, const ct_tensor *bias, int64_t cols,
+                             double eps);
 ct_status ct__cpu_layer_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
                                       const ct_tensor *grad_out, const ct_tensor *x,
                                       const ct_tensor *weight, const ct_tensor *mean,
@@ -88,8 +90,8 @@ ct_status ct__cpu_row_norm_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_ten
 /* pool_adaptive.c */
 ct_status ct__cpu_adaptive_pool2d(bool is_max, ct_tensor *out, ct_tensor *indices,
                                   const ct_tensor *x);
-ct_status ct__cpu_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x, const ct_tensor *grad_out,
-                                           const ct_tensor *indices);
+ct_status ct__cpu_adaptive_pool2d_backward(bool is_max, ct_tensor *grad_x,
+                                           const ct_tensor *grad_out, const ct_tensor *indices);
 /* upsample.c */
 ct_status ct__cpu_upsample2d(ct_tensor *out, const ct_tensor *x, const ct_interp_params *p);
 ct_status ct__cpu_upsample2d_backward(ct_tensor *grad_x, const ct_tensor *grad_out,
@@ -111,7 +113,8 @@ ct_status ct__cpu_random(ct_tensor *out, const ct_random_params *p, const ct_ten
 ct_status ct__cpu_cumulative(bool prod, bool reverse, ct_tensor *out, const ct_tensor *x, int dim);
 ct_status ct__cpu_remap(ct_tensor *out, const ct_tensor *x, const ct_remap_params *p);
 ct_status ct__cpu_argsort(ct_tensor *indices, const ct_tensor *x, bool descending); /* sort.c */
-ct_status ct__cpu_topk(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest); /* topk.c */
+ct_status ct__cpu_topk(ct_tensor *indices, const ct_tensor *x, int64_t k,
+                       bool largest); /* topk.c */
 /* adv_index.c (advanced indexing) */
 ct_status ct__cpu_index_linearize(ct_tensor *lin, const ct_tensor *const *idx,
                                   const ct_adv_index_params *p);
@@ -146,6 +149,8 @@ ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper);
 ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
                       bool full);
 ct_status ct__cpu_geqrf(ct_tensor *a, ct_tensor *tau);
+ct_status ct__cpu_lstsq(ct_tensor *a, ct_tensor *b, ct_tensor *rank, ct_tensor *s, ct_tensor *info,
+                        ct_lstsq_driver driver, double rcond);
 ct_status ct__cpu_orgqr(ct_tensor *q, const ct_tensor *tau);
 
 #endif /* CT_CPU_KERNELS_H */
