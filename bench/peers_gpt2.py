@@ -91,7 +91,7 @@ def train_torch(d):
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
-        print(json.dumps({'bench': 'gpt2_124M_train_step', 'impl': 'pytorch', 'threads': threads,
+        print(json.dumps({'bench': 'gpt2_124M_train_step', 'impl': 'pytorch', 'threads': torch.get_num_threads(),
                           'step': step, 'loss': loss.item(), 'step_s': dt}), flush=True)
 
 
