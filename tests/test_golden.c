@@ -193,7 +193,8 @@ static ct_module *cifar_net_new(const ct_module_opts *o) {
 
 /* The GPT of make_golden.py's `Gpt`. */
 static ct_module *tiny_gpt_new(const ct_module_opts *o) {
-  const gpt2_config c = {.vocab_size = 64, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
+  const gpt2_config c = {
+      .vocab_size = 64, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
   return gpt2_new(&c, o);
 }
 

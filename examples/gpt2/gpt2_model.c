@@ -39,9 +39,11 @@ static ct_tensor *attention_unfused(const ct_tensor *q, const ct_tensor *k, cons
 static ct_tensor *attn_forward(ct_module *m, void *self, const ct_tensor *x) {
   (void)m;
   gpt2_attn *a = self;
-  if (!x || ct_ndim(x) != 3) return ct_module_forward(a->c_attn, x); /* reports the error */
-  int64_t B = ct_shape(x)[0], T = ct_shape(x)[1], E = ct_shape(x)[2], H = a->n_head;
-  ct_tensor *qkv = ct_module_forward(a->c_attn, x); /* (B, T, 3E) */
+  if (!x || ct_ndim(x) < 2) return ct_module_forward(a->c_proj, x); /* NULL, or linear's error */
+  int nd = ct_ndim(x); /* x (..., T, E): the leading dims are the batch */
+  int64_t T = ct_shape(x)[nd - 2], E = ct_shape(x)[nd - 1], H = a->n_head;
+  int64_t B = T * E > 0 ? ct_numel(x) / (T * E) : 0;
+  ct_tensor *qkv = ct_module_forward(a->c_attn, ct_reshape(x, CT_SHAPE(B, T, E))); /* (B, T, 3E) */
   ct_tensor *parts[3] = {NULL, NULL, NULL};
   if (ct_split(qkv, E, 2, parts, 3) != 3) return NULL;
   for (int i = 0; i < 3; i++) /* (B, T, E) -> (B, H, T, D) */
@@ -49,7 +51,7 @@ static ct_tensor *attn_forward(ct_module *m, void *self, const ct_tensor *x) {
   ct_tensor *y = a->unfused ? attention_unfused(parts[0], parts[1], parts[2])
                             : ct_scaled_dot_product_attention(parts[0], parts[1], parts[2], NULL,
                                                               true, 0.0, 0.0, NULL);
-  y = ct_reshape(ct_transpose(y, 1, 2), CT_SHAPE(B, T, E)); /* heads side by side */
+  y = ct_reshape(ct_transpose(y, 1, 2), ct_shape(x), nd); /* heads side by side, x's shape */
   return ct_module_forward(a->c_proj, y);
 }
 
@@ -94,15 +96,15 @@ typedef struct gpt2 {
 static ct_tensor *gpt_forward(ct_module *m, void *self, const ct_tensor *idx) {
   (void)m;
   gpt2 *g = self;
-  if (!idx || ct_ndim(idx) != 2) return ct_module_forward(g->wte, idx); /* reports the error */
-  int64_t T = ct_shape(idx)[1];
+  if (!idx) return NULL;
+  int64_t T = ct_ndim(idx) > 0 ? ct_shape(idx)[ct_ndim(idx) - 1] : 1; /* idx (..., T) */
   ct_scope_begin(); /* the activations live on in the autograd graph, not here */
   ct_tensor *pos =
       ct_arange(0, (double)T, 1, &(ct_tensor_opts){.dtype = CT_I64, .device = ct_device_of(idx)});
   ct_tensor *x =
       ct_add(ct_module_forward(g->wte, idx), ct_module_forward(g->wpe, pos)); /* (B, T, E) */
   x = ct_module_forward(g->ln_f, ct_module_forward(g->h, x));
-  ct_tensor *logits = ct_keep(ct_module_forward(g->lm_head, x)); /* (B, T, V) */
+  ct_tensor *logits = ct_keep(ct_module_forward(g->lm_head, x)); /* (..., T, V) */
   ct_scope_end();
   return logits;
 }
@@ -217,7 +219,7 @@ const gpt2_config *gpt2_config_of(ct_module *gpt) {
 ct_tensor *gpt2_loss(ct_module *gpt, const ct_tensor *idx, const ct_tensor *targets) {
   ct_scope_begin();
   ct_tensor *logits = ct_module_forward(gpt, idx); /* (B, T, V) */
-  ct_tensor *loss = ct_cross_entropy(ct_flatten(logits, 0, 1), ct_flatten(targets, 0, 1), NULL);
+  ct_tensor *loss = ct_cross_entropy(ct_flatten(logits, 0, -2), ct_flatten(targets, 0, -1), NULL);
   ct_keep(loss);
   ct_scope_end();
   return loss;

@@ -8,6 +8,10 @@
  *                                            .n_layer = 4, .n_head = 4, .n_embd = 128},
  *                             NULL);
  *   ct_tensor *logits = ct_module_forward(gpt, idx);    // idx (B, T) i64 -> (B, T, V)
+ *
+ * The forward takes token ids (..., T) of an integer dtype, T <= block_size
+ * (more fails in the position lookup, naming the index), and gives the logits
+ * (..., T, V); leading dims are the batch, none for one sequence.
  *   ct_tensor *loss = gpt2_loss(gpt, idx, targets);     // mean cross entropy, a scalar
  *
  * The architecture is GPT-2's as nanoGPT and llm.c write it: token and
@@ -52,7 +56,7 @@ ct_module *gpt2_new(const gpt2_config *cfg, const ct_module_opts *opts);
 /* The configuration gpt was built with (gpt must come from gpt2_new). */
 const gpt2_config *gpt2_config_of(ct_module *gpt);
 
-/* The mean cross entropy of the logits for idx (B, T) against targets (B, T),
+/* The mean cross entropy of the logits for idx (..., T) against targets of the same shape,
  * both i64 token indices; T <= block_size. */
 ct_tensor *gpt2_loss(ct_module *gpt, const ct_tensor *idx, const ct_tensor *targets);
 
