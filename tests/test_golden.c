@@ -1,10 +1,18 @@
 /* Golden end-to-end tests against PyTorch, in the manner of llm.c's
  * test_gpt2.c: the same initial weights, the same batches, and the loss and
- * every parameter's gradient compared at each of 20 SGD steps, then the final
- * weights. Two models, the reference documents' workloads:
+ * every parameter's gradient compared at each of 20 optimizer steps, then the
+ * final weights. Three models, the reference documents' workloads and a GPT:
  *   mlp  SimpleNN 784-128-10 (fc1, relu, fc2), cross entropy, SGD lr 0.01
  *   cnn  the CIFAR-10 tutorial Net (conv1 3->6 5x5, pool, conv2 6->16 5x5,
  *        pool, fc1 400->120, fc2 120->84, fc3 84->10), SGD lr 0.01 momentum 0.9
+ *   gpt  a tiny GPT-2 (examples/gpt2/gpt2_model.h: vocab 64, 16 positions,
+ *        2 layers, 2 heads, n_embd 32, lm_head tied to wte), next-token cross
+ *        entropy, AdamW lr 1e-3 betas (0.9, 0.95) eps 1e-6 weight decay 0.1.
+ *        Adam divides each gradient element by its own running size, so an
+ *        element whose gradient is at rounding level (the key bias's is zero in
+ *        exact arithmetic: softmax ignores a shift of a row's scores) moves by
+ *        a fraction of lr in either library, whatever the rounding; eps 1e-6
+ *        and lr 1e-3 keep those moves below the final-weight tolerance.
  * and model interchange both ways: the weights PyTorch trained, loaded into
  * ctensor, give PyTorch's outputs on a probe input; the weights ctensor
  * trained and saved (ct_save_safetensors in ct_module_state order) load into
@@ -23,12 +31,14 @@
 
 #include <unistd.h>
 
+#include "../examples/gpt2/gpt2_model.h"
+
 CT_TEST_DEVICE_GENERIC
 
 #define STEPS 20
 #define TOL 1e-5
 #define GRAD_TOL 1e-4
-#define MAX_PARAMS 16
+#define MAX_PARAMS 64
 
 /* ---- The reference files --------------------------------------------------- */
 
@@ -181,10 +191,19 @@ static ct_module *cifar_net_new(const ct_module_opts *o) {
   return m;
 }
 
+/* The GPT of make_golden.py's `Gpt`. */
+static ct_module *tiny_gpt_new(const ct_module_opts *o) {
+  const gpt2_config c = {
+      .vocab_size = 64, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
+  return gpt2_new(&c, o);
+}
+
 typedef struct golden_model {
   const char *name;
   ct_module *(*make)(const ct_module_opts *o);
   ct_sgd_opts sgd;
+  bool adamw; /* AdamW with `adam` instead of SGD */
+  ct_adam_opts adam;
 } golden_model;
 
 /* Copies a torch state_dict into m, strictly: same names, same count, same
@@ -251,10 +270,11 @@ static bool run_golden(const golden_model *gm) {
   ct_tensor *params[MAX_PARAMS];
   const char *pnames[MAX_PARAMS];
   int np = ct_module_parameters(m, params, pnames, MAX_PARAMS);
-  ct_optimizer *opt = ct_sgd_new(params, np, &gm->sgd);
+  ct_optimizer *opt =
+      gm->adamw ? ct_adamw_new(params, np, &gm->adam) : ct_sgd_new(params, np, &gm->sgd);
   CHECK_OK(opt);
   ct_tensor *x = ct_to(st_get(&data, "x"), dev, NULL);  /* (STEPS, 64, ...) */
-  ct_tensor *y = ct_to(st_get(&data, "y"), dev, NULL);  /* (STEPS, 64) i64 */
+  ct_tensor *y = ct_to(st_get(&data, "y"), dev, NULL);  /* (STEPS, 64) or (STEPS, 64, T) i64 */
   double *want_loss = ct_test_values(st_get(&data, "loss"));
   if (!opt || !x || !y || !want_loss) {
     CHECK_MSG(false, "%s: setup failed: %s", gm->name, ct_last_error_message());
@@ -272,7 +292,9 @@ static bool run_golden(const golden_model *gm) {
     ct_scope_begin();
     ct_optimizer_zero_grad(opt);
     ct_tensor *logits = ct_module_forward(m, ct_select(x, 0, step));
-    ct_tensor *loss = ct_cross_entropy(logits, ct_select(y, 0, step), NULL);
+    /* A sequence model's (N, T, C) logits: one prediction per position. */
+    ct_tensor *loss =
+        ct_cross_entropy(ct_flatten(logits, 0, -2), ct_flatten(ct_select(y, 0, step), 0, -1), NULL);
     bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK && ct_item(loss, &got_loss[step]) == CT_OK;
     CHECK_MSG(ok, "%s step %d: forward/backward failed: %s", gm->name, step, ct_last_error_message());
     grad_err[step] = 0;
@@ -297,8 +319,12 @@ static bool run_golden(const golden_model *gm) {
   if (steps_ok) {
     bool pass = max_loss_err <= TOL && max_grad_err <= GRAD_TOL;
     FILE *out = pass ? stdout : stderr;
-    fprintf(out, "%s [%s]: %d SGD steps against torch (lr %g, momentum %g)\n", gm->name,
-            ct_device_name(dev), STEPS, gm->sgd.lr, gm->sgd.momentum);
+    if (gm->adamw)
+      fprintf(out, "%s [%s]: %d AdamW steps against torch (lr %g, weight decay %g)\n", gm->name,
+              ct_device_name(dev), STEPS, gm->adam.lr, gm->adam.weight_decay);
+    else
+      fprintf(out, "%s [%s]: %d SGD steps against torch (lr %g, momentum %g)\n", gm->name,
+              ct_device_name(dev), STEPS, gm->sgd.lr, gm->sgd.momentum);
     fprintf(out, "  step  torch loss    ctensor loss  rel. diff   grad err (worst param)\n");
     for (int s = 0; s < STEPS; s++)
       fprintf(out, "  %4d  %.8f  %.8f  %.2e   %.2e (%s)%s\n", s, want_loss[s], got_loss[s],
@@ -378,8 +404,13 @@ CT_TEST(training_matches_pytorch_step_by_step) {
   }
   if (run_python(python, "generate")) {
     const golden_model models[] = {
-        {"mlp", simple_nn_new, {.lr = 0.01}},
-        {"cnn", cifar_net_new, {.lr = 0.01, .momentum = 0.9}},
+        {.name = "mlp", .make = simple_nn_new, .sgd = {.lr = 0.01}},
+        {.name = "cnn", .make = cifar_net_new, .sgd = {.lr = 0.01, .momentum = 0.9}},
+        {.name = "gpt",
+         .make = tiny_gpt_new,
+         .adamw = true,
+         .adam = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1,
+                  .as_given = true}},
     };
     bool wrote = true;
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) wrote = run_golden(&models[i]) && wrote;
