@@ -197,9 +197,9 @@ static ct_tensor *empty_sequence(const rnn_impl *r, const ct_tensor *x, const ct
                                  const ct_tensor *c0, ct_tensor **h_n, ct_tensor **c_n) {
   int64_t N = ct_shape(x)[1], H = r->o.hidden_size, ns = (int64_t)r->o.num_layers * r->dirs;
   ct_tensor_opts like = {.dtype = ct_dtype_of(x), .device = ct_device_of(x)};
-  if (h_n) *h_n = h0 ? ct_mul_scalar(h0, 1.0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
+  if (h_n) *h_n = h0 ? ct_clone(h0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
   if (c_n && r->kind == RNN_LSTM)
-    *c_n = c0 ? ct_mul_scalar(c0, 1.0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
+    *c_n = c0 ? ct_clone(c0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
   return ct_zeros(CT_SHAPE(0, N, r->dirs * H), &like);
 }
 
