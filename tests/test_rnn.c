@@ -268,3 +268,37 @@ CT_TEST(rnn_argument_errors) {
   ct_module_free(m);
   ct_scope_end();
 }
+
+/* An empty sequence: an empty output of the bidirectional feature width, and
+ * the initial states returned as the final ones (new tensors that carry the
+ * gradient back to h0 and c0), as torch. */
+CT_TEST(empty_sequence_returns_the_initial_states) {
+  ct_scope_begin();
+  ct_module_opts mo = {.dtype = CT_F64, .device = ct_test_device()};
+  ct_tensor_opts to = {.dtype = CT_F64, .device = ct_test_device()};
+  ct_module *m = ct_lstm_new(
+      &(ct_rnn_opts){.input_size = 3, .hidden_size = 2, .num_layers = 2, .bidirectional = true},
+      &mo);
+  CHECK_OK(m);
+  ct_tensor *x = ct_zeros(CT_SHAPE(0, 5, 3), &to);
+  ct_tensor *h0 = ct_requires_grad_(ct_randn(CT_SHAPE(4, 5, 2), &to), true);
+  ct_tensor *c0 = ct_requires_grad_(ct_randn(CT_SHAPE(4, 5, 2), &to), true);
+  ct_tensor *hn = NULL, *cn = NULL;
+  ct_tensor *y = ct_lstm_forward(m, x, h0, c0, &hn, &cn);
+  CHECK_OK(y);
+  if (y && hn && cn) {
+    CHECK_SHAPE(y, 0, 5, 4);
+    CHECK(ct_equal(hn, h0) && ct_equal(cn, c0));
+    CHECK(hn != h0 && cn != c0);
+    CHECK_OK(ct_backward(ct_add(ct_sum(hn, NULL), ct_mul_scalar(ct_sum(cn, NULL), 2.0)), NULL,
+                         NULL) == CT_OK
+                 ? h0
+                 : NULL);
+    double ones[40], twos[40];
+    for (int i = 0; i < 40; i++) ones[i] = 1, twos[i] = 2;
+    CHECK_CLOSE(ct_grad(h0), ones, 0, 0);
+    CHECK_CLOSE(ct_grad(c0), twos, 0, 0);
+  }
+  ct_module_free(m);
+  ct_scope_end();
+}
