@@ -49,7 +49,9 @@ printf '{"meta":{"bench":"gpt2","threads":%s,"steps":%s,"date":"%s","cpu":"%s","
 echo "# ctensor" >&2
 "$build/bench/bench_gpt2" "$work" --threads "$threads" --steps "$steps" | tee -a "$results"
 echo "# pytorch" >&2
-$py "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" | tee -a "$results"
+# passive: libgomp spinning after its regions would take the cores of OpenBLAS threads
+# (bench/peers_util.py)
+OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} $py "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" | tee -a "$results"
 
 if [ -n "${LLMC_DIR:-}" ] && [ -f "$LLMC_DIR/train_gpt2.c" ]; then
   echo "# llm.c ($LLMC_DIR)" >&2

@@ -85,6 +85,7 @@ ARGS = parse_args()
 # Thread counts before torch (and its OpenBLAS/OpenMP) load.
 os.environ.setdefault("OMP_NUM_THREADS", str(ARGS.threads))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", str(ARGS.threads))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see peers_util.py
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402

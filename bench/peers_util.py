@@ -34,6 +34,12 @@ def init(description, extra=None):
     ARGS = p.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(ARGS.threads))
     os.environ.setdefault("OMP_NUM_THREADS", str(ARGS.threads))
+    # Debian's torch runs its own ops on libgomp threads and its GEMMs on
+    # OpenBLAS's pthreads. libgomp's default policy spins a worker after
+    # each parallel region, on the core an OpenBLAS thread then needs: a
+    # 2-layer LSTM step took 0.39-0.57 s on 2 threads against 0.12 s on one.
+    # Passive waiting gives torch its best time (0.11 s), so peers run so.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return ARGS
 
 
