@@ -34,6 +34,32 @@ bool ct__conv2d_params(const char *op, const ct_conv2d_opts *opts, ct_conv2d_par
   return true;
 }
 
+bool ct__conv2d_check_args(const char *op, const ct_tensor *x, const ct_tensor *weight,
+                           const ct_tensor *bias, const char *weight_layout) {
+  char s1[CT_SHAPE_STR_MAX];
+  if (!ct__check_same_device(op, x, weight) || !ct__check_same_device(op, x, bias)) return false;
+  if (x->ndim != 3 && x->ndim != 4) {
+    ct__fail(CT_ERR_SHAPE, "%s: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape %s",
+             op, ct__shape_str(x, s1, sizeof s1));
+    return false;
+  }
+  if (weight->ndim != 4) {
+    ct__fail(CT_ERR_SHAPE, "%s: expected a 4-d weight %s, got shape %s", op, weight_layout,
+             ct__shape_str(weight, s1, sizeof s1));
+    return false;
+  }
+  if (!ct__nn_need_float(op, "input", x) || !ct__nn_need_float(op, "weight", weight) ||
+      !ct__nn_need_float(op, "bias", bias))
+    return false;
+  if (x->dtype != weight->dtype || (bias && bias->dtype != x->dtype)) {
+    ct__fail(CT_ERR_DTYPE, "%s: expected input, weight and bias of one dtype, got %s, %s and %s",
+             op, ct_dtype_name(x->dtype), ct_dtype_name(weight->dtype),
+             bias ? ct_dtype_name(bias->dtype) : "none");
+    return false;
+  }
+  return true;
+}
+
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_opts *opts) {
   if (!x || !weight) return NULL;
@@ -43,21 +69,8 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     ct__autocast_done(&ac);
     return r;
   }
-  if (!ct__check_same_device(OP, x, weight) || !ct__check_same_device(OP, x, bias)) return NULL;
+  if (!ct__conv2d_check_args(OP, x, weight, bias, "(C_out, C_in / groups, kH, kW)")) return NULL;
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
-  if (x->ndim != 3 && x->ndim != 4)
-    return ct__fail(CT_ERR_SHAPE, "conv2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape %s",
-                    ct__shape_str(x, s1, sizeof s1));
-  if (weight->ndim != 4)
-    return ct__fail(CT_ERR_SHAPE, "conv2d: expected a 4-d weight (C_out, C_in / groups, kH, kW), got shape %s",
-                    ct__shape_str(weight, s1, sizeof s1));
-  if (!ct__nn_need_float(OP, "input", x) || !ct__nn_need_float(OP, "weight", weight) ||
-      !ct__nn_need_float(OP, "bias", bias))
-    return NULL;
-  if (x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
-    return ct__fail(CT_ERR_DTYPE, "conv2d: expected input, weight and bias of one dtype, got %s, %s and %s",
-                    ct_dtype_name(x->dtype), ct_dtype_name(weight->dtype),
-                    bias ? ct_dtype_name(bias->dtype) : "none");
   ct_conv2d_params p;
   if (!ct__conv2d_params(OP, opts, &p)) return NULL;
   bool unbatched = x->ndim == 3;
@@ -66,7 +79,8 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
   int64_t Co = weight->shape[0], Cg = weight->shape[1];
   int64_t channels;
   if (__builtin_mul_overflow(Cg, p.groups, &channels) || chw[0] != channels)
-    return ct__fail(CT_ERR_SHAPE, "conv2d: expected input with %lld channels (weight %s%s), got %lld",
+    return ct__fail(CT_ERR_SHAPE,
+                    "conv2d: expected input with %lld channels (weight %s%s), got %lld",
                     (long long)(Cg * p.groups), ct__shape_str(weight, s1, sizeof s1),
                     p.groups > 1 ? ", groups" : "", (long long)chw[0]);
   if (Co % p.groups)

@@ -60,27 +60,8 @@ ct_tensor *ct_conv_transpose2d(const ct_tensor *x, const ct_tensor *weight, cons
     ct__autocast_done(&ac);
     return r;
   }
-  if (!ct__check_same_device(OP, x, weight) || !ct__check_same_device(OP, x, bias)) return NULL;
+  if (!ct__conv2d_check_args(OP, x, weight, bias, "(C_in, C_out / groups, kH, kW)")) return NULL;
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
-  if (x->ndim != 3 && x->ndim != 4)
-    return ct__fail(
-        CT_ERR_SHAPE,
-        "conv_transpose2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape %s",
-        ct__shape_str(x, s1, sizeof s1));
-  if (weight->ndim != 4)
-    return ct__fail(
-        CT_ERR_SHAPE,
-        "conv_transpose2d: expected a 4-d weight (C_in, C_out / groups, kH, kW), got shape %s",
-        ct__shape_str(weight, s1, sizeof s1));
-  if (!ct__nn_need_float(OP, "input", x) || !ct__nn_need_float(OP, "weight", weight) ||
-      !ct__nn_need_float(OP, "bias", bias))
-    return NULL;
-  if (x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
-    return ct__fail(
-        CT_ERR_DTYPE,
-        "conv_transpose2d: expected input, weight and bias of one dtype, got %s, %s and %s",
-        ct_dtype_name(x->dtype), ct_dtype_name(weight->dtype),
-        bias ? ct_dtype_name(bias->dtype) : "none");
   ct_conv_transpose2d_opts o = opts ? *opts : (ct_conv_transpose2d_opts){0};
   ct_conv2d_params p;
   ct_conv2d_opts o2 = {.stride = {o.stride[0], o.stride[1]},

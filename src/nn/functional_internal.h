@@ -56,5 +56,10 @@ ct_tensor *ct__cross_entropy_probs(const ct_tensor *x, const ct_tensor *target,
 /* opts (NULL: the defaults) as kernel parameters: zero stride, dilation and
  * groups mean 1; out of range values fail with CT_ERR_ARG naming op. */
 bool ct__conv2d_params(const char *op, const ct_conv2d_opts *opts, ct_conv2d_params *p);
+/* The checks conv2d and conv_transpose2d share: one device, a 3-d or 4-d
+ * input, a 4-d weight (weight_layout names its dims in the message), float
+ * dtypes, one dtype for all. false with the error set, naming op. */
+bool ct__conv2d_check_args(const char *op, const ct_tensor *x, const ct_tensor *weight,
+                           const ct_tensor *bias, const char *weight_layout);
 
 #endif /* CT_NN_FUNCTIONAL_INTERNAL_H */
