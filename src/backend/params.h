@@ -186,9 +186,9 @@ typedef struct ct_sdpa_params {
  * (core/rnn_math.h), everything after the two gate matmuls. All tensors are
  * contiguous, one dtype (f32 or f64):
  *   LSTM: gi, gh (N, 4H) pre-activations (i, f, g, o); state c (N, H);
- *         out (2, N, H) = (h', c'); ws (N, 5H) = (i, f, g, o, tanh c').
+ *         outputs h', c' (N, H) each; ws (N, 5H) = (i, f, g, o, tanh c').
  *   GRU:  gi, gh (N, 3H) (r, z, n; gh's n part is h W_hn^T + b_hn); state h
- *         (N, H); out (N, H) = h'; ws (N, 4H) = (r, z, n, h W_hn^T + b_hn). */
+ *         (N, H); output h' (N, H); ws (N, 4H) = (r, z, n, h W_hn^T + b_hn). */
 typedef enum { CT_RNN_CELL_LSTM, CT_RNN_CELL_GRU } ct_rnn_cell_kind;
 typedef struct ct_rnn_cell_params {
   ct_rnn_cell_kind kind;
