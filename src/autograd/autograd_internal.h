@@ -233,6 +233,42 @@ ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
  * forward's workspace. */
 ct_tensor *ct__ag_rnn_cell(ct_tensor *r, const ct_tensor *const inputs[3], const ct_tensor *state,
                            const ct_tensor *ws, const ct_rnn_cell_params *p);
+/* ---- recurrent layers (grad_rnn_layer.c) ---- */
+/* One direction of one layer (nn/rnn_layer.h), p's kind, steps L, rows N,
+ * units H, input features I. */
+typedef struct ct_rnn_layer_params {
+  ct_rnn_cell_params cell;
+  bool reverse;
+  int64_t L, I;
+} ct_rnn_layer_params;
+/* Views the layer's loops are written with (not registered; NULL with
+ * CT_ERR_OOM): a contiguous (rows, cols) window at element `at` of t
+ * (t's offset + at), 3-d (1, rows, cols) for the matmul slot when mm; and
+ * the matrix m (r, c) as the slot's (1, r, c) operand, or (1, c, r) = m^T. */
+static inline ct_tensor *ct__rnn_window(const ct_tensor *t, int64_t rows, int64_t cols,
+                                        int64_t at, bool mm) {
+  return mm ? ct__view_of(t, t->dtype, (int64_t[]){1, rows, cols},
+                          (int64_t[]){rows * cols, cols, 1}, 3, t->offset + at)
+            : ct__view_of(t, t->dtype, (int64_t[]){rows, cols}, (int64_t[]){cols, 1}, 2,
+                          t->offset + at);
+}
+static inline ct_tensor *ct__rnn_mat(const ct_tensor *m, bool transposed) {
+  int k = transposed ? 1 : 0;
+  return ct__view_of(m, m->dtype, (int64_t[]){1, m->shape[k], m->shape[1 - k]},
+                     (int64_t[]){0, m->strides[k], m->strides[1 - k]}, 3, m->offset);
+}
+/* Moves a window made by ct__rnn_window over t to element `at`: one view per
+ * buffer serves every step. */
+static inline void ct__rnn_seek(ct_tensor *v, const ct_tensor *t, int64_t at) {
+  v->offset = t->offset + at;
+}
+/* r: the layer's output (LSTM (2, L, N, H), GRU (L, N, H)) of inputs {in,
+ * h0, c0, w_ih, w_hh, b_ih, b_hh} (NULL where absent); saved: in, h0, c0
+ * (LSTM) as the forward's contiguous operands, and ws (L, N, 5H | 4H), every
+ * step's cell workspace. */
+ct_tensor *ct__ag_rnn_layer(ct_tensor *r, const ct_tensor *const inputs[7], const ct_tensor *in,
+                            const ct_tensor *h0, const ct_tensor *c0, const ct_tensor *ws,
+                            const ct_rnn_layer_params *p);
 /* ---- linalg family: factorizations (grad_linalg_factor.c) ---- */
 /* x = solve(a, b) (vec: b and x are vectors); lu, piv: the LU of a the
  * forward computed (ops/linalg_factor.h), saved for the gradient. */
