@@ -124,8 +124,10 @@ static void rnn_layer_backward(ct_bw *b, const ct_tensor *g) {
   BW_GRAD(b, 3, bw_matmul(b, bw_mT(b, dgi), bw_reshape(b, in, (int64_t[]){L * N, p->I}, 2)));
   BW_GRAD(b, 4, grad_w_hh(b, p, &w));
   const ct_reduce_opts rows = {.dims = {0}, .ndims = 1};
-  BW_GRAD(b, 5, bw_reduce(b, CT_ROP_SUM, dgi, &rows));
-  BW_GRAD(b, 6, bw_reduce(b, CT_ROP_SUM, dgh, &rows));
+  ct_tensor *db_ih =
+      bw_needs(b, 5) || (lstm && bw_needs(b, 6)) ? bw_reduce(b, CT_ROP_SUM, dgi, &rows) : NULL;
+  BW_GRAD(b, 5, db_ih);
+  BW_GRAD(b, 6, lstm ? db_ih : bw_reduce(b, CT_ROP_SUM, dgh, &rows)); /* LSTM: b_ih's */
 }
 
 ct_tensor *ct__ag_rnn_layer(ct_tensor *r, const ct_tensor *const inputs[7], const ct_tensor *in,
