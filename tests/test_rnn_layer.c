@@ -3,8 +3,9 @@
  * biases) in f64, forward and reverse, a batch-first (strided) input, one
  * step and several, with and without biases; a bidirectional 2-layer module
  * against the per-step composition of ct_linear and the pointwise cells
- * (outputs, final states and every gradient within 1e-12 in f64); f32 runs
- * the node too; mixed dtypes keep the per-step composition. */
+ * (outputs, final states and every gradient within 1e-12 in f64); f32
+ * (on the CPU through the packed recurrent GEMM) against f64; f32 records
+ * the node; mixed dtypes keep the per-step composition. */
 #include "ct_gradcheck.h"
 #include "ct_test.h"
 #include "nn/rnn_layer.h"
@@ -173,6 +174,55 @@ CT_TEST(module_layers_match_the_per_step_composition) {
         CHECK_MSG((e = err(grads[i], ct_grad(leaves[i]))) <= 1e-12,
                   "%s: gradient of leaf %d off by %g", name, i, e);
     ct_module_free(m);
+    ct_scope_end();
+  }
+}
+
+/* f32 (on the CPU: the recurrent GEMM on the packed W_hh, rnn_gemm.c) against
+ * the same module in f64: 13 rows (a block of 8 and one of 5) and H = 20
+ * (panels of 32 cut at 16 and past 16 columns, forward and backward). */
+CT_TEST(f32_layers_match_f64) {
+  const int64_t L = 4, N = 13, I = 3, H = 20;
+  for (int v = 0; v < 2; v++) {
+    bool lstm = v == 0;
+    ct_scope_begin();
+    ct_rnn_opts o = {.input_size = I, .hidden_size = H, .bidirectional = true};
+    ct_module *m[2];
+    ct_tensor *p[2][8], *x[2], *hn[2] = {NULL, NULL}, *cn[2] = {NULL, NULL}, *y[2];
+    const ct_dtype dts[2] = {CT_F32, CT_F64};
+    ct_tensor *x64 = ct_gradcheck_input(CT_SHAPE(L, N, I), -2, 2, 91);
+    for (int k = 0; k < 2; k++) {
+      ct_module_opts mo = {.dtype = dts[k], .device = ct_test_device()};
+      m[k] = lstm ? ct_lstm_new(&o, &mo) : ct_gru_new(&o, &mo);
+      CHECK_OK(m[k]);
+      CHECK(m[k] && ct_module_parameters(m[k], p[k], NULL, 8) == 8);
+    }
+    ct_no_grad_begin();
+    for (int i = 0; i < 8 && m[0] && m[1]; i++) CHECK_OK(ct_copy_(p[1][i], p[0][i]));
+    ct_no_grad_end();
+    for (int k = 0; k < 2 && m[0] && m[1]; k++) {
+      x[k] = ct_requires_grad_(ct_detach(ct_cast(x64, dts[k])), true);
+      y[k] = lstm ? ct_lstm_forward(m[k], x[k], NULL, NULL, &hn[k], &cn[k])
+                  : ct_gru_forward(m[k], x[k], NULL, &hn[k]);
+      CHECK_OK(y[k]);
+      ct_tensor *loss = ct_add(weighted(ct_cast(y[k], CT_F64)), weighted(ct_cast(hn[k], CT_F64)));
+      if (lstm) loss = ct_add(loss, weighted(ct_cast(cn[k], CT_F64)));
+      CHECK_STATUS_OK(ct_backward(loss, NULL, NULL));
+    }
+    const char *name = lstm ? "lstm" : "gru";
+    double e;
+    if (m[0] && m[1] && y[0] && y[1]) {
+      CHECK_MSG((e = err(ct_cast(y[0], CT_F64), y[1])) <= 1e-5, "%s: f32 output off by %g", name,
+                e);
+      CHECK_MSG((e = err(ct_cast(hn[0], CT_F64), hn[1])) <= 1e-5, "%s: f32 h_n off by %g", name, e);
+      CHECK_MSG((e = err(ct_cast(ct_grad(x[0]), CT_F64), ct_grad(x[1]))) <= 1e-4,
+                "%s: f32 input gradient off by %g", name, e);
+      for (int i = 0; i < 8; i++)
+        CHECK_MSG((e = err(ct_cast(ct_grad(p[0][i]), CT_F64), ct_grad(p[1][i]))) <= 1e-4,
+                  "%s: f32 gradient of parameter %d off by %g", name, i, e);
+    }
+    ct_module_free(m[0]);
+    ct_module_free(m[1]);
     ct_scope_end();
   }
 }

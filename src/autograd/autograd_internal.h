@@ -245,8 +245,8 @@ typedef struct ct_rnn_layer_params {
  * CT_ERR_OOM): a contiguous (rows, cols) window at element `at` of t
  * (t's offset + at), 3-d (1, rows, cols) for the matmul slot when mm; and
  * the matrix m (r, c) as the slot's (1, r, c) operand, or (1, c, r) = m^T. */
-static inline ct_tensor *ct__rnn_window(const ct_tensor *t, int64_t rows, int64_t cols,
-                                        int64_t at, bool mm) {
+static inline ct_tensor *ct__rnn_window(const ct_tensor *t, int64_t rows, int64_t cols, int64_t at,
+                                        bool mm) {
   return mm ? ct__view_of(t, t->dtype, (int64_t[]){1, rows, cols},
                           (int64_t[]){rows * cols, cols, 1}, 3, t->offset + at)
             : ct__view_of(t, t->dtype, (int64_t[]){rows, cols}, (int64_t[]){cols, 1}, 2,
@@ -256,6 +256,20 @@ static inline ct_tensor *ct__rnn_mat(const ct_tensor *m, bool transposed) {
   int k = transposed ? 1 : 0;
   return ct__view_of(m, m->dtype, (int64_t[]){1, m->shape[k], m->shape[1 - k]},
                      (int64_t[]){0, m->strides[k], m->strides[1 - k]}, 3, m->offset);
+}
+/* W_hh packed for the backend's recurrent GEMM (backend.h's rnn_pack) as
+ * B = W_hh^T (forward) or W_hh (backward, transposed false), when the backend
+ * has the slots and w_hh is f32: *packed a new tensor, else NULL (the layer
+ * uses matmul). CT_OK or the failure. */
+static inline ct_status ct__rnn_pack_w_hh(const ct_backend *be, const ct_tensor *w_hh,
+                                          bool transposed, ct_tensor **packed) {
+  *packed = NULL;
+  if (!be->rnn_pack || !be->rnn_matmul_packed || w_hh->dtype != CT_F32) return CT_OK;
+  int64_t G = w_hh->shape[0], H = w_hh->shape[1];
+  int64_t n = transposed ? ct_rnn_packed_numel(H, G) : ct_rnn_packed_numel(G, H);
+  *packed = ct__empty(&n, 1, w_hh->dtype, ct__device(w_hh));
+  if (!*packed) return CT_ERR_OOM;
+  return be->rnn_pack(*packed, w_hh, transposed);
 }
 /* Moves a window made by ct__rnn_window over t to element `at`: one view per
  * buffer serves every step. */

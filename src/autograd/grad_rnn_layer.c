@@ -39,8 +39,10 @@ static bool walk(ct_bw *b, const ct_rnn_layer_params *p, const walk_bufs *w) {
   ct_tensor *sp = bw_keep(b, ct__rnn_window(w->out, N, H, 0, false));
   ct_tensor *w_hh3 = bw_keep(b, ct__rnn_mat(w->w_hh, false));
   ct_tensor *dh3 = bw_keep(b, ct__rnn_window(w->dh, N, H, 0, true));
+  ct_tensor *dgh2 = bw_keep(b, ct__rnn_window(w->dgh, N, G, 0, false)), *packed = NULL;
   if (b->st != CT_OK) return false;
-  ct_status st = CT_OK;
+  ct_status st = ct__rnn_pack_w_hh(be, w->w_hh, false, &packed);
+  if (packed) bw_keep(b, packed);
   for (int64_t s = L - 1; s >= 0 && st == CT_OK; s--) {
     int64_t t = p->reverse ? L - 1 - s : s, tn = p->reverse ? t - 1 : t + 1;
     int64_t tp = p->reverse ? t + 1 : t - 1;
@@ -48,8 +50,12 @@ static bool walk(ct_bw *b, const ct_rnn_layer_params *p, const walk_bufs *w) {
     const ct_tensor *grad_h = gy, *grad_c = NULL;
     if (s < L - 1) { /* the paths through step tn */
       ct__rnn_seek(dgh3, w->dgh, tn * N * G);
-      st = be->copy(w->dh, gy);
-      if (st == CT_OK) st = be->matmul(dh3, dgh3, w_hh3, true);
+      ct__rnn_seek(dgh2, w->dgh, tn * N * G);
+      if (st == CT_OK) st = be->copy(w->dh, gy);
+      if (st == CT_OK && packed)
+        st = be->rnn_matmul_packed(w->dh, dgh2, packed, true);
+      else if (st == CT_OK)
+        st = be->matmul(dh3, dgh3, w_hh3, true);
       if (st == CT_OK && !lstm) st = be->binary(CT_BOP_ADD, w->dh, w->dh, w->carry);
       grad_h = w->dh;
     }

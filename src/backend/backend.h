@@ -337,6 +337,15 @@ typedef struct ct_backend {
                                  ct_tensor *grad_gh, ct_tensor *grad_state, const ct_tensor *grad_h,
                                  const ct_tensor *grad_c, const ct_tensor *state,
                                  const ct_tensor *ws);
+  /* The recurrent GEMM on a weight packed once per layer (optional, f32;
+   * NULL: the layers use matmul, which packs the weight again at every
+   * step). rnn_pack: packed (params.h's layout, ct_rnn_packed_numel
+   * elements) = B (K, Nc), which is w^T when transposed (w (Nc, K)), else w
+   * (w (K, Nc)); w any strides. rnn_matmul_packed: out (M, Nc) = a (M, K) @
+   * B (+ out when beta_one); out and a contiguous. */
+  ct_status (*rnn_pack)(ct_tensor *packed, const ct_tensor *w, bool transposed);
+  ct_status (*rnn_matmul_packed)(ct_tensor *out, const ct_tensor *a, const ct_tensor *packed,
+                                 bool beta_one);
   /* ---- Linear algebra: factorizations (optional; linalg family) ---- */
   /* Matrices here are LAPACK's: each (n, n) or (k, n) slice of a contiguous
    * tensor is read column-major, so a row-major matrix A is seen as A^T.

@@ -18,14 +18,16 @@ typedef struct layer_fwd {
   ct_tensor *in, *h0, *c0;       /* contiguous operands */
   ct_tensor *out, *ws, *gi, *gh; /* out (2|1, L, N, H), ws (L, N, W), gi (L, N, G), gh (N, G) */
   ct_tensor *in3, *gi3, *w_ihT, *w_hhT, *gh3, *gh2;
-  ct_tensor *h0_3, *hp3, *sp2; /* h_{t-1} for the GEMM (step 0: h0), the cell's old state */
+  ct_tensor *h0_3, *hp3, *hp2, *sp2; /* h_{t-1} for the GEMM (step 0: h0), the cell's old state */
+  ct_tensor *w_hh_packed;            /* W_hh^T for rnn_matmul_packed, or NULL */
   ct_tensor *h_t, *c_t, *ws_t, *gi_t;
 } layer_fwd;
 
 static void fwd_release(layer_fwd *f) {
-  ct_tensor **all[] = {&f->in,  &f->h0,  &f->c0,    &f->out,   &f->ws,   &f->gi,  &f->gh,
-                       &f->in3, &f->gi3, &f->w_ihT, &f->w_hhT, &f->gh3,  &f->gh2, &f->h0_3,
-                       &f->hp3, &f->sp2, &f->h_t,   &f->c_t,   &f->ws_t, &f->gi_t};
+  ct_tensor **all[] = {&f->in,  &f->h0,   &f->c0,   &f->out,        &f->ws,    &f->gi,
+                       &f->gh,  &f->in3,  &f->gi3,  &f->w_ihT,      &f->w_hhT, &f->gh3,
+                       &f->gh2, &f->h0_3, &f->hp3,  &f->hp2,        &f->sp2,   &f->h_t,
+                       &f->c_t, &f->ws_t, &f->gi_t, &f->w_hh_packed};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     ct__release(*all[i]);
     *all[i] = NULL;
@@ -57,6 +59,7 @@ static ct_status recur(const ct_backend *be, const ct_rnn_layer_args *a,
     int64_t t = a->reverse ? L - 1 - s : s, tp = a->reverse ? t + 1 : t - 1;
     if (s > 0) {
       ct__rnn_seek(f->hp3, f->out, tp * N * H);
+      ct__rnn_seek(f->hp2, f->out, tp * N * H);
       ct__rnn_seek(f->sp2, f->out, ((lstm ? L : 0) + tp) * N * H);
     }
     ct__rnn_seek(f->h_t, f->out, t * N * H);
@@ -64,7 +67,10 @@ static ct_status recur(const ct_backend *be, const ct_rnn_layer_args *a,
     ct__rnn_seek(f->ws_t, f->ws, t * N * W);
     ct__rnn_seek(f->gi_t, f->gi, t * N * G);
     if (gh_bias) st = ct__copy_into(f->gh, a->b_hh);
-    if (st == CT_OK) st = be->matmul(f->gh3, s > 0 ? f->hp3 : f->h0_3, f->w_hhT, gh_bias);
+    if (st == CT_OK && f->w_hh_packed)
+      st = be->rnn_matmul_packed(f->gh2, s > 0 ? f->hp2 : f->h0, f->w_hh_packed, gh_bias);
+    else if (st == CT_OK)
+      st = be->matmul(f->gh3, s > 0 ? f->hp3 : f->h0_3, f->w_hhT, gh_bias);
     const ct_tensor *state = s > 0 ? f->sp2 : lstm ? f->c0 : f->h0;
     if (st == CT_OK) st = be->rnn_cell(&p->cell, f->h_t, f->c_t, f->ws_t, f->gi_t, f->gh2, state);
   }
@@ -99,15 +105,17 @@ ct_tensor *ct__rnn_layer(const ct_rnn_layer_args *a) {
   f.gh2 = ct__rnn_window(f.gh, N, G, 0, false);
   f.h0_3 = ct__rnn_window(f.h0, N, H, 0, true);
   f.hp3 = ct__rnn_window(f.out, N, H, 0, true);
+  f.hp2 = ct__rnn_window(f.out, N, H, 0, false);
   f.sp2 = ct__rnn_window(f.out, N, H, 0, false);
   f.h_t = ct__rnn_window(f.out, N, H, 0, false);
   f.c_t = lstm ? ct__rnn_window(f.out, N, H, 0, false) : NULL;
   f.ws_t = ct__rnn_window(f.ws, N, W, 0, false);
   f.gi_t = ct__rnn_window(f.gi, N, G, 0, false);
-  if (!f.in3 || !f.gi3 || !f.w_ihT || !f.w_hhT || !f.gh3 || !f.gh2 || !f.h0_3 || !f.hp3 || !f.sp2 ||
-      !f.h_t || (lstm && !f.c_t) || !f.ws_t || !f.gi_t)
+  if (!f.in3 || !f.gi3 || !f.w_ihT || !f.w_hhT || !f.gh3 || !f.gh2 || !f.h0_3 || !f.hp3 || !f.hp2 ||
+      !f.sp2 || !f.h_t || (lstm && !f.c_t) || !f.ws_t || !f.gi_t)
     goto done;
-  st = project_input(be, a, &f);
+  st = ct__rnn_pack_w_hh(be, a->w_hh, true, &f.w_hh_packed);
+  if (st == CT_OK) st = project_input(be, a, &f);
   if (st == CT_OK) st = recur(be, a, &p, &f);
 done:;
   ct_tensor *out = NULL;
