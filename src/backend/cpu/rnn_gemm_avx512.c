@@ -35,34 +35,12 @@ void ct__rnn_panel_avx512(int64_t mr, int64_t nc, int64_t K, const float *A, int
                           const float *P, float *C, int64_t ldc, bool beta_one) {
   __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
   __mmask16 m1 = nc >= 32 ? 0xFFFF : nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
-  /* one instance per row count, so that the accumulators stay in registers */
-  switch (mr) {
-    case 1:
-      panel_rows(1, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 2:
-      panel_rows(2, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 3:
-      panel_rows(3, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 4:
-      panel_rows(4, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 5:
-      panel_rows(5, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 6:
-      panel_rows(6, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 7:
-      panel_rows(7, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    case 8:
-      panel_rows(8, m0, m1, K, A, lda, P, C, ldc, beta_one);
-      break;
-    default:
-      break;
-  }
+  /* full blocks with a constant row count, so that the accumulators stay in
+   * registers; the last block of a batch that is not a multiple of 8 through
+   * the same code with a run-time count */
+  if (mr == 8)
+    panel_rows(8, m0, m1, K, A, lda, P, C, ldc, beta_one);
+  else
+    panel_rows((int)mr, m0, m1, K, A, lda, P, C, ldc, beta_one);
 }
 #endif
