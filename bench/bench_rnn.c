@@ -4,10 +4,10 @@
  * num_layers=2) on x (64, 32, 128) f32 (sequence 64, batch 32), the MSE of
  * the output (64, 32, 256) against a fixed target, backward, and one SGD
  * step (lr 0.01, momentum 0.9): zero_grad, forward, loss, backward, step.
- * "ctensor" is ct_lstm_new's module (the fused cell kernels); "ctensor_unfused"
- * the same LSTM written with ctensor ops step by step (linear, sigmoid, tanh,
- * mul, add: the composition the fused cell replaced), which measures the
- * fusion. Before timing, the loss must be finite and fall over 3 steps.
+ * "ctensor" is ct_lstm_new's module (each layer one autograd node around the
+ * fused cell kernels, nn/rnn_layer.c); "ctensor_unfused" the same LSTM written
+ * with ctensor ops step by step (linear, sigmoid, tanh, mul, add: the
+ * composition the layer node and the fused cell replaced). Before timing, the loss must be finite and fall over 3 steps.
  * bench/peers_rnn.py times PyTorch the same way; bench/rnn.sh runs both and
  * prints the ratio.
  *
@@ -34,10 +34,10 @@ typedef struct ctx {
   double loss;
 } ctx;
 
-/* The LSTM as ops (inside the caller's scope), the module's schedule with
- * the cell unfused: per layer the input's projection 8 steps at a time
- * (nn/rnn.c's RNN_PROJ_STEPS), then per step the hidden projection and the
- * gates as views of one (N, 4H) tensor. */
+/* The LSTM as ops (inside the caller's scope), the modules' per-step
+ * schedule (still theirs for f16/bf16) with the cell unfused: per layer the
+ * input's projection 8 steps at a time (nn/rnn.c's RNN_PROJ_STEPS), then per
+ * step the hidden projection and the gates as views of one (N, 4H) tensor. */
 static ct_tensor *unfused_forward(const ctx *c) {
   const ct_tensor *in = c->x;
   ct_tensor *hs[L];

@@ -17,8 +17,10 @@
  *         n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn));  h' = (1 - z) * n + z * h
  * Each step is two matmuls (the input's projection made for every step at
  * once) and one fused kernel for the rest (ct_lstm_cell_pointwise,
- * ct_gru_cell_pointwise below) with a fused backward, for f32 and f64; f16
- * and bf16 run the same formulas as separate ops where matmul takes them.
+ * ct_gru_cell_pointwise below); for f32 and f64 each layer and direction is
+ * one autograd node whose backward walks the steps in reverse, as torch's
+ * fused RNN; f16 and bf16 (and autocast regions) run the same formulas as
+ * separate ops where matmul takes them.
  * Everything is differentiable (inputs, initial states and weights).
  *
  * dropout > 0 applies ct_dropout to the output of every layer but the last,

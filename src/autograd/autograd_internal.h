@@ -233,6 +233,56 @@ ct_tensor *ct__ag_sdpa(ct_tensor *r, const ct_tensor *const inputs[3],
  * forward's workspace. */
 ct_tensor *ct__ag_rnn_cell(ct_tensor *r, const ct_tensor *const inputs[3], const ct_tensor *state,
                            const ct_tensor *ws, const ct_rnn_cell_params *p);
+/* ---- recurrent layers (grad_rnn_layer.c) ---- */
+/* One direction of one layer (nn/rnn_layer.h), p's kind, steps L, rows N,
+ * units H, input features I. */
+typedef struct ct_rnn_layer_params {
+  ct_rnn_cell_params cell;
+  bool reverse;
+  int64_t L, I;
+} ct_rnn_layer_params;
+/* Views the layer's loops are written with (not registered; NULL with
+ * CT_ERR_OOM): a contiguous (rows, cols) window at element `at` of t
+ * (t's offset + at), 3-d (1, rows, cols) for the matmul slot when mm; and
+ * the matrix m (r, c) as the slot's (1, r, c) operand, or (1, c, r) = m^T. */
+static inline ct_tensor *ct__rnn_window(const ct_tensor *t, int64_t rows, int64_t cols, int64_t at,
+                                        bool mm) {
+  return mm ? ct__view_of(t, t->dtype, (int64_t[]){1, rows, cols},
+                          (int64_t[]){rows * cols, cols, 1}, 3, t->offset + at)
+            : ct__view_of(t, t->dtype, (int64_t[]){rows, cols}, (int64_t[]){cols, 1}, 2,
+                          t->offset + at);
+}
+static inline ct_tensor *ct__rnn_mat(const ct_tensor *m, bool transposed) {
+  int k = transposed ? 1 : 0;
+  return ct__view_of(m, m->dtype, (int64_t[]){1, m->shape[k], m->shape[1 - k]},
+                     (int64_t[]){0, m->strides[k], m->strides[1 - k]}, 3, m->offset);
+}
+/* W_hh packed for the backend's recurrent GEMM (backend.h's rnn_pack) as
+ * B = W_hh^T (forward) or W_hh (backward, transposed false), when the backend
+ * has the slots and w_hh is f32: *packed a new tensor, else NULL (the layer
+ * uses matmul). CT_OK or the failure. */
+static inline ct_status ct__rnn_pack_w_hh(const ct_backend *be, const ct_tensor *w_hh,
+                                          bool transposed, ct_tensor **packed) {
+  *packed = NULL;
+  if (!be->rnn_pack || !be->rnn_matmul_packed || w_hh->dtype != CT_F32) return CT_OK;
+  int64_t G = w_hh->shape[0], H = w_hh->shape[1];
+  int64_t n = transposed ? ct_rnn_packed_numel(H, G) : ct_rnn_packed_numel(G, H);
+  *packed = ct__empty(&n, 1, w_hh->dtype, ct__device(w_hh));
+  if (!*packed) return CT_ERR_OOM;
+  return be->rnn_pack(*packed, w_hh, transposed);
+}
+/* Moves a window made by ct__rnn_window over t to element `at`: one view per
+ * buffer serves every step. */
+static inline void ct__rnn_seek(ct_tensor *v, const ct_tensor *t, int64_t at) {
+  v->offset = t->offset + at;
+}
+/* r: the layer's output (LSTM (2, L, N, H), GRU (L, N, H)) of inputs {in,
+ * h0, c0, w_ih, w_hh, b_ih, b_hh} (NULL where absent); saved: in, h0, c0
+ * (LSTM) as the forward's contiguous operands, and ws (L, N, 5H | 4H), every
+ * step's cell workspace. */
+ct_tensor *ct__ag_rnn_layer(ct_tensor *r, const ct_tensor *const inputs[7], const ct_tensor *in,
+                            const ct_tensor *h0, const ct_tensor *c0, const ct_tensor *ws,
+                            const ct_rnn_layer_params *p);
 /* ---- linalg family: factorizations (grad_linalg_factor.c) ---- */
 /* x = solve(a, b) (vec: b and x are vectors); lu, piv: the LU of a the
  * forward computed (ops/linalg_factor.h), saved for the gradient. */

@@ -21,8 +21,12 @@ static void rnn_cell_backward(ct_bw *c, const ct_tensor *g) {
   ct_tensor *g_gi = bw_empty(c, (int64_t[]){N, G}, 2, state->dtype, dev);
   ct_tensor *g_gh = lstm ? NULL : bw_empty(c, (int64_t[]){N, G}, 2, state->dtype, dev);
   ct_tensor *g_state = bw_empty(c, (int64_t[]){N, H}, 2, state->dtype, dev);
+  /* the LSTM's g_out is (2, N, H): the gradients of h' and c' */
+  const int64_t hs[2] = {N, H}, st[2] = {H, 1};
+  ct_tensor *g_h = lstm ? bw_view(c, g_out, hs, st, 2, g_out ? g_out->offset : 0) : g_out;
+  ct_tensor *g_c = lstm ? bw_view(c, g_out, hs, st, 2, g_out ? g_out->offset + N * H : 0) : NULL;
   if (c->st != CT_OK || !bw_ok(c, ct__backend_of(state)->rnn_cell_backward(
-                                      &s->p, g_gi, g_gh, g_state, g_out, state, ws)))
+                                      &s->p, g_gi, g_gh, g_state, g_h, g_c, state, ws)))
     return;
   BW_GRAD(c, 0, g_gi);
   BW_GRAD(c, 1, lstm ? g_gi : g_gh); /* the LSTM sums gi + gh: one gradient for both */

@@ -76,7 +76,7 @@ typedef struct ct_bw ct_bw;
  * input's shape and casts it to the input's dtype. */
 typedef void (*ct_backward_fn)(ct_bw *b, const ct_tensor *g);
 
-#define CT_NODE_MAX_SAVED 6
+#define CT_NODE_MAX_SAVED 8
 
 struct ct_node {
   atomic_int refcount;

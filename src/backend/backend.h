@@ -322,17 +322,30 @@ typedef struct ct_backend {
   /* ---- Recurrent cells (optional) ---- */
   /* The pointwise part of one LSTM or GRU step (params.h's
    * ct_rnn_cell_params, core/rnn_math.h): from the gate pre-activations gi,
-   * gh and the state, out (LSTM: (2, N, H) = h', c'; GRU: (N, H) = h') and
-   * the workspace ws the backward pass reads. Contiguous, f32 or f64. */
-  ct_status (*rnn_cell)(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
-                        const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state);
-  /* Its gradients from grad_out (out's shape) and the forward's state and
-   * ws: grad_gi (N, G*H) (LSTM: the gradient of both gi and gh), grad_gh
-   * (GRU only, else NULL) and grad_state (N, H), all written. */
+   * gh and the state, h_new (N, H), c_new (N, H) (LSTM only, else NULL) and
+   * the workspace ws the backward pass reads. Separate h and c outputs let a
+   * whole-layer op write them straight into its h and c sequences.
+   * Contiguous, f32 or f64. */
+  ct_status (*rnn_cell)(const ct_rnn_cell_params *p, ct_tensor *h_new, ct_tensor *c_new,
+                        ct_tensor *ws, const ct_tensor *gi, const ct_tensor *gh,
+                        const ct_tensor *state);
+  /* Its gradients from grad_h (N, H), grad_c (N, H) (LSTM only, else NULL)
+   * and the forward's state and ws: grad_gi (N, G*H) (LSTM: the gradient of
+   * both gi and gh), grad_gh (GRU only, else NULL) and grad_state (N, H),
+   * all written. */
   ct_status (*rnn_cell_backward)(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
-                                 ct_tensor *grad_gh, ct_tensor *grad_state,
-                                 const ct_tensor *grad_out, const ct_tensor *state,
+                                 ct_tensor *grad_gh, ct_tensor *grad_state, const ct_tensor *grad_h,
+                                 const ct_tensor *grad_c, const ct_tensor *state,
                                  const ct_tensor *ws);
+  /* The recurrent GEMM on a weight packed once per layer (optional, f32;
+   * NULL: the layers use matmul, which packs the weight again at every
+   * step). rnn_pack: packed (params.h's layout, ct_rnn_packed_numel
+   * elements) = B (K, Nc), which is w^T when transposed (w (Nc, K)), else w
+   * (w (K, Nc)); w any strides. rnn_matmul_packed: out (M, Nc) = a (M, K) @
+   * B (+ out when beta_one); out and a contiguous. */
+  ct_status (*rnn_pack)(ct_tensor *packed, const ct_tensor *w, bool transposed);
+  ct_status (*rnn_matmul_packed)(ct_tensor *out, const ct_tensor *a, const ct_tensor *packed,
+                                 bool beta_one);
   /* ---- Linear algebra: factorizations (optional; linalg family) ---- */
   /* Matrices here are LAPACK's: each (n, n) or (k, n) slice of a contiguous
    * tensor is read column-major, so a row-major matrix A is seen as A^T.

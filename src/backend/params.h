@@ -186,10 +186,17 @@ typedef struct ct_sdpa_params {
  * (core/rnn_math.h), everything after the two gate matmuls. All tensors are
  * contiguous, one dtype (f32 or f64):
  *   LSTM: gi, gh (N, 4H) pre-activations (i, f, g, o); state c (N, H);
- *         out (2, N, H) = (h', c'); ws (N, 5H) = (i, f, g, o, tanh c').
+ *         outputs h', c' (N, H) each; ws (N, 5H) = (i, f, g, o, tanh c').
  *   GRU:  gi, gh (N, 3H) (r, z, n; gh's n part is h W_hn^T + b_hn); state h
- *         (N, H); out (N, H) = h'; ws (N, 4H) = (r, z, n, h W_hn^T + b_hn). */
+ *         (N, H); output h' (N, H); ws (N, 4H) = (r, z, n, h W_hn^T + b_hn). */
 typedef enum { CT_RNN_CELL_LSTM, CT_RNN_CELL_GRU } ct_rnn_cell_kind;
+/* The recurrent GEMM's packed weight (rnn_pack, rnn_matmul_packed): B (K, Nc)
+ * as column panels of CT_RNN_PANEL, panel p = B[:, 32p .. 32p + 31] stored
+ * (K, 32) row-major, the columns past Nc zero; ct_rnn_packed_numel elements. */
+#define CT_RNN_PANEL 32
+static inline int64_t ct_rnn_packed_numel(int64_t K, int64_t Nc) {
+  return (Nc + CT_RNN_PANEL - 1) / CT_RNN_PANEL * CT_RNN_PANEL * K;
+}
 typedef struct ct_rnn_cell_params {
   ct_rnn_cell_kind kind;
   int64_t N, H;

@@ -1,14 +1,18 @@
 /* LSTM and GRU modules (ctensor/rnn.h): torch's parameter names, gate order
- * and initialization, bidirectional layers and dropout between layers. Each
- * layer and direction projects its input 8 steps at a time (one matmul),
- * and steps through time with the hidden projection and the fused pointwise
- * cell (nn/rnn_cell.c). */
+ * and initialization, bidirectional layers and dropout between layers. In
+ * f32 and f64 on backends with the fused cell, each layer and direction is
+ * one autograd node (nn/rnn_layer.h); otherwise (f16, bf16, autocast) it
+ * projects its input 8 steps at a time (one matmul) and steps through time
+ * with the hidden projection and the pointwise cell (nn/rnn_cell.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/backend.h"
+#include "ctensor/amp.h"
 #include "ctensor/rnn.h"
 #include "nn/module_internal.h"
+#include "nn/rnn_layer.h"
 
 typedef enum { RNN_LSTM, RNN_GRU } rnn_kind;
 
@@ -120,7 +124,8 @@ static bool check_state(const char *what, const char *name, const ct_tensor *s, 
   return ok;
 }
 
-/* Steps whose input projection is one matmul. Not the whole sequence: the
+/* Steps whose input projection is one matmul in the per-step composition
+ * (the one-node path projects the whole sequence at once). Not all: the
  * gradient of each step's view of a projection is scattered into zeros of
  * the projection's shape before it is summed, so a projection of L steps
  * costs O(L^2) memory traffic in the backward pass (35% of a training step at
@@ -128,14 +133,53 @@ static bool check_state(const char *what, const char *name, const ct_tensor *s, 
  * and that traffic 8*L. */
 #define RNN_PROJ_STEPS 8
 
+/* Whether one direction of layer l runs as one node (nn/rnn_layer.h): f32
+ * or f64, every tensor of one dtype and device, a backend with the fused
+ * cell, no autocast (whose region runs the projections in half precision,
+ * as the per-step composition does). */
+static bool layer_fusable(const rnn_layer *l, const ct_tensor *in, const ct_tensor *h,
+                          const ct_tensor *c) {
+  ct_dtype dt = ct_dtype_of(in);
+  ct_device dev = ct_device_of(in);
+  if ((dt != CT_F32 && dt != CT_F64) || ct_autocast_is_enabled(dev.type)) return false;
+  const ct_tensor *all[] = {h, c, l->w_ih, l->w_hh, l->b_ih, l->b_hh};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (all[i] && (ct_dtype_of(all[i]) != dt || !ct_device_equal(ct_device_of(all[i]), dev)))
+      return false;
+  const ct_backend *be = ct__backend_of(in);
+  return be->matmul && be->rnn_cell && be->rnn_cell_backward;
+}
+
+/* The direction as one node: its output (2, L, N, H) (LSTM) or (L, N, H)
+ * (GRU) viewed as the h sequence; *h and *c become the final states. */
+static ct_tensor *run_fused(const rnn_impl *r, const rnn_layer *l, bool reverse,
+                            const ct_tensor *in, ct_tensor **h, ct_tensor **c) {
+  bool lstm = r->kind == RNN_LSTM;
+  ct_rnn_layer_args a = {.kind = lstm ? CT_RNN_CELL_LSTM : CT_RNN_CELL_GRU,
+                         .reverse = reverse,
+                         .in = in,
+                         .h0 = *h,
+                         .c0 = *c,
+                         .w_ih = l->w_ih,
+                         .w_hh = l->w_hh,
+                         .b_ih = l->b_ih,
+                         .b_hh = l->b_hh};
+  ct_tensor *out = ct__rnn_layer(&a);
+  ct_tensor *hs = lstm ? ct_select(out, 0, 0) : out, *cs = lstm ? ct_select(out, 0, 1) : NULL;
+  int64_t last = reverse ? 0 : ct_shape(in)[0] - 1;
+  *h = ct_select(hs, 0, last);
+  *c = lstm ? ct_select(cs, 0, last) : NULL;
+  return *h && (!lstm || *c) ? hs : NULL;
+}
+
 /* One direction of one layer over in (L, N, features), from state h (and c
  * for the LSTM): the output (L, N, H); *h and *c become the final states. */
 static ct_tensor *run_direction(const rnn_impl *r, const rnn_layer *l, bool reverse,
-                                const ct_tensor *in, ct_tensor **h, ct_tensor **c,
-                                ct_tensor **hs) {
+                                const ct_tensor *in, ct_tensor **h, ct_tensor **c, ct_tensor **hs) {
   int64_t L = ct_shape(in)[0], b0 = -1;
   ct_tensor *gi_blk = NULL; /* (steps, N, G*H): x W_ih^T + b_ih of steps b0.. */
   bool ok = *h && (r->kind == RNN_GRU || *c);
+  if (ok && layer_fusable(l, in, *h, *c)) return run_fused(r, l, reverse, in, h, c);
   for (int64_t s = 0; s < L && ok; s++) {
     int64_t t = reverse ? L - 1 - s : s;
     if (t / RNN_PROJ_STEPS * RNN_PROJ_STEPS != b0) {

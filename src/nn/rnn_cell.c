@@ -57,6 +57,12 @@ static ct_tensor *composed(const ct_rnn_cell_params *p, const ct_tensor *gi, con
   return ct_add(ct_mul(ct_sub(state, n), z), n);
 }
 
+/* The k-th (N, H) block of a contiguous out: the LSTM's h' (0) or c' (1). */
+static ct_tensor *half(const ct_tensor *out, int k, const ct_rnn_cell_params *p) {
+  return ct__view_of(out, out->dtype, (int64_t[]){p->N, p->H}, (int64_t[]){p->H, 1}, 2,
+                     out->offset + k * p->N * p->H);
+}
+
 /* The backend's kernel: the output (LSTM (2, N, H), GRU (N, H)) recorded for
  * autograd; NULL on failure. */
 static ct_tensor *fused(const ct_backend *be, const ct_rnn_cell_params *p, const ct_tensor *gi,
@@ -65,12 +71,13 @@ static ct_tensor *fused(const ct_backend *be, const ct_rnn_cell_params *p, const
   ct_tensor *a = ct__nn_prep(gi, gi->dtype, &ok), *b = ct__nn_prep(gh, gi->dtype, &ok);
   ct_tensor *s = ct__nn_prep(state, gi->dtype, &ok);
   ct_device dev = ct__device(gi);
-  ct_tensor *out = NULL, *ws = NULL;
+  ct_tensor *out = NULL, *ws = NULL, *h = NULL, *c = NULL;
   if (ok &&
       (out = lstm ? ct__empty((int64_t[]){2, p->N, p->H}, 3, gi->dtype, dev)
                   : ct__empty((int64_t[]){p->N, p->H}, 2, gi->dtype, dev)) &&
       (ws = ct__empty((int64_t[]){p->N, (lstm ? 5 : 4) * p->H}, 2, gi->dtype, dev)) &&
-      be->rnn_cell(p, out, ws, a, b, s) == CT_OK) {
+      (h = half(out, 0, p)) && (!lstm || (c = half(out, 1, p))) &&
+      be->rnn_cell(p, h, c, ws, a, b, s) == CT_OK) {
     const ct_tensor *ins[3] = {gi, gh, state};
     out = ct__ag_rnn_cell(out, ins, s, ws, p);
   } else {
@@ -78,6 +85,7 @@ static ct_tensor *fused(const ct_backend *be, const ct_rnn_cell_params *p, const
     out = NULL;
   }
   ct__release(a), ct__release(b), ct__release(s), ct__release(ws);
+  ct__release(h), ct__release(c);
   return out;
 }
 

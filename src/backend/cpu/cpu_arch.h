@@ -7,6 +7,7 @@
 #ifndef CT_CPU_ARCH_H
 #define CT_CPU_ARCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #if defined(__AVX512F__)
@@ -23,6 +24,11 @@ int64_t ct__pool_max2x2_row_avx512(const float *r0, const float *r1, float *o, i
 /* Its backward for one plane: every grad_x element written once. */
 void ct__pool_max2x2_bwd_plane_avx512(float *gx, const float *go, const int64_t *ix, int64_t H,
                                       int64_t W, int64_t Ho, int64_t Wo);
+/* rnn_gemm_avx512.c: C rows [0, mr) (mr <= 8) x columns [0, nc) (nc <= 32)
+ * of one packed panel (params.h's CT_RNN_PANEL layout) = A (mr, K) @ panel
+ * (+ C when beta_one); A's rows lda apart, C's ldc. */
+void ct__rnn_panel_avx512(int64_t mr, int64_t nc, int64_t K, const float *A, int64_t lda,
+                          const float *P, float *C, int64_t ldc, bool beta_one);
 #endif
 
 #endif /* CT_CPU_ARCH_H */

@@ -108,6 +108,8 @@ const ct_backend ct__cpu_backend = {
     .sdpa_backward = ct__cpu_sdpa_backward,
     .rnn_cell = ct__cpu_rnn_cell,
     .rnn_cell_backward = ct__cpu_rnn_cell_backward,
+    .rnn_pack = ct__cpu_rnn_pack, /* rnn_gemm.c */
+    .rnn_matmul_packed = ct__cpu_rnn_matmul_packed,
 };
 
 /* The BLAS the CPU backend loads on first use (blas.c), loaded now. */

@@ -127,12 +127,17 @@ ct_status ct__cpu_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct
                                bool right);
 ct_status ct__cpu_sort_flat(ct_tensor *out, const ct_tensor *x);
 /* rnn.c (recurrent cells) */
-ct_status ct__cpu_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
-                           const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state);
+ct_status ct__cpu_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *h_new, ct_tensor *c_new,
+                           ct_tensor *ws, const ct_tensor *gi, const ct_tensor *gh,
+                           const ct_tensor *state);
 ct_status ct__cpu_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
                                     ct_tensor *grad_gh, ct_tensor *grad_state,
-                                    const ct_tensor *grad_out, const ct_tensor *state,
-                                    const ct_tensor *ws);
+                                    const ct_tensor *grad_h, const ct_tensor *grad_c,
+                                    const ct_tensor *state, const ct_tensor *ws);
+/* rnn_gemm.c (the recurrent GEMM on a packed weight) */
+ct_status ct__cpu_rnn_pack(ct_tensor *packed, const ct_tensor *w, bool transposed);
+ct_status ct__cpu_rnn_matmul_packed(ct_tensor *out, const ct_tensor *a, const ct_tensor *packed,
+                                    bool beta_one);
 
 /* attention.c (attention) */
 ct_status ct__cpu_sdpa(ct_tensor *out, ct_tensor *lse, const ct_tensor *q, const ct_tensor *k,

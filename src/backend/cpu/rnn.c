@@ -16,11 +16,12 @@
 typedef struct rnn_ctx {
   const ct_rnn_cell_params *p;
   bool backward;
-  /* forward: a, b = gi, gh; s = state; out, ws written
-   * backward: a = grad_out; s = state; ws read; out = grad_gi (LSTM: of the
-   * pre-activations), gh = grad_gh (GRU), gs = grad_state written */
+  /* forward: a, b = gi, gh; s = state; h, c (LSTM), ws written
+   * backward: a, b = grad_h, grad_c (LSTM); s = state; ws read; out =
+   * grad_gi (LSTM: of the pre-activations), gh = grad_gh (GRU), gs =
+   * grad_state written */
   const char *a, *b, *s;
-  char *out, *ws, *gh, *gs;
+  char *h, *c, *out, *ws, *gh, *gs;
   bool f64;
   int64_t rows_per_task;
 } rnn_ctx;
@@ -57,29 +58,32 @@ static ct_status run(rnn_ctx *c, ct_dtype dt, const char *op) {
   return CT_OK;
 }
 
-ct_status ct__cpu_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
-                           const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state) {
+ct_status ct__cpu_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *h_new, ct_tensor *c_new,
+                           ct_tensor *ws, const ct_tensor *gi, const ct_tensor *gh,
+                           const ct_tensor *state) {
   rnn_ctx c = {.p = p,
                .a = ct__data(gi),
                .b = ct__data(gh),
                .s = ct__data(state),
-               .out = ct__data(out),
+               .h = ct__data(h_new),
+               .c = c_new ? ct__data(c_new) : NULL,
                .ws = ct__data(ws)};
   return run(&c, gi->dtype, p->kind == CT_RNN_CELL_LSTM ? "lstm_cell" : "gru_cell");
 }
 
 ct_status ct__cpu_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
                                     ct_tensor *grad_gh, ct_tensor *grad_state,
-                                    const ct_tensor *grad_out, const ct_tensor *state,
-                                    const ct_tensor *ws) {
+                                    const ct_tensor *grad_h, const ct_tensor *grad_c,
+                                    const ct_tensor *state, const ct_tensor *ws) {
   rnn_ctx c = {.p = p,
                .backward = true,
-               .a = ct__data(grad_out),
+               .a = ct__data(grad_h),
+               .b = grad_c ? ct__data(grad_c) : NULL,
                .s = ct__data(state),
                .ws = (char *)ct__data(ws),
                .out = ct__data(grad_gi),
                .gh = grad_gh ? ct__data(grad_gh) : NULL,
                .gs = ct__data(grad_state)};
-  return run(&c, grad_out->dtype,
+  return run(&c, grad_h->dtype,
              p->kind == CT_RNN_CELL_LSTM ? "lstm_cell_backward" : "gru_cell_backward");
 }

@@ -13,9 +13,8 @@ static void CT_CAT(lstm_fwd_row_,
                          CT_T *restrict wg, CT_T *restrict wo, CT_T *restrict wtc,
                          CT_T *restrict c_new, CT_T *restrict h_new) {
   CT_SIMD for (int64_t j = 0; j < H; j++)
-    CT_FN(ct_lstm_cell_fwd)
-    (ai[j] + hi[j], af[j] + hf[j], ag[j] + hg[j], ao[j] + ho[j], c[j], &wi[j], &wf[j], &wg[j],
-     &wo[j], &wtc[j], &c_new[j], &h_new[j]);
+      CT_FN(ct_lstm_cell_fwd)(ai[j] + hi[j], af[j] + hf[j], ag[j] + hg[j], ao[j] + ho[j], c[j],
+                              &wi[j], &wf[j], &wg[j], &wo[j], &wtc[j], &c_new[j], &h_new[j]);
 }
 
 static void CT_CAT(lstm_bwd_row_, CT_S)(int64_t H, const CT_T *restrict dh, const CT_T *restrict dc,
@@ -25,9 +24,8 @@ static void CT_CAT(lstm_bwd_row_, CT_S)(int64_t H, const CT_T *restrict dh, cons
                                         CT_T *restrict di, CT_T *restrict df, CT_T *restrict dg,
                                         CT_T *restrict dout, CT_T *restrict dc_old) {
   CT_SIMD for (int64_t j = 0; j < H; j++)
-    CT_FN(ct_lstm_cell_bwd)
-    (dh[j], dc[j], wi[j], wf[j], wg[j], wo[j], wtc[j], c[j], &di[j], &df[j], &dg[j], &dout[j],
-     &dc_old[j]);
+      CT_FN(ct_lstm_cell_bwd)(dh[j], dc[j], wi[j], wf[j], wg[j], wo[j], wtc[j], c[j], &di[j],
+                              &df[j], &dg[j], &dout[j], &dc_old[j]);
 }
 
 static void CT_CAT(gru_fwd_row_, CT_S)(int64_t H, const CT_T *restrict ir, const CT_T *restrict iz,
@@ -57,11 +55,12 @@ static void CT_CAT(gru_bwd_row_, CT_S)(int64_t H, const CT_T *restrict dh, const
 }
 
 static void CT_CAT(rnn_rows_, CT_S)(const rnn_ctx *c, int64_t r0, int64_t r1) {
-  const int64_t N = c->p->N, H = c->p->H;
+  const int64_t H = c->p->H;
   const bool lstm = c->p->kind == CT_RNN_CELL_LSTM;
   const int64_t G = (lstm ? 4 : 3) * H, W = (lstm ? 5 : 4) * H;
   const CT_T *a = (const CT_T *)c->a, *b = (const CT_T *)c->b, *s = (const CT_T *)c->s;
   CT_T *out = (CT_T *)c->out, *ws = (CT_T *)c->ws, *gh = (CT_T *)c->gh, *gs = (CT_T *)c->gs;
+  CT_T *h_new = (CT_T *)c->h, *c_new = (CT_T *)c->c;
   for (int64_t n = r0; n < r1; n++) {
     CT_T *w = ws + n * W;
     const CT_T *st = s + n * H;
@@ -69,17 +68,17 @@ static void CT_CAT(rnn_rows_, CT_S)(const rnn_ctx *c, int64_t r0, int64_t r1) {
       const CT_T *ai = a + n * G, *hi = b + n * G;
       CT_CAT(lstm_fwd_row_, CT_S)
       (H, ai, ai + H, ai + 2 * H, ai + 3 * H, hi, hi + H, hi + 2 * H, hi + 3 * H, st, w, w + H,
-       w + 2 * H, w + 3 * H, w + 4 * H, out + (N + n) * H, out + n * H);
+       w + 2 * H, w + 3 * H, w + 4 * H, c_new + n * H, h_new + n * H);
     } else if (lstm) {
       CT_T *d = out + n * G;
       CT_CAT(lstm_bwd_row_, CT_S)
-      (H, a + n * H, a + (N + n) * H, w, w + H, w + 2 * H, w + 3 * H, w + 4 * H, st, d, d + H,
-       d + 2 * H, d + 3 * H, gs + n * H);
+      (H, a + n * H, b + n * H, w, w + H, w + 2 * H, w + 3 * H, w + 4 * H, st, d, d + H, d + 2 * H,
+       d + 3 * H, gs + n * H);
     } else if (!c->backward) {
       const CT_T *ai = a + n * G, *hi = b + n * G;
       CT_CAT(gru_fwd_row_, CT_S)
       (H, ai, ai + H, ai + 2 * H, hi, hi + H, hi + 2 * H, st, w, w + H, w + 2 * H, w + 3 * H,
-       out + n * H);
+       h_new + n * H);
     } else {
       CT_T *di = out + n * G, *dh = gh + n * G;
       CT_CAT(gru_bwd_row_, CT_S)

@@ -306,18 +306,20 @@ static ct_status cuda_sdpa_backward(ct_tensor *grad_q, ct_tensor *grad_k, ct_ten
 
 /* ---- recurrent cells: rnn.cu ------------------------------------------------------- */
 
-static ct_status cuda_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *out, ct_tensor *ws,
-                               const ct_tensor *gi, const ct_tensor *gh, const ct_tensor *state) {
-  ctc_t o = desc(out), w = desc(ws), a = desc(gi), b = desc(gh), s = desc(state);
-  return ct__cuda_rnn_cell(p, &o, &w, &a, &b, &s);
+static ct_status cuda_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *h_new, ct_tensor *c_new,
+                               ct_tensor *ws, const ct_tensor *gi, const ct_tensor *gh,
+                               const ct_tensor *state) {
+  ctc_t h = desc(h_new), c, w = desc(ws), a = desc(gi), b = desc(gh), s = desc(state);
+  return ct__cuda_rnn_cell(p, &h, opt(c_new, &c), &w, &a, &b, &s);
 }
 static ct_status cuda_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *grad_gi,
                                         ct_tensor *grad_gh, ct_tensor *grad_state,
-                                        const ct_tensor *grad_out, const ct_tensor *state,
-                                        const ct_tensor *ws) {
-  ctc_t gi = desc(grad_gi), gh, gs = desc(grad_state), g = desc(grad_out), s = desc(state),
+                                        const ct_tensor *grad_h, const ct_tensor *grad_c,
+                                        const ct_tensor *state, const ct_tensor *ws) {
+  ctc_t gi = desc(grad_gi), gh, gs = desc(grad_state), dh = desc(grad_h), dc, s = desc(state),
         w = desc(ws);
-  return ct__cuda_rnn_cell_backward(p, &gi, opt(grad_gh, &gh), &gs, &g, &s, &w);
+  return ct__cuda_rnn_cell_backward(p, &gi, opt(grad_gh, &gh), &gs, &dh, opt(grad_c, &dc), &s,
+                                    &w);
 }
 
 /* ---- Optimizers, random -------------------------------------------------------------------- */

@@ -185,11 +185,13 @@ ct_status ct__cuda_searchsorted(const ctc_t *out, const ctc_t *sorted, const ctc
 ct_status ct__cuda_sort_flat(const ctc_t *out, const ctc_t *x);
 
 /* rnn.cu (recurrent cells) */
-ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t *out, const ctc_t *ws,
-                            const ctc_t *gi, const ctc_t *gh, const ctc_t *state);
+ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t *h_new, const ctc_t *c_new,
+                            const ctc_t *ws, const ctc_t *gi, const ctc_t *gh,
+                            const ctc_t *state);
 ct_status ct__cuda_rnn_cell_backward(const ct_rnn_cell_params *p, const ctc_t *grad_gi,
                                      const ctc_t *grad_gh, const ctc_t *grad_state,
-                                     const ctc_t *grad_out, const ctc_t *state, const ctc_t *ws);
+                                     const ctc_t *grad_h, const ctc_t *grad_c, const ctc_t *state,
+                                     const ctc_t *ws);
 
 /* attention.cu (attention) */
 ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc_t *q, const ctc_t *k,

@@ -10,11 +10,11 @@
 
 struct rnn_args {
   ct_rnn_cell_params p;
-  /* forward: a, b = gi, gh; s = state; out, ws written
-   * backward: a = grad_out; s = state; ws read; out = grad_gi, gh = grad_gh
-   * (GRU), gs = grad_state written */
+  /* forward: a, b = gi, gh; s = state; h, c (LSTM), ws written
+   * backward: a, b = grad_h, grad_c (LSTM); s = state; ws read; out =
+   * grad_gi, gh = grad_gh (GRU), gs = grad_state written */
   const char *a, *b, *s;
-  char *out, *ws, *gh, *gs;
+  char *h, *c, *out, *ws, *gh, *gs;
 };
 
 enum { LSTM_FWD, LSTM_BWD, GRU_FWD, GRU_BWD };
@@ -22,25 +22,25 @@ enum { LSTM_FWD, LSTM_BWD, GRU_FWD, GRU_BWD };
 /* Element e = n * H + j of the cell, for the pass K. */
 template <class T, int K>
 __device__ __forceinline__ void cell_elem(const rnn_args &r, int64_t n, int64_t j, int64_t e) {
-  const int64_t H = r.p.H, total = r.p.N * H;
+  const int64_t H = r.p.H;
   const T *st = (const T *)r.s;
   if (K == LSTM_FWD) {
     const T *ai = (const T *)r.a + n * 4 * H + j, *ah = (const T *)r.b + n * 4 * H + j;
-    T *w = (T *)r.ws + n * 5 * H + j, *out = (T *)r.out;
+    T *w = (T *)r.ws + n * 5 * H + j;
     ct_lstm_cell_fwd(ai[0] + ah[0], ai[H] + ah[H], ai[2 * H] + ah[2 * H], ai[3 * H] + ah[3 * H],
-                     st[e], &w[0], &w[H], &w[2 * H], &w[3 * H], &w[4 * H], &out[total + e],
-                     &out[e]);
+                     st[e], &w[0], &w[H], &w[2 * H], &w[3 * H], &w[4 * H], &((T *)r.c)[e],
+                     &((T *)r.h)[e]);
   } else if (K == LSTM_BWD) {
-    const T *g = (const T *)r.a, *w = (const T *)r.ws + n * 5 * H + j;
+    const T *w = (const T *)r.ws + n * 5 * H + j;
     T *d = (T *)r.out + n * 4 * H + j;
-    ct_lstm_cell_bwd(g[e], g[total + e], w[0], w[H], w[2 * H], w[3 * H], w[4 * H], st[e], &d[0],
+    ct_lstm_cell_bwd(((const T *)r.a)[e], ((const T *)r.b)[e], w[0], w[H], w[2 * H], w[3 * H], w[4 * H], st[e], &d[0],
                      &d[H], &d[2 * H], &d[3 * H], &((T *)r.gs)[e]);
   } else if (K == GRU_FWD) {
     const T *ai = (const T *)r.a + n * 3 * H + j, *ah = (const T *)r.b + n * 3 * H + j;
     T *w = (T *)r.ws + n * 4 * H + j;
     w[3 * H] = ah[2 * H];
     ct_gru_cell_fwd(ai[0], ai[H], ai[2 * H], ah[0], ah[H], ah[2 * H], st[e], &w[0], &w[H],
-                    &w[2 * H], &((T *)r.out)[e]);
+                    &w[2 * H], &((T *)r.h)[e]);
   } else {
     const T *w = (const T *)r.ws + n * 4 * H + j;
     T *di = (T *)r.out + n * 3 * H + j, *dg = (T *)r.gh + n * 3 * H + j;
@@ -85,24 +85,26 @@ static ct_status run(const char *op, int dt, int dev, const rnn_args &r, bool ba
   return dt == CT_F64 ? launch<double>(op, dev, r, backward) : launch<float>(op, dev, r, backward);
 }
 
-extern "C" ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t *out,
-                                       const ctc_t *ws, const ctc_t *gi, const ctc_t *gh,
-                                       const ctc_t *state) {
+extern "C" ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t *h_new,
+                                       const ctc_t *c_new, const ctc_t *ws, const ctc_t *gi,
+                                       const ctc_t *gh, const ctc_t *state) {
   rnn_args r = {};
   r.p = *p;
-  r.a = gi->data, r.b = gh->data, r.s = state->data, r.out = out->data, r.ws = ws->data;
+  r.a = gi->data, r.b = gh->data, r.s = state->data, r.ws = ws->data;
+  r.h = h_new->data, r.c = c_new ? c_new->data : nullptr;
   return run(p->kind == CT_RNN_CELL_LSTM ? "lstm_cell" : "gru_cell", gi->dtype, gi->device, r,
              false);
 }
 
 extern "C" ct_status ct__cuda_rnn_cell_backward(const ct_rnn_cell_params *p, const ctc_t *grad_gi,
                                                 const ctc_t *grad_gh, const ctc_t *grad_state,
-                                                const ctc_t *grad_out, const ctc_t *state,
-                                                const ctc_t *ws) {
+                                                const ctc_t *grad_h, const ctc_t *grad_c,
+                                                const ctc_t *state, const ctc_t *ws) {
   rnn_args r = {};
   r.p = *p;
-  r.a = grad_out->data, r.s = state->data, r.ws = ws->data, r.out = grad_gi->data;
+  r.a = grad_h->data, r.b = grad_c ? grad_c->data : nullptr;
+  r.s = state->data, r.ws = ws->data, r.out = grad_gi->data;
   r.gh = grad_gh ? grad_gh->data : nullptr, r.gs = grad_state->data;
   return run(p->kind == CT_RNN_CELL_LSTM ? "lstm_cell_backward" : "gru_cell_backward",
-             grad_out->dtype, grad_out->device, r, true);
+             grad_h->dtype, grad_h->device, r, true);
 }
