@@ -138,6 +138,7 @@ vision)
       pass "$m: trains"
     case $m in resnet) want='sgd lr 0.05 momentum 0.9 weight decay 0.0005' ;; vit) want='adamw lr 0.001 weight decay 0.05' ;; esac
     expect_text "$m: default optimizer" $m.out "on cpu: $want cosine"
+    [ $m = resnet ] && expect_text "resnet: label smoothing 0.1 by default" $m.out "label smoothing 0.1,"
     CTENSOR_TEST_INTERRUPT_AFTER_BATCHES=4 run $m-int 130 "$CT" train --model $m --checkpoint $m-b.safetensors \
       "${VIS[@]}" --quiet && pass "$m: SIGINT exits 130"
     run $m-resumed 0 "$CT" train --resume --epochs 2 --checkpoint $m-b.safetensors --data-dir data --quiet &&

@@ -29,6 +29,10 @@
 #define DEFAULT_SGD_LR_RESNET 0.05
 #define DEFAULT_WEIGHT_DECAY_RESNET 5e-4
 #define DEFAULT_WEIGHT_DECAY_VIT 0.05
+/* The resnet's loss smooths its targets by 0.1 (torchvision's recipe): 10
+ * epochs ended at 93.53% and 93.06% test accuracy with seeds 1 and 2,
+ * against 92.93% and 93.24% without (tools/ctensor/README.md). */
+#define DEFAULT_LABEL_SMOOTHING_RESNET 0.1
 #define EVAL_BATCH 500
 /* The gpt: AdamW, lr 1e-3 (nanoGPT's for its small character-level model),
  * batches of 32 windows (4096 bytes), evaluation in batches of 64 windows. */
@@ -132,7 +136,8 @@ static void fill_defaults(cli_opts *o) {
     o->augment = o->model == MODEL_CNN || o->model == MODEL_VIT ? AUG_HFLIP
                  : o->model == MODEL_RESNET                     ? AUG_CROP | AUG_HFLIP
                                                                 : 0;
-  if (o->label_smoothing < 0) o->label_smoothing = 0;
+  if (o->label_smoothing < 0)
+    o->label_smoothing = o->model == MODEL_RESNET ? DEFAULT_LABEL_SMOOTHING_RESNET : 0;
 }
 
 /* The gpt reads text, the other models images; random image transforms
