@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds ctensor and runs the whole test suite: a Release build, then an
-# ASan+UBSan (leak checking on) build, each under ctest, then the file
-# readers' fuzz targets under libFuzzer (a clang build, build-fuzz; each
-# target fuzzed FUZZ_SECONDS, default 20, from its corpus in tests/fuzz).
+# ASan+UBSan (leak checking on) build and a portable build (no -march=native),
+# each under ctest, then the file readers' fuzz targets under libFuzzer (a
+# clang build, build-fuzz; each target fuzzed FUZZ_SECONDS, default 20, from
+# its corpus in tests/fuzz).
 # Installs missing dependencies first.
-#   scripts/test.sh            all three
+#   scripts/test.sh            all four
 #   scripts/test.sh --quick    the Release build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,10 @@ if [ "$quick" = 0 ]; then
   # checked by compute-sanitizer in scripts/gpu-check.sh on a GPU machine).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite sanitizer build-asan -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_SANITIZE=ON -DCTENSOR_CUDA=OFF
+  # What a distribution builds: no -march=native, so the kernels' portable
+  # paths (no AVX-512, no FMA contraction) compile and run; the native builds
+  # above never compile them. The CUDA backend is checked by the others.
+  run_suite portable build-portable -DCMAKE_BUILD_TYPE=Release -DCTENSOR_NATIVE=OFF -DCTENSOR_CUDA=OFF
   # libFuzzer needs clang; this build holds the library, the program and the
   # fuzz targets only, all instrumented (CTENSOR_FUZZ).
   echo "== fuzz build (build-fuzz)"

@@ -79,22 +79,23 @@ NZ_PASSES(GEN_NZ, 0)
 #define CT_SUM_BLOCK 4096
 typedef float ct_v16f __attribute__((vector_size(64)));
 
-static inline ct_v16f load_v16f(const float *p) {
-  ct_v16f v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 double ct__sum_f32(const float *x, int64_t n) {
   double total = 0;
   while (n >= 64) {
     int64_t b = (n < CT_SUM_BLOCK ? n : CT_SUM_BLOCK) & ~(int64_t)63;
     ct_v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
     for (int64_t i = 0; i < b; i += 64) {
-      a0 += load_v16f(x + i);
-      a1 += load_v16f(x + i + 16);
-      a2 += load_v16f(x + i + 32);
-      a3 += load_v16f(x + i + 48);
+      /* loads by memcpy, in place: a function returning a 64-byte vector
+       * changes the ABI where the build has no AVX-512 (-Werror=psabi) */
+      ct_v16f v0, v1, v2, v3;
+      memcpy(&v0, x + i, sizeof v0);
+      memcpy(&v1, x + i + 16, sizeof v1);
+      memcpy(&v2, x + i + 32, sizeof v2);
+      memcpy(&v3, x + i + 48, sizeof v3);
+      a0 += v0;
+      a1 += v1;
+      a2 += v2;
+      a3 += v3;
     }
     a0 = (a0 + a1) + (a2 + a3);
     double t = 0;
