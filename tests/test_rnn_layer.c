@@ -250,3 +250,34 @@ CT_TEST(f32_runs_the_layer_node_and_mixed_dtypes_compose) {
   ct_module_free(m);
   ct_scope_end();
 }
+
+/* Without a gradient the steps share one workspace: the same outputs and
+ * final states as with one, bit for bit. */
+CT_TEST(no_grad_forward_matches_the_recorded_one) {
+  const int64_t L = 5, N = 3, I = 4, H = 6;
+  for (int v = 0; v < 2; v++) {
+    bool lstm = v == 0;
+    ct_scope_begin();
+    ct_rnn_opts o = {.input_size = I, .hidden_size = H, .num_layers = 2, .bidirectional = true};
+    ct_module_opts mo = {.dtype = CT_F32, .device = ct_test_device()};
+    ct_module *m = lstm ? ct_lstm_new(&o, &mo) : ct_gru_new(&o, &mo);
+    CHECK_OK(m);
+    ct_tensor *x = ct_cast(ct_gradcheck_input(CT_SHAPE(L, N, I), -2, 2, 17), CT_F32);
+    ct_tensor *y[2], *hn[2] = {NULL, NULL}, *cn[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && m; k++) {
+      if (k == 1) ct_no_grad_begin();
+      y[k] = lstm ? ct_lstm_forward(m, x, NULL, NULL, &hn[k], &cn[k])
+                  : ct_gru_forward(m, x, NULL, &hn[k]);
+      if (k == 1) ct_no_grad_end();
+      CHECK_OK(y[k]);
+    }
+    if (m && y[0] && y[1]) {
+      CHECK(ct_requires_grad(y[0]) && !ct_requires_grad(y[1]));
+      CHECK(err(y[0], y[1]) == 0);
+      CHECK(err(hn[0], hn[1]) == 0);
+      if (lstm) CHECK(err(cn[0], cn[1]) == 0);
+    }
+    ct_module_free(m);
+    ct_scope_end();
+  }
+}

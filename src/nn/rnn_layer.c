@@ -21,6 +21,7 @@ typedef struct layer_fwd {
   ct_tensor *h0_3, *hp3, *hp2, *sp2; /* h_{t-1} for the GEMM (step 0: h0), the cell's old state */
   ct_tensor *w_hh_packed;            /* W_hh^T for rnn_matmul_packed, or NULL */
   ct_tensor *h_t, *c_t, *ws_t, *gi_t;
+  int64_t ws_stride; /* elements between steps' workspaces: 0 when no gradient keeps them */
 } layer_fwd;
 
 static void fwd_release(layer_fwd *f) {
@@ -53,7 +54,7 @@ static ct_status project_input(const ct_backend *be, const ct_rnn_layer_args *a,
 static ct_status recur(const ct_backend *be, const ct_rnn_layer_args *a,
                        const ct_rnn_layer_params *p, layer_fwd *f) {
   bool lstm = a->kind == CT_RNN_CELL_LSTM, gh_bias = !lstm && a->b_hh;
-  int64_t L = p->L, N = p->cell.N, H = p->cell.H, G = (lstm ? 4 : 3) * H, W = (lstm ? 5 : 4) * H;
+  int64_t L = p->L, N = p->cell.N, H = p->cell.H, G = (lstm ? 4 : 3) * H;
   ct_status st = CT_OK;
   for (int64_t s = 0; s < L && st == CT_OK; s++) {
     int64_t t = a->reverse ? L - 1 - s : s, tp = a->reverse ? t + 1 : t - 1;
@@ -64,7 +65,7 @@ static ct_status recur(const ct_backend *be, const ct_rnn_layer_args *a,
     }
     ct__rnn_seek(f->h_t, f->out, t * N * H);
     if (lstm) ct__rnn_seek(f->c_t, f->out, (L + t) * N * H);
-    ct__rnn_seek(f->ws_t, f->ws, t * N * W);
+    ct__rnn_seek(f->ws_t, f->ws, t * f->ws_stride);
     ct__rnn_seek(f->gi_t, f->gi, t * N * G);
     if (gh_bias) st = ct__copy_into(f->gh, a->b_hh);
     if (st == CT_OK && f->w_hh_packed)
@@ -86,13 +87,17 @@ ct_tensor *ct__rnn_layer(const ct_rnn_layer_args *a) {
   ct_device dev = ct__device(x);
   const ct_backend *be = ct__backend_of(x);
   ct_rnn_layer_params p = {.cell = {a->kind, N, H}, .reverse = a->reverse, .L = L, .I = I};
-  layer_fwd f = {0};
+  const ct_tensor *ins[7] = {a->in, a->h0, a->c0, a->w_ih, a->w_hh, a->b_ih, a->b_hh};
+  /* Every step's workspace is kept for the backward pass; without one (no_grad,
+   * inference) the steps share one, so memory does not grow with L. */
+  bool keep_ws = ct__ag_needed(ins, 7);
+  layer_fwd f = {.ws_stride = keep_ws ? N * W : 0};
   f.in = ct__contiguous(x);
   f.h0 = ct__contiguous(a->h0);
   f.c0 = lstm ? ct__contiguous(a->c0) : NULL;
   f.out = lstm ? ct__empty((int64_t[]){2, L, N, H}, 4, dt, dev)
                : ct__empty((int64_t[]){L, N, H}, 3, dt, dev);
-  f.ws = ct__empty((int64_t[]){L, N, W}, 3, dt, dev);
+  f.ws = ct__empty((int64_t[]){keep_ws ? L : 1, N, W}, 3, dt, dev);
   f.gi = ct__empty((int64_t[]){L, N, G}, 3, dt, dev);
   f.gh = ct__empty((int64_t[]){N, G}, 2, dt, dev);
   ct_status st = CT_ERR_OOM;
@@ -120,7 +125,6 @@ ct_tensor *ct__rnn_layer(const ct_rnn_layer_args *a) {
 done:;
   ct_tensor *out = NULL;
   if (st == CT_OK) {
-    const ct_tensor *ins[7] = {a->in, a->h0, a->c0, a->w_ih, a->w_hh, a->b_ih, a->b_hh};
     out = ct__ag_rnn_layer(ct__retain(f.out), ins, f.in, f.h0, f.c0, f.ws, &p);
   }
   fwd_release(&f);
