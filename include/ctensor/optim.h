@@ -1,8 +1,10 @@
 /* ctensor/optim.h: optimizers and learning-rate schedules.
  *
- *   ct_tensor *params[64];
- *   int n = ct_module_parameters(net, params, NULL, 64);
+ *   int n = ct_module_parameters(net, NULL, NULL, 0);  // the count first
+ *   ct_tensor **params = malloc(n * sizeof *params);
+ *   ct_module_parameters(net, params, NULL, n);
  *   ct_optimizer *opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
+ *   free(params);  // the optimizer holds its own references
  *   for (...) {
  *     ct_optimizer_zero_grad(opt);
  *     ct_backward(loss, NULL, NULL);

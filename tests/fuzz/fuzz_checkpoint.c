@@ -18,9 +18,13 @@ static void restore(const cli_ckpt *ck) {
   cli_dataset_geometry((cli_dataset)ck->meta.dataset, &channels, &size);
   ct_module *model = cli_model_new((cli_model)ck->meta.model, channels, size);
   if (!model) abort(); /* the loader accepted a model it cannot build */
-  ct_tensor *params[16];
-  int n = ct_module_parameters(model, params, NULL, 16);
-  ct_optimizer *opt = n > 0 ? ct_adam_new(params, n, NULL) : NULL;
+  /* The count comes first: the vision and GPT models have more parameter
+   * tensors than any fixed array here would hold. */
+  int n = ct_module_parameters(model, NULL, NULL, 0);
+  ct_tensor **params = n > 0 ? malloc((size_t)n * sizeof *params) : NULL;
+  if (params) ct_module_parameters(model, params, NULL, n);
+  ct_optimizer *opt = params ? ct_adam_new(params, n, NULL) : NULL;
+  free(params); /* the optimizer keeps its own list */
   char err[1024];
   err[0] = '\0';
   if (!cli_checkpoint_restore_model(ck, model, err, sizeof err) && !err[0]) abort();

@@ -65,9 +65,11 @@ put("safetensors", "bf16_f16", safetensors(
 
 img = struct.pack(">IIII", 0x803, 2, 3, 4) + bytes(range(24))
 lbl = struct.pack(">II", 0x801, 3) + bytes([1, 2, 3])
-for i, (mode, body) in enumerate([(0, img), (1, lbl), (2, img), (3, lbl), (2, gzip.compress(img)),
-                                  (3, gzip.compress(lbl)), (2, img[:20]),
-                                  (3, gzip.compress(lbl)[:-4]), (3, gzip.compress(lbl + b"x"))]):
+# mtime=0: the same bytes at every run, so rerunning the script changes no file.
+img_gz, lbl_gz = gzip.compress(img, mtime=0), gzip.compress(lbl, mtime=0)
+for i, (mode, body) in enumerate([(0, img), (1, lbl), (2, img), (3, lbl), (2, img_gz), (3, lbl_gz),
+                                  (2, img[:20]), (3, lbl_gz[:-4]),
+                                  (3, gzip.compress(lbl + b"x", mtime=0))]):
     put("idx", "seed%d" % i, bytes([mode]) + body)
 
 # ---- CIFAR-10: the first byte picks 1 + b % 4 records of 3073 bytes -------------------
@@ -123,3 +125,8 @@ put("checkpoint", "no_format", checkpoint(drop=("meta.format",)))
 put("checkpoint", "bad_model_code", checkpoint(i64={"model": 77}))
 put("checkpoint", "cnn_mid_epoch", checkpoint(i64={"model": 2, "batch": 5, "epoch_samples": 320}))
 put("checkpoint", "truncated", checkpoint()[:-3])
+# The models with more parameter tensors than the small ones (the restore of
+# every one of them into a model and its optimizer runs).
+put("checkpoint", "resnet_meta", checkpoint(i64={"model": 4}))
+put("checkpoint", "vit_meta", checkpoint(i64={"model": 5, "optimizer": 3}))
+put("checkpoint", "gpt_meta", checkpoint(i64={"model": 6, "dataset": 4, "optimizer": 3}))
