@@ -17,6 +17,8 @@
  * residuals (m > n, full rank) are |a X - b|^2 summed over the rows, from
  * recorded ops: differentiable, and equal to LAPACK's (the squared trailing
  * rows of Q^T b, which torch reports) up to rounding. */
+#include <stdio.h>
+
 #include "ops/ops_internal.h"
 
 #include "ctensor/autograd.h"
@@ -25,15 +27,32 @@
 
 static const char OP[] = "linalg_lstsq";
 
+/* The triangular solve of gels. A singular R means a rank-deficient a: the
+ * error names lstsq and its driver, as torch's, not the solve inside. */
+static ct_tensor *solve_r(const ct_tensor *r, const ct_tensor *rhs) {
+  if (!r || !rhs) return NULL;
+  ct_tensor *x = ct_linalg_solve(r, rhs);
+  if (!x && ct_last_error() == CT_ERR_ARG) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ct_last_error_message());
+    ct__fail(CT_ERR_ARG,
+             "%s: driver 'gels' needs a of full rank, and this one does not have it "
+             "(R of its QR factorization is singular: %s); a rank-revealing driver (gelsy, gelsd, "
+             "gelss) takes it on the CPU",
+             OP, why);
+  }
+  return x;
+}
+
 /* gels: the QR composition. */
 static ct_tensor *solve_gels(const ct_tensor *a, const ct_tensor *b, int64_t m, int64_t n) {
   ct_tensor *r = NULL;
   if (m >= n) {
     ct_tensor *q = ct_linalg_qr(a, false, &r);
-    return q ? ct_linalg_solve(r, ct_matmul(ct_transpose(q, -2, -1), b)) : NULL;
+    return q ? solve_r(r, ct_matmul(ct_transpose(q, -2, -1), b)) : NULL;
   }
   ct_tensor *q = ct_linalg_qr(ct_transpose(a, -2, -1), false, &r);
-  return q ? ct_matmul(q, ct_linalg_solve(ct_transpose(r, -2, -1), b)) : NULL;
+  return q ? ct_matmul(q, solve_r(ct_transpose(r, -2, -1), b)) : NULL;
 }
 
 /* pinv(a) @ b, recorded: V diag(1/s, 0 below rcond * max s) U^T b. */
