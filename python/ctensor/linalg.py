@@ -2,7 +2,7 @@
 
 Factorizations are single calls of ctensor/linalg.h (LAPACK on the CPU, cuSOLVER on CUDA), with
 autograd: cholesky, det, eigh, eigvalsh, inv, qr, slogdet, solve, svd, svdvals, matrix_norm (every
-order). matrix_power, matrix_rank and pinv are compositions of them. Also matmul,
+order), and PyTorch's lstsq. matrix_power, matrix_rank and pinv are compositions of them. Also matmul,
 matrix_transpose, tensordot, vecdot, vector_norm, diagonal, outer, trace; and NumPy's norm (as
 numpy.linalg.norm / cupy.linalg.norm). Not yet: cross (no ct_ function).
 """
@@ -19,6 +19,7 @@ EighResult = _namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = _namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = _namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = _namedtuple("SVDResult", ["U", "S", "Vh"])
+LstsqResult = _namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
 
 inv = _C.linalg_inv
 det = _C.linalg_det
@@ -50,6 +51,13 @@ def slogdet(x, /):
 def svd(x, /, *, full_matrices=True):
     """U, S (descending), Vh with x = U diag(S) Vh."""
     return SVDResult(*_C.linalg_svd(x, full_matrices=full_matrices))
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq: X minimizing |A X - B| (the minimum-norm one when several do), with
+    the residuals, rank and singular values the driver computes (empty tensors otherwise).
+    driver: 'gelsy' (the CPU's default), 'gelsd', 'gelss', 'gels' (CUDA's only one)."""
+    return LstsqResult(*_C.linalg_lstsq(A, B, rcond, driver=driver))
 
 
 def matrix_power(x, n, /):

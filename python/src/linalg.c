@@ -1,6 +1,8 @@
 /* Linear algebra (ctensor/linalg.h) with the array API's linalg signatures, einsum
  * (ctensor/products.h) and scaled dot-product attention (ctensor/attention.h). Factorizations
  * returning several tensors give tuples; ctensor/linalg.py names their fields. */
+#include <float.h>
+
 #include "ctpy.h"
 
 /* f(x) for the one-tensor functions */
@@ -123,6 +125,38 @@ static PyObject *f_matrix_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   return ctpy_wrap(r);
 }
 
+/* lstsq(A, B, rcond=None, *, driver=None) -> (solution, residuals, rank, singular_values), as
+ * torch.linalg.lstsq. The C library reads rcond 0 as "the default"; Python's None is that, and
+ * an explicit 0 (nothing below the largest singular value counts as zero but exact zeros) becomes
+ * the smallest positive double. */
+static PyObject *f_lstsq(PyObject *m, PyObject *args, PyObject *kwargs) {
+  PyObject *ao, *bo, *rcond_o = Py_None;
+  const char *driver = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$z:lstsq",
+                                   CTPY_KW("A", "B", "rcond", "driver"), &ao, &bo, &rcond_o,
+                                   &driver))
+    return NULL;
+  ct_lstsq_opts o = {.driver = driver};
+  if (rcond_o != Py_None) {
+    if ((o.rcond = PyFloat_AsDouble(rcond_o)) == -1 && PyErr_Occurred()) return NULL;
+    if (o.rcond == 0) o.rcond = DBL_MIN;
+  }
+  ct_tensor *oa, *ob = NULL;
+  const ct_tensor *a = ctpy_arg_tensor(ao, &oa), *b;
+  if (!a) return NULL;
+  if (!(b = ctpy_operand(bo, ct_device_of(a), &ob))) return ct_free(oa), NULL;
+  ct_lstsq_result r;
+  ct_status st;
+  CTPY_CALL(st, ctpy_is_big(a, b), ct_linalg_lstsq_ex(a, b, &o, &r));
+  ct_free(oa);
+  ct_free(ob);
+  if (st != CT_OK) {
+    ct_free(r.solution), ct_free(r.residuals), ct_free(r.rank), ct_free(r.singular_values);
+    return ctpy_raise();
+  }
+  return ctpy_tuple((ct_tensor *[]){r.solution, r.residuals, r.rank, r.singular_values}, 4);
+}
+
 /* einsum(equation, *operands), or einsum(equation, [operands]) as torch allows */
 static PyObject *f_einsum(PyObject *m, PyObject *args) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -205,6 +239,9 @@ PyMethodDef ctpy_linalg_methods[] = {
     {"linalg_svd", KWARGS(f_svd), "linalg_svd(x, /, *, full_matrices=True): (U, S, Vh)"},
     {"linalg_matrix_norm", KWARGS(f_matrix_norm),
      "linalg_matrix_norm(x, /, *, keepdims=False, ord='fro'): ord as a string"},
+    {"linalg_lstsq", KWARGS(f_lstsq),
+     "linalg_lstsq(A, B, rcond=None, *, driver=None): (solution, residuals, rank, "
+     "singular_values)"},
     {"einsum", f_einsum, METH_VARARGS, "einsum(equation, *operands)"},
     {"scaled_dot_product_attention", KWARGS(f_sdpa),
      "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "

@@ -1,6 +1,6 @@
 """The linalg extension's factorizations (cholesky, det, eigh, eigvalsh, inv, qr, slogdet, solve,
 svd, svdvals, matrix_norm) and compositions (matrix_power, matrix_rank, pinv) against NumPy on
-random batches, on each device; einsum and scaled_dot_product_attention against NumPy; and
+random batches, on each device; lstsq against PyTorch; einsum and scaled_dot_product_attention against NumPy; and
 gradients through solve."""
 
 import math
@@ -136,6 +136,52 @@ def test_solve_gradient(device, rng):
     gb = np.linalg.solve(a.T, g)
     assert_close(B.grad, gb, 1e-10, 1e-10)
     assert_close(A.grad, -gb @ x.T, 1e-10, 1e-10)
+
+
+def test_lstsq(device, rng):
+    """torch.linalg.lstsq's four results for each driver the device has, a gradient, and errors."""
+    torch = pytest.importorskip("torch")
+    a, b = rng.normal(size=(2, 6, 3)), rng.normal(size=(2, 6, 2))
+    low = a[0] @ np.diag([1.0, 1.0, 0.0])  # rank 2: the minimum-norm solution
+    drivers = ["gels"] if device.type == "cuda" else ["gelsy", "gelsd", "gelss", "gels"]
+    for A_np, B_np in ((a, b), (a[0], b[0, :, 0:1])):
+        for driver in drivers:
+            r = L.lstsq(ct.asarray(A_np, device=device), ct.asarray(B_np, device=device), driver=driver)
+            e = torch.linalg.lstsq(torch.from_numpy(A_np), torch.from_numpy(B_np), driver=driver)
+            for got, want in zip(r, e):
+                assert_close(got, want.numpy(), 1e-9, 1e-9)
+            assert r.solution is r[0] and r.singular_values is r[3]
+    # Rank-deficient: NumPy is the oracle. Debian's torch 1.13 leaves gelsy's pivot array
+    # uninitialized, so its rank and solution there depend on earlier calls (pytorch#71222).
+    x_ref, _, rank_ref, s_ref = np.linalg.lstsq(low, b[0], rcond=None)
+    for driver in drivers[:3] if device.type == "cpu" else []:
+        r = L.lstsq(ct.asarray(low, device=device), ct.asarray(b[0], device=device), driver=driver)
+        assert_close(r.solution, x_ref, 1e-9, 1e-9)
+        assert_close(r.rank, rank_ref, 0, 0)
+        if driver != "gelsy":
+            assert_close(r.singular_values, s_ref, 1e-9, 1e-9)
+    with pytest.raises(ValueError, match="rank"):  # gels (QR) needs full rank
+        L.lstsq(ct.asarray(low, device=device), ct.asarray(b[0], device=device), driver="gels")
+    A = ct.asarray(a, device=device)
+    A.requires_grad = True
+    B = ct.asarray(b, device=device)
+    x = L.lstsq(A, B).solution
+    x.sum().backward()
+    ta = torch.from_numpy(a).requires_grad_(True)
+    torch.linalg.lstsq(ta, torch.from_numpy(b)).solution.sum().backward()
+    assert_close(A.grad, ta.grad.numpy(), 1e-9, 1e-9)
+    # rcond: None is torch's default; a large one cuts the smallest singular value
+    if device.type == "cpu":
+        for rcond in (None, 0.0, 0.9):
+            r = L.lstsq(ct.asarray(a[0], device=device), ct.asarray(b[0], device=device), rcond,
+                        driver="gelsd")
+            e = torch.linalg.lstsq(torch.from_numpy(a[0]), torch.from_numpy(b[0]), rcond, driver="gelsd")
+            assert_close(r.rank, e.rank.numpy(), 0, 0)
+            assert_close(r.solution, e.solution.numpy(), 1e-9, 1e-9)
+    with pytest.raises(ValueError, match="driver"):
+        L.lstsq(A, B, driver="nope")
+    with pytest.raises(ValueError):
+        L.lstsq(A, ct.asarray(b[:, :5], device=device))
 
 
 def test_einsum_and_attention(device, rng):

@@ -211,6 +211,11 @@ def test_interpolate(device, rng):
         y.sum().backward()
         e.sum().backward()
         assert_close(x.grad, t.grad.numpy(), 1e-10, 1e-10)
+    # the module: the same options, fixed at construction
+    for kw in (dict(scale_factor=2), dict(size=(3, 9), mode="bilinear", align_corners=True)):
+        m, tm = ct.nn.Upsample(**kw), torch.nn.Upsample(**kw)
+        assert_close(m(ct.asarray(a4, device=device)), tm(torch.from_numpy(a4)).numpy(), 1e-10, 1e-10)
+    assert repr(ct.nn.Upsample(scale_factor=2.0)) == "Upsample(scale_factor=2.0, mode='nearest')"
     x = ct.asarray(a4, device=device)
     with pytest.raises(ValueError, match="align_corners"):
         ct.nn.functional.interpolate(x, size=(4, 4), align_corners=True)

@@ -320,6 +320,25 @@ class Identity(Module):
         return x
 
 
+class Upsample(Module):
+    """torch.nn.Upsample: functional.interpolate with the options fixed at construction (modes
+    'nearest', 'nearest-exact', 'linear', 'bilinear')."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x):
+        return _C.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                              self.recompute_scale_factor)
+
+    def extra_repr(self):
+        what = f"size={self.size}" if self.scale_factor is None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode='{self.mode}'"
+
+
 class Sequential(Module):
     """Children "0", "1", ... applied in order."""
 
