@@ -243,7 +243,23 @@ static const char *TORCH_SCRIPT =
     "        x = (x4 if nd == 4 else x3).to(dt).requires_grad_(True)\n"
     "        y = F.interpolate(x, **kw); g = torch.randn_like(y)\n"
     "        save(f'y{k}{tag}', y); save(f'g{k}{tag}', g)\n"
-    "        save(f'gx{k}{tag}', torch.autograd.grad(y, x, g)[0])\n";
+    "        save(f'gx{k}{tag}', torch.autograd.grad(y, x, g)[0])\n"
+    "area = [(4, dict(size=(2, 3))), (4, dict(scale_factor=0.5)), (4, dict(size=(7, 9))),\n"
+    "  (3, dict(size=4)), (3, dict(scale_factor=1.5))]\n"
+    "for k, (nd, kw) in enumerate(area):\n"
+    "    x = (x4 if nd == 4 else x3).requires_grad_(True)\n"
+    "    y = F.interpolate(x, mode='area', **kw); g = torch.randn_like(y)\n"
+    "    save(f'ya{k}', y); save(f'ga{k}', g); save(f'gxa{k}', torch.autograd.grad(y, x, g)[0])\n";
+
+/* 'area' (adaptive average pooling to the output size), the script's list. */
+static const struct {
+  bool one_d;
+  ct_interpolate_opts o;
+} AREA[] = {{false, {.size = {2, 3}, .mode = CT_INTERP_AREA}},
+            {false, {.scale_factor = {0.5, 0.5}, .mode = CT_INTERP_AREA}},
+            {false, {.size = {7, 9}, .mode = CT_INTERP_AREA}},
+            {true, {.size = {4}, .mode = CT_INTERP_AREA}},
+            {true, {.scale_factor = {1.5}, .mode = CT_INTERP_AREA}}};
 
 CT_TEST(interpolate_matches_pytorch) {
   const char *dir = ct_test_torch_outputs("upsample", TORCH_SCRIPT);
@@ -270,4 +286,54 @@ CT_TEST(interpolate_matches_pytorch) {
       CHECK_LIKE_TORCH(dir, what, ct_grad(x), gx, 10 * t, 10 * t);
     }
   }
+  for (size_t k = 0; k < sizeof AREA / sizeof AREA[0]; k++) {
+    char what[48], y[16], g[16], gx[16];
+    snprintf(what, sizeof what, "interpolate area case %zu", k);
+    snprintf(y, sizeof y, "ya%zu", k);
+    snprintf(g, sizeof g, "ga%zu", k);
+    snprintf(gx, sizeof gx, "gxa%zu", k);
+    ct_tensor *x = ct_requires_grad_(ct_clone(x64[!AREA[k].one_d]), true);
+    ct_tensor *out = ct_interpolate(x, &AREA[k].o);
+    CHECK_LIKE_TORCH(dir, what, out, y, 1e-12, 1e-12);
+    if (out) CHECK_STATUS_OK(ct_backward(out, ct_test_load_output(dir, g), NULL));
+    CHECK_LIKE_TORCH(dir, what, ct_grad(x), gx, 1e-12, 1e-12);
+  }
+}
+
+/* 'area' against the cell averages computed here (each output averages the
+ * inputs [floor(i * in / out), ceil((i + 1) * in / out)) on each axis), its
+ * gradients, and align_corners refused as for the nearest modes. */
+CT_TEST(interpolate_area_averages_cells) {
+  const int64_t H = 5, W = 7;
+  double *v = ct_test_random(2 * H * W, -2, 2, 70);
+  ct_tensor *x = ct_test_make(v, CT_SHAPE(1, 2, H, W), CT_F64, CT_LAYOUT_TRANSPOSED);
+  const int64_t sizes[3][2] = {{2, 3}, {5, 7}, {8, 10}};
+  for (int c = 0; c < 3; c++) {
+    int64_t OH = sizes[c][0], OW = sizes[c][1];
+    double *ref = malloc(sizeof(double) * (size_t)(2 * OH * OW));
+    for (int64_t p = 0; p < 2; p++)
+      for (int64_t i = 0; i < OH; i++)
+        for (int64_t j = 0; j < OW; j++) {
+          int64_t h0 = i * H / OH, h1 = ((i + 1) * H + OH - 1) / OH;
+          int64_t w0 = j * W / OW, w1 = ((j + 1) * W + OW - 1) / OW;
+          double sum = 0;
+          for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) sum += v[(p * H + h) * W + w];
+          ref[(p * OH + i) * OW + j] = sum / (double)((h1 - h0) * (w1 - w0));
+        }
+    ct_tensor *y =
+        ct_interpolate(x, &(ct_interpolate_opts){.size = {OH, OW}, .mode = CT_INTERP_AREA});
+    WITH_CONTEXT(CHECK_CLOSE(y, ref, 1e-12, 1e-12), "area to (%lld, %lld)", (long long)OH,
+                 (long long)OW);
+    free(ref);
+  }
+  free(v);
+  ct_tensor *x4[1] = {ct_gradcheck_input(CT_SHAPE(1, 2, 4, 5), -1, 1, 71)};
+  ct_tensor *x3[1] = {ct_gradcheck_input(CT_SHAPE(2, 2, 5), -1, 1, 72)};
+  for (size_t k = 0; k < sizeof AREA / sizeof AREA[0]; k++)
+    CHECK_GRADIENTS("interpolate area", interp_f, (void *)&AREA[k].o, AREA[k].one_d ? x3 : x4, 1);
+  CHECK_ERR_MSG(
+      ct_interpolate(
+          x, &(ct_interpolate_opts){.size = {2, 2}, .mode = CT_INTERP_AREA, .align_corners = true}),
+      CT_ERR_ARG, "mode area");
 }

@@ -10,7 +10,9 @@
  * Modes: nearest (torch's legacy rule: output o reads input
  * floor(o * scale)), nearest-exact (floor((o + 0.5) * scale)) and linear
  * interpolation, for 3-d (N, C, L) inputs (nearest, nearest-exact, linear)
- * and 4-d (N, C, H, W) inputs (nearest, nearest-exact, bilinear). Exactly
+ * and 4-d (N, C, H, W) inputs (nearest, nearest-exact, bilinear), and area
+ * (both ranks: ct_adaptive_avg_pool2d to the output size, as torch's
+ * 'area', so each output averages the inputs its cell covers). Exactly
  * one of size and scale_factor is given. A scale factor s sets the output
  * size floor(in * s); the coordinates then use 1 / s as torch does (unless
  * recompute_scale_factor, which uses in / out as for a given size). With
@@ -37,6 +39,7 @@ typedef enum ct_interp_mode {
   CT_INTERP_NEAREST_EXACT, /* 'nearest-exact' */
   CT_INTERP_LINEAR,        /* 'linear': 3-d inputs */
   CT_INTERP_BILINEAR,      /* 'bilinear': 4-d inputs */
+  CT_INTERP_AREA,          /* 'area': adaptive average pooling to the output size */
 } ct_interp_mode;
 
 /* The options of interpolate and Upsample. size and scale_factor hold one

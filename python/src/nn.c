@@ -513,7 +513,7 @@ static int interp_values(PyObject *o, int n, const char *what, int64_t *size, do
 }
 
 static PyObject *f_interpolate(PyObject *m, PyObject *args, PyObject *kwargs) {
-  static const char *const modes[] = {"nearest", "nearest-exact", "linear", "bilinear"};
+  static const char *const modes[] = {"nearest", "nearest-exact", "linear", "bilinear", "area"};
   PyObject *xo, *size = Py_None, *scale = Py_None, *align = Py_None, *recompute = Py_None;
   const char *mode = "nearest";
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOsOO:interpolate",
@@ -523,10 +523,10 @@ static PyObject *f_interpolate(PyObject *m, PyObject *args, PyObject *kwargs) {
     return NULL;
   ct_interpolate_opts o = {0};
   int k = 0;
-  while (k < 4 && strcmp(mode, modes[k]) != 0) k++;
-  if (k == 4) return PyErr_Format(PyExc_NotImplementedError, "interpolate: mode '%s'", mode);
+  while (k < 5 && strcmp(mode, modes[k]) != 0) k++;
+  if (k == 5) return PyErr_Format(PyExc_NotImplementedError, "interpolate: mode '%s'", mode);
   o.mode = (ct_interp_mode)k;
-  if ((o.align_corners = align != Py_None && PyObject_IsTrue(align)) && k < 2)
+  if ((o.align_corners = align != Py_None && PyObject_IsTrue(align)) && (k < 2 || k == 4))
     return PyErr_Format(PyExc_ValueError,
                         "align_corners option can only be set with the interpolating modes");
   o.recompute_scale_factor = recompute != Py_None && PyObject_IsTrue(recompute);
@@ -575,7 +575,7 @@ PyMethodDef ctpy_nn_methods[] = {
     {"embedding", f_embedding, METH_VARARGS, "embedding(indices, weight)"},
     {"interpolate", KW(f_interpolate),
      "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-     "recompute_scale_factor=None): nearest, nearest-exact, linear (3-d), bilinear (4-d)"},
+     "recompute_scale_factor=None): nearest, nearest-exact, linear (3-d), bilinear (4-d), area"},
     {"dropout", KW(f_dropout), "dropout(input, p=0.5, training=True)"},
     {"mse_loss", KW(f_mse_loss), "mse_loss(input, target, *, reduction='mean')"},
     {"cross_entropy", KW(f_cross_entropy),

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "core/alloc.h"
+#include "ctensor/pool_layers.h"
 #include "ctensor/upsample.h"
 #include "nn/functional_internal.h"
 #include "nn/module_internal.h"
@@ -13,12 +14,12 @@
 /* ct__fail as a false for the checks below */
 #define FAIL(...) (ct__fail(__VA_ARGS__), false)
 
-static const char *const MODE_NAMES[] = {"nearest", "nearest-exact", "linear", "bilinear"};
+static const char *const MODE_NAMES[] = {"nearest", "nearest-exact", "linear", "bilinear", "area"};
 
 /* The checks that need no input (the module runs them at construction). */
 static bool check_opts(const char *op, const ct_interpolate_opts *o) {
   if (!o) return FAIL(CT_ERR_ARG, "%s: expected either size or scale_factor, got neither", op);
-  if ((int)o->mode < 0 || o->mode > CT_INTERP_BILINEAR)
+  if ((int)o->mode < 0 || o->mode > CT_INTERP_AREA)
     return FAIL(CT_ERR_ARG, "%s: unknown mode %d", op, (int)o->mode);
   bool has_size = o->size[0] || o->size[1];
   bool has_scale = o->scale_factor[0] != 0 || o->scale_factor[1] != 0;
@@ -98,10 +99,23 @@ static bool make_params(const char *op, const ct_tensor *x, const ct_interpolate
   return make_axis(op, o, 0, x->shape[2], &p->h) && make_axis(op, o, 1, x->shape[3], &p->w);
 }
 
+/* 'area': torch's interpolate calls adaptive_avg_pool to the output size;
+ * a 3-d input pools as an image of height 1. Recorded by the pooling op. */
+static ct_tensor *interpolate_area(const ct_tensor *x, const ct_interp_params *p) {
+  if (x->ndim == 4) return ct_adaptive_avg_pool2d(x, (int64_t[]){p->h.n_out, p->w.n_out});
+  ct_scope_begin();
+  ct_tensor *x4 = ct_unsqueeze(x, 2);
+  ct_tensor *y4 = x4 ? ct_adaptive_avg_pool2d(x4, (int64_t[]){1, p->w.n_out}) : NULL;
+  ct_tensor *r = y4 ? ct_keep(ct_squeeze_dim(y4, 2)) : NULL;
+  ct_scope_end();
+  return r;
+}
+
 ct_tensor *ct_interpolate(const ct_tensor *x, const ct_interpolate_opts *opts) {
   const char *op = "interpolate";
   ct_interp_params p;
   if (!x || !make_params(op, x, opts, &p) || !ct__nn_need_float(op, "input", x)) return NULL;
+  if (opts->mode == CT_INTERP_AREA) return interpolate_area(x, &p);
   const ct_backend *be = ct__backend_for(op, x);
   if (!be) return NULL;
   CT_NEED_SLOT(be, upsample2d, op, x);

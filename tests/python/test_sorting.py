@@ -202,7 +202,8 @@ def test_interpolate(device, rng):
                   (a4, dict(scale_factor=(2.5, 1.3), mode="nearest-exact")),
                   (a4, dict(size=(9, 4), mode="bilinear", align_corners=True)),
                   (a4, dict(scale_factor=(1.3, 2.2), mode="bilinear", recompute_scale_factor=True)),
-                  (a3, dict(scale_factor=2.5, mode="linear")), (a3, dict(size=4))):
+                  (a3, dict(scale_factor=2.5, mode="linear")), (a3, dict(size=4)),
+                  (a4, dict(size=(2, 3), mode="area")), (a3, dict(scale_factor=1.5, mode="area"))):
         x = ct.asarray(a, device=device)
         x.requires_grad = True
         t = torch.from_numpy(a).requires_grad_(True)
