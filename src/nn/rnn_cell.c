@@ -57,12 +57,6 @@ static ct_tensor *composed(const ct_rnn_cell_params *p, const ct_tensor *gi, con
   return ct_add(ct_mul(ct_sub(state, n), z), n);
 }
 
-/* The k-th (N, H) block of a contiguous out: the LSTM's h' (0) or c' (1). */
-static ct_tensor *half(const ct_tensor *out, int k, const ct_rnn_cell_params *p) {
-  return ct__view_of(out, out->dtype, (int64_t[]){p->N, p->H}, (int64_t[]){p->H, 1}, 2,
-                     out->offset + k * p->N * p->H);
-}
-
 /* The backend's kernel: the output (LSTM (2, N, H), GRU (N, H)) recorded for
  * autograd; NULL on failure. */
 static ct_tensor *fused(const ct_backend *be, const ct_rnn_cell_params *p, const ct_tensor *gi,
@@ -76,7 +70,9 @@ static ct_tensor *fused(const ct_backend *be, const ct_rnn_cell_params *p, const
       (out = lstm ? ct__empty((int64_t[]){2, p->N, p->H}, 3, gi->dtype, dev)
                   : ct__empty((int64_t[]){p->N, p->H}, 2, gi->dtype, dev)) &&
       (ws = ct__empty((int64_t[]){p->N, (lstm ? 5 : 4) * p->H}, 2, gi->dtype, dev)) &&
-      (h = half(out, 0, p)) && (!lstm || (c = half(out, 1, p))) &&
+      /* the LSTM's h' and c' are the two (N, H) blocks of out */
+      (h = ct__rnn_window(out, p->N, p->H, 0, false)) &&
+      (!lstm || (c = ct__rnn_window(out, p->N, p->H, p->N * p->H, false))) &&
       be->rnn_cell(p, h, c, ws, a, b, s) == CT_OK) {
     const ct_tensor *ins[3] = {gi, gh, state};
     out = ct__ag_rnn_cell(out, ins, s, ws, p);

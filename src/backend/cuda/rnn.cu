@@ -33,8 +33,8 @@ __device__ __forceinline__ void cell_elem(const rnn_args &r, int64_t n, int64_t 
   } else if (K == LSTM_BWD) {
     const T *w = (const T *)r.ws + n * 5 * H + j;
     T *d = (T *)r.out + n * 4 * H + j;
-    ct_lstm_cell_bwd(((const T *)r.a)[e], ((const T *)r.b)[e], w[0], w[H], w[2 * H], w[3 * H], w[4 * H], st[e], &d[0],
-                     &d[H], &d[2 * H], &d[3 * H], &((T *)r.gs)[e]);
+    ct_lstm_cell_bwd(((const T *)r.a)[e], ((const T *)r.b)[e], w[0], w[H], w[2 * H], w[3 * H],
+                     w[4 * H], st[e], &d[0], &d[H], &d[2 * H], &d[3 * H], &((T *)r.gs)[e]);
   } else if (K == GRU_FWD) {
     const T *ai = (const T *)r.a + n * 3 * H + j, *ah = (const T *)r.b + n * 3 * H + j;
     T *w = (T *)r.ws + n * 4 * H + j;
