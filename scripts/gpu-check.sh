@@ -219,8 +219,16 @@ fi
   [ "$emulated" = 1 ] ||
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
   nvcc --version 2>&1 | tail -n 1
-  "$py" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
-  "$py" -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -n 1
+  "$py" - << 'EOF' 2>&1
+import sys
+print("python", sys.version.split()[0])
+for m in ("torch", "cupy"):  # one process: importing torch takes seconds
+    try:
+        mod = __import__(m)
+        print(m, mod.__version__, "cuda", getattr(getattr(mod, "version", None), "cuda", ""))
+    except Exception as e:
+        print(m + ":", type(e).__name__, e)
+EOF
   echo "python3 for the peers and the tests' oracle: $py"
   echo "cpus $ncpu"
   echo '```'
@@ -732,7 +740,7 @@ done
   echo
   echo "## Seconds per stage"
   echo
-  echo "| stage | planned s | actual s | result |"
+  echo "| stage | planned s$([ "$scale" = 1 ] || echo " (x$scale here)") | actual s | result |"
   echo "|---|---|---|---|"
   for s in build "${stages[@]}"; do
     echo "| $s | $((slice[$s] * scale)) | ${took[$s]:-} | ${verdict[$s]:-} |"
