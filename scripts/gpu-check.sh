@@ -185,6 +185,12 @@ archive() {
 trap archive EXIT
 trap 'note "- stopped by a signal after $(($(date +%s) - start)) s"; exit 1' INT TERM
 
+# nvcc where the toolkit is installed but not on PATH (CMake looks for it there)
+if [ "$emulated" != 1 ] && ! command -v nvcc > /dev/null; then
+  for d in /usr/local/cuda/bin /usr/local/cuda-*/bin /opt/cuda/bin; do
+    [ -x "$d/nvcc" ] && { PATH=$d:$PATH; break; }
+  done
+fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n1)
 gpu_visible=0
 [ -n "$gpu" ] && gpu_visible=1
