@@ -429,7 +429,7 @@ else
   test_re='\[cuda\]$|^test_cuda$|^test_cuda_elementwise$|^test_data$' test_ex='^cli_'
   # cli_dist needs MPI and two GPUs' worth of ranks; cli_kill_save trains nothing
   cli_re='^cli_' cli_ex='\[cpu\]$|\[cuda_emulated\]$|^cli_dist$|^cli_kill_save$'
-  ctest_jobs=8
+  ctest_jobs=$((ncpu < 8 ? ncpu : 8)) # the tests share one GPU
   sanitize_n=1000
 fi
 # The tests of the newest kernels first (rnn, upsample, solver, remap, sort and
