@@ -153,6 +153,18 @@ CT_TEST(linalg_lstsq_rank_deficient) {
                  DRIVERS[drv]);
     CHECK_CLOSE(r.rank, ((double[]){1}), 0, 0);
     CHECK(r.residuals && ct_numel(r.residuals) == 0); /* not of full rank: none */
+    /* a negative rcond is the machine precision for every rank driver (LAPACK's
+     * gelsy alone reads it as no threshold, dividing by the zero pivot) */
+    for (int di = 0; di < 2; di++) {
+      ct_dtype dt = di ? CT_F64 : CT_F32;
+      ct_tensor *a2 = ct_test_make(zc, CT_SHAPE(4, 2), dt, CT_LAYOUT_CONTIG);
+      ct_tensor *b2 = ct_test_make(ones, CT_SHAPE(4, 1), dt, CT_LAYOUT_CONTIG);
+      const ct_lstsq_opts on = {.driver = DRIVERS[drv], .rcond = -1};
+      CHECK_STATUS_OK(ct_linalg_lstsq_ex(a2, b2, &on, &r));
+      WITH_CONTEXT(CHECK_CLOSE(r.solution, ((double[]){1.0 / 3, 0}), 1e-6, 1e-6),
+                   "%s, rcond -1, %s", DRIVERS[drv], ct_dtype_name(dt));
+      CHECK_CLOSE(r.rank, ((double[]){1}), 0, 0);
+    }
   }
 }
 

@@ -119,7 +119,8 @@ CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, boo
  * on CUDA, is CT_ERR_ARG. rcond (the rank-revealing drivers): singular values
  * (gelsy: the condition estimate) below rcond times the largest count as
  * zero; 0 means torch's default, the dtype's epsilon times max(m, n); a
- * negative value LAPACK's own (the machine precision). */
+ * negative value the machine precision (LAPACK's: half the dtype's epsilon;
+ * for gelsy too, whose routine alone would read it as no threshold). */
 typedef struct ct_lstsq_opts {
   const char *driver; /* NULL: "gelsy" on the CPU, "gels" on CUDA */
   double rcond;       /* 0: eps(dtype) * max(m, n) */

@@ -187,6 +187,10 @@ static bool solve(const ct_tensor *a, const ct_tensor *b, const ct_lstsq_opts *o
   }
   double eps = ct_dtype_of(a) == CT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
   double rcond = opts && opts->rcond != 0 ? opts->rcond : eps * (double)(m > n ? m : n);
+  /* gelsd and gelss read a negative rcond as the machine precision; gelsy
+   * as no threshold at all (a singular R then divides by zero): give it
+   * that precision (LAPACK's, half the dtype's epsilon) */
+  if (rcond < 0 && drv == CT_LSTSQ_GELSY) rcond = eps / 2;
   lapack_out o = {0};
   ct_no_grad_begin();
   bool ok = solve_lapack(bk, a, b, (ct_lstsq_driver)drv, rcond, &o);
