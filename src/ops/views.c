@@ -349,11 +349,11 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
 
 ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim) {
   NULL_IN(t);
-  if (t->ndim == 0) return ct_reshape(t, (int64_t[]){1}, 1);
   int s = start_dim, e = end_dim;
   if (!ct__wrap_dim(&s, t->ndim) || !ct__wrap_dim(&e, t->ndim) || s > e)
     return ct__fail(CT_ERR_ARG, "flatten: dims %d..%d invalid for a %d-d tensor", start_dim,
                     end_dim, t->ndim);
+  if (t->ndim == 0) return ct_reshape(t, (int64_t[]){1}, 1); /* dims -1 or 0, as torch */
   int64_t ns[CT_MAX_DIMS];
   int k = 0;
   for (int d = 0; d < s; d++) ns[k++] = t->shape[d];
