@@ -3,6 +3,8 @@
  *                           in both files with the same dtype, shape and bytes
  *   st_tool set-i64 IN OUT NAME VALUE   copy IN to OUT with the i64 tensor NAME
  *                           set to VALUE (e.g. a wrong meta.model)
+ *   st_tool set-f64 IN OUT NAME VALUE   the same with a number (strtod: nan,
+ *                           inf) filling a tensor of any dtype (e.g. weights)
  *   st_tool add IN OUT NAME copy IN to OUT with one more tensor, NAME (one
  *                           u8 zero): a tensor no model has */
 #include <stdlib.h>
@@ -64,16 +66,15 @@ static int compare(const char *a, const char *b) {
   return diffs ? 1 : 0;
 }
 
-static int set_i64(const char *in, const char *out, const char *name, const char *value) {
+static int set_value(const char *in, const char *out, const char *name, double v) {
   ct_tensor **t;
   char **names;
   int n;
   if (load(in, &t, &names, &n)) return 2;
-  int64_t v = strtoll(value, NULL, 10);
   int found = 0;
   for (int i = 0; i < n; i++)
     if (!strcmp(names[i], name)) {
-      ct_fill_(t[i], (double)v);
+      ct_fill_(t[i], v);
       found = 1;
     }
   if (!found) return fprintf(stderr, "st_tool: no %s in %s\n", name, in), 2;
@@ -104,10 +105,13 @@ static int add(const char *in, const char *out, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3]);
-  if (argc == 6 && !strcmp(argv[1], "set-i64")) return set_i64(argv[2], argv[3], argv[4], argv[5]);
+  if (argc == 6 && !strcmp(argv[1], "set-i64"))
+    return set_value(argv[2], argv[3], argv[4], (double)strtoll(argv[5], NULL, 10));
+  if (argc == 6 && !strcmp(argv[1], "set-f64"))
+    return set_value(argv[2], argv[3], argv[4], strtod(argv[5], NULL));
   if (argc == 5 && !strcmp(argv[1], "add")) return add(argv[2], argv[3], argv[4]);
-  fprintf(
-      stderr,
-      "usage: st_tool compare A B | st_tool set-i64 IN OUT NAME VALUE | st_tool add IN OUT NAME\n");
+  fprintf(stderr,
+          "usage: st_tool compare A B | st_tool set-i64|set-f64 IN OUT NAME VALUE | st_tool add IN "
+          "OUT NAME\n");
   return 2;
 }
