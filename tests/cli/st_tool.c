@@ -66,7 +66,10 @@ static int compare(const char *a, const char *b) {
   return diffs ? 1 : 0;
 }
 
-static int set_value(const char *in, const char *out, const char *name, double v) {
+/* set-i64 (integer) writes an i64 tensor's elements exactly (INT64_MAX has
+ * no double); set-f64 fills any tensor with strtod's value. */
+static int set_value(const char *in, const char *out, const char *name, const char *value,
+                     bool integer) {
   ct_tensor **t;
   char **names;
   int n;
@@ -74,7 +77,12 @@ static int set_value(const char *in, const char *out, const char *name, double v
   int found = 0;
   for (int i = 0; i < n; i++)
     if (!strcmp(names[i], name)) {
-      ct_fill_(t[i], v);
+      if (integer && ct_dtype_of(t[i]) == CT_I64) {
+        int64_t *d = ct_data_ptr(t[i]); /* loaded: contiguous, on the CPU */
+        for (int64_t j = 0; j < ct_numel(t[i]); j++) d[j] = strtoll(value, NULL, 10);
+      } else {
+        ct_fill_(t[i], integer ? (double)strtoll(value, NULL, 10) : strtod(value, NULL));
+      }
       found = 1;
     }
   if (!found) return fprintf(stderr, "st_tool: no %s in %s\n", name, in), 2;
@@ -105,10 +113,8 @@ static int add(const char *in, const char *out, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3]);
-  if (argc == 6 && !strcmp(argv[1], "set-i64"))
-    return set_value(argv[2], argv[3], argv[4], (double)strtoll(argv[5], NULL, 10));
-  if (argc == 6 && !strcmp(argv[1], "set-f64"))
-    return set_value(argv[2], argv[3], argv[4], strtod(argv[5], NULL));
+  if (argc == 6 && (!strcmp(argv[1], "set-i64") || !strcmp(argv[1], "set-f64")))
+    return set_value(argv[2], argv[3], argv[4], argv[5], !strcmp(argv[1], "set-i64"));
   if (argc == 5 && !strcmp(argv[1], "add")) return add(argv[2], argv[3], argv[4]);
   fprintf(stderr,
           "usage: st_tool compare A B | st_tool set-i64|set-f64 IN OUT NAME VALUE | st_tool add IN "
