@@ -358,3 +358,38 @@ CT_TEST(dims_of_a_0d_tensor) {
     }
   ct_clear_error();
 }
+
+/* ---- Empty tensors beside a huge dim ----------------------------------------------- */
+
+/* (0, 2^60, 4): 0 elements, but its contiguous strides times the element
+ * size (8 bytes) overflow 64 bits. Elementwise ops,
+ * copies, casts and reductions give empty results or the identity, with no
+ * overflow (checked under UBSan in CI); a result that cannot exist is an
+ * error. */
+CT_TEST(empty_tensors_beside_a_huge_dim) {
+  ct_tensor_opts o = ct_test_opts(CT_F64);
+  int64_t big = (int64_t)1 << 60;
+  ct_tensor *x = ct_zeros(CT_SHAPE(0, big, 4), &o);
+  CHECK_OK(x);
+  if (!x) return;
+  ct_tensor *r[6] = {ct_add(x, x),
+                     ct_exp(x),
+                     ct_mul_scalar(ct_transpose(x, 0, 2), 2.0),
+                     ct_contiguous(ct_transpose(x, 1, 2)),
+                     ct_cast(x, CT_F32),
+                     ct_max(x, CT_DIMS(2))};
+  for (int i = 0; i < 6; i++) {
+    WITH_CONTEXT(CHECK_OK(r[i]), "op %d", i);
+    if (r[i]) CHECK(ct_numel(r[i]) == 0);
+  }
+  ct_tensor *s = ct_sum(x, CT_DIMS(0, 1)), *all = ct_sum(x, NULL), *m = ct_sum(x, CT_DIMS(1));
+  CHECK_OK(s);
+  if (s) CHECK_CLOSE(s, ((double[]){0, 0, 0, 0}), 0, 0);
+  CHECK_OK(all);
+  if (all) CHECK_CLOSE(all, ((double[]){0}), 0, 0);
+  CHECK_OK(m);
+  if (m) CHECK_SHAPE(m, 0, 4);
+  ct_clear_error();
+  CHECK(ct_sum(x, CT_DIMS(0)) == NULL && ct_last_error() != CT_OK); /* (2^60, 4): no memory */
+  ct_clear_error();
+}
