@@ -191,7 +191,10 @@ PyObject *ctpy_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs) {
                           Py_TYPE(x)->tp_name);
     PyObject *cap = request_capsule(x);
     if (!cap) return NULL;
-    t = import_capsule(cap);
+    t = PyCapsule_CheckExact(cap)
+            ? import_capsule(cap)
+            : (PyErr_SetString(PyExc_TypeError, "from_dlpack: __dlpack__ did not return a capsule"),
+               NULL);
     Py_DECREF(cap);
   }
   if (!t) return NULL;

@@ -153,6 +153,16 @@ def test_malformed_arguments_are_type_errors():
 
     with pytest.raises(TypeError, match="device_type, device_id"):
         ct.from_dlpack(BadDevice())
+
+    class NoCapsule:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            return 5
+
+    with pytest.raises(TypeError, match="did not return a capsule"):
+        ct.from_dlpack(NoCapsule())
     with pytest.raises(TypeError):
         ct.from_dlpack(x, copy=None, device=None, extra=1)
 
