@@ -140,7 +140,9 @@ typedef struct ct_lstsq_opts {
  * for the LAPACK drivers the gradient is torch's formula, that of
  * pinv(a) @ b, recorded through an SVD-built pinv (singular values below
  * the cut dropped) only when a gradient is wanted, the values being the
- * driver's. */
+ * driver's. An empty problem (m, n or k = 0) is solved, as torch: the zero
+ * (or empty) minimum-norm solution with zero gradients, rank 0 when m or n
+ * is 0 (a's rank when only k is). */
 typedef struct ct_lstsq_result {
   ct_tensor *solution, *residuals, *rank, *singular_values;
 } ct_lstsq_result;
