@@ -25,15 +25,57 @@ typedef struct outcome {
   double loss[2];  /* the two training losses */
   double checksum; /* sum of the parameters after training */
   double probe;    /* a value of the first computation */
+  double recent;   /* a sum over the recent ops' results and gradients */
 } outcome;
 
 static const char *checkpoint_path;
 static uint64_t current_n;
 
+/* The recent ops on one leaf, their results summed and backpropagated: *sum
+ * gets the sum of the results and of the leaf's gradient. false on failure
+ * (the library's error set). */
+static bool recent_ops(double *sum) {
+  ct_module *lstm = ct_lstm_new(&(ct_rnn_opts){.input_size = 4, .hidden_size = 3}, NULL);
+  ct_module *gru = ct_gru_new(&(ct_rnn_opts){.input_size = 4, .hidden_size = 2}, NULL);
+  bool ok = lstm && gru;
+  ct_scope_begin();
+  ct_tensor *x = ok ? ct_requires_grad_(ct_randn(CT_SHAPE(2, 3, 4), NULL), true) : NULL;
+  ct_tensor *hn = NULL, *cn = NULL, *idx = NULL;
+  ct_tensor *img = ct_reshape(x, CT_SHAPE(1, 2, 3, 4));
+  ct_tensor *terms[] = {
+      ct_lstm_forward(lstm, x, NULL, NULL, &hn, &cn),
+      ct_gru_forward(gru, x, NULL, NULL),
+      ct_linalg_lstsq(ct_select(x, 0, 0), ct_select(x, 0, 1)),
+      ct_interpolate(img, &(ct_interpolate_opts){.size = {2, 3}, .mode = CT_INTERP_AREA}),
+      ct_sort(x, -1, true, &idx),
+      ct_topk(x, 2, 1, true, true, NULL),
+      ct_cumsum(x, 2),
+      ct_scaled_dot_product_attention(x, x, x, NULL, true, 0, 0, NULL),
+      ct_conv_transpose2d(img, ct_ones(CT_SHAPE(2, 1, 2, 2), NULL), NULL,
+                          &(ct_conv_transpose2d_opts){
+                              .stride = {1, 1}, .output_padding = {1, 0}, .dilation = {2, 1}}),
+      ct_einsum("bii->bi", (ct_tensor *[]){ct_expand(ct_narrow(x, 2, 0, 1), CT_SHAPE(2, 3, 3))}, 1),
+      ct_group_norm(x, 3, NULL, NULL, 1e-5),
+      hn,
+      cn,
+  };
+  ct_tensor *total = ct_zeros(NULL, 0, NULL);
+  for (size_t i = 0; i < sizeof terms / sizeof *terms; i++)
+    total = ct_add(total, ct_sum(terms[i], NULL));
+  double g = 0;
+  ok = ok && ct_backward(total, NULL, NULL) == CT_OK && ct_item(total, sum) == CT_OK &&
+       ct_item(ct_sum(ct_grad(x), NULL), &g) == CT_OK;
+  ct_scope_end();
+  ct_module_free(lstm);
+  ct_module_free(gru);
+  *sum += g;
+  return ok;
+}
+
 /* The program under test. Every call is checked; on the first failure it
  * releases what it holds and returns the library's status. */
 static outcome program(void) {
-  outcome r = {CT_OK, {0, 0}, 0, 0};
+  outcome r = {CT_OK, {0, 0}, 0, 0, 0};
   ct_module *net = NULL;
   ct_optimizer *opt = NULL;
   ct_tensor *x = NULL, *y = NULL;
@@ -63,6 +105,11 @@ static outcome program(void) {
   free(text);
   ct_scope_end();
   TRY(ok);
+
+  /* The ops of 2026-11 (recurrent layers, lstsq, area interpolation, sort,
+   * topk, cumsum, attention, transposed convolution, einsum, row norms),
+   * forward and backward. */
+  TRY(recent_ops(&r.recent));
 
   /* A model, an optimizer, two training steps. */
   TRY(x = ct_randn(CT_SHAPE(8, 4), NULL));
@@ -110,7 +157,7 @@ done:
 
 static bool same_results(const outcome *a, const outcome *b) {
   return a->loss[0] == b->loss[0] && a->loss[1] == b->loss[1] && a->checksum == b->checksum &&
-         a->probe == b->probe;
+         a->probe == b->probe && a->recent == b->recent;
 }
 
 static void on_abort(const char *file, int line, const char *message) {

@@ -313,3 +313,38 @@ CT_TEST(gradient_flows_back_across_devices) {
   CHECK(ct_device_of(ct_grad(w)).type == CT_DEVICE_CPU);
   CHECK_CLOSE(ct_grad(w), ((double[]){4, 4, 4}), 0, 0);
 }
+
+/* Strided views (slice, select, narrow, diagonal, split, einsum's repeated
+ * label) of an expanded tensor that requires grad, as torch: the gradient is
+ * scattered by the view's logical geometry, then summed by the expand. */
+static ct_tensor *expanded_view_f(ct_tensor *const *in, void *ctx) {
+  int k = *(const int *)ctx;
+  ct_tensor *x = ct_expand(in[0], CT_SHAPE(3, 4, 4)); /* in[0]: (3, 1, 4) */
+  ct_tensor *pieces[3] = {NULL};
+  switch (k) {
+    case 0:
+      return ct_slice(x, 1, 1, 4, 2);
+    case 1:
+      return ct_select(x, 1, 2);
+    case 2:
+      return ct_narrow(ct_select(x, 0, 1), 0, 1, 2);
+    case 3:
+      return ct_diagonal(x, 0, 1, 2);
+    case 4:
+      return ct_diagonal(x, -1, 2, 1);
+    case 5:
+      return ct_split(x, 3, 1, pieces, 2) == 2 ? pieces[1] : NULL;
+    case 6:
+      return ct_einsum("bii->bi", &x, 1);
+    default:
+      return ct_einsum("bij,bjj->bi", (ct_tensor *[]){x, x}, 2);
+  }
+}
+
+CT_TEST(strided_views_of_expanded_tensors) {
+  for (int k = 0; k < 8; k++) {
+    ct_tensor *a = ct_gradcheck_input(CT_SHAPE(3, 1, 4), -1, 1, 90 + (unsigned)k);
+    WITH_CONTEXT(CHECK_GRADIENTS("view of an expanded tensor", expanded_view_f, &k, &a, 1),
+                 "case %d", k);
+  }
+}

@@ -52,6 +52,9 @@ static const ct_case CASES[] = {
     {1, 4, 3, 3, 6, 3, 2, {2, 3}, {1, 0}, {1, 2}, {1, 1}, 2, true},
     {2, 2, 5, 4, 2, 2, 3, {2, 1}, {1, 1}, {0, 0}, {2, 2}, 1, false},
     {1, 6, 2, 3, 3, 4, 4, {2, 2}, {1, 2}, {1, 0}, {1, 1}, 3, true},
+    /* output_padding >= stride (< dilation): rows no input reaches */
+    {2, 2, 3, 4, 4, 2, 3, {1, 2}, {1, 0}, {1, 2}, {2, 3}, 2, true},
+    {1, 2, 1, 2, 2, 1, 2, {1, 1}, {1, 0}, {2, 0}, {3, 1}, 1, true},
 };
 
 CT_TEST(conv_transpose2d_matches_reference) {
@@ -160,6 +163,12 @@ CT_TEST(conv_layers_gradients) {
   ct_tensor *in2[3] = {ct_gradcheck_input(CT_SHAPE(4, 3, 2), -1, 1, 53),
                        ct_gradcheck_input(CT_SHAPE(4, 1, 2, 2), -1, 1, 54), NULL};
   CHECK_GRADIENTS("conv_transpose2d unbatched, groups, dilation", ct_f, &o2, in2, 3);
+  ct_conv_transpose2d_opts o4 = {
+      .stride = {1, 2}, .padding = {0, 1}, .output_padding = {1, 2}, .dilation = {2, 3}};
+  ct_tensor *in4[3] = {ct_gradcheck_input(CT_SHAPE(2, 2, 3, 3), -1, 1, 57),
+                       ct_gradcheck_input(CT_SHAPE(2, 3, 2, 2), -1, 1, 58),
+                       ct_gradcheck_input(CT_SHAPE(3), -1, 1, 59)};
+  CHECK_GRADIENTS("conv_transpose2d output_padding >= stride", ct_f, &o4, in4, 3);
   ct_conv1d_opts c1 = {.stride = 2, .padding = 1, .dilation = 1};
   ct_tensor *in3[3] = {ct_gradcheck_input(CT_SHAPE(2, 3, 7), -1, 1, 55),
                        ct_gradcheck_input(CT_SHAPE(4, 3, 3), -1, 1, 56),

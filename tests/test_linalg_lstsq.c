@@ -153,6 +153,49 @@ CT_TEST(linalg_lstsq_rank_deficient) {
                  DRIVERS[drv]);
     CHECK_CLOSE(r.rank, ((double[]){1}), 0, 0);
     CHECK(r.residuals && ct_numel(r.residuals) == 0); /* not of full rank: none */
+    /* a negative rcond is the machine precision for every rank driver (LAPACK's
+     * gelsy alone reads it as no threshold, dividing by the zero pivot) */
+    for (int di = 0; di < 2; di++) {
+      ct_dtype dt = di ? CT_F64 : CT_F32;
+      ct_tensor *a2 = ct_test_make(zc, CT_SHAPE(4, 2), dt, CT_LAYOUT_CONTIG);
+      ct_tensor *b2 = ct_test_make(ones, CT_SHAPE(4, 1), dt, CT_LAYOUT_CONTIG);
+      const ct_lstsq_opts on = {.driver = DRIVERS[drv], .rcond = -1};
+      CHECK_STATUS_OK(ct_linalg_lstsq_ex(a2, b2, &on, &r));
+      WITH_CONTEXT(CHECK_CLOSE(r.solution, ((double[]){1.0 / 3, 0}), 1e-6, 1e-6),
+                   "%s, rcond -1, %s", DRIVERS[drv], ct_dtype_name(dt));
+      CHECK_CLOSE(r.rank, ((double[]){1}), 0, 0);
+    }
+  }
+}
+
+/* Empty matrices (no rows, no columns, no right-hand sides) with gradients:
+ * a zero solution of shape (n, k) and zero gradients, as torch. */
+CT_TEST(linalg_lstsq_empty_with_gradients) {
+  const int64_t mnk[3][3] = {{0, 3, 2}, {4, 0, 2}, {4, 3, 0}};
+  ct_tensor_opts o = ct_test_opts(CT_F64);
+  for (int drv = 0; drv < 4; drv++) {
+    if (!runs_here(drv)) continue;
+    for (int c = 0; c < 3; c++) {
+      int64_t m = mnk[c][0], n = mnk[c][1], k = mnk[c][2];
+      double *av = ct_test_random(m * n, -1, 1, 140 + (unsigned)c);
+      ct_tensor *a =
+          ct_requires_grad_(ct_test_make(av, CT_SHAPE(m, n), CT_F64, CT_LAYOUT_CONTIG), true);
+      free(av);
+      ct_tensor *b = ct_requires_grad_(ct_ones(CT_SHAPE(m, k), &o), true);
+      ct_lstsq_result r;
+      ct_status st = ct_linalg_lstsq_ex(a, b, &(ct_lstsq_opts){.driver = DRIVERS[drv]}, &r);
+      WITH_CONTEXT(CHECK_STATUS_OK(st), "%s, (%lld, %lld, %lld)", DRIVERS[drv], (long long)m,
+                   (long long)n, (long long)k);
+      if (st != CT_OK) continue;
+      CHECK_SHAPE(r.solution, n, k);
+      if (drv < 3) /* rank 0 without rows or columns (torch's); a's rank without columns of b */
+        CHECK_CLOSE(r.rank, ((double[]){k == 0 ? 3 : 0}), 0, 0);
+      CHECK(ct_allclose(r.solution, ct_zeros_like(r.solution, NULL), 0, 0));
+      CHECK_STATUS_OK(ct_backward(ct_sum(r.solution, NULL), NULL, NULL));
+      CHECK(ct_grad(a) && ct_numel(ct_grad(a)) == m * n);
+      CHECK(ct_grad(b) && ct_numel(ct_grad(b)) == m * k);
+      if (ct_grad(b)) CHECK(ct_allclose(ct_grad(b), ct_zeros_like(ct_grad(b), NULL), 0, 0));
+    }
   }
 }
 

@@ -204,6 +204,29 @@ CT_TEST(pointwise_gradients) {
   }
 }
 
+/* binary_cross_entropy at p exactly 0 and 1: finite gradients, those of the
+ * clamped logs (the clamped term gives 0), weighted, for p and the target. */
+CT_TEST(bce_gradient_at_the_clamp) {
+  double p[4] = {0, 1, 0, 1}, y[4] = {0, 0.3, 1, 0.6}, w[4] = {0.5, 2, 1.5, 3};
+  double gp[4], gy[4];
+  for (int i = 0; i < 4; i++) {
+    gp[i] = w[i] * (p[i] == 0 ? 1 - y[i] : -y[i]);   /* d/dp: (1-y)/(1-p) or -y/p */
+    gy[i] = w[i] * (p[i] == 0 ? 0 + 100 : -100 - 0); /* log(1-p) - log(p), clamped */
+  }
+  for (int di = 0; di < 2; di++) {
+    ct_dtype dt = di ? CT_F64 : CT_F32;
+    ct_tensor *x = ct_requires_grad_(make(p, CT_SHAPE(4), dt), true);
+    ct_tensor *t = ct_requires_grad_(make(y, CT_SHAPE(4), dt), true);
+    ct_tensor *l = ct_binary_cross_entropy(
+        x, t, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM, .weight = make(w, CT_SHAPE(4), dt)});
+    CHECK_OK(l);
+    if (!l) continue;
+    CHECK_STATUS_OK(ct_backward(l, NULL, NULL));
+    WITH_CONTEXT(CHECK_CLOSE(ct_grad(x), gp, 1e-6, 0), "%s", ct_dtype_name(dt));
+    WITH_CONTEXT(CHECK_CLOSE(ct_grad(t), gy, 1e-6, 0), "%s", ct_dtype_name(dt));
+  }
+}
+
 CT_TEST(pointwise_errors) {
   ct_tensor_opts o = ct_test_opts(CT_F32), oi = ct_test_opts(CT_I64);
   ct_tensor *x = ct_full(CT_SHAPE(3, 4), 0.5, &o);

@@ -377,6 +377,39 @@ CT_TEST(norm_layer_errors) {
   CHECK(ct_rms_norm(NULL, 1, NULL, 1e-5) == NULL);
 }
 
+/* Empty inputs (no batch, or no spatial elements): an empty result, running
+ * statistics left as they were (an empty batch has none), and zero
+ * gradients for the affine parameters, as torch. */
+CT_TEST(norms_on_empty_inputs) {
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  const int64_t shapes[3][3] = {{0, 3, 4}, {2, 3, 0}, {0, 3, 0}};
+  for (int k = 0; k < 3; k++) {
+    const int64_t *sh = shapes[k];
+    for (int op = 0; op < 4; op++) {
+      ct_tensor *x = ct_requires_grad_(ct_zeros(sh, 3, &o), true);
+      ct_tensor *w = ct_requires_grad_(ct_ones(CT_SHAPE(3), &o), true);
+      ct_tensor *b = ct_requires_grad_(ct_zeros(CT_SHAPE(3), &o), true);
+      ct_tensor *rm = ct_full(CT_SHAPE(3), 0.25, &o), *rv = ct_full(CT_SHAPE(3), 2, &o);
+      ct_tensor *y = op == 0   ? ct_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5)
+                     : op == 1 ? ct_instance_norm(x, rm, rv, w, b, true, 0.1, 1e-5)
+                     : op == 2 ? ct_group_norm(x, 3, w, b, 1e-5)
+                               : ct_layer_norm(x, 1, NULL, NULL, 1e-5);
+      WITH_CONTEXT(CHECK_OK(y), "op %d, shape (%lld, 3, %lld)", op, (long long)sh[0],
+                   (long long)sh[2]);
+      if (!y) continue;
+      CHECK_SHAPE(y, sh[0], 3, sh[2]);
+      WITH_CONTEXT(CHECK_CLOSE(rm, ((double[]){0.25, 0.25, 0.25}), 0, 0), "op %d", op);
+      CHECK_CLOSE(rv, ((double[]){2, 2, 2}), 0, 0);
+      CHECK_STATUS_OK(ct_backward(ct_sum(y, NULL), NULL, NULL));
+      CHECK(ct_grad(x) && ct_numel(ct_grad(x)) == 0);
+      if (op < 3) {
+        WITH_CONTEXT(CHECK_CLOSE(ct_grad(w), ((double[]){0, 0, 0}), 0, 0), "op %d", op);
+        CHECK_CLOSE(ct_grad(b), ((double[]){0, 0, 0}), 0, 0);
+      }
+    }
+  }
+}
+
 /* ---- PyTorch comparison ----------------------------------------------------------- */
 
 static const char *TORCH_SCRIPT =

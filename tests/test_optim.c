@@ -267,6 +267,16 @@ CT_TEST(lr_get_set_and_state_round_trip) {
     if (kind) /* Adam needs all of a parameter's moments */
       CHECK_ERR(ct_optimizer_load_state(b, st, names, 1, 1) == CT_OK, CT_ERR_ARG);
     CHECK(ct_optimizer_step_count(b) == 3);
+    /* Step counts that cannot grow: INT64_MAX refused on load (naming it);
+     * INT64_MAX - 1 takes one more step, then the next is refused. */
+    CHECK_ERR_MSG(ct_optimizer_load_state(b, st, names, n, INT64_MAX) == CT_OK ? pb : NULL,
+                  CT_ERR_ARG, "step_count 9223372036854775807");
+    CHECK(ct_optimizer_step_count(b) == 3);
+    CHECK_STATUS_OK(ct_optimizer_load_state(b, st, names, n, INT64_MAX - 1));
+    set_grad(pb, G[2]);
+    CHECK_STATUS_OK(ct_optimizer_step(b));
+    CHECK(ct_optimizer_step_count(b) == INT64_MAX);
+    CHECK_ERR_MSG(ct_optimizer_step(b) == CT_OK ? pb : NULL, CT_ERR_ARG, "cannot grow");
     ct_optimizer_free(a);
     ct_optimizer_free(b);
     ct_free(pa);

@@ -261,6 +261,17 @@ CT_TEST(rnn_argument_errors) {
       ct_zeros(CT_SHAPE(1, 3, 2), &(ct_tensor_opts){.dtype = CT_F64, .device = ct_test_device()});
   CHECK_ERR_MSG(ct_lstm_forward(m, x3, h0, NULL, NULL, NULL), CT_ERR_SHAPE, "h0");
   CHECK_ERR_MSG(ct_gru_forward(m, x3, NULL, NULL), CT_ERR_ARG, "LSTM");
+  /* a NULL input keeps the error of the op that made it */
+  CHECK(ct_reshape(x3, CT_SHAPE(5, 5)) == NULL);
+  ct_tensor *hn = NULL;
+  CHECK(ct_lstm_forward(m, ct_reshape(x3, CT_SHAPE(5, 5)), NULL, NULL, &hn, NULL) == NULL);
+  CHECK(hn == NULL && ct_last_error() == CT_ERR_SHAPE);
+  CHECK(strstr(ct_last_error_message(), "reshape") != NULL);
+  ct_module *g = ct_gru_new(&(ct_rnn_opts){.input_size = 3, .hidden_size = 2}, &mo);
+  CHECK(ct_gru_forward(g, ct_reshape(x3, CT_SHAPE(5, 5)), NULL, NULL) == NULL);
+  CHECK(strstr(ct_last_error_message(), "reshape") != NULL);
+  CHECK_ERR_MSG(ct_gru_forward(NULL, x3, NULL, NULL), CT_ERR_ARG, "module is NULL");
+  ct_module_free(g);
   /* ct_module_forward: the output from zero states */
   ct_tensor *y = ct_module_forward(m, x3);
   CHECK_OK(y);

@@ -268,3 +268,128 @@ CT_TEST(scalar_conversions_as_torch) {
   CHECK_ERR(ct_floor_divide_scalar(xi, 0), CT_ERR_ARG);
   CHECK_SHAPE(ct_remainder_scalar(ct_zeros(CT_SHAPE(2, 0), &i32), 0), 2, 0);
 }
+
+/* ---- Dims of a 0-d tensor ---------------------------------------------------------- */
+
+/* Op k of the table on x (0-d) at dim d (two dims: flatten's start or end). */
+static ct_tensor *dim_op(int k, const ct_tensor *x, int d) {
+  ct_tensor *idx =
+      ct_zeros(NULL, 0, &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+  ct_tensor *i1 = ct_reshape(idx, CT_SHAPE(1)), *pieces[2], *ix = NULL;
+  switch (k) {
+    case 0:
+      return ct_sum(x, CT_DIMS(d));
+    case 1:
+      return ct_mean(x, CT_DIMS(d));
+    case 2:
+      return ct_logsumexp(x, CT_DIMS(d));
+    case 3:
+      return ct_cumsum(x, d);
+    case 4:
+      return ct_cumprod(x, d);
+    case 5:
+      return ct_softmax(x, d);
+    case 6:
+      return ct_log_softmax(x, d);
+    case 7:
+      return ct_unsqueeze(x, d);
+    case 8:
+      return ct_squeeze_dim(x, d);
+    case 9:
+      return ct_flatten(x, d, -1);
+    case 10:
+      return ct_flatten(x, 0, d);
+    case 11:
+      return ct_repeat_interleave(x, 2, d);
+    case 12:
+      return ct_sort(x, d, false, &ix);
+    case 13:
+      return ct_argsort(x, d, true);
+    case 14:
+      return ct_topk(x, 1, d, true, true, &ix);
+    case 15:
+      return ct_kthvalue(x, 1, d, false, &ix);
+    case 16:
+      return ct_argmax(x, d, false);
+    case 17:
+      return ct_argmin(x, d, true);
+    case 18:
+      return ct_max_dim(x, d, false, &ix);
+    case 19:
+      return ct_min_dim(x, d, false, &ix);
+    case 20:
+      return ct_index_select(x, d, i1);
+    case 21:
+      return ct_gather(x, d, idx);
+    case 22:
+      return ct_stack((ct_tensor *[]){(ct_tensor *)x, (ct_tensor *)x}, 2, d);
+    case 23:
+      return ct_transpose(x, d, 0);
+    case 24:
+      return ct_scatter_add(x, d, idx, x);
+    /* below: never on a 0-d tensor, as torch */
+    case 25:
+      return ct_narrow(x, d, 0, 1);
+    case 26:
+      return ct_select(x, d, 0);
+    case 27:
+      return ct_slice(x, d, 0, 1, 1);
+    case 28:
+      return ct_split(x, 1, d, pieces, 2) >= 0 ? pieces[0] : NULL;
+    case 29:
+      return ct_chunk(x, 1, d, pieces, 2) >= 0 ? pieces[0] : NULL;
+    default:
+      return ct_cat((ct_tensor *[]){(ct_tensor *)x, (ct_tensor *)x}, 2, d);
+  }
+}
+
+/* A 0-d tensor takes dim -1 or 0 (as a 1-d one), no other; narrow, select,
+ * slice, split, chunk and cat refuse it at every dim (torch 1.13). */
+CT_TEST(dims_of_a_0d_tensor) {
+  ct_tensor *x =
+      ct_full(NULL, 0, 2.0, &(ct_tensor_opts){.dtype = CT_F32, .device = ct_test_device()});
+  for (int k = 0; k <= 30; k++)
+    for (int d = -3; d <= 2; d++) {
+      ct_clear_error();
+      ct_tensor *r = dim_op(k, x, d);
+      bool want = k <= 24 && (d == -1 || d == 0);
+      WITH_CONTEXT(CHECK(want ? r != NULL : r == NULL && ct_last_error() != CT_OK),
+                   "op %d, dim %d: %s", k, d, r ? "accepted" : ct_last_error_message());
+    }
+  ct_clear_error();
+}
+
+/* ---- Empty tensors beside a huge dim ----------------------------------------------- */
+
+/* (0, 2^60, 4): 0 elements, but its contiguous strides times the element
+ * size (8 bytes) overflow 64 bits. Elementwise ops,
+ * copies, casts and reductions give empty results or the identity, with no
+ * overflow (checked under UBSan in CI); a result that cannot exist is an
+ * error. */
+CT_TEST(empty_tensors_beside_a_huge_dim) {
+  ct_tensor_opts o = ct_test_opts(CT_F64);
+  int64_t big = (int64_t)1 << 60;
+  ct_tensor *x = ct_zeros(CT_SHAPE(0, big, 4), &o);
+  CHECK_OK(x);
+  if (!x) return;
+  ct_tensor *r[6] = {ct_add(x, x),
+                     ct_exp(x),
+                     ct_mul_scalar(ct_transpose(x, 0, 2), 2.0),
+                     ct_contiguous(ct_transpose(x, 1, 2)),
+                     ct_cast(x, CT_F32),
+                     ct_max(x, CT_DIMS(2))};
+  for (int i = 0; i < 6; i++) {
+    WITH_CONTEXT(CHECK_OK(r[i]), "op %d", i);
+    if (r[i]) CHECK(ct_numel(r[i]) == 0);
+  }
+  ct_tensor *s = ct_sum(x, CT_DIMS(0, 1)), *all = ct_sum(x, NULL), *m = ct_sum(x, CT_DIMS(1));
+  CHECK_OK(s);
+  if (s) CHECK_CLOSE(s, ((double[]){0, 0, 0, 0}), 0, 0);
+  CHECK_OK(all);
+  if (all) CHECK_CLOSE(all, ((double[]){0}), 0, 0);
+  CHECK_OK(m);
+  if (m) CHECK_SHAPE(m, 0, 4);
+  ct_clear_error();
+  CHECK(ct_sum(x, CT_DIMS(0)) == NULL && ct_last_error() != CT_OK); /* (2^60, 4): no memory */
+  ct_clear_error();
+}

@@ -119,7 +119,8 @@ CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *a, const char *ord, boo
  * on CUDA, is CT_ERR_ARG. rcond (the rank-revealing drivers): singular values
  * (gelsy: the condition estimate) below rcond times the largest count as
  * zero; 0 means torch's default, the dtype's epsilon times max(m, n); a
- * negative value LAPACK's own (the machine precision). */
+ * negative value the machine precision (LAPACK's: half the dtype's epsilon;
+ * for gelsy too, whose routine alone would read it as no threshold). */
 typedef struct ct_lstsq_opts {
   const char *driver; /* NULL: "gelsy" on the CPU, "gels" on CUDA */
   double rcond;       /* 0: eps(dtype) * max(m, n) */
@@ -139,7 +140,9 @@ typedef struct ct_lstsq_opts {
  * for the LAPACK drivers the gradient is torch's formula, that of
  * pinv(a) @ b, recorded through an SVD-built pinv (singular values below
  * the cut dropped) only when a gradient is wanted, the values being the
- * driver's. */
+ * driver's. An empty problem (m, n or k = 0) is solved, as torch: the zero
+ * (or empty) minimum-norm solution with zero gradients, rank 0 when m or n
+ * is 0 (a's rank when only k is). */
 typedef struct ct_lstsq_result {
   ct_tensor *solution, *residuals, *rank, *singular_values;
 } ct_lstsq_result;

@@ -55,7 +55,9 @@ CT_API ct_tensor *ct_avg_pool2d(const ct_tensor *x, const ct_pool2d_opts *opts);
 
 /* Batch normalization over (N, C, ...): in training, normalizes with the batch
  * statistics and updates running_mean / running_var (unbiased) in place with
- * momentum; in evaluation uses them. weight/bias/running_* may be NULL. */
+ * momentum; in evaluation uses them. weight/bias/running_* may be NULL.
+ * Training needs more than 1 value per channel unless x is empty: an empty
+ * batch gives an empty result and leaves the running statistics (as torch). */
 CT_API ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                                 const ct_tensor *weight, const ct_tensor *bias, bool training,
                                 double momentum, double eps);

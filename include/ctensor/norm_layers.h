@@ -34,7 +34,8 @@ CT_API ct_tensor *ct_group_norm(const ct_tensor *x, int64_t num_groups, const ct
  * use_input_stats each (sample, channel) plane is normalized by its own
  * statistics and, when given, running_mean / running_var (C) are updated
  * with momentum by the statistics averaged over the batch (running_var with
- * the unbiased variance); without use_input_stats the running statistics
+ * the unbiased variance; an empty x leaves them, where torch 1.13 writes nan
+ * for an empty batch); without use_input_stats the running statistics
  * (required) normalize, as batch norm in evaluation. weight, bias (C) may be
  * NULL. torch's defaults: use_input_stats true, momentum 0.1, eps 1e-5. */
 CT_API ct_tensor *ct_instance_norm(const ct_tensor *x, ct_tensor *running_mean,

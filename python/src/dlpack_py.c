@@ -19,15 +19,22 @@ static void capsule_destructor(PyObject *cap) {
   }
 }
 
+/* A pair of ints (a tuple of 2) as *a, *b; else TypeError naming what (-1).
+ * PyArg_ParseTuple alone raises SystemError for a non-tuple. */
+static int int_pair(PyObject *o, const char *what, int *a, int *b) {
+  if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 2 && PyArg_ParseTuple(o, "ii", a, b)) return 0;
+  PyErr_Clear();
+  PyErr_Format(PyExc_TypeError, "%s must be a tuple of 2 ints, got %.100R", what, o);
+  return -1;
+}
+
 /* (device type, device id) of an object's __dlpack_device__, as ints. */
 static int dlpack_device_of(PyObject *obj, int *type, int *id) {
   PyObject *r = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
   if (!r) return -1;
-  int ok = PyArg_ParseTuple(r, "ii", type, id);
+  int st = int_pair(r, "__dlpack_device__'s (device_type, device_id)", type, id);
   Py_DECREF(r);
-  if (!ok)
-    PyErr_SetString(PyExc_TypeError, "__dlpack_device__ must return (device_type, device_id)");
-  return ok ? 0 : -1;
+  return st;
 }
 
 PyObject *ctpy_tensor_dlpack_device(PyObject *self, PyObject *unused) {
@@ -66,7 +73,7 @@ PyObject *ctpy_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
   ct_tensor *moved = NULL;
   if (dl_device != Py_None) {
     int type, id;
-    if (!PyArg_ParseTuple(dl_device, "ii", &type, &id)) return NULL;
+    if (int_pair(dl_device, "__dlpack__: dl_device", &type, &id) < 0) return NULL;
     DLDevice mine = ct_dlpack_device(dev);
     if (type != (int)mine.device_type || id != mine.device_id) {
       if (type != kDLCPU || copy_flag == 0)
@@ -82,7 +89,8 @@ PyObject *ctpy_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
   bool versioned = false;
   if (max_version != Py_None) {
     int major, minor;
-    if (!PyArg_ParseTuple(max_version, "ii", &major, &minor)) return ct_free(moved), NULL;
+    if (int_pair(max_version, "__dlpack__: max_version", &major, &minor) < 0)
+      return ct_free(moved), NULL;
     versioned = major >= CT_DLPACK_MAJOR_VERSION;
   }
   PyObject *cap;
@@ -183,7 +191,10 @@ PyObject *ctpy_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs) {
                           Py_TYPE(x)->tp_name);
     PyObject *cap = request_capsule(x);
     if (!cap) return NULL;
-    t = import_capsule(cap);
+    t = PyCapsule_CheckExact(cap)
+            ? import_capsule(cap)
+            : (PyErr_SetString(PyExc_TypeError, "from_dlpack: __dlpack__ did not return a capsule"),
+               NULL);
     Py_DECREF(cap);
   }
   if (!t) return NULL;

@@ -63,6 +63,12 @@ ct_tensor *ct__ag_copy(ct_tensor *r, const ct_tensor *dst, const ct_tensor *src)
  * back through the same geometry). Returns v, or NULL (v released). */
 enum { CT_VIEW_RESHAPE, CT_VIEW_PERMUTE, CT_VIEW_EXPAND, CT_VIEW_STRIDED };
 ct_tensor *ct__ag_view(ct_tensor *v, const ct_tensor *t, int kind, const int *perm);
+/* A strided view v of a t with internal overlap (expanded): its memory
+ * geometry cannot say which of t's elements it took, so the gradient is
+ * scattered by view_strides and view_offset, those of the same view of a
+ * contiguous t (offset 0). */
+ct_tensor *ct__ag_view_logical(ct_tensor *v, const ct_tensor *t, const int64_t *view_strides,
+                               int64_t view_offset);
 /* Identity-gradient ops that make a new tensor from t: contiguous, clone,
  * cast (the engine casts the gradient back). */
 ct_tensor *ct__ag_identity(ct_tensor *r, const ct_tensor *t, const char *name);
@@ -186,9 +192,8 @@ ct_tensor *ct__ag_row_norm(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
  * contiguous, w_c the weight contiguous, p conv2d's parameters of the
  * convolution it transposes. */
 ct_tensor *ct__ag_conv_transpose2d(ct_tensor *r, const ct_tensor *x, const ct_tensor *w,
-                                   const ct_tensor *bias, const ct_tensor *x4,
-                                   const ct_tensor *w_c, const ct_conv2d_params *p,
-                                   bool unbatched);
+                                   const ct_tensor *bias, const ct_tensor *x4, const ct_tensor *w_c,
+                                   const ct_conv2d_params *p, bool unbatched);
 /* adaptive pooling (grad_pool_adaptive.c): indices the argmax (max; the
  * output's shape), NULL for the average. */
 ct_tensor *ct__ag_adaptive_pool2d(ct_tensor *r, const ct_tensor *x, bool is_max,

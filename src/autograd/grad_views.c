@@ -3,9 +3,10 @@
  * permutations permute it back, expands are summed by the engine, and
  * strided views (slice, select, narrow, diagonal, and a view's history
  * regenerated from its base) scatter it into zeros through the same
- * geometry; contiguous/clone/cast pass it through, and ct_to moves it back to
- * the input's device. A recorded view remembers its base, so that an in-place
- * write through it can rewrite the base's history (inplace.c). */
+ * geometry (for an expanded input, the view's geometry over a contiguous
+ * input of its shape: the logical one); contiguous/clone/cast pass it through, and ct_to moves it
+ * back to the input's device. A recorded view remembers its base, so that an in-place write through
+ * it can rewrite the base's history (inplace.c). */
 #include "autograd/node.h"
 #include "ops/ops_internal.h"
 
@@ -63,13 +64,40 @@ ct_node *ct__as_strided_node(const ct_tensor *v, const ct_tensor *base, ct_edge 
   return n;
 }
 
+/* Records n (NULL: failed) as v's history, v a view of t. */
+static ct_tensor *record_view(ct_tensor *v, const ct_tensor *t, ct_node *n) {
+  if (!(v = ct__ag_record(v, n))) return NULL;
+  /* remember the base (the root owning the memory) for in-place writes */
+  const ct_tensor *base = t->autograd->view_base ? t->autograd->view_base : t;
+  struct ct_autograd_meta *m = v->autograd;
+  m->view_base = ct__retain(base);
+  m->view_base_fn = base->autograd->grad_fn;
+  return v;
+}
+
+ct_tensor *ct__ag_view_logical(ct_tensor *v, const ct_tensor *t, const int64_t *view_strides,
+                               int64_t view_offset) {
+  if (!v || !ct__ag_needed(&t, 1)) return v;
+  ct_node *n = CT_NODE_NEW(strided_node, "AsStridedBackward", strided_backward, 1, &t);
+  if (n) {
+    ct_view_geometry *g = &CT_NODE_STATE(n, strided_node)->geo;
+    memcpy(g->view_shape, v->shape, sizeof g->view_shape);
+    memcpy(g->view_strides, view_strides, sizeof(int64_t) * (size_t)v->ndim);
+    g->view_ndim = v->ndim;
+    g->view_offset = view_offset;
+    ct__contiguous_strides(t->shape, t->ndim, g->base_strides);
+    g->base_offset = 0;
+  }
+  return record_view(v, t, n);
+}
+
 ct_tensor *ct__ag_view(ct_tensor *v, const ct_tensor *t, int kind, const int *perm) {
   if (!v || !ct__ag_needed(&t, 1)) return v;
   if (kind == CT_VIEW_STRIDED && ct__has_internal_overlap(t)) {
     ct__release(v);
     return ct__fail(CT_ERR_STATE,
-                    "autograd: slicing an expanded (broadcast) tensor that requires grad is not "
-                    "supported; make it contiguous first");
+                    "autograd: a strided view of an overlapping tensor that requires grad needs "
+                    "its logical geometry (ct__ag_view_logical)");
   }
   ct_node *n = NULL;
   switch (kind) {
@@ -88,13 +116,7 @@ ct_tensor *ct__ag_view(ct_tensor *v, const ct_tensor *t, int kind, const int *pe
         ct__view_geometry_of(&CT_NODE_STATE(n, strided_node)->geo, v, t);
       break;
   }
-  if (!(v = ct__ag_record(v, n))) return NULL;
-  /* remember the base (the root owning the memory) for in-place writes */
-  const ct_tensor *base = t->autograd->view_base ? t->autograd->view_base : t;
-  struct ct_autograd_meta *m = v->autograd;
-  m->view_base = ct__retain(base);
-  m->view_base_fn = base->autograd->grad_fn;
-  return v;
+  return record_view(v, t, n);
 }
 
 ct_tensor *ct__ag_identity(ct_tensor *r, const ct_tensor *t, const char *name) {

@@ -51,6 +51,39 @@ ct_tensor *ct_conv1d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
 
 static const char OP[] = "conv_transpose2d";
 
+/* output_padding >= stride (legal while < dilation): the backends compute
+ * conv_transpose2d as conv2d's input gradient, which holds only when conv2d
+ * of the result gives back x's size, i.e. output_padding < stride. Otherwise:
+ * the transposed convolution without padding (its full extent), rows and
+ * columns from `padding` on, zeros past its end, + bias; composed of
+ * differentiable ops, so autograd follows. */
+static ct_tensor *conv_transpose2d_wide(const ct_tensor *x, const ct_tensor *weight,
+                                        const ct_tensor *bias, const ct_conv_transpose2d_opts *o,
+                                        const int64_t *out) {
+  ct_conv_transpose2d_opts o0 = *o;
+  o0.padding[0] = o0.padding[1] = o0.output_padding[0] = o0.output_padding[1] = 0;
+  ct_tensor *t = ct_conv_transpose2d(x, weight, NULL, &o0);
+  int64_t pad[4] = {0};
+  for (int i = 0; i < 2 && t; i++) {
+    int d = x->ndim - 2 + i;
+    int64_t full = ct_shape(t)[d], p = o->padding[i] < full ? o->padding[i] : full;
+    int64_t len = full - p < out[i] ? full - p : out[i];
+    ct_tensor *n = ct_narrow(t, d, p, len);
+    ct_free(t);
+    t = n;
+    pad[3 - 2 * i] = out[i] - len; /* after the last dim first */
+  }
+  ct_tensor *r = t ? ct_pad(t, pad, 4, CT_PAD_CONSTANT, 0.0) : NULL;
+  ct_free(t);
+  if (r && bias) {
+    ct_tensor *b3 = ct_reshape(bias, CT_SHAPE(bias->shape[0], 1, 1));
+    ct_tensor *rb = b3 ? ct_add(r, b3) : NULL;
+    ct_free(b3), ct_free(r);
+    r = rb;
+  }
+  return r;
+}
+
 ct_tensor *ct_conv_transpose2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                                const ct_conv_transpose2d_opts *opts) {
   if (!x || !weight) return NULL;
@@ -113,6 +146,8 @@ ct_tensor *ct_conv_transpose2d(const ct_tensor *x, const ct_tensor *weight, cons
                       (long long)p.stride[0], (long long)p.stride[1], (long long)p.padding[0],
                       (long long)p.padding[1], (long long)p.dilation[0], (long long)p.dilation[1]);
   }
+  if (o.output_padding[0] >= p.stride[0] || o.output_padding[1] >= p.stride[1])
+    return conv_transpose2d_wide(x, weight, bias, &o, out);
   const ct_backend *be = ct__backend_for(OP, x);
   if (!be) return NULL;
   CT_NEED_SLOT(be, conv2d_backward, OP, x);

@@ -107,11 +107,19 @@ static ct_tensor *kl(const pointwise *p, const ct_tensor *x, const ct_tensor *t,
   return ct_sub(ct_mul(t, ct_log(safe)), ct_mul(t, x));
 }
 
+/* log(q) clamped at -100, with the clamped gradient 0 also at q = 0: the
+ * log sees 1 there (its backward g / q would give 0 / 0 = nan). */
+static ct_tensor *clamped_log(const ct_tensor *q) {
+  ct_tensor *nz = ct_ne_scalar(q, 0.0);
+  ct_tensor *l = ct_clamp(ct_log(ct_where_scalar(nz, q, 1.0)), -100.0, INFINITY);
+  return ct_where_scalar(nz, l, -100.0);
+}
+
 static ct_tensor *bce(const pointwise *p, const ct_tensor *x, const ct_tensor *y,
                       const ct_loss_opts *o) {
   (void)p;
-  ct_tensor *logp = ct_clamp(ct_log(x), -100.0, INFINITY);
-  ct_tensor *log1mp = ct_clamp(ct_log(ct_rsub_scalar(x, 1.0)), -100.0, INFINITY);
+  ct_tensor *logp = clamped_log(x);
+  ct_tensor *log1mp = clamped_log(ct_rsub_scalar(x, 1.0));
   /* -(y log p + (1 - y) log(1 - p)) = (y - 1) log(1 - p) - y log p */
   ct_tensor *l = ct_sub(ct_mul(ct_sub_scalar(y, 1.0), log1mp), ct_mul(y, logp));
   return o->weight ? ct_mul(l, o->weight) : l;

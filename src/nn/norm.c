@@ -32,13 +32,15 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
   /* the running statistics are updated in place: they keep their dtype */
   ct__autocast_args ac;
   if (ct__autocast(&ac, CT__AUTOCAST_F32, x, weight, bias)) {
-    ct_tensor *r = ct_batch_norm(ac.t[0], running_mean, running_var, ac.t[1], ac.t[2], training, momentum, eps);
+    ct_tensor *r = ct_batch_norm(ac.t[0], running_mean, running_var, ac.t[1], ac.t[2], training,
+                                 momentum, eps);
     ct__autocast_done(&ac);
     return r;
   }
   char s[CT_SHAPE_STR_MAX];
   if (x->ndim < 2)
-    return ct__fail(CT_ERR_SHAPE, "batch_norm: expected an input (N, C, ...) of at least 2 dims, got shape %s",
+    return ct__fail(CT_ERR_SHAPE,
+                    "batch_norm: expected an input (N, C, ...) of at least 2 dims, got shape %s",
                     ct__shape_str(x, s, sizeof s));
   if (!ct__nn_need_float(op, "input", x)) return NULL;
   int64_t N = x->shape[0], C = x->shape[1], S = C > 0 && N > 0 ? x->numel / (N * C) : 0;
@@ -47,10 +49,13 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
       !check_vec(op, "running_var", running_var, x, C))
     return NULL;
   if (!training && (!running_mean || !running_var))
-    return ct__fail(CT_ERR_ARG, "batch_norm: running_mean and running_var are required in evaluation mode");
-  if (training && N * S <= 1)
-    return ct__fail(CT_ERR_ARG, "batch_norm: expected more than 1 value per channel when training, got input of shape %s",
-                    ct__shape_str(x, s, sizeof s));
+    return ct__fail(CT_ERR_ARG,
+                    "batch_norm: running_mean and running_var are required in evaluation mode");
+  if (training && x->numel > 0 && N * S <= 1)
+    return ct__fail(
+        CT_ERR_ARG,
+        "batch_norm: expected more than 1 value per channel when training, got input of shape %s",
+        ct__shape_str(x, s, sizeof s));
   if (!(eps >= 0)) return ct__fail(CT_ERR_ARG, "batch_norm: eps must be >= 0, got %g", eps);
   ct_dtype sd = stats_dtype(x->dtype);
   ct_tensor *rs[2] = {running_mean, running_var};
@@ -70,6 +75,9 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
     }
   }
   ct_tensor *run_mean = rc[0] ? rc[0] : running_mean, *run_var = rc[1] ? rc[1] : running_var;
+  /* an empty batch has no statistics: the running ones stay (as torch) */
+  bool update = training && x->numel > 0;
+  if (training && !update) run_mean = run_var = NULL;
   const ct_backend *be = ct__backend_for(op, x);
   if (!be) return NULL;
   CT_NEED_SLOT(be, batch_norm, op, x);
@@ -85,11 +93,15 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
   ct_status st = invstd ? be->batch_norm(r3, mean, invstd, x3, wc, bc, run_mean, run_var, training,
                                          momentum, eps)
                         : ct_last_error();
+  /* an empty batch: statistics 0 and 1 (not 0 / 0), so the gradients of the
+   * affine parameters are the zeros of an empty sum */
+  if (st == CT_OK && training && !update) st = be->fill(mean, 0.0);
+  if (st == CT_OK && training && !update) st = be->fill(invstd, 1.0);
   for (int i = 0; i < 2; i++) {
-    if (st == CT_OK && training && rc[i]) st = ct__copy_into(rs[i], rc[i]);
+    if (st == CT_OK && update && rc[i]) st = ct__copy_into(rs[i], rc[i]);
     ct__release(rc[i]);
   }
-  if (st == CT_OK && training) {
+  if (st == CT_OK && update) {
     if (running_mean) ct__bump_version(running_mean);
     if (running_var) ct__bump_version(running_var);
   }
@@ -118,8 +130,10 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
   }
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
   if (normalized_ndim < 1 || normalized_ndim > x->ndim)
-    return ct__fail(CT_ERR_ARG, "layer_norm: normalized_ndim must be in [1, %d] for an input of shape %s, got %d",
-                    x->ndim, ct__shape_str(x, s1, sizeof s1), normalized_ndim);
+    return ct__fail(
+        CT_ERR_ARG,
+        "layer_norm: normalized_ndim must be in [1, %d] for an input of shape %s, got %d", x->ndim,
+        ct__shape_str(x, s1, sizeof s1), normalized_ndim);
   if (!ct__nn_need_float(op, "input", x) || !ct__nn_need_float(op, "weight", weight) ||
       !ct__nn_need_float(op, "bias", bias))
     return NULL;
@@ -129,7 +143,8 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
   const ct_tensor *ps[2] = {weight, bias};
   for (int i = 0; i < 2; i++)
     if (ps[i] && !ct__nn_shape_is(ps[i], ns, nd))
-      return ct__fail(CT_ERR_SHAPE, "layer_norm: expected %s of shape %s (the last %d dims of the input), got %s",
+      return ct__fail(CT_ERR_SHAPE,
+                      "layer_norm: expected %s of shape %s (the last %d dims of the input), got %s",
                       i ? "bias" : "weight", ct_shape_format(ns, nd, s1, sizeof s1), nd,
                       ct__shape_str(ps[i], s2, sizeof s2));
   if (!(eps >= 0)) return ct__fail(CT_ERR_ARG, "layer_norm: eps must be >= 0, got %g", eps);

@@ -167,7 +167,8 @@ ct_tensor *ct_instance_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tens
   ct_row_norm_params p = {
       .rows = x->shape[0] * C, .groups = C, .channels = 1, .inner = inner_size(x), .eps = eps};
   ct_tensor *r = row_norm(op, "NativeGroupNormBackward", x, weight, bias, &p);
-  if (r && (running_mean || running_var) &&
+  /* an empty input has no statistics: the running ones stay */
+  if (r && (running_mean || running_var) && x->numel > 0 &&
       update_running(x, running_mean, running_var, momentum) != CT_OK) {
     ct_free(r);
     return NULL;

@@ -242,8 +242,7 @@ static ct_tensor *empty_sequence(const rnn_impl *r, const ct_tensor *x, const ct
   int64_t N = ct_shape(x)[1], H = r->o.hidden_size, ns = (int64_t)r->o.num_layers * r->dirs;
   ct_tensor_opts like = {.dtype = ct_dtype_of(x), .device = ct_device_of(x)};
   if (h_n) *h_n = h0 ? ct_clone(h0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
-  if (c_n && r->kind == RNN_LSTM)
-    *c_n = c0 ? ct_clone(c0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
+  if (c_n && r->kind == RNN_LSTM) *c_n = c0 ? ct_clone(c0) : ct_zeros(CT_SHAPE(ns, N, H), &like);
   return ct_zeros(CT_SHAPE(0, N, r->dirs * H), &like);
 }
 
@@ -253,7 +252,8 @@ static ct_tensor *rnn_forward(rnn_kind kind, ct_module *m, const ct_tensor *x, c
   snprintf(what, sizeof what, "%s_forward", rnn_name(kind));
   if (h_n) *h_n = NULL;
   if (c_n) *c_n = NULL;
-  if (!m || !x) return ct__fail(CT_ERR_ARG, "%s: module or input is NULL", what);
+  if (!x) return NULL; /* keeps the error of whatever made it */
+  if (!m) return ct__fail(CT_ERR_ARG, "%s: module is NULL", what);
   const ct_module_vtable *vt = ct__module_vtable(m);
   if (vt != (kind == RNN_LSTM ? &lstm_vt : &gru_vt))
     return ct__fail(CT_ERR_ARG, "%s: the module is a %s, not a%s", what, ct_module_type_name(m),

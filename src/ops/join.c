@@ -112,8 +112,7 @@ ct_tensor *ct__stack(ct_tensor *const *ts, int n, int dim) {
     return ct__fail(CT_ERR_ARG, "stack: dim %d out of range for %d-d tensors (result %d-d)", dim,
                     r->ndim, nd);
   if (nd > CT_MAX_DIMS)
-    return ct__fail(CT_ERR_SHAPE, "stack: the result would have %d dims (max %d)", nd,
-                    CT_MAX_DIMS);
+    return ct__fail(CT_ERR_SHAPE, "stack: the result would have %d dims (max %d)", nd, CT_MAX_DIMS);
   int64_t shape[CT_MAX_DIMS];
   for (int k = 0, j = 0; k < nd; k++) shape[k] = k == d ? n : r->shape[j++];
   if (!ct__check_shape(op, shape, nd)) return NULL;
@@ -152,14 +151,21 @@ static int pieces(const char *op, const ct_tensor *x, int d, int64_t size, int64
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[d] = sz;
-    out[i] = ct__view_of(x, x->dtype, shape, x->strides, x->ndim, x->offset + start * x->strides[d]);
+    out[i] =
+        ct__view_of(x, x->dtype, shape, x->strides, x->ndim, x->offset + start * x->strides[d]);
     if (!out[i]) {
       for (int j = 0; j < i; j++) ct__release(out[j]), out[j] = NULL;
       return -1;
     }
   }
+  /* over an expanded x, autograd takes the pieces' logical geometry */
+  bool logical = ct__has_internal_overlap(x);
+  int64_t cst[CT_MAX_DIMS];
+  ct__contiguous_strides(x->shape, x->ndim, cst);
   for (int i = 0; i < want; i++) {
-    out[i] = ct__track(ct__ag_view(out[i], x, CT_VIEW_STRIDED, NULL));
+    int64_t start = (int64_t)i * size < len ? (int64_t)i * size : len;
+    out[i] = ct__track(logical ? ct__ag_view_logical(out[i], x, cst, start * cst[d])
+                               : ct__ag_view(out[i], x, CT_VIEW_STRIDED, NULL));
     if (!out[i]) return -1;
   }
   return (int)count;
@@ -183,7 +189,8 @@ int ct_split(const ct_tensor *x, int64_t split_size, int dim, ct_tensor **out, i
   if (!check_split_args("split", x, &dim, out, max_out)) return -1;
   int64_t len = x->shape[dim];
   if (split_size < 0 || (split_size == 0 && len > 0))
-    return ct__fail(CT_ERR_ARG, "split: split_size must be positive, got %lld (dim %d has size %lld)",
+    return ct__fail(CT_ERR_ARG,
+                    "split: split_size must be positive, got %lld (dim %d has size %lld)",
                     (long long)split_size, dim, (long long)len),
            -1;
   int64_t count = len == 0 ? 1 : (len + split_size - 1) / split_size;

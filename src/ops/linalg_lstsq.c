@@ -168,6 +168,41 @@ static bool check_args(const ct_tensor *a, const ct_tensor *b) {
   return ct__check_same_device(OP, a, b);
 }
 
+/* An empty problem (no rows, columns or right-hand sides; a rank-revealing
+ * driver): the minimum-norm solution is exactly a^T b (zeros or empty),
+ * recorded so the gradients are torch's zeros. No rows or columns: rank 0
+ * (torch's) and no singular values; no right-hand side: the driver run on
+ * one zero column (LAPACK refuses none) for a's rank and singular values. */
+static bool solve_empty(const ct_backend *bk, const ct_tensor *a, const ct_tensor *b,
+                        ct_lstsq_driver drv, double rcond, ct_lstsq_result *r) {
+  int nd = ct_ndim(a);
+  int64_t m = ct_shape(a)[nd - 2], n = ct_shape(a)[nd - 1];
+  r->solution = ct_matmul(ct_transpose(a, -2, -1), b);
+  if (!r->solution) return false;
+  int nb = ct_ndim(r->solution) - 2;
+  int64_t bs[CT_MAX_DIMS];
+  memcpy(bs, ct_shape(r->solution), sizeof(int64_t) * (size_t)nb);
+  ct_tensor_opts ot = {.dtype = ct_dtype_of(a), .device = ct__device(a)};
+  ct_tensor_opts ol = {.dtype = CT_I64, .device = ct__device(a)};
+  if (m == 0 || n == 0) {
+    bs[nb] = 0;
+    r->rank = ct_zeros(bs, nb, &ol);
+    r->singular_values =
+        drv == CT_LSTSQ_GELSY ? ct_empty((int64_t[]){0}, 1, &ot) : ct_zeros(bs, nb + 1, &ot);
+    return r->rank && r->singular_values;
+  }
+  bs[nb] = m, bs[nb + 1] = 1;
+  ct_tensor *b1 = ct_zeros(bs, nb + 2, &ot);
+  lapack_out o = {0};
+  ct_no_grad_begin();
+  bool ok = b1 && solve_lapack(bk, a, b1, drv, rcond, &o);
+  ct_no_grad_end();
+  if (!ok) return false;
+  r->rank = o.rank;
+  r->singular_values = o.s ? o.s : ct_empty((int64_t[]){0}, 1, &ot);
+  return r->rank && r->singular_values;
+}
+
 /* Every output but the residuals, in the current scope; *drv: the driver
  * (-1: gels). */
 static bool solve(const ct_tensor *a, const ct_tensor *b, const ct_lstsq_opts *opts,
@@ -180,13 +215,20 @@ static bool solve(const ct_tensor *a, const ct_tensor *b, const ct_lstsq_opts *o
   ct_tensor_opts ot = {.dtype = ct_dtype_of(a), .device = ct__device(a)};
   ct_tensor_opts ol = {.dtype = CT_I64, .device = ct__device(a)};
   if (drv == -1) {
-    r->solution = solve_gels(a, b, m, n);
+    /* no rows or columns: the zero (or empty) a^T b, as the other drivers */
+    r->solution = m && n ? solve_gels(a, b, m, n) : ct_matmul(ct_transpose(a, -2, -1), b);
     r->rank = ct_empty((int64_t[]){0}, 1, &ol);
     r->singular_values = ct_empty((int64_t[]){0}, 1, &ot);
     return r->solution && r->rank && r->singular_values;
   }
   double eps = ct_dtype_of(a) == CT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
   double rcond = opts && opts->rcond != 0 ? opts->rcond : eps * (double)(m > n ? m : n);
+  /* gelsd and gelss read a negative rcond as the machine precision; gelsy
+   * as no threshold at all (a singular R then divides by zero): give it
+   * that precision (LAPACK's, half the dtype's epsilon) */
+  if (rcond < 0 && drv == CT_LSTSQ_GELSY) rcond = eps / 2;
+  if (m == 0 || n == 0 || ct_shape(b)[ct_ndim(b) - 1] == 0)
+    return solve_empty(bk, a, b, (ct_lstsq_driver)drv, rcond, r);
   lapack_out o = {0};
   ct_no_grad_begin();
   bool ok = solve_lapack(bk, a, b, (ct_lstsq_driver)drv, rcond, &o);

@@ -65,8 +65,9 @@ ct_tensor *ct_repeat_interleave(const ct_tensor *x, int64_t repeats, int dim) {
     return ct__fail(CT_ERR_ARG, "repeat_interleave: repeats must be >= 0, got %lld",
                     (long long)repeats);
   int d = dim;
+  /* a 0-d x takes dim -1 or 0 (ct__wrap_dim), then repeats as a 1-d one */
   bool flat = dim == CT_DIM_ALL || x->ndim == 0;
-  if (!flat && !ct__wrap_dim(&d, x->ndim))
+  if (dim != CT_DIM_ALL && !ct__wrap_dim(&d, x->ndim))
     return ct__fail(CT_ERR_ARG, "repeat_interleave: dim %d out of range for a %d-d tensor", dim,
                     x->ndim);
   if (flat) d = CT_DIM_ALL;
@@ -102,7 +103,7 @@ ct_tensor *ct_repeat_interleave_tensor(const ct_tensor *x, const ct_tensor *repe
                     ct_device_name(ct__device(repeats)), ct_device_name(ct__device(x)));
   int d = dim;
   bool flat = dim == CT_DIM_ALL || x->ndim == 0;
-  if (!flat && !ct__wrap_dim(&d, x->ndim))
+  if (dim != CT_DIM_ALL && !ct__wrap_dim(&d, x->ndim))
     return ct__fail(CT_ERR_ARG, "%s: dim %d out of range for a %d-d tensor", op, dim, x->ndim);
   if (flat) d = CT_DIM_ALL;
   ct_tensor *xf = flat_or_self(x, &d);

@@ -3,8 +3,10 @@
 #include "autograd/autograd_internal.h"
 #include "ops/ops_internal.h"
 
-#define NULL_IN(t) \
-  do { if (!(t)) return NULL; } while (0)
+#define NULL_IN(t)         \
+  do {                     \
+    if (!(t)) return NULL; \
+  } while (0)
 
 /* A tracked view of t, recorded for autograd as `kind` (see ct__ag_view). */
 static ct_tensor *view_as(int kind, const int *perm, const ct_tensor *t, const int64_t *shape,
@@ -14,8 +16,27 @@ static ct_tensor *view_as(int kind, const int *perm, const ct_tensor *t, const i
 }
 #define make_view(t, shape, strides, ndim, offset) \
   view_as(CT_VIEW_RESHAPE, NULL, t, shape, strides, ndim, offset)
-#define strided_view(t, shape, strides, ndim, offset) \
-  view_as(CT_VIEW_STRIDED, NULL, t, shape, strides, ndim, offset)
+
+/* A strided view's strides and offset from its input's (the arithmetic of
+ * slice, select, diagonal; args: the op's parameters). */
+typedef void (*geo_fn)(const int64_t *st_in, int64_t off_in, const void *args, int64_t *st,
+                       int64_t *off);
+
+/* The strided view f gives of t, of the given shape. Over an expanded input
+ * (internal overlap) that requires grad, autograd gets the view's logical
+ * geometry: f run on a contiguous layout of t's shape. */
+static ct_tensor *strided_view(const ct_tensor *t, const int64_t *shape, int ndim, geo_fn f,
+                               const void *args) {
+  int64_t st[CT_MAX_DIMS], off;
+  f(t->strides, t->offset, args, st, &off);
+  ct_tensor *v = ct__view_of(t, t->dtype, shape, st, ndim, off);
+  if (!v || !ct__ag_needed(&t, 1) || !ct__has_internal_overlap(t))
+    return ct__track(ct__ag_view(v, t, CT_VIEW_STRIDED, NULL));
+  int64_t cst[CT_MAX_DIMS];
+  ct__contiguous_strides(t->shape, t->ndim, cst);
+  f(cst, 0, args, st, &off);
+  return ct__track(ct__ag_view_logical(v, t, st, off));
+}
 
 /* Resolves a -1 in a requested shape against numel. */
 static bool infer_shape(const char *op, const ct_tensor *t, const int64_t *shape, int ndim,
@@ -53,8 +74,8 @@ static bool infer_shape(const char *op, const ct_tensor *t, const int64_t *shape
              false;
     out[infer] = t->numel / known;
   } else if (known != t->numel) {
-    return ct__fail(CT_ERR_SHAPE, "%s: shape %s is invalid for input of shape %s (%lld elements)", op,
-                    ct_shape_format(shape, ndim, b, sizeof b), ct__shape_str(t, a, sizeof a),
+    return ct__fail(CT_ERR_SHAPE, "%s: shape %s is invalid for input of shape %s (%lld elements)",
+                    op, ct_shape_format(shape, ndim, b, sizeof b), ct__shape_str(t, a, sizeof a),
                     (long long)t->numel),
            false;
   }
@@ -128,7 +149,8 @@ ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
   for (int i = 0; i < ndim; i++) {
     int d = dims[i];
     if (!ct__wrap_dim(&d, t->ndim))
-      return ct__fail(CT_ERR_ARG, "permute: dim %d out of range for a %d-d tensor", dims[i], t->ndim);
+      return ct__fail(CT_ERR_ARG, "permute: dim %d out of range for a %d-d tensor", dims[i],
+                      t->ndim);
     if (seen[d]) return ct__fail(CT_ERR_ARG, "permute: dim %d repeated", d);
     seen[d] = true;
     perm[i] = d;
@@ -165,13 +187,29 @@ ct_tensor *ct_t(const ct_tensor *t) {
   return ct_transpose(t, 0, 1);
 }
 
+typedef struct slice_args {
+  int ndim, d;
+  int64_t start, step, len;
+} slice_args;
+
+static void slice_geo(const int64_t *st_in, int64_t off_in, const void *args, int64_t *st,
+                      int64_t *off) {
+  const slice_args *a = args;
+  memcpy(st, st_in, sizeof(int64_t) * (size_t)a->ndim);
+  /* with 2 or more elements stride * step is within the storage; with fewer it
+   * is never used and may overflow, so the stride is then kept */
+  if (a->len > 1) st[a->d] = st_in[a->d] * a->step;
+  *off = off_in + a->start * st_in[a->d];
+}
+
 ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
   NULL_IN(t);
   int d = dim;
   if (t->ndim == 0) return ct__fail(CT_ERR_ARG, "slice: can't slice a 0-d tensor");
   if (!ct__wrap_dim(&d, t->ndim))
     return ct__fail(CT_ERR_ARG, "slice: dim %d out of range for a %d-d tensor", dim, t->ndim);
-  if (step <= 0) return ct__fail(CT_ERR_ARG, "slice: step must be positive, got %lld", (long long)step);
+  if (step <= 0)
+    return ct__fail(CT_ERR_ARG, "slice: step must be positive, got %lld", (long long)step);
   int64_t n = t->shape[d];
   if (start < 0) start += n;
   if (end < 0) end += n;
@@ -179,14 +217,11 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
   if (start > n) start = n;
   if (end > n) end = n;
   if (end < start) end = start;
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int64_t ns[CT_MAX_DIMS];
   memcpy(ns, t->shape, sizeof ns);
-  memcpy(st, t->strides, sizeof st);
   ns[d] = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow for a huge step */
-  /* with 2 or more elements stride * step is within the storage; with fewer it
-   * is never used and may overflow, so the stride is then kept */
-  if (ns[d] > 1) st[d] = t->strides[d] * step;
-  return strided_view(t, ns, st, t->ndim, t->offset + start * t->strides[d]);
+  slice_args a = {t->ndim, d, start, step, ns[d]};
+  return strided_view(t, ns, t->ndim, slice_geo, &a);
 }
 
 ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length) {
@@ -201,6 +236,19 @@ ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length)
   return ct_slice(t, d, start, start + length, 1);
 }
 
+typedef struct select_args {
+  int ndim, d;
+  int64_t index;
+} select_args;
+
+static void select_geo(const int64_t *st_in, int64_t off_in, const void *args, int64_t *st,
+                       int64_t *off) {
+  const select_args *a = args;
+  for (int i = 0, k = 0; i < a->ndim; i++)
+    if (i != a->d) st[k++] = st_in[i];
+  *off = off_in + a->index * st_in[a->d];
+}
+
 ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
   NULL_IN(t);
   int d = dim;
@@ -211,11 +259,12 @@ ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
     return ct__fail(CT_ERR_ARG, "select: index %lld out of range for dim %d of size %lld",
                     (long long)index, d, (long long)n);
   if (index < 0) index += n;
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int64_t ns[CT_MAX_DIMS];
   int k = 0;
   for (int i = 0; i < t->ndim; i++)
-    if (i != d) ns[k] = t->shape[i], st[k++] = t->strides[i];
-  return strided_view(t, ns, st, t->ndim - 1, t->offset + index * t->strides[d]);
+    if (i != d) ns[k++] = t->shape[i];
+  select_args a = {t->ndim, d, index};
+  return strided_view(t, ns, t->ndim - 1, select_geo, &a);
 }
 
 ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
@@ -237,7 +286,8 @@ ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
     } else if (t->shape[td] == 1 && want >= 0) {
       ns[d] = want, st[d] = 0;
     } else {
-      return ct__fail(CT_ERR_SHAPE, "expand: shape %s can't be expanded to %s (dim %d: %lld vs %lld)",
+      return ct__fail(CT_ERR_SHAPE,
+                      "expand: shape %s can't be expanded to %s (dim %d: %lld vs %lld)",
                       ct__shape_str(t, a, sizeof a), ct_shape_format(shape, ndim, b, sizeof b), d,
                       (long long)t->shape[td], (long long)want);
     }
@@ -268,7 +318,8 @@ ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
   int d = dim;
   if (!ct__wrap_dim(&d, t->ndim))
     return ct__fail(CT_ERR_ARG, "squeeze: dim %d out of range for a %d-d tensor", dim, t->ndim);
-  if (t->ndim == 0 || t->shape[d] != 1) return make_view(t, t->shape, t->strides, t->ndim, t->offset);
+  if (t->ndim == 0 || t->shape[d] != 1)
+    return make_view(t, t->shape, t->strides, t->ndim, t->offset);
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
   int k = 0;
   for (int i = 0; i < t->ndim; i++)
@@ -298,11 +349,11 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
 
 ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim) {
   NULL_IN(t);
-  if (t->ndim == 0) return ct_reshape(t, (int64_t[]){1}, 1);
   int s = start_dim, e = end_dim;
   if (!ct__wrap_dim(&s, t->ndim) || !ct__wrap_dim(&e, t->ndim) || s > e)
     return ct__fail(CT_ERR_ARG, "flatten: dims %d..%d invalid for a %d-d tensor", start_dim,
                     end_dim, t->ndim);
+  if (t->ndim == 0) return ct_reshape(t, (int64_t[]){1}, 1); /* dims -1 or 0, as torch */
   int64_t ns[CT_MAX_DIMS];
   int k = 0;
   for (int d = 0; d < s; d++) ns[k++] = t->shape[d];
@@ -313,29 +364,42 @@ ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim) {
   return ct_reshape(t, ns, k);
 }
 
+typedef struct diagonal_args {
+  int ndim, a, b;
+  int64_t offset, len;
+} diagonal_args;
+
+static void diagonal_geo(const int64_t *st_in, int64_t off_in, const void *args, int64_t *st,
+                         int64_t *off) {
+  const diagonal_args *g = args;
+  /* the offset moves the start only when the diagonal is not empty, so the
+   * products stay within the storage (no overflow for a huge offset) */
+  *off = off_in;
+  if (g->len > 0) *off += g->offset >= 0 ? g->offset * st_in[g->b] : -g->offset * st_in[g->a];
+  int k = 0;
+  for (int d = 0; d < g->ndim; d++)
+    if (d != g->a && d != g->b) st[k++] = st_in[d];
+  st[k] = st_in[g->a] + st_in[g->b];
+}
+
 ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
   NULL_IN(t);
   int a = dim1, b = dim2;
   if (t->ndim < 2 || !ct__wrap_dim(&a, t->ndim) || !ct__wrap_dim(&b, t->ndim) || a == b)
     return ct__fail(CT_ERR_ARG, "diagonal: dims (%d, %d) invalid for a %d-d tensor", dim1, dim2,
                     t->ndim);
-  /* the offset moves the start only when the diagonal is not empty, so the
-   * products below stay within the storage (no overflow for a huge offset) */
-  int64_t len = 0, off = t->offset;
-  if (offset >= 0 && offset < t->shape[b]) {
+  int64_t len = 0;
+  if (offset >= 0 && offset < t->shape[b])
     len = t->shape[b] - offset < t->shape[a] ? t->shape[b] - offset : t->shape[a];
-    if (len > 0) off += offset * t->strides[b];
-  } else if (offset < 0 && offset > -t->shape[a]) {
+  else if (offset < 0 && offset > -t->shape[a])
     len = t->shape[a] + offset < t->shape[b] ? t->shape[a] + offset : t->shape[b];
-    if (len > 0) off -= offset * t->strides[a];
-  }
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int64_t ns[CT_MAX_DIMS];
   int k = 0;
   for (int d = 0; d < t->ndim; d++)
-    if (d != a && d != b) ns[k] = t->shape[d], st[k++] = t->strides[d];
-  ns[k] = len;
-  st[k++] = t->strides[a] + t->strides[b];
-  return strided_view(t, ns, st, k, off);
+    if (d != a && d != b) ns[k++] = t->shape[d];
+  ns[k++] = len;
+  diagonal_args da = {t->ndim, a, b, offset, len};
+  return strided_view(t, ns, k, diagonal_geo, &da);
 }
 
 ct_tensor *ct_alias(const ct_tensor *t) {

@@ -407,6 +407,13 @@ static ct_status step_impl(ct_optimizer *o, ct_tensor **grads, bool *fresh, bool
 
 ct_status ct_optimizer_step(ct_optimizer *o) {
   if (!o) return ct__fail_status(CT_ERR_ARG, "optimizer_step: optimizer is NULL");
+  /* the step counts grow by one: at INT64_MAX the next would overflow (and
+   * reach the update as a nonsense step number) */
+  bool full = o->step_count == INT64_MAX;
+  for (int i = 0; i < o->n && !full; i++) full = o->steps[i] == INT64_MAX;
+  if (full)
+    return ct__fail_status(CT_ERR_ARG, "%s.step: the step count %lld cannot grow any more", o->name,
+                           (long long)o->step_count);
   size_t sz = (size_t)(o->n ? o->n : 1);
   ct_tensor **grads = ct__calloc(sz, sizeof *grads);
   bool *flags = ct__calloc(2 * sz, sizeof *flags);
@@ -619,6 +626,11 @@ ct_status ct_optimizer_load_state(ct_optimizer *o, ct_tensor *const *tensors,
   if (n < 0 || (n > 0 && (!tensors || !names)) || step_count < 0)
     return ct__fail_status(CT_ERR_ARG, "optimizer_load_state: invalid arguments (n %d, step %lld)",
                            n, (long long)step_count);
+  if (step_count == INT64_MAX) /* the next step's number would overflow */
+    return ct__fail_status(CT_ERR_ARG,
+                           "optimizer_load_state: step_count %lld leaves no room for another "
+                           "step (at most %lld)",
+                           (long long)step_count, (long long)INT64_MAX - 1);
   /* Validate everything before changing anything. */
   unsigned char *seen = ct__calloc((size_t)(o->n ? o->n : 1) * N_STATE, 1);
   if (!seen) return ct__fail_status(CT_ERR_OOM, "optimizer_load_state: out of host memory");

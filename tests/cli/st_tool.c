@@ -3,6 +3,8 @@
  *                           in both files with the same dtype, shape and bytes
  *   st_tool set-i64 IN OUT NAME VALUE   copy IN to OUT with the i64 tensor NAME
  *                           set to VALUE (e.g. a wrong meta.model)
+ *   st_tool set-f64 IN OUT NAME VALUE   the same with a number (strtod: nan,
+ *                           inf) filling a tensor of any dtype (e.g. weights)
  *   st_tool add IN OUT NAME copy IN to OUT with one more tensor, NAME (one
  *                           u8 zero): a tensor no model has */
 #include <stdlib.h>
@@ -64,16 +66,23 @@ static int compare(const char *a, const char *b) {
   return diffs ? 1 : 0;
 }
 
-static int set_i64(const char *in, const char *out, const char *name, const char *value) {
+/* set-i64 (integer) writes an i64 tensor's elements exactly (INT64_MAX has
+ * no double); set-f64 fills any tensor with strtod's value. */
+static int set_value(const char *in, const char *out, const char *name, const char *value,
+                     bool integer) {
   ct_tensor **t;
   char **names;
   int n;
   if (load(in, &t, &names, &n)) return 2;
-  int64_t v = strtoll(value, NULL, 10);
   int found = 0;
   for (int i = 0; i < n; i++)
     if (!strcmp(names[i], name)) {
-      ct_fill_(t[i], (double)v);
+      if (integer && ct_dtype_of(t[i]) == CT_I64) {
+        int64_t *d = ct_data_ptr(t[i]); /* loaded: contiguous, on the CPU */
+        for (int64_t j = 0; j < ct_numel(t[i]); j++) d[j] = strtoll(value, NULL, 10);
+      } else {
+        ct_fill_(t[i], integer ? (double)strtoll(value, NULL, 10) : strtod(value, NULL));
+      }
       found = 1;
     }
   if (!found) return fprintf(stderr, "st_tool: no %s in %s\n", name, in), 2;
@@ -104,10 +113,11 @@ static int add(const char *in, const char *out, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3]);
-  if (argc == 6 && !strcmp(argv[1], "set-i64")) return set_i64(argv[2], argv[3], argv[4], argv[5]);
+  if (argc == 6 && (!strcmp(argv[1], "set-i64") || !strcmp(argv[1], "set-f64")))
+    return set_value(argv[2], argv[3], argv[4], argv[5], !strcmp(argv[1], "set-i64"));
   if (argc == 5 && !strcmp(argv[1], "add")) return add(argv[2], argv[3], argv[4]);
-  fprintf(
-      stderr,
-      "usage: st_tool compare A B | st_tool set-i64 IN OUT NAME VALUE | st_tool add IN OUT NAME\n");
+  fprintf(stderr,
+          "usage: st_tool compare A B | st_tool set-i64|set-f64 IN OUT NAME VALUE | st_tool add IN "
+          "OUT NAME\n");
   return 2;
 }

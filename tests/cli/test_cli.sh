@@ -280,6 +280,11 @@ errors)
   "$ST" set-i64 good.safetensors badsched.safetensors meta.lr_schedule 9 || fail "st_tool set-i64"
   run badsched 1 "$CT" eval --checkpoint badsched.safetensors --data-dir data &&
     expect_text "unknown schedule code" badsched.err 'meta.lr_schedule has a value out of range'
+  "$ST" set-i64 good.safetensors bigstep.safetensors meta.step_count 9223372036854775807 ||
+    fail "st_tool set-i64"
+  run bigstep 1 "$CT" train --resume --epochs 2 --checkpoint bigstep.safetensors --data-dir data --quiet &&
+    expect_text "a step count that cannot grow" bigstep.err \
+      'meta.step_count 9223372036854775807 is out of range \[0, 9223372036854775807\)'
   "$ST" set-i64 good.safetensors badpos.safetensors meta.batch 1000 || fail "st_tool set-i64"
   run badpos 1 "$CT" train --resume --epochs 2 --checkpoint badpos.safetensors --data-dir data --quiet &&
     expect_text "position past the epoch" badpos.err 'past the epoch'

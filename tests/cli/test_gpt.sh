@@ -85,6 +85,13 @@ gpt_generate)
   run t1 0 "$CT" generate --checkpoint g.safetensors --tokens 20 --top-k 3 --temperature 0.5
   run t2 0 "$CT" generate --checkpoint g.safetensors --tokens 20 --top-k 3 --temperature 0.5
   cmp -s t1.out t2.out && pass "temperature and top-k: deterministic" || fail "t1 and t2 differ"
+  # nan weights: no distribution to sample from, a clear failure (not NUL bytes and exit 0)
+  "$ST" set-f64 g.safetensors nan.safetensors wte.weight nan || fail "st_tool set-f64"
+  run nanw 1 "$CT" generate --checkpoint nan.safetensors --tokens 5 &&
+    expect_text "nan weights: the distribution is not finite" nanw.err \
+      'the sampled distribution is not finite at byte 1 \(logit 0 is nan\)'
+  [ "$(LC_ALL=C tr -d -c '\000' <nanw.out | wc -c)" -eq 0 ] && pass "nan weights print no NUL bytes" ||
+    fail "nan weights printed NUL bytes"
   run missing 1 "$CT" generate --checkpoint nothere.safetensors &&
     expect_text "a missing checkpoint" missing.err 'ctensor generate: no checkpoint at nothere.safetensors'
   "$ST" set-i64 g.safetensors mlp.safetensors meta.model 1 || fail "st_tool set-i64"

@@ -652,6 +652,13 @@ def error_cases():
          nc=3, err=True)
     case("err_softmax_bad_dim", "softmax", [U((2, 3))], lambda t: torch.softmax(t, 2), dim=2, err=True)
     case("err_sum_bad_dim", "sum", [U((2, 3))], lambda t: t.sum(dim=3), dims=(3,), err=True)
+    # a 0-d tensor takes dim -1 or 0 only (flatten accepted any dims before)
+    case("flatten_0d_dims", "flatten", [U(())], lambda t: t.flatten(-1, 0), start=-1, end=0)
+    case("err_flatten_0d_start_1", "flatten", [U(())], lambda t: t.flatten(1, -1), start=1, end=-1,
+         err=True)
+    case("err_flatten_0d_end_m2", "flatten", [U(())], lambda t: t.flatten(0, -2), start=0, end=-2,
+         err=True)
+    case("err_squeeze_0d_dim_1", "squeeze_dim", [U(())], lambda t: t.squeeze(1), dim=1, err=True)
 
 
 DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",

@@ -136,6 +136,37 @@ def test_capsule_rules():
     assert x[0].item() == 0
 
 
+def test_malformed_arguments_are_type_errors():
+    x = ct.arange(3, dtype=ct.float32, device="cpu")
+    for kwargs in [{"max_version": 3}, {"max_version": (1,)}, {"max_version": (1, "0")},
+                   {"max_version": [1, 0]}, {"dl_device": 1}, {"dl_device": (1, 0, 0)},
+                   {"dl_device": ("cpu", 0)}, {"stream": "1"}]:
+        with pytest.raises(TypeError):
+            x.__dlpack__(**kwargs)
+
+    class BadDevice:
+        def __dlpack_device__(self):
+            return 1
+
+        def __dlpack__(self, **kwargs):
+            return x.__dlpack__(**kwargs)
+
+    with pytest.raises(TypeError, match="device_type, device_id"):
+        ct.from_dlpack(BadDevice())
+
+    class NoCapsule:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            return 5
+
+    with pytest.raises(TypeError, match="did not return a capsule"):
+        ct.from_dlpack(NoCapsule())
+    with pytest.raises(TypeError):
+        ct.from_dlpack(x, copy=None, device=None, extra=1)
+
+
 def test_requires_grad_tensors_are_exported_detached_only():
     p = ct.ones(3, requires_grad=True, device="cpu")
     with pytest.raises(RuntimeError, match="detach"):

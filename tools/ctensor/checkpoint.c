@@ -287,7 +287,7 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
                     : !cli_optim_name((int)m->optim)                        ? "meta.optimizer"
                     : m->epoch < 0                                          ? "meta.epoch"
                     : m->batch < 0                                          ? "meta.batch"
-                    : m->step_count < 0                                     ? "meta.step_count"
+                    : m->step_count < 0 || m->step_count == INT64_MAX       ? "meta.step_count"
                     : m->batch_size < 1                                     ? "meta.batch_size"
                     : m->batch_size > (1 << 20)                             ? "meta.batch_size"
                     : !(m->lr > 0 && m->lr <= 1e6)                          ? "meta.lr"
@@ -306,6 +306,11 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
                     : m->amp_growth_tracker < 0                     ? "meta.amp_growth_tracker"
                     : m->world_size < 1                             ? "meta.world_size"
                                                                     : NULL;
+  if (bad && !strcmp(bad, "meta.step_count")) { /* INT64_MAX: no room for another step */
+    snprintf(err, errsz, "%s: meta.step_count %lld is out of range [0, %lld)", cli_shown(path),
+             (long long)m->step_count, (long long)INT64_MAX);
+    goto fail;
+  }
   if (bad) {
     snprintf(err, errsz, "%s: %s has a value out of range", cli_shown(path), bad);
     goto fail;

@@ -109,8 +109,11 @@ static int parse(int argc, char **argv, gen_opts *o) {
 }
 
 /* The index drawn from softmax(logits / temperature) over the top_k largest
- * (0: all 256), with u uniform in [0, 1). */
+ * (0: all 256), with u uniform in [0, 1); -1 when that distribution is not
+ * finite (a nan or +inf logit, as from a checkpoint of nan weights). */
 static int sample(const double *logits, double temperature, int64_t top_k, double u) {
+  for (int c = 0; c < 256; c++)
+    if (isnan(logits[c]) || logits[c] == INFINITY) return -1;
   double cut = -INFINITY;
   if (top_k > 0 && top_k < 256) {
     /* The k-th largest logit: those below it are left out. */
@@ -129,6 +132,7 @@ static int sample(const double *logits, double temperature, int64_t top_k, doubl
     if (logits[c] >= cut && logits[c] > max) max = logits[c];
   for (int c = 0; c < 256; c++)
     sum += p[c] = logits[c] >= cut ? exp((logits[c] - max) / temperature) : 0;
+  if (!(sum > 0) || !isfinite(sum)) return -1; /* every logit -inf */
   double target = u * sum, acc = 0;
   int last = 0;
   for (int c = 0; c < 256; c++) {
@@ -184,6 +188,16 @@ static int generate(ct_module *model, const gen_opts *o, ct_device dev) {
     }
     double u = (double)(ct_generator_next_u64(g) >> 11) * 0x1p-53; /* [0, 1) */
     int byte = sample(logits, o->temperature, o->top_k, u);
+    if (byte < 0) {
+      int c = 0;
+      while (c < 255 && isfinite(logits[c])) c++;
+      fprintf(stderr,
+              "ctensor generate: the sampled distribution is not finite at byte %lld "
+              "(logit %d is %g): the checkpoint's weights are not finite\n",
+              (long long)i + 1, c, logits[c]);
+      rc = CLI_FAIL;
+      break;
+    }
     putchar(byte);
     push_byte(ctx, &t, byte);
   }

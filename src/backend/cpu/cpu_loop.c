@@ -8,6 +8,12 @@ void ct__loop_init(ct_loop *L, int nargs, const ct_tensor *const *ts) {
   L->nargs = nargs;
   L->numel = o->numel;
   for (int a = 0; a < nargs; a++) L->data[a] = ct__data(ts[a]);
+  /* an empty loop: no byte strides (those of a huge dim beside a 0 overflow) */
+  if (o->numel == 0) {
+    L->ndim = 1, L->shape[0] = 0;
+    for (int a = 0; a < nargs; a++) L->strides[a][0] = (int64_t)ct__elsize(ts[a]->dtype);
+    return;
+  }
   /* Drop size-1 dims, then merge neighbours that are contiguous for everyone. */
   int n = 0;
   for (int d = 0; d < o->ndim; d++) {
@@ -138,7 +144,8 @@ void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *vctx) {
       char *base = data[a] + done * strides[a];
       if (ct__is_half(c->dtypes[a])) {
         if (a > 0 || !c->out_is_written)
-          for (int64_t i = 0; i < m; i++) buf[a][i] = ct__half_load(base + i * strides[a], c->dtypes[a]);
+          for (int64_t i = 0; i < m; i++)
+            buf[a][i] = ct__half_load(base + i * strides[a], c->dtypes[a]);
         ptrs[a] = (char *)buf[a];
         st[a] = sizeof(float);
       } else {
@@ -149,7 +156,8 @@ void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *vctx) {
     c->f32_fn(ptrs, st, m, c->f32_ctx);
     if (c->out_is_written && ct__is_half(c->dtypes[0])) {
       char *base = data[0] + done * strides[0];
-      for (int64_t i = 0; i < m; i++) ct__half_store(base + i * strides[0], c->dtypes[0], buf[0][i]);
+      for (int64_t i = 0; i < m; i++)
+        ct__half_store(base + i * strides[0], c->dtypes[0], buf[0][i]);
     }
   }
 }

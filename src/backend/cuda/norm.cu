@@ -743,13 +743,22 @@ extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw
   ct_status st = check_dtype(op, x->dtype);
   if (st != CT_OK) return st;
   int64_t cols = p->channels * p->inner, params = p->groups * p->channels;
-  if (cols == 0) return CT_OK;
+  if (cols == 0 && params == 0) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  if (cols == 0 || p->rows == 0) { /* an empty input: gw, gb are empty sums (gx is empty) */
+    const ctc_t *outs[2] = {gw, gb};
+    for (int i = 0; i < 2; i++)
+      if (outs[i] && outs[i]->numel > 0)
+        CT_CUDA_CHECK(op, dev,
+                      cudaMemsetAsync(outs[i]->data, 0,
+                                      (size_t)outs[i]->numel * ctc_elsize(outs[i]->dtype), s));
+    return CT_OK;
+  }
   rn_args a = rn_init(x, p);
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
   a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
-  cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
   if (gx && p->rows > 0) {
     unsigned gr = grid_for(p->rows, dev), t = ln_threads(cols);
@@ -758,7 +767,6 @@ extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if ((gw || gb) && params > 0) {
-    /* rows == 0 gives zeros: the sums are empty */
     unsigned gr = grid_for(params, dev), t = ln_threads(p->rows / p->groups * p->inner);
     if (f64) rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
     else rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
