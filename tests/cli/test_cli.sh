@@ -38,6 +38,8 @@ e2e)
   expect_text "train prints the final accuracy" train.out '^test accuracy: [0-9.]+% \([0-9]+/200\)'
   expect_text "train prints per-epoch lines" train.out '^epoch 2/2: loss'
   expect_text "non-tty progress lines" train.err 'epoch 1/2: batch 12/12 \(100%\)'
+  if [ "$CT_DEVICE" = cpu ]; then dev_re='cpu \(CT_DEVICE=cpu\)'; else dev_re="$CT_DEVICE \(.+, [0-9.]+ GiB\)"; fi
+  expect_text "train names its device first" train.err "^device $dev_re .* model mlp "
   [ "$(wc -l <m.jsonl)" -eq 2 ] && pass "2 metrics lines" || fail "metrics has $(wc -l <m.jsonl) lines"
   for key in epoch loss accuracy lr seconds images_per_second data_wait_seconds; do
     [ "$(grep -c "\"$key\": " m.jsonl)" -eq 2 ] || fail "metrics key $key missing"
