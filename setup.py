@@ -3,6 +3,11 @@ same build as the README's), and the wheel bundles both with python/ctensor.
 
     python3 -m venv --system-site-packages venv && venv/bin/pip install --no-build-isolation .
 
+With a CUDA toolkit (nvcc and cuDNN) installed, building the extension builds the CUDA backend
+too (ctensor_python depends on libctensor-cuda.so), and the wheel carries it next to the library,
+where the library looks for it; without one the package is CPU-only and CMake says why.
+ctensor.cuda.unavailable_reason() says why an installed package uses no GPU.
+
 Offline: setuptools and wheel come from Debian (python3-setuptools, python3-wheel), hence
 --no-build-isolation. Environment: CTENSOR_CMAKE_ARGS passes CMake options (for example
 "-DCTENSOR_CUDA=OFF"); CTENSOR_BUILD_DIR reuses a configured build tree instead of a fresh one
@@ -40,10 +45,13 @@ class CMakeBuild(build_ext):
         shutil.copyfile(os.path.join(build, "python", "ctensor", os.path.basename(target)), target)
         soname = os.readlink(os.path.join(build, "libctensor.so"))
         shutil.copyfile(os.path.realpath(os.path.join(build, soname)), os.path.join(package, soname))
+        bundled = []
         for plugin in ("cuda", "nccl", "mpi"):
             path = os.path.join(build, f"libctensor-{plugin}.so")
             if os.path.exists(path):
                 shutil.copyfile(path, os.path.join(package, os.path.basename(path)))
+                bundled.append(os.path.basename(path))
+        print(f"ctensor: bundled {', '.join(bundled) if bundled else 'no backend plugin (CPU only)'}")
 
 
 setup(

@@ -46,8 +46,28 @@ CT_API const char *ct_device_name(ct_device device);
  * CT_ERR_DEVICE for a malformed name and CT_ERR_UNAVAILABLE for a CUDA device
  * this machine or build does not have. */
 CT_API ct_status ct_device_parse(const char *name, ct_device *out);
-/* CT_DEVICE if set and valid, else the first usable GPU, else the CPU. */
+/* The default device: the device CT_DEVICE names (when set and not "auto"),
+ * else the first usable GPU, else the CPU (ct_cuda_unavailable_reason says
+ * why). A CT_DEVICE that cannot be used is an error, never a fallback: its
+ * code (CT_ERR_UNAVAILABLE, or CT_ERR_DEVICE for a malformed name) and a
+ * message with the reason ("CT_DEVICE=cuda cannot be used: ... the CUDA
+ * driver is not installed (...)"); *out is then the CPU. Programs call this
+ * and stop on the error. */
+CT_API ct_status ct_resolve_default_device(ct_device *out);
+/* ct_resolve_default_device for code that cannot stop: on its error, the CPU,
+ * after printing the reason once per process on stderr. */
 CT_API ct_device ct_default_device(void);
+/* Why the default device is the CPU, for a person: "" when a usable GPU is
+ * visible (ct_cuda_is_available), else one of: this ctensor was built
+ * without CUDA; the CUDA backend (libctensor-cuda.so) was not found (where it
+ * was looked for); it could not be loaded (the system loader's message, such
+ * as a missing libcudart or libcudnn) or is damaged or from another ctensor
+ * version; the CUDA driver is not installed (the loader's message for
+ * libcuda.so.1) or is older than the runtime; the driver sees no GPU
+ * (CUDA_VISIBLE_DEVICES shown when set); only GPUs this build has no code
+ * for. Loads the CUDA backend, as ct_cuda_is_available. The string is the
+ * library's, the same for the life of the process. */
+CT_API const char *ct_cuda_unavailable_reason(void);
 
 /* Whether the CUDA backend is present (see "Backends" below) and a usable GPU
  * is visible: one of compute capability 8.0 or newer (an older one is counted

@@ -11,6 +11,15 @@ def is_available():
     return _C._cuda_is_available()
 
 
+def unavailable_reason():
+    """Why no GPU is used: None when `is_available()`, else the reason as a sentence: this ctensor
+    was built without CUDA, its CUDA backend (libctensor-cuda.so) was not found, could not be
+    loaded (the system loader's message) or is damaged, the CUDA driver is not installed (the
+    loader's message for libcuda.so.1) or too old, the driver sees no GPU, or only GPUs too old
+    for this build."""
+    return _C._cuda_unavailable_reason()
+
+
 def device_count():
     """Visible GPUs, usable or not."""
     return _C._cuda_device_count()

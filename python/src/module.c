@@ -361,6 +361,12 @@ static PyObject *py_pop_device(PyObject *m, PyObject *arg) {
 static PyObject *py_cuda_is_available(PyObject *m, PyObject *unused) {
   return PyBool_FromLong(ct_cuda_is_available());
 }
+/* ct_cuda_unavailable_reason: None when a GPU can be used, else the reason. */
+static PyObject *py_cuda_unavailable_reason(PyObject *m, PyObject *unused) {
+  const char *why = ct_cuda_unavailable_reason();
+  if (!*why) Py_RETURN_NONE;
+  return PyUnicode_DecodeUTF8(why, (Py_ssize_t)strlen(why), "replace");
+}
 static PyObject *py_cuda_device_count(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(ct_cuda_device_count());
 }
@@ -431,6 +437,7 @@ static PyMethodDef module_methods[] = {
     {"_pop_device", py_pop_device, METH_O, NULL},
     {"_cuda_is_available", py_cuda_is_available, METH_NOARGS, NULL},
     {"_cuda_device_count", py_cuda_device_count, METH_NOARGS, NULL},
+    {"_cuda_unavailable_reason", py_cuda_unavailable_reason, METH_NOARGS, NULL},
     {"_cuda_current_stream_handle", py_cuda_stream_current, METH_O, NULL},
     {"synchronize", py_synchronize, METH_VARARGS,
      "synchronize(device=None): waits for the device's queued work."},

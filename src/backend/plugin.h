@@ -58,6 +58,9 @@ typedef struct ct_plugin {
   /* The versions of the libraries it runs on, for a person ("CUDA runtime
    * 13.0, cuBLAS 13.1.0, cuDNN 9.13.0"), into buf. Called after loading. */
   void (*library_versions)(char *buf, size_t size);
+  /* A backend's reason why none of its devices can be used ("the CUDA
+   * driver is not installed (...)"), into buf; "" when one can. May be NULL. */
+  void (*unavailable_reason)(char *buf, size_t size);
   const ct_backend *backend;  /* a device backend (cuda), else NULL */
   const ct_mpi_engine *mpi;   /* the MPI engine, else NULL */
   const ct_nccl_engine *nccl; /* the NCCL engine, else NULL */

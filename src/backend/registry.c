@@ -18,11 +18,16 @@
  * library, and a machine without one runs the same binary. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <link.h> /* ElfW */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/plugin.h"
@@ -86,20 +91,41 @@ static plugin_slot slots[CT_PLUGIN_COUNT] = {
 #undef CT_SLOT
 _Static_assert(sizeof slots / sizeof slots[0] == CT_PLUGIN_COUNT, "one slot per plugin id");
 
-/* A descriptor that fits this core, else NULL with the reason in s->error. */
+/* A descriptor that fits this core, else NULL with the reason in s->error.
+ * The fields are read in the order that makes each read safe: the ABI number
+ * first (the one field every layout begins with), then the struct sizes, and
+ * only when all of them match the strings, whose pointers a descriptor of
+ * another layout would have elsewhere (a foreign or corrupt plugin must be
+ * refused, never followed). */
 static const ct_plugin *check(plugin_slot *s, const ct_plugin *p, const char *where) {
   if (!p) {
     snprintf(s->error, sizeof s->error, "%s (%s) refused to load into ctensor %s", s->what, where,
              CT_VERSION_STRING);
     return NULL;
   }
-  if (p->abi != CT_PLUGIN_ABI || strcmp(p->core_version, CT_VERSION_STRING) != 0 ||
-      p->host_size != sizeof(ct_plugin_host) || p->backend_size != sizeof(ct_backend) ||
-      p->plugin_size != sizeof(ct_plugin) || strcmp(p->name, s->name) != 0) {
+  if (p->abi != CT_PLUGIN_ABI) {
     snprintf(s->error, sizeof s->error,
-             "%s (%s) was built from ctensor %s (plugin interface %u), this library is %s (%u): "
-             "install matching versions",
-             s->what, where, p->core_version, p->abi, CT_VERSION_STRING, CT_PLUGIN_ABI);
+             "%s (%s) has plugin interface %u, this library (ctensor %s) has %u: install matching "
+             "versions",
+             s->what, where, p->abi, CT_VERSION_STRING, CT_PLUGIN_ABI);
+    return NULL;
+  }
+  if (p->host_size != sizeof(ct_plugin_host) || p->backend_size != sizeof(ct_backend) ||
+      p->plugin_size != sizeof(ct_plugin)) {
+    snprintf(s->error, sizeof s->error,
+             "%s (%s) has other interface layouts (sizes %zu/%zu/%zu, this library's %zu/%zu/%zu): "
+             "it was built from another ctensor than %s; install matching versions",
+             s->what, where, p->host_size, p->backend_size, p->plugin_size, sizeof(ct_plugin_host),
+             sizeof(ct_backend), sizeof(ct_plugin), CT_VERSION_STRING);
+    return NULL;
+  }
+  if (!p->core_version || !p->name || strcmp(p->core_version, CT_VERSION_STRING) != 0 ||
+      strcmp(p->name, s->name) != 0) {
+    snprintf(s->error, sizeof s->error,
+             "%s (%s) was built from ctensor %.64s (plugin %.32s), this library is %s: install "
+             "matching versions",
+             s->what, where, p->core_version ? p->core_version : "?", p->name ? p->name : "?",
+             CT_VERSION_STRING);
     return NULL;
   }
   return p;
@@ -125,9 +151,81 @@ static const ct_plugin_host host = {
     .mpi_broadcast = ct__mpi_broadcast,
 };
 
+/* Why the ELF file of fd (size bytes) cannot be mapped safely, into why;
+ * false when it can. dlopen maps a file's segments as its headers describe
+ * them: a truncated file maps pages past its end, and the first read of one
+ * kills the process (SIGBUS) inside the loader. So the headers are read
+ * here, with read(), and every segment must lie within the file; the class,
+ * byte order and machine must be this process's (its own ELF header, which
+ * the loader maps at the library's base address). */
+static bool elf_problem(int fd, off_t size, char *why, size_t n) {
+  ElfW(Ehdr) eh;
+  if (size < (off_t)sizeof eh || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return snprintf(why, n, "not an ELF shared object (%lld bytes)", (long long)size), true;
+  Dl_info self;
+  const ElfW(Ehdr) *me = dladdr((void *)ct__plugin, &self) ? self.dli_fbase : NULL;
+  if (me && (eh.e_ident[EI_CLASS] != me->e_ident[EI_CLASS] ||
+             eh.e_ident[EI_DATA] != me->e_ident[EI_DATA] || eh.e_machine != me->e_machine))
+    return snprintf(why, n,
+                    "built for another machine (ELF class %u, byte order %u, machine %u; this "
+                    "process: %u, %u, %u)",
+                    eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA], eh.e_machine, me->e_ident[EI_CLASS],
+                    me->e_ident[EI_DATA], me->e_machine),
+           true;
+  if (eh.e_type != ET_DYN || eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0)
+    return snprintf(why, n, "not a shared object (ELF type %u, %u program headers)", eh.e_type,
+                    eh.e_phnum),
+           true;
+  uint64_t end = (uint64_t)eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(ElfW(Phdr));
+  if (eh.e_shnum) {
+    uint64_t sh_end = (uint64_t)eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
+    if (sh_end > end) end = sh_end;
+  }
+  for (unsigned i = 0; i < eh.e_phnum && end <= (uint64_t)size; i++) {
+    ElfW(Phdr) ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+      return snprintf(why, n, "unreadable program header %u", i), true;
+    uint64_t seg_end = (uint64_t)ph.p_offset + ph.p_filesz;
+    if (seg_end < ph.p_offset) seg_end = UINT64_MAX; /* wrapped: a corrupt header */
+    if (seg_end > end) end = seg_end;
+  }
+  if (end > (uint64_t)size)
+    return snprintf(why, n, "truncated: %lld bytes, its headers describe %llu", (long long)size,
+                    (unsigned long long)end),
+           true;
+  return false;
+}
+
+/* true when path is an ELF file that dlopen can map without crashing the
+ * process, else false with the reason in s->error. */
+static bool file_mappable(plugin_slot *s, const char *path) {
+  char why[256];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(s->error, sizeof s->error, "%s (%s) cannot be read: %s", s->what, path,
+             strerror(errno));
+    return false;
+  }
+  struct stat st;
+  bool bad = true;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    snprintf(why, sizeof why, "not a regular file");
+  else
+    bad = elf_problem(fd, st.st_size, why, sizeof why);
+  close(fd);
+  if (bad)
+    snprintf(s->error, sizeof s->error, "%s (%s) is damaged or foreign: %s; reinstall it", s->what,
+             path, why);
+  return !bad;
+}
+
 /* dlopen of path; on success fills s->plugin and s->path. Returns false
- * when path itself was not found by the system's search (a bare name). */
+ * when path itself was not found by the system's search (a bare name). A
+ * path with a '/' is checked first (file_mappable); a bare name is the
+ * system's to find, as installed packages put it. */
 static bool load_file(plugin_slot *s, const char *path) {
+  if (strchr(path, '/') && !file_mappable(s, path)) return true;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -198,13 +296,17 @@ static void search(plugin_slot *s) {
   if (try_dir(s, dir, len)) return;
   /* The system's search; its error says which file or library is missing. */
   if (load_file(s, s->file)) return;
-  /* Not found anywhere: say where it was looked for. */
+  /* Not found anywhere: say where it was looked for, and when it is so that
+   * this ctensor never had it (then the fix is another build). */
+  char not_built[128] = "";
+  if (!s->built)
+    snprintf(not_built, sizeof not_built,
+             "; this ctensor was built without %s (none was found when it was configured)", s->lib);
   snprintf(s->error, sizeof s->error,
            "%s is not available: %s was not found (looked in %s%.512s%s, and the system's "
-           "library path)%s%s",
+           "library path)%s",
            s->what, s->file, env && *env ? "CT_BACKEND_PATH, " : "", len ? dir : "",
-           len ? " (next to libctensor)" : "", s->built ? "" : "; this ctensor was built without ",
-           s->built ? "" : s->lib);
+           len ? " (next to libctensor)" : "", not_built);
 }
 
 #endif /* !CT_STATIC_REGISTRY */

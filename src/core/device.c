@@ -1,6 +1,15 @@
 /* Device values, the default device, threads, and the CPU side of streams,
- * events and memory statistics (CUDA fills these in through its backend). */
+ * events and memory statistics (CUDA fills these in through its backend).
+ *
+ * The default device is the first usable GPU, else the CPU, and the reason
+ * for the CPU is kept (ct_cuda_unavailable_reason) so that a program can say
+ * it. CT_DEVICE names a device explicitly: when that device cannot be used,
+ * ct_resolve_default_device fails with the reason (a program reports it and
+ * stops), and ct_default_device, which cannot fail, says it once on stderr
+ * and returns the CPU: an explicit request never silently becomes another
+ * GPU. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/plugin.h"
 
 ct_device ct_cpu(void) { return (ct_device){CT_DEVICE_CPU, 0}; }
 ct_device ct_cuda(int index) { return (ct_device){CT_DEVICE_CUDA, (int8_t)index}; }
@@ -47,12 +57,9 @@ ct_status ct_device_parse(const char *name, ct_device *out) {
           CT_ERR_DEVICE, "device_parse: '%s' is not a device (expected cpu, cuda or cuda:N)", name);
     }
     int count = ct_cuda_device_count();
-    if (count == 0 && !ct__backend(CT_DEVICE_CUDA))
-      return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but %s", name,
-                             ct__backend_error(CT_DEVICE_CUDA));
     if (count == 0)
-      return ct__fail_status(CT_ERR_UNAVAILABLE,
-                             "device_parse: '%s' requested but no CUDA GPU is visible", name);
+      return ct__fail_status(CT_ERR_UNAVAILABLE, "device_parse: '%s' requested but %s", name,
+                             ct_cuda_unavailable_reason());
     if (index >= count)
       return ct__fail_status(CT_ERR_UNAVAILABLE,
                              "device_parse: '%s' requested but only %d GPU%s visible", name, count,
@@ -83,9 +90,8 @@ bool ct__check_device(const char *op, ct_device d) {
   int count = ct_cuda_device_count();
   if (d.index >= 0 && d.index < count) return true;
   if (count == 0)
-    ct__fail(
-        CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but %s", op, d.index,
-        ct__backend(CT_DEVICE_CUDA) ? "no CUDA GPU is visible" : ct__backend_error(CT_DEVICE_CUDA));
+    ct__fail(CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but %s", op, d.index,
+             ct_cuda_unavailable_reason());
   else
     ct__fail(CT_ERR_UNAVAILABLE, "%s: cuda:%d requested but %d GPU%s visible", op, d.index, count,
              count == 1 ? " is" : "s are");
@@ -101,16 +107,65 @@ static int first_usable_gpu(void) {
   return -1;
 }
 
-ct_device ct_default_device(void) {
+/* Why no GPU can be used, found once (the plugin and the devices it sees
+ * do not change while the process runs): the plugin's reason when it is
+ * missing or refused, else its backend's (no driver, no device, only GPUs
+ * this build has no code for); "" when a GPU can be used. */
+static char unavailable[1024];
+static pthread_once_t unavailable_once = PTHREAD_ONCE_INIT;
+
+static void find_unavailable_reason(void) {
+  const ct_plugin *p = ct__plugin(CT_PLUGIN_CUDA);
+  if (!p || !p->backend) {
+    snprintf(unavailable, sizeof unavailable, "%s", ct__plugin_error(CT_PLUGIN_CUDA));
+    return;
+  }
+  if (p->unavailable_reason) p->unavailable_reason(unavailable, sizeof unavailable);
+  /* the two answers must agree, whatever the plugin says */
+  if (first_usable_gpu() >= 0)
+    unavailable[0] = '\0';
+  else if (!unavailable[0])
+    snprintf(unavailable, sizeof unavailable, "no usable CUDA GPU is visible");
+}
+
+const char *ct_cuda_unavailable_reason(void) {
+  pthread_once(&unavailable_once, find_unavailable_reason);
+  return unavailable;
+}
+
+ct_status ct_resolve_default_device(ct_device *out) {
+  if (!out) return ct__fail_status(CT_ERR_ARG, "resolve_default_device: out is NULL");
+  *out = ct_cpu();
   const char *env = getenv("CT_DEVICE");
-  ct_device d;
   if (env && *env && strcmp(env, "auto") != 0) {
-    if (ct_device_parse(env, &d) == CT_OK) return d;
-    fprintf(stderr, "ctensor: CT_DEVICE=%s ignored: %s\n", env, ct_last_error_message());
-    ct_clear_error();
+    char shown[128];
+    ct_escape_name(env, shown, sizeof shown);
+    ct_device d;
+    ct_status st = ct_device_parse(env, &d);
+    if (st != CT_OK) {
+      /* the parser's message without its "device_parse: " */
+      const char *m = ct_last_error_message(), *c = strstr(m, ": ");
+      char why[1024];
+      snprintf(why, sizeof why, "%s", c ? c + 2 : m);
+      return ct__fail_status(st, "resolve_default_device: CT_DEVICE=%s cannot be used: %s", shown,
+                             why);
+    }
+    return *out = d, CT_OK;
   }
   int gpu = first_usable_gpu();
-  return gpu >= 0 ? ct_cuda(gpu) : ct_cpu();
+  if (gpu >= 0) *out = ct_cuda(gpu);
+  return CT_OK;
+}
+
+ct_device ct_default_device(void) {
+  static atomic_bool warned;
+  ct_device d;
+  if (ct_resolve_default_device(&d) == CT_OK) return d;
+  if (!atomic_exchange(&warned, true))
+    fprintf(stderr, "ctensor: warning: %s; the default device is the CPU\n",
+            ct_last_error_message());
+  ct_clear_error();
+  return ct_cpu();
 }
 
 bool ct_cuda_is_available(void) { return first_usable_gpu() >= 0; }

@@ -276,8 +276,11 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   dl->shuffle = o.shuffle;
   dl->seed = o.seed;
   /* As torch: pinning without a GPU warns and does not pin. */
+  /* Only pinning or a GPU asks the CUDA backend anything: a CPU loader must
+   * not load it (its start-up costs time and memory, and can fail). */
   dl->pin = o.pin_memory && ct_cuda_is_available();
-  dl->pin_device = o.device.type == CT_DEVICE_CUDA ? o.device.index : ct_cuda_current_device();
+  dl->pin_device = o.device.type == CT_DEVICE_CUDA ? o.device.index : 0;
+  if (dl->pin && o.device.type != CT_DEVICE_CUDA) dl->pin_device = ct_cuda_current_device();
   if (o.device.type == CT_DEVICE_CUDA) {
     if (o.device.index < 0 || o.device.index >= ct_cuda_device_count()) {
       free(dl);

@@ -16,7 +16,10 @@
 # results or checkpoints that cannot be written: exit 1 with the reason,
 # before training where it can be known), vision (--model resnet and vit: their
 # default optimizers, SIGINT and --resume bit for bit, BatchNorm buffers in the
-# checkpoint, eval = the last epoch's test accuracy). CT_TEST_DEVICE (default cpu) is the device the
+# checkpoint, eval = the last epoch's test accuracy), device (the line each command prints
+# first: the device and why, model, data, precision, threads; --device cuda and CT_DEVICE=cuda
+# without a usable GPU fail with the reason; a damaged CUDA backend leaves the CPU path
+# working and is named as the reason). CT_TEST_DEVICE (default cpu) is the device the
 # program trains on (the e2e case runs on the emulated GPU too).
 set -u
 CASE=$1 CT=$2 MAKE_IDX=$3 ST=$4 WORK=$5
@@ -35,6 +38,8 @@ e2e)
   expect_text "train prints the final accuracy" train.out '^test accuracy: [0-9.]+% \([0-9]+/200\)'
   expect_text "train prints per-epoch lines" train.out '^epoch 2/2: loss'
   expect_text "non-tty progress lines" train.err 'epoch 1/2: batch 12/12 \(100%\)'
+  if [ "$CT_DEVICE" = cpu ]; then dev_re='cpu \(CT_DEVICE=cpu\)'; else dev_re="$CT_DEVICE \(.+, [0-9.]+ GiB\)"; fi
+  expect_text "train names its device first" train.err "^device $dev_re .* model mlp "
   [ "$(wc -l <m.jsonl)" -eq 2 ] && pass "2 metrics lines" || fail "metrics has $(wc -l <m.jsonl) lines"
   for key in epoch loss accuracy lr seconds images_per_second data_wait_seconds; do
     [ "$(grep -c "\"$key\": " m.jsonl)" -eq 2 ] || fail "metrics key $key missing"
@@ -52,6 +57,53 @@ e2e)
     fail "accuracy $acc/200 too low"
   run info 0 "$CT" info && expect_text "info shows BLAS" info.out '^blas: OpenBLAS'
   expect_text "info shows the version" info.out '^ctensor [0-9]+\.[0-9]+\.[0-9]+'
+  ;;
+
+device)
+  SEP=$'\xc2\xb7' # the line's separator, a middle dot
+  tail_re=" $SEP model mlp $SEP dataset fashion-mnist 384/200 $SEP precision f32 $SEP threads 2\$"
+  SMALLRUN=(--model mlp --epochs 1 --data-dir data --batch-size 32 --limit-train 384 --limit-test 200 --quiet)
+  run explicit 0 "$CT" train --device cpu "${SMALLRUN[@]}" --checkpoint d.safetensors &&
+    expect_text "--device cpu: the line says it was asked for" explicit.err "^device cpu \(--device cpu\)$tail_re"
+  [ "$(grep -c '^device ' explicit.err)" -eq 1 ] && pass "one device line" ||
+    fail "$(grep -c '^device ' explicit.err) device lines"
+  run env_cpu 0 "$CT" train "${SMALLRUN[@]}" &&
+    expect_text "CT_DEVICE=cpu: the line says so" env_cpu.err "^device cpu \(CT_DEVICE=cpu\)$tail_re"
+  run bf16 0 "$CT" train --device cpu --amp bf16 "${SMALLRUN[@]}" &&
+    expect_text "the precision under --amp" bf16.err "^device cpu .* $SEP precision amp bf16 "
+  run eval 0 "$CT" eval --checkpoint d.safetensors --data-dir data --quiet &&
+    expect_text "eval prints the line" eval.err "^device cpu \(CT_DEVICE=cpu\) $SEP model mlp $SEP dataset fashion-mnist 200 test $SEP precision f32 $SEP threads 2\$"
+  # auto: the GPU when one can be used, else the CPU and why not.
+  run auto 0 env -u CT_DEVICE "$CT" train "${SMALLRUN[@]}" &&
+    expect_text "auto: a GPU, or the CPU with the reason" auto.err \
+      "^device (cuda:[0-9]+ \(.+, [0-9.]+ GiB\)|cpu \(no GPU: .+\))$tail_re"
+  run info 0 env -u CT_DEVICE "$CT" info
+  why=$(sed -n 's/^  no usable GPU: //p' info.out)
+  if [ -n "$why" ]; then
+    expect_text "info: the default device is the CPU, with the reason" info.out '^default device: cpu \(no GPU: .+\)$'
+    grep -qF -- "device cpu (no GPU: $why)" auto.err && pass "the line gives info's reason" ||
+      fail "the line's reason differs from info's ($why)"
+    # A device asked for is never replaced by the CPU.
+    run cuda 1 "$CT" train --device cuda "${SMALLRUN[@]}" &&
+      { grep -qF -- "$why" cuda.err && pass "--device cuda fails with the reason" ||
+        fail "--device cuda: reason missing: $(cat cuda.err)"; }
+    ! grep -q '^device ' cuda.err && pass "... before training" || fail "--device cuda trained"
+    run envcuda 1 env CT_DEVICE=cuda "$CT" train "${SMALLRUN[@]}" &&
+      { grep -qF -- "CT_DEVICE=cuda cannot be used" envcuda.err && grep -qF -- "$why" envcuda.err &&
+        pass "CT_DEVICE=cuda fails with the reason" || fail "CT_DEVICE=cuda: $(cat envcuda.err)"; }
+    run infocuda 1 env CT_DEVICE=cuda "$CT" info &&
+      expect_text "info: CT_DEVICE=cuda cannot be used" infocuda.out '^default device: none: .*CT_DEVICE=cuda cannot be used'
+    run envbad 2 env CT_DEVICE=cuda:x "$CT" train "${SMALLRUN[@]}" &&
+      expect_text "a malformed CT_DEVICE is a usage error" envbad.err "CT_DEVICE=cuda:x cannot be used"
+    # A damaged CUDA backend first on the search path: the CPU trains, and the line says why.
+    mkdir -p junk && head -c 4096 /dev/urandom >junk/libctensor-cuda.so
+    run junk 0 env -u CT_DEVICE CT_BACKEND_PATH="$PWD/junk" "$CT" train "${SMALLRUN[@]}" &&
+      expect_text "a damaged backend: the CPU trains and the reason names it" junk.err \
+        "^device cpu \(no GPU: the CUDA backend \(.*junk/libctensor-cuda.so\) is damaged or foreign: not an ELF"
+  else
+    run cuda 0 "$CT" train --device cuda "${SMALLRUN[@]}" &&
+      expect_text "--device cuda trains on the GPU" cuda.err "^device cuda:[0-9]+ \(.+ GiB\)$tail_re"
+  fi
   ;;
 
 resume_epoch)

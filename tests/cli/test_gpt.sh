@@ -71,6 +71,8 @@ gpt_generate)
   run a 0 "$CT" generate --checkpoint g.safetensors --prompt 'fortune ' --tokens 40 --seed 7
   run b 0 "$CT" generate --checkpoint g.safetensors --prompt 'fortune ' --tokens 40 --seed 7
   run c 0 "$CT" generate --checkpoint g.safetensors --prompt 'fortune ' --tokens 40 --seed 8
+  expect_text "generate says what it runs on (stderr)" a.err \
+    $'^device [a-z0-9:]+ \\(.+\\) \xc2\xb7 model gpt \xc2\xb7 40 bytes from g.safetensors \xc2\xb7 precision f32 \xc2\xb7 threads [0-9]+$'
   cmp -s a.out b.out && pass "the same seed gives the same bytes" || fail "seed 7 twice differs"
   ! cmp -s a.out c.out && pass "another seed gives other bytes" || fail "seeds 7 and 8 agree"
   # The prompt, 40 bytes, a newline.

@@ -270,6 +270,40 @@ def test_cuda_paths_report_unavailable_without_gpu():
     assert isinstance(info.value, RuntimeError)
 
 
+def test_cuda_unavailable_reason_agrees_with_is_available():
+    why = ct.cuda.unavailable_reason()
+    assert (why is None) == ct.cuda.is_available()
+    if why is None:
+        return
+    # the same reason as the error of asking for a GPU, a sentence naming its cause
+    assert isinstance(why, str) and len(why) > 20
+    with pytest.raises(ct.UnavailableError) as info:
+        ct.zeros(2, device="cuda:0")
+    assert why in str(info.value)
+
+
+CPU_ONLY_LOADER = """
+import numpy as np
+import ctensor as ct
+from ctensor.data import DataLoader, TensorDataset
+ds = TensorDataset(np.arange(192, dtype=np.float32).reshape(64, 3), np.arange(64))
+seen = sum(len(y) for _ in range(2) for _, y in DataLoader(ds, batch_size=10, shuffle=True, num_workers=2))
+assert seen == 128, seen
+x = ct.ones((4, 4), device="cpu") @ ct.ones((4, 4), device="cpu")
+maps = open("/proc/self/maps").read()
+print([lib for lib in ("libctensor-cuda", "libcudart", "libcudnn", "libcublas") if lib in maps])
+"""
+
+
+def test_cpu_only_dataloader_loads_no_cuda_backend():
+    # A fresh interpreter: this one may have loaded the backend for other tests.
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", CPU_ONLY_LOADER], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out
+
+
 # ---- errors ------------------------------------------------------------------------------------
 
 

@@ -93,8 +93,19 @@ bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 bool cli_parse_u64(const char *s, uint64_t *out);
 bool cli_parse_f64(const char *s, double lo, double hi, double *out);
 /* The device named by the options (auto, cpu, cuda:N; --disable-cuda). Prints
- * the problem and returns CLI_USAGE or CLI_FAIL on failure. */
+ * the problem and returns CLI_USAGE or CLI_FAIL on failure: a device asked
+ * for (--device cuda, or CT_DEVICE under auto) that cannot be used is a
+ * failure with the reason, never a fallback to the CPU. */
 int cli_resolve_device(const cli_opts *o, ct_device *out);
+/* The line every command prints before it starts, on stderr (run_line.c):
+ * "device <dev and why> · <fmt...> · threads N", fmt giving the model, the
+ * data and the precision. For the CPU the reason is the option that asked
+ * for it, or why no GPU can be used (ct_cuda_unavailable_reason); for a GPU
+ * its name and memory. */
+void cli_print_run_line(const cli_opts *o, ct_device dev, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "f32", "amp f16 (...)", "amp bf16 (...)" for a resolved cli_amp. */
+const char *cli_precision_name(int amp);
 /* Prints "ctensor: <what>: <library message>" to stderr. */
 void cli_error(const char *what);
 /* A path or a name as messages show it (ct_escape_name: no raw control

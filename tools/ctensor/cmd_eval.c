@@ -83,6 +83,9 @@ int cmd_eval(int argc, char **argv) {
     cli_error("creating the data loader");
     goto done;
   }
+  cli_print_run_line(&o, dev, "model %s \u00b7 dataset %s %lld test \u00b7 precision f32",
+                     cli_model_name((int)m->model), cli_dataset_name((int)m->dataset),
+                     (long long)ct_dataset_length(test));
   if (!o.quiet) {
     printf("checkpoint %s: model %s, dataset %s, %lld epoch(s)", cli_shown(o.checkpoint),
            cli_model_name((int)m->model), cli_dataset_name((int)m->dataset), (long long)m->epoch);

@@ -246,6 +246,8 @@ int cmd_generate(int argc, char **argv) {
     goto done;
   }
   ct_module_train(model, false);
+  cli_print_run_line(&dev_opts, dev, "model gpt \u00b7 %lld bytes from %s \u00b7 precision f32",
+                     (long long)o.tokens, cli_shown(o.checkpoint));
   rc = generate(model, &o, dev);
 done:
   ct_module_free(model);

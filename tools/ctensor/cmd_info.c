@@ -3,7 +3,8 @@
  * was loaded from, the versions of its libraries, or why it is missing). For
  * each GPU: name, memory, compute capability, multiprocessors and ctensor's
  * allocator statistics; the CUDA driver and runtime versions, or why there
- * is no GPU. */
+ * is no GPU; the default device and, for the CPU, why (exit 1 when CT_DEVICE
+ * names a device that cannot be used, as the other commands). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,11 +113,9 @@ static void print_cuda(void) {
   print_version("driver (supports CUDA)", ct_cuda_driver_version);
   print_version("runtime", ct_cuda_runtime_version);
   int n = ct_cuda_device_count();
-  printf("  devices visible: %d", n);
-  ct_cuda_device_properties p;
-  if (n == 0 && ct_cuda_get_device_properties(0, &p) != CT_OK) printf(" (%s)", reason());
-  ct_clear_error();
-  printf("\n");
+  printf("  devices visible: %d\n", n);
+  const char *why = ct_cuda_unavailable_reason();
+  if (*why) printf("  no usable GPU: %s\n", why);
   for (int i = 0; i < n; i++) print_gpu(i);
 }
 
@@ -155,9 +154,20 @@ int cmd_info(int argc, char **argv) {
   print_backends();
   print_cuda();
 
-  printf("\ndefault device: %s", ct_device_name(ct_default_device()));
+  /* The default device and why: CT_DEVICE, or the GPU found, or why none. */
+  ct_device d;
   const char *env = getenv("CT_DEVICE");
-  if (env && *env) printf(" (CT_DEVICE=%s)", env);
+  printf("\ndefault device: ");
+  if (ct_resolve_default_device(&d) != CT_OK) {
+    printf("none: %s\n", ct_last_error_message());
+    ct_clear_error();
+    return CLI_FAIL; /* as `train` would: an explicit CT_DEVICE is never replaced */
+  }
+  printf("%s", ct_device_name(d));
+  if (env && *env)
+    printf(" (CT_DEVICE=%s)", cli_shown(env));
+  else if (d.type == CT_DEVICE_CPU)
+    printf(" (no GPU: %s)", ct_cuda_unavailable_reason());
   printf("\n");
   return CLI_OK;
 }

@@ -419,6 +419,11 @@ int cmd_train(int argc, char **argv) {
     return rc;
   rc = setup(&r);
   if (rc == CLI_OK && !r.finalize) {
+    if (r.rank == 0)
+      cli_print_run_line(&r.o, r.dev, "model %s \u00b7 dataset %s %lld/%lld \u00b7 precision %s",
+                         cli_model_name(r.o.model), cli_dataset_name(r.o.dataset),
+                         (long long)ct_dataset_length(r.train_ds),
+                         (long long)ct_dataset_length(r.test_ds), cli_precision_name(r.o.amp));
     print_header(&r);
     rc = train_epochs(&r);
   }

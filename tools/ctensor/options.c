@@ -537,8 +537,10 @@ int cli_resolve_device(const cli_opts *o, ct_device *out) {
     return CLI_OK;
   }
   if (!strcmp(o->device, "auto")) {
-    *out = ct_default_device();
-    return CLI_OK;
+    ct_status st = ct_resolve_default_device(out); /* CT_DEVICE, when set, is a request */
+    if (st == CT_OK) return CLI_OK;
+    cli_error("--device auto");
+    return st == CT_ERR_UNAVAILABLE ? CLI_FAIL : CLI_USAGE;
   }
   ct_status st = ct_device_parse(o->device, out);
   if (st == CT_OK) return CLI_OK;

@@ -519,6 +519,10 @@ static const ct_backend ct__cuda_backend = {
     .orgqr = cuda_orgqr,
 };
 
+/* Why no GPU can be used (device.cu; declared here, its only user, so that
+ * the kernels' common header does not change with it). */
+void ct__cuda_unavailable_reason(char *buf, size_t size);
+
 /* The plugin (backend/plugin.h): libctensor-cuda.so, or linked into
  * libctensor.a. */
 const ct_plugin *ct__cuda_plugin(void) {
@@ -526,6 +530,7 @@ const ct_plugin *ct__cuda_plugin(void) {
       CT_PLUGIN_HEADER,
       .name = "cuda",
       .library_versions = ct__cuda_library_versions, /* version.cu */
+      .unavailable_reason = ct__cuda_unavailable_reason,
       .backend = &ct__cuda_backend,
   };
   return &plugin;

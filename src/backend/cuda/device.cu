@@ -12,6 +12,7 @@
  * with cudaSetDevice when it differs, and never change the user's current
  * device. Every entry checks its device index first, so that without a driver
  * or a GPU a request fails with CT_ERR_UNAVAILABLE before any CUDA call. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,21 @@ int ctc_sm_count(int dev) {
   return dev >= 0 && dev < device_count ? sm_counts[dev] : 1;
 }
 
+/* Why the CUDA driver could not be used: the system loader's own message
+ * when libcuda cannot be loaded (the driver is not installed, or not where
+ * the loader looks), else the runtime's error. */
+static void driver_reason(char *buf, size_t n) {
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(buf, n, "the CUDA driver is not installed (%s)", e ? e : "libcuda.so.1 not found");
+    return;
+  }
+  dlclose(h);
+  snprintf(buf, n, "the CUDA driver (libcuda.so.1) did not start: %s",
+           cudaGetErrorString(count_error));
+}
+
 /* Why no GPU is visible, for a person: the runtime's error, in words that
  * point at the fix where the usual causes are recognized. */
 static void no_gpu_reason(char *buf, size_t n) {
@@ -103,17 +119,38 @@ static void no_gpu_reason(char *buf, size_t n) {
   int rt = 0;
   if (cudaRuntimeGetVersion(&rt) != cudaSuccess) (void)cudaGetLastError();
   if (drv == 0)
-    snprintf(buf, n, "no CUDA driver (libcuda.so) is installed");
+    driver_reason(buf, n);
   else if (count_error == cudaErrorInsufficientDriver)
     snprintf(buf, n, "the driver supports CUDA %d.%d, older than this build's runtime %d.%d",
              drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
-  else if (count_error != cudaSuccess)
-    snprintf(buf, n, "%s", cudaGetErrorString(count_error));
+  else if (count_error == cudaErrorNoDevice || count_error == cudaSuccess)
+    snprintf(buf, n, "the CUDA driver %d.%d sees no GPU", drv / 1000, drv % 1000 / 10);
   else
-    snprintf(buf, n, "the driver reports 0 devices");
+    snprintf(buf, n, "%s", cudaGetErrorString(count_error));
   const char *vis = getenv("CUDA_VISIBLE_DEVICES");
   size_t len = strlen(buf);
   if (vis && len < n) snprintf(buf + len, n - len, "; CUDA_VISIBLE_DEVICES=\"%s\"", vis);
+}
+
+/* The plugin's reason (backend/plugin.h): why no GPU can be used, "" when
+ * one can: none visible (no_gpu_reason), or only GPUs this build has no
+ * code for. */
+extern "C" void ct__cuda_unavailable_reason(char *buf, size_t n) {
+  int count = ct__cuda_device_count();
+  if (n) buf[0] = '\0';
+  if (count == 0) {
+    no_gpu_reason(buf, n);
+    return;
+  }
+  for (int d = 0; d < count; d++)
+    if (build_runs_on(capabilities[d])) return;
+  size_t len = (size_t)snprintf(buf, n, "%s", count == 1 ? "the GPU" : "every GPU");
+  for (int d = 0; d < count && len < n; d++)
+    len += (size_t)snprintf(buf + len, n - len, "%s cuda:%d (compute capability %d.%d)",
+                            d ? "," : "", d, capabilities[d] / 10, capabilities[d] % 10);
+  if (len < n)
+    snprintf(buf + len, n - len,
+             " is older than this build's code (CMAKE_CUDA_ARCHITECTURES \"%s\")", CT_CUDA_ARCHS);
 }
 
 /* CT_OK if dev is a visible GPU, else CT_ERR_UNAVAILABLE saying why: no GPU
