@@ -267,3 +267,24 @@ CT_TEST(flag_switches_paths) {
             sorted_launches);
   deterministic(was);
 }
+
+/* An op with no deterministic algorithm fails under the flag, naming itself:
+ * on the emulated GPU, cuDNN told to support no deterministic convolution
+ * algorithm (a problem only nondeterministic ones take). */
+CT_TEST(no_deterministic_algorithm_is_an_error) {
+  if (!emu_calls || ct_test_device().type != CT_DEVICE_CUDA) {
+    ct_test_skip("needs the emulated GPU's cuDNN, which can refuse deterministic algorithms");
+    return;
+  }
+  bool was = deterministic(false);
+  setenv("CT_EMU_CUDNN_NONDETERMINISTIC_ONLY", "1", 1);
+  ct_tensor_opts o = ct_test_opts(CT_F32);
+  ct_tensor *x = ct_ones(CT_SHAPE(2, 3, 7, 5), &o), *w = ct_ones(CT_SHAPE(4, 3, 3, 3), &o);
+  CHECK_OK(ct_test_synced(ct_conv2d(x, w, NULL, NULL))); /* a nondeterministic algorithm runs */
+  ct_use_deterministic_algorithms(true);
+  CHECK_ERR_MSG(ct_conv2d(x, w, NULL, NULL), CT_ERR_UNAVAILABLE,
+                "conv2d: cuDNN has no deterministic cudnnConvolutionForward algorithm");
+  unsetenv("CT_EMU_CUDNN_NONDETERMINISTIC_ONLY");
+  CHECK_OK(ct_test_synced(ct_conv2d(x, w, NULL, NULL))); /* a deterministic one again */
+  deterministic(was);
+}
