@@ -117,6 +117,27 @@ CT_API ct_status ct_cuda_runtime_version(int *version);
  * in builds without CUDA. */
 CT_API void ct_cuda_set_allow_tf32(bool allow);
 
+/* Deterministic algorithms, as torch.use_deterministic_algorithms: off by
+ * default. Process-wide (an atomic; every thread sees the last setting),
+ * taking effect at the next operation. CPU operations are deterministic
+ * either way. On CUDA, these ops write with atomics by default, so with
+ * repeated indices float sums may differ in their last bits from run to run,
+ * and a plain write leaves one of the duplicates, unspecified which:
+ *   scatter_add (and the backward of gather, index_select, embedding,
+ *   masked_select, sort/topk values, repeat, repeat_interleave and
+ *   reflect/replicate padding), bincount with weights,
+ *   index_put with accumulate (and the backward of ct_index),
+ *   scatter and index_put without accumulate (which duplicate wins).
+ * With the flag on they sort the destinations (stable, with the source
+ * positions) and reduce each run of equal destinations in source order: the
+ * result is the same bit for bit run to run, and the CPU's (which adds in
+ * source order). This costs a sort (several launches and scratch memory of
+ * 16 bytes per source element, rounded up to a power of two). An op that has
+ * no deterministic algorithm on the device fails with CT_ERR_UNAVAILABLE
+ * naming the op while the flag is on. */
+CT_API void ct_use_deterministic_algorithms(bool mode);
+CT_API bool ct_are_deterministic_algorithms_enabled(void);
+
 /* Blocks until all queued work on the device is done (no-op on the CPU). */
 CT_API ct_status ct_synchronize(ct_device device);
 

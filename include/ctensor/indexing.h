@@ -52,7 +52,8 @@ CT_API ct_tensor *ct_index(const ct_tensor *x, ct_tensor *const *indices, int n)
  * With accumulate, repeated index points add every value (deterministic on
  * the CPU, in row-major order; atomics on CUDA, so float sums may differ in
  * the last bits between runs); without it one of the repeated values is left
- * (the last on the CPU, unspecified on CUDA), as torch. */
+ * (the last on the CPU, unspecified on CUDA), as torch. With
+ * ct_use_deterministic_algorithms(true) CUDA does as the CPU, bit for bit. */
 CT_API ct_tensor *ct_index_put(const ct_tensor *x, ct_tensor *const *indices, int n,
                                const ct_tensor *values, bool accumulate);
 /* In place: writes x and returns it (no new reference), as torch.index_put_. */

@@ -32,6 +32,7 @@ from ._C import (  # noqa: E402,F401  the extension's own names
     Tensor, Device, dtype, Error, ArgumentError, ShapeError, DTypeError, DeviceError, OutOfMemoryError,
     CudaError, FileError, FormatError, UnavailableError, StateError, InternalError,
     get_default_device, set_default_device, synchronize, build_info, memory_stats, set_num_threads, get_num_threads,
+    use_deterministic_algorithms, are_deterministic_algorithms_enabled,
     promote_types, is_grad_enabled, backward, same_storage, manual_seed, from_dlpack, asarray,
     zeros, ones, empty, full, zeros_like, ones_like, empty_like, full_like, arange, linspace, eye,
     rand, randn, randint, randperm, normal, uniform, bernoulli, uniform_, normal_,

@@ -404,6 +404,16 @@ static PyObject *py_set_num_threads(PyObject *m, PyObject *arg) {
 static PyObject *py_get_num_threads(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(ct_get_num_threads());
 }
+static PyObject *py_use_deterministic_algorithms(PyObject *m, PyObject *arg) {
+  if (!PyBool_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "use_deterministic_algorithms: expected a bool, got %s",
+                        Py_TYPE(arg)->tp_name);
+  ct_use_deterministic_algorithms(arg == Py_True);
+  Py_RETURN_NONE;
+}
+static PyObject *py_are_deterministic_algorithms_enabled(PyObject *m, PyObject *unused) {
+  return PyBool_FromLong(ct_are_deterministic_algorithms_enabled());
+}
 static PyObject *py_promote_types(PyObject *m, PyObject *args) {
   PyObject *a, *b;
   ct_dtype da, db;
@@ -448,6 +458,11 @@ static PyMethodDef module_methods[] = {
      "of 32 KiB and more)"},
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads used by large operations."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads used by large operations."},
+    {"use_deterministic_algorithms", py_use_deterministic_algorithms, METH_O,
+     "use_deterministic_algorithms(mode): sort-based instead of atomic GPU writes (bit-for-bit "
+     "repeatable)."},
+    {"are_deterministic_algorithms_enabled", py_are_deterministic_algorithms_enabled, METH_NOARGS,
+     "Whether use_deterministic_algorithms(True) is in effect."},
     {"promote_types", py_promote_types, METH_VARARGS,
      "The dtype of a binary op between two dtypes."},
     {"_can_cast", py_can_cast, METH_VARARGS, NULL},

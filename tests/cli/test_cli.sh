@@ -4,7 +4,7 @@
 #
 #   test_cli.sh CASE CTENSOR MAKE_IDX ST_TOOL WORKDIR
 #
-# Cases: e2e (train 2 epochs, metrics, eval = last metrics line), resume_epoch
+# Cases: e2e (train 2 epochs, metrics, eval = last metrics line, --deterministic), resume_epoch
 # (2 epochs straight = 1 epoch + --resume to 2, bit for bit), resume_sigint
 # (SIGINT mid-epoch, --resume, bit for bit), stale_save (the temporaries of
 # killed saves are removed by the next run, and nothing else), amp (--amp: f16 with
@@ -57,6 +57,16 @@ e2e)
     fail "accuracy $acc/200 too low"
   run info 0 "$CT" info && expect_text "info shows BLAS" info.out '^blas: OpenBLAS'
   expect_text "info shows the version" info.out '^ctensor [0-9]+\.[0-9]+\.[0-9]+'
+  # --deterministic sets the library's flag (the header says so); two runs agree bit for bit
+  DET=(train --model mlp --epochs 1 --data-dir data --batch-size 32 --limit-train 128 --limit-test 64 --deterministic)
+  run det1 0 "$CT" "${DET[@]}" --checkpoint d1.safetensors && pass "train --deterministic exits 0"
+  expect_text "--deterministic turns the flag on" det1.out ', deterministic algorithms,'
+  run det2 0 "$CT" "${DET[@]}" --checkpoint d2.safetensors &&
+    "$ST" compare d1.safetensors d2.safetensors >detcmp.out 2>&1 && pass "--deterministic runs agree bit for bit" ||
+    { fail "two --deterministic runs differ"; cat detcmp.out; }
+  run nodet 0 "$CT" train --model mlp --epochs 1 --data-dir data --limit-train 64 --limit-test 32 &&
+    ! grep -q 'deterministic' nodet.out && pass "without --deterministic the flag stays off" ||
+    fail "the flag is on without --deterministic"
   ;;
 
 device)

@@ -262,6 +262,29 @@ def test_default_device_and_cuda_device_block():
         ct.set_default_device(before)
 
 
+def test_deterministic_algorithms(device, rng):
+    was = ct.are_deterministic_algorithms_enabled()
+    try:
+        ct.use_deterministic_algorithms(True)
+        assert ct.are_deterministic_algorithms_enabled() is True
+        # 3000 mixed-magnitude float32 values into 5 slots: with the flag, the GPU's sums are the
+        # CPU's (in source order) bit for bit, on every call
+        src_np = (rng.uniform(-1, 1, 3000) * 2.0 ** rng.integers(-8, 8, 3000)).astype(np.float32)
+        idx_np = rng.integers(0, 5, 3000)
+        want = ct.asnumpy(ct.scatter_add(ct.zeros(5), 0, ct.asarray(idx_np), ct.asarray(src_np)))
+        x = ct.zeros(5, device=device)
+        idx, src = ct.asarray(idx_np, device=device), ct.asarray(src_np, device=device)
+        for _ in range(3):
+            got = ct.asnumpy(ct.scatter_add(x, 0, idx, src).cpu())
+            assert got.tobytes() == want.tobytes()
+        ct.use_deterministic_algorithms(False)
+        assert ct.are_deterministic_algorithms_enabled() is False
+        with pytest.raises(TypeError, match="use_deterministic_algorithms"):
+            ct.use_deterministic_algorithms(1)
+    finally:
+        ct.use_deterministic_algorithms(was)
+
+
 def test_cuda_paths_report_unavailable_without_gpu():
     if ct.cuda.is_available():
         pytest.skip("a GPU is present")

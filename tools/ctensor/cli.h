@@ -71,6 +71,7 @@ typedef struct cli_opts {
   cli_amp amp;            /* --amp (default none) */
   int workers;
   int threads; /* --threads: the library's CPU threads; 0: its default */
+  bool deterministic; /* --deterministic: ct_use_deterministic_algorithms(true) */
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
   bool resume;

@@ -373,6 +373,7 @@ static void print_header(const train_run *r) {
   if (o->augment) printf(", augment %s", cli_augment_name(o->augment));
   if (o->label_smoothing > 0) printf(", label smoothing %g", o->label_smoothing);
   if (o->amp != AMP_NONE) printf(", amp %s", cli_amp_name(o->amp));
+  if (ct_are_deterministic_algorithms_enabled()) printf(", deterministic algorithms");
   printf(", batch %lld, %lld epoch(s), seed %llu", (long long)o->batch_size, (long long)o->epochs,
          (unsigned long long)o->seed);
   if (r->world > 1)
@@ -415,6 +416,7 @@ int cmd_train(int argc, char **argv) {
   if (rc == -1) return CLI_OK;
   if (rc != CLI_OK) return rc;
   if (r.o.threads > 0) ct_set_num_threads(r.o.threads);
+  if (r.o.deterministic) ct_use_deterministic_algorithms(true);
   if ((rc = cli_resolve_device(&r.o, &r.dev)) != CLI_OK || (rc = start_processes(&r)) != CLI_OK)
     return rc;
   rc = setup(&r);

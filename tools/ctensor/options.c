@@ -182,6 +182,8 @@ void cli_usage(FILE *f) {
       "  --workers N                          data loading threads (default 2)\n"
       "  --threads N                          CPU threads of the computation (default: the CPUs\n"
       "                                       this process may use; CT_NUM_THREADS)\n"
+      "  --deterministic                      deterministic GPU algorithms (sort-based instead of\n"
+      "                                       atomic sums): the same run gives the same bits\n"
       "  --seed N                             initialization and data order (default 1)\n"
       "  --checkpoint PATH                    save model, optimizer and position after every "
       "epoch\n"
@@ -229,7 +231,8 @@ enum {
   OPT_AUGMENT,
   OPT_LABEL_SMOOTHING,
   OPT_AMP,
-  OPT_THREADS
+  OPT_THREADS,
+  OPT_DETERMINISTIC
 };
 
 static const struct option train_long[] = {
@@ -252,6 +255,7 @@ static const struct option train_long[] = {
     {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
     {"seed", required_argument, NULL, OPT_SEED},
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"resume", no_argument, NULL, OPT_RESUME},
@@ -423,6 +427,9 @@ static int run_option(const char *cmd, int c, const char *arg, cli_opts *o) {
       return CLI_OK;
     case OPT_QUIET:
       o->quiet = true;
+      return CLI_OK;
+    case OPT_DETERMINISTIC:
+      o->deterministic = true;
       return CLI_OK;
   }
   return NOT_MINE;

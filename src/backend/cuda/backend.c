@@ -134,6 +134,8 @@ static ct_status cuda_gather(const char *op, ct_tensor *out, const ct_tensor *x,
 static ct_status cuda_scatter(ct_tensor *self, int dim, const ct_tensor *index, const ct_tensor *src,
                               bool add) {
   ctc_t s = desc(self), i = desc(index), x = desc(src);
+  if (ct_are_deterministic_algorithms_enabled()) /* sort-based, no atomics: deterministic.cu */
+    return ct__cuda_scatter_sorted(&s, dim, &i, &x, add);
   return ct__cuda_scatter(&s, dim, &i, &x, add);
 }
 static ct_status cuda_masked_select(ct_tensor *out, const ct_tensor *x, const ct_tensor *mask) {
@@ -159,6 +161,8 @@ static ct_status cuda_index_gather(ct_tensor *out, const ct_tensor *src, const c
 static ct_status cuda_index_put(ct_tensor *dst, const ct_tensor *values, const ct_tensor *lin,
                                 const ct_adv_index_params *p, bool accumulate) {
   ctc_t d = desc(dst), v = desc(values), l = desc(lin);
+  if (ct_are_deterministic_algorithms_enabled()) /* sort-based, no atomics: deterministic.cu */
+    return ct__cuda_index_put_sorted(&d, &v, &l, p, accumulate);
   return ct__cuda_index_put(&d, &v, &l, p, accumulate);
 }
 static ct_status cuda_searchsorted(ct_tensor *out, const ct_tensor *sorted, const ct_tensor *values,

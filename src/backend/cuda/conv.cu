@@ -11,8 +11,10 @@
  * the data pointers, since some algorithms need 16-byte aligned data) creates
  * its descriptors, asks cudnnGet*Algorithm_v7 (heuristics, no benchmarking)
  * and tries the candidates it reports as supported, deterministic ones
- * first, then the others, in the heuristics' order; a candidate whose
- * workspace query or run says NOT_SUPPORTED (any sub-code) is skipped. The
+ * first, then the others (none with ct_use_deterministic_algorithms: then a
+ * problem without a deterministic one fails with CT_ERR_UNAVAILABLE), in the
+ * heuristics' order; a candidate whose workspace query or run says
+ * NOT_SUPPORTED (any sub-code) is skipped. The
  * one that ran is kept with its math type and workspace size: later calls of
  * the same problem make no descriptor, query or workspace-size call (as
  * PyTorch's benchmark cache). A kept plan that cuDNN refuses, or whose
@@ -144,7 +146,7 @@ struct plan_key {
   int64_t xs[4], ws[4], ys[4]; /* their strides */
   int64_t stride[2], padding[2], dilation[2], groups;
   int32_t dev, kind, dtype, align; /* align: of the data pointers, up to 16 bytes */
-  int32_t tf32, pad;
+  int32_t tf32, deterministic;     /* deterministic: ct_use_deterministic_algorithms */
 };
 
 /* A problem's descriptors and the algorithm that ran it. */
@@ -192,6 +194,7 @@ static plan_key make_key(int dev, int kind, const ctc_t *x, const ctc_t *w, cons
   k.dtype = x->dtype;
   k.align = alignment(p0, p1, p2);
   k.tf32 = conv_allow_tf32;
+  k.deterministic = ct_are_deterministic_algorithms_enabled();
   return k;
 }
 
@@ -241,10 +244,11 @@ struct cand {
 };
 
 /* Supported candidates of a perf list: deterministic first, each group in the
- * heuristics' order. */
-template <class Perf> static int candidates(const Perf *perf, int n, cand *out) {
+ * heuristics' order (only those with det_only). */
+template <class Perf>
+static int candidates(const Perf *perf, int n, cand *out, bool det_only) {
   int k = 0;
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < (det_only ? 1 : 2); pass++)
     for (int i = 0; i < n; i++)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && ((perf[i].determinism == CUDNN_DETERMINISTIC) == (pass == 0)))
         out[k++] = cand{(int)perf[i].algo, perf[i].mathType};
@@ -315,19 +319,19 @@ static ct_status query_candidates(const conv_args &a, plan *p, cand *c, int *nc)
     DNN_CHECK(a.op, a.dev,
               cudnnGetConvolutionForwardAlgorithm_v7(a.h, d.x, d.w, d.conv, d.y,
                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    *nc = candidates(perf, got, c);
+    *nc = candidates(perf, got, c, p->key.deterministic);
   } else if (a.kind == K_BWD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     DNN_CHECK(a.op, a.dev,
               cudnnGetConvolutionBackwardDataAlgorithm_v7(
                   a.h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-    *nc = candidates(perf, got, c);
+    *nc = candidates(perf, got, c, p->key.deterministic);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     DNN_CHECK(a.op, a.dev,
               cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                   a.h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
-    *nc = candidates(perf, got, c);
+    *nc = candidates(perf, got, c, p->key.deterministic);
   }
   return CT_OK;
 }
@@ -386,6 +390,11 @@ static ct_status search(const conv_args &a, plan *p) {
     last = s;
     call = conv_call(a.kind);
   }
+  if (p->key.deterministic && dnn_not_supported(last)) /* the others were left out */
+    return ct__fail_status(CT_ERR_UNAVAILABLE,
+                           "%s: cuDNN has no deterministic %s algorithm for this problem, and "
+                           "ct_use_deterministic_algorithms is on",
+                           a.op, conv_call(a.kind));
   return dnn_fail(a.op, call, last, a.dev);
 }
 

@@ -120,6 +120,18 @@ ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *
 ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count);
 ct_status ct__cuda_triangle(const ctc_t *out, const ctc_t *x, int64_t k, bool upper);
 
+/* deterministic.cu: scatter(_add) and index_put with the sort-based paths of
+ * ct_use_deterministic_algorithms (same contracts as ct__cuda_scatter and
+ * ct__cuda_index_put); sort.cu: the stable sort they use, of n (key, id)
+ * pairs ascending in arrays of P >= n elements (a power of two; the rest is
+ * padding it writes). */
+ct_status ct__cuda_scatter_sorted(const ctc_t *self, int dim, const ctc_t *index, const ctc_t *src,
+                                  bool add);
+ct_status ct__cuda_index_put_sorted(const ctc_t *dst, const ctc_t *values, const ctc_t *lin,
+                                    const ct_adv_index_params *p, bool accumulate);
+ct_status ct__cuda_sort_pairs(const char *op, int dev, uint64_t *keys, int64_t *ids, int64_t n,
+                              int64_t P);
+
 /* random.cu, optim.cu */
 ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p, const ctc_t *probs);
 ct_status ct__cuda_optimizer_step(const ct_optim_params *p, const ctc_t *params, const ctc_t *grads,

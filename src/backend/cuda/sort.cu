@@ -156,3 +156,46 @@ extern "C" ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool
   if (x->dtype == CT_F32) return run_sort<uint32_t>(op, indices, x, descending);
   return run_sort<uint64_t>(op, indices, x, descending);
 }
+
+/* ---- Sort of computed (key, id) pairs (deterministic.cu) ---------------------------------- */
+
+/* keys[e], ids[e] for e in [n, P): padding that sorts last. */
+__global__ void pad_pairs_kernel(uint64_t *keys, int64_t *ids, int64_t n, int64_t P) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = n + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < P; e += stride) {
+    keys[e] = ~(uint64_t)0;
+    ids[e] = INT64_MAX;
+  }
+}
+
+/* The network of run_sort on one row of P (a power of two) pairs. */
+static ct_status sort_row_pairs(const char *op, int dev, uint64_t *keys, int64_t *ids, int64_t P) {
+  cudaStream_t s = ctc_stream(dev);
+  int64_t seg = P < SEG ? P : SEG, segments = P / seg;
+  int64_t cap = (int64_t)ctc_sm_count(dev) * 16;
+  unsigned grid = (unsigned)(segments < cap ? segments : cap);
+  if (seg > 1) {
+    local_kernel<uint64_t><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, 2, seg, 1);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  for (int64_t k = 2 * SEG; k <= P; k *= 2) {
+    for (int64_t j = k / 2; j >= SEG; j /= 2) {
+      global_step_kernel<uint64_t>
+          <<<ctc_blocks(P / 2, dev), CTC_THREADS, 0, s>>>(keys, ids, 1, P, k, j);
+      CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    }
+    local_kernel<uint64_t><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, k, k, SEG / 2);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  return CT_OK;
+}
+
+extern "C" ct_status ct__cuda_sort_pairs(const char *op, int dev, uint64_t *keys, int64_t *ids,
+                                         int64_t n, int64_t P) {
+  if (P > n) {
+    cudaStream_t s = ctc_stream(dev);
+    pad_pairs_kernel<<<ctc_blocks(P - n, dev), CTC_THREADS, 0, s>>>(keys, ids, n, P);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  }
+  return sort_row_pairs(op, dev, keys, ids, P);
+}

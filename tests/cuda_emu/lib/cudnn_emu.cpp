@@ -55,7 +55,10 @@
  *       its run return CUDNN_STATUS_NOT_SUPPORTED_SHAPE (a sub-code).
  *   A:  its run returns CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER unless
  *       every data pointer is 16-byte aligned.
- *   The last deterministic entry always works, with no workspace.
+ *   The last deterministic entry always works, with no workspace, unless
+ *   CT_EMU_CUDNN_NONDETERMINISTIC_ONLY=1 is set: then every deterministic
+ *   entry is NOT_SUPPORTED, as a problem only nondeterministic algorithms
+ *   take (for ct_use_deterministic_algorithms' error).
  * mathType of an entry: the descriptor's CUDNN_FMA_MATH if set, else
  * CUDNN_TENSOR_OP_MATH for the entries marked "tensor core" below (not for
  * DOUBLE), else CUDNN_DEFAULT_MATH. Unsupported data types: every entry
@@ -65,6 +68,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <atomic>
@@ -325,9 +329,15 @@ size_t workspace_bytes(const Algo &a, const Conv &cv) {
   }
 }
 
+/* CT_EMU_CUDNN_NONDETERMINISTIC_ONLY=1: no deterministic algorithm is supported. */
+bool nondeterministic_only() {
+  const char *v = getenv("CT_EMU_CUDNN_NONDETERMINISTIC_ONLY");
+  return v && !strcmp(v, "1");
+}
+
 /* Whether the algorithm computes this problem (pointers aside). */
 cudnnStatus_t algo_support(const char *fn, const Algo &a, const Conv &cv) {
-  if (a.cond == NEVER)
+  if (a.cond == NEVER || (a.deterministic && nondeterministic_only()))
     return fail(CUDNN_STATUS_NOT_SUPPORTED, fn, "CUDNN_CONVOLUTION_%s is not supported (emulation)",
                 a.name);
   if (a.cond == NO_DILATION && (cv.dh > 1 || cv.dw > 1))
@@ -360,8 +370,10 @@ cudnnStatus_t get_algorithms(const char *fn, int kind, cudnnHandle_t h, const cu
     memset(&p, 0, sizeof p);
     p.algo = (AlgoT)a.algo;
     /* the heuristics don't know about dilation or pointers: only NEVER (and
-     * types the emulation lacks) are reported as NOT_SUPPORTED here */
-    bool ok = s == CUDNN_STATUS_SUCCESS && a.cond != NEVER;
+     * types the emulation lacks, and deterministic entries under
+     * CT_EMU_CUDNN_NONDETERMINISTIC_ONLY) are reported as NOT_SUPPORTED here */
+    bool ok = s == CUDNN_STATUS_SUCCESS && a.cond != NEVER &&
+              !(a.deterministic && nondeterministic_only());
     p.status = ok ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
     p.time = ok ? 0.1f * (float)(i + 1) : -1.0f;
     p.memory = ok ? workspace_bytes(a, cv) : 0;
