@@ -11,6 +11,16 @@ import pytest
 
 import ctensor as ct
 
+
+@pytest.fixture(autouse=True)
+def on_the_cpu():
+    """The cases are about host memory and threads: on the CPU also where a GPU is the default."""
+    saved = ct.get_default_device()
+    ct.set_default_device("cpu")
+    yield
+    ct.set_default_device(saved)
+
+
 N_THREADS = 3
 
 
@@ -68,9 +78,9 @@ def test_grad_cleared_while_others_accumulate():
     run(N_THREADS, guarded)
     done.set()
     g = x.grad
-    if g is not None:  # whatever survived is whole backward passes
+    if g is not None:  # what survived is whole accumulations, each into every element at once
         v = ct.asnumpy(g)
-        assert np.all(v % 3 == 0) and v.max() <= 3 * 100 * (N_THREADS - 1)
+        assert np.all(v == v[0]) and v[0] == np.floor(v[0]) and v[0] <= 3 * 100 * (N_THREADS - 1)
 
 
 def test_one_module_inference_from_threads():
