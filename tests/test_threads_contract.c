@@ -113,6 +113,63 @@ static void module_from_threads(bool with_grad) {
 }
 
 CT_TEST(module_inference_from_threads) { module_from_threads(false); }
+
+/* Recurrent and attention layers (their forward packs weights, builds masks
+ * and runs fused kernels), each shared by the threads under no_grad. */
+static void *infer_plain(void *arg) {
+  worker *w = arg;
+  net_ctx *c = w->ctx;
+  for (int it = 0; it < 10; it++) {
+    ct_scope_begin();
+    ct_no_grad_begin();
+    ct_tensor *y = ct_module_forward(c->net, c->x);
+    ct_no_grad_end();
+    double d = max_diff(y, c->want);
+    if (d > 1e-5) w->failures++;
+    w->result = fmax(w->result, d);
+    ct_scope_end();
+  }
+  return NULL;
+}
+
+static void shared_inference(const char *what, ct_module *net, ct_tensor *x) {
+  CHECK_OK(net);
+  if (!net) return;
+  ct_module_train(net, false);
+  net_ctx c = {.net = net, .x = x};
+  ct_no_grad_begin();
+  c.want = ct_module_forward(net, x);
+  ct_no_grad_end();
+  CHECK_OK(c.want);
+  worker w[N_THREADS];
+  run_threads(w, N_THREADS, infer_plain, &c);
+  for (int i = 0; i < N_THREADS; i++)
+    CHECK_MSG(!w[i].failures, "%s, thread %d: %d wrong outputs (worst %g)", what, i, w[i].failures,
+              w[i].result);
+  ct_module_free(net);
+}
+
+CT_TEST(recurrent_and_attention_inference_from_threads) {
+  ct_manual_seed(12);
+  shared_inference("LSTM",
+                   ct_lstm_new(&(ct_rnn_opts){.input_size = 8,
+                                              .hidden_size = 16,
+                                              .num_layers = 2,
+                                              .batch_first = true,
+                                              .bidirectional = true},
+                               NULL),
+                   ct_randn(CT_SHAPE(3, 7, 8), NULL));
+  shared_inference("GRU", ct_gru_new(&(ct_rnn_opts){.input_size = 8, .hidden_size = 12}, NULL),
+                   ct_randn(CT_SHAPE(5, 2, 8), NULL));
+  shared_inference("TransformerEncoderLayer",
+                   ct_transformer_encoder_layer_new(&(ct_transformer_opts){.d_model = 16,
+                                                                           .nhead = 4,
+                                                                           .dim_feedforward = 32,
+                                                                           .dropout = 0.1,
+                                                                           .batch_first = true},
+                                                    NULL),
+                   ct_randn(CT_SHAPE(2, 9, 16), NULL));
+}
 CT_TEST(module_training_steps_from_threads) { module_from_threads(true); }
 
 /* ---- Backward into shared leaves ---------------------------------------------- */
