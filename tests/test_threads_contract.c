@@ -195,7 +195,7 @@ static void *backward_loop(void *arg) {
 }
 
 CT_TEST(concurrent_backward_adds_every_gradient) {
-  leaf_ctx c = {.x = ct_zeros(CT_SHAPE(64), &(ct_tensor_opts){.requires_grad = true}),
+  leaf_ctx c = {.x = ct_zeros(CT_SHAPE(1 << 16), &(ct_tensor_opts){.requires_grad = true}),
                 .iters = 200};
   atomic_init(&c.running, N_THREADS);
   worker w[N_THREADS];
@@ -205,8 +205,8 @@ CT_TEST(concurrent_backward_adds_every_gradient) {
   CHECK_OK(g);
   const float *v = g ? ct_data_ptr(g) : NULL;
   int wrong = 0;
-  for (int i = 0; v && i < 64; i++) wrong += v[i] != 3.0f * 200 * N_THREADS;
-  CHECK_MSG(!wrong, "%d of 64 sums lost updates (first %g, want %g)", wrong, v ? v[0] : -1.0,
+  for (int i = 0; v && i < 1 << 16; i++) wrong += v[i] != 3.0f * 200 * N_THREADS;
+  CHECK_MSG(!wrong, "%d of 65536 sums lost updates (first %g, want %g)", wrong, v ? v[0] : -1.0,
             3.0 * 200 * N_THREADS);
 }
 

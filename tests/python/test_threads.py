@@ -43,7 +43,7 @@ def run(n, fn):
 
 
 def test_backward_from_threads_adds_every_gradient():
-    x = ct.zeros(4096, requires_grad=True)
+    x = ct.zeros(1 << 16, requires_grad=True)
     iters = 200
 
     def work(i):
@@ -51,7 +51,7 @@ def test_backward_from_threads_adds_every_gradient():
             ((x * 2.0).sum() + x.sum()).backward()
 
     run(N_THREADS, work)
-    np.testing.assert_array_equal(ct.asnumpy(x.grad), np.full(4096, 3.0 * iters * N_THREADS, np.float32))
+    np.testing.assert_array_equal(ct.asnumpy(x.grad), np.full(1 << 16, 3.0 * iters * N_THREADS, np.float32))
 
 
 def test_grad_cleared_while_others_accumulate():
