@@ -45,6 +45,34 @@
  *       return fprintf(stderr, "%s\n", ct_last_error_message()), 1;
  *     printf("%f\n", s);
  *   }
+ *
+ * Threads. Any number of threads may call ctensor at once, under these rules
+ * (held by tests/test_threads_contract.c under ThreadSanitizer):
+ *   Shared freely: tensors that no thread writes (reading, and ops that read
+ *     them); a module for inference (ct_module_forward inside ct_no_grad, in
+ *     eval mode: training-mode batch norm writes its running statistics), and
+ *     listing its parameters; the default and ct_generator_new generators (a
+ *     draw reserves its own range of the stream under the generator's lock:
+ *     values never repeat across threads, but which thread gets which range
+ *     follows timing: seed one generator per thread for reproducible runs).
+ *   Locked: a tensor's .grad. Backward calls on several threads whose graphs
+ *     share only leaves (e.g. the parameters of one module) add into each
+ *     leaf's gradient under its lock, and ct_set_grad / zero_grad take the
+ *     same lock, so no sum is lost and nothing is freed under an add. The
+ *     handle ct_grad returns is borrowed: valid until the gradient is replaced
+ *     or cleared, so a thread reading it must not race a thread clearing it.
+ *     One graph is backed through by one thread at a time.
+ *   A data loader (ct_dataloader_next, ct_dataloader_start_epoch) may be read
+ *     by several threads: each batch goes once, in order, to whichever thread
+ *     asks next.
+ *   Per thread: the last error (error.h), the scope stack (tensor.h),
+ *     ct_no_grad regions, autocast regions (amp.h), the current stream and
+ *     CUDA device (device.h).
+ *   Not synchronized (the caller orders them): writes to a tensor (in-place
+ *     ops, optimizer steps, copies into it) against any other use of it;
+ *     changing a module (registering, ct_module_to, train/eval, loading a
+ *     state) while another thread uses it; ct_requires_grad_ on a shared
+ *     tensor; ct_set_num_threads, ct_manual_seed and other process settings.
  */
 #ifndef CTENSOR_H
 #define CTENSOR_H

@@ -64,7 +64,9 @@ CT_API bool ct_is_leaf(const ct_tensor *t);
  * Borrowed: owned by t, valid until the gradient is replaced or t is freed;
  * ct_retain it to keep it. */
 CT_API ct_tensor *ct_grad(const ct_tensor *t);
-/* Replaces t's gradient (NULL clears it, as optimizer.zero_grad(set_to_none)). */
+/* Replaces t's gradient (NULL clears it, as optimizer.zero_grad(set_to_none)).
+ * Takes t's grad lock, as backward's accumulation does: it may run while
+ * other threads back-propagate into t (ctensor.h, "Threads"). */
 CT_API ct_status ct_set_grad(ct_tensor *t, ct_tensor *grad);
 /* Keep the gradient of a non-leaf too (as tensor.retain_grad()). */
 CT_API ct_status ct_retain_grad(ct_tensor *t);
@@ -75,7 +77,9 @@ typedef struct ct_backward_opts {
 /* Computes gradients of `root` with respect to every leaf it depends on and
  * accumulates them into the leaves' .grad. `grad` is d(something)/d(root): it
  * may be NULL only for a one-element root (then 1). Without retain_graph the
- * graph's saved tensors are freed and a second backward fails. */
+ * graph's saved tensors are freed and a second backward fails. Several
+ * threads may run backward at once over graphs that share only leaves: each
+ * leaf's accumulation is locked (ctensor.h, "Threads"). */
 CT_API ct_status ct_backward(ct_tensor *root, const ct_tensor *grad, const ct_backward_opts *opts);
 
 /* No-grad regions nest (per thread): nothing is recorded inside. */

@@ -160,7 +160,9 @@ CT_API ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int
  * status with its message; the batch is then skipped and the next call goes
  * on with the following one. wait_seconds is the time spent in this call
  * (with a GPU device it includes building the following batch, which this
- * call starts copying). */
+ * call starts copying). Several threads may call it (and start_epoch) on one
+ * loader: calls run one at a time, and each batch goes once, in order, to
+ * whichever thread asks next. */
 CT_API ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out);
 /* Frees the batch's tensors and sets them to NULL (NULL b or tensors: no-op). */
 CT_API void ct_batch_release(ct_batch *b);

@@ -5,6 +5,8 @@ order depends only on (seed, epoch)) and can deliver them on a GPU.
 Datasets written in Python (a __getitem__ of your own) are not supported: the loader's workers are
 C threads. Build a TensorDataset from your arrays instead."""
 
+import threading
+
 from . import _C
 
 
@@ -59,23 +61,41 @@ class CIFAR10(MNIST):
 
 class DataLoader:
     """Batches of a dataset: (inputs, targets) stacked along a new first axis. Each iteration is
-    one epoch; with shuffle the order is a function of (seed, epoch)."""
+    one epoch; with shuffle the order is a function of (seed, epoch).
+
+    Every iter() is a pass of its own, as in PyTorch: two iterators alive at once (zip(dl, dl), or
+    one per thread) each see a whole epoch (the next epoch numbers, in the order they start), on a
+    C loader of their own; a loader no pass uses any more serves the next one."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, *, seed=0, drop_last=False, num_workers=0,
                  prefetch=0, pin_memory=False, device=None):
         self.dataset = dataset
-        self._c = _C.dataloader(dataset._c, batch_size, shuffle, seed, drop_last, num_workers, prefetch,
-                                pin_memory, device)
+        self._args = (dataset._c, batch_size, shuffle, seed, drop_last, num_workers, prefetch, pin_memory,
+                      device)
+        self._c = _C.dataloader(*self._args)
+        self._idle = [self._c]  # C loaders no pass is using
+        self._lock = threading.Lock()
         self.epoch = 0
 
     def __len__(self):
         return len(self._c)
 
+    def _begin(self):
+        with self._lock:
+            epoch = self.epoch
+            self.epoch += 1
+            loader = self._idle.pop() if self._idle else None
+        return epoch, loader if loader is not None else _C.dataloader(*self._args)
+
     def __iter__(self):
-        self._c.start_epoch(self.epoch)
-        self.epoch += 1
-        while True:
-            batch = self._c.next()
-            if batch is None:
-                return
-            yield batch
+        epoch, loader = self._begin()
+        try:
+            loader.start_epoch(epoch)
+            while True:
+                batch = loader.next()
+                if batch is None:
+                    return
+                yield batch
+        finally:
+            with self._lock:
+                self._idle.append(loader)

@@ -23,6 +23,14 @@ bool ctpy_scalar(PyObject *o, double *value, bool *is_float) {
   return false;
 }
 
+PyObject *ctpy_sequence_tuple(PyObject *o, const char *msg) {
+  PyObject *seq = PySequence_Fast(o, msg);
+  if (!seq || PyTuple_CheckExact(seq)) return seq;
+  PyObject *t = PyList_AsTuple(seq);
+  Py_DECREF(seq);
+  return t;
+}
+
 int ctpy_parse_shape(PyObject *o, int64_t *shape, const char *what) {
   if (PyLong_Check(o) || (!PySequence_Check(o) && PyIndex_Check(o))) {
     long long v = PyLong_AsLongLong(o);
@@ -30,7 +38,7 @@ int ctpy_parse_shape(PyObject *o, int64_t *shape, const char *what) {
     shape[0] = v;
     return 1;
   }
-  PyObject *seq = PySequence_Fast(o, "a shape: an int or a sequence of ints");
+  PyObject *seq = ctpy_sequence_tuple(o, "a shape: an int or a sequence of ints");
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > CT_MAX_DIMS) {
@@ -185,7 +193,8 @@ typedef struct seq_walk {
   int ndim;
   int64_t shape[CT_MAX_DIMS];
   bool any_float, any_int, any_bool;
-  int64_t n; /* elements written */
+  int64_t n;     /* elements written */
+  int64_t numel; /* elements the shape holds: the buffers' length */
   int64_t *ints;
   double *floats;
 } seq_walk;
@@ -195,26 +204,52 @@ static bool is_leaf_value(PyObject *o) {
          (!PySequence_Check(o) && (PyIndex_Check(o) || PyNumber_Check(o)));
 }
 
-/* First pass: the shape, from the first element of each level. */
+/* First pass: the shape, from the first element of each level, and the
+ * element count, refused when it overflows or cannot be allocated. The items
+ * are held while the next level is read: a sequence may build them on access
+ * (its only reference is the one returned). */
 static int seq_shape(PyObject *o, seq_walk *w) {
+  PyObject *held[CT_MAX_DIMS];
+  int n_held = 0, rc = 0;
   w->ndim = 0;
   while (!is_leaf_value(o)) {
     if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) {
       PyErr_Format(PyExc_TypeError, "asarray: cannot make a tensor of %.100s", Py_TYPE(o)->tp_name);
-      return -1;
+      rc = -1;
+      break;
     }
     if (w->ndim == CT_MAX_DIMS) {
       PyErr_Format(PyExc_ValueError, "asarray: more than %d nested levels", CT_MAX_DIMS);
-      return -1;
+      rc = -1;
+      break;
     }
     Py_ssize_t n = PySequence_Size(o);
-    if (n < 0) return -1;
+    if (n < 0) {
+      rc = -1;
+      break;
+    }
     w->shape[w->ndim++] = n;
     if (n == 0) break;
-    PyObject *first = PySequence_GetItem(o, 0);
-    if (!first) return -1;
-    Py_DECREF(first); /* the sequence keeps it */
-    o = first;
+    if (!(o = held[n_held++] = PySequence_GetItem(o, 0))) {
+      n_held--;
+      rc = -1;
+      break;
+    }
+  }
+  while (n_held > 0) Py_DECREF(held[--n_held]);
+  if (rc < 0) return -1;
+  /* an int64 and a double per element: numel * 16 bytes must fit */
+  w->numel = 1;
+  for (int d = 0; d < w->ndim; d++) {
+    if (w->shape[d] == 0) w->numel = 0;
+    if (w->numel && w->shape[d] > (int64_t)(PY_SSIZE_T_MAX / 16) / w->numel) {
+      char s[192];
+      ct_shape_format(w->shape, w->ndim, s, sizeof s);
+      PyErr_Format(PyExc_MemoryError, "asarray: nested sequences of shape %s: too many elements",
+                   s);
+      return -1;
+    }
+    w->numel *= w->shape[d];
   }
   return 0;
 }
@@ -224,6 +259,10 @@ static int seq_fill(PyObject *o, int level, seq_walk *w) {
   if (level == w->ndim) {
     if (!is_leaf_value(o)) {
       PyErr_SetString(PyExc_ValueError, "asarray: nested sequences of different depths");
+      return -1;
+    }
+    if (w->n >= w->numel) { /* a sequence grew while it was read */
+      PyErr_SetString(PyExc_ValueError, "asarray: nested sequences changed while read");
       return -1;
     }
     PyObject *num =
@@ -255,7 +294,7 @@ static int seq_fill(PyObject *o, int level, seq_walk *w) {
     PyErr_SetString(PyExc_ValueError, "asarray: nested sequences of different depths");
     return -1;
   }
-  PyObject *seq = PySequence_Fast(o, "a sequence");
+  PyObject *seq = ctpy_sequence_tuple(o, "a sequence"); /* holds the items while they are read */
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n != w->shape[level]) {
@@ -277,8 +316,7 @@ static int seq_fill(PyObject *o, int level, seq_walk *w) {
 static ct_tensor *from_sequence(PyObject *obj, const ctpy_asarray_opts *o, ct_device device) {
   seq_walk w = {0};
   if (seq_shape(obj, &w) < 0) return NULL;
-  int64_t numel = 1;
-  for (int d = 0; d < w.ndim; d++) numel *= w.shape[d];
+  int64_t numel = w.numel;
   w.ints = PyMem_Malloc(sizeof *w.ints * (size_t)(numel ? numel : 1));
   w.floats = PyMem_Malloc(sizeof *w.floats * (size_t)(numel ? numel : 1));
   ct_tensor *t = NULL;
@@ -428,6 +466,12 @@ static const char *buffer_format(ct_dtype d) {
   return f[d];
 }
 
+/* What one buffer export owns: the memory, and its shape and strides. */
+typedef struct export_hold {
+  ct_tensor *held;   /* a detached handle on the exported storage */
+  Py_ssize_t dims[]; /* ndim sizes, then ndim strides in bytes */
+} export_hold;
+
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   const ct_tensor *t = ctpy_t(self);
   ct_dtype d = ct_dtype_of(t);
@@ -454,15 +498,23 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; take .contiguous() first");
     return -1;
   }
+  /* The export holds the memory itself (a second handle on the storage), not
+   * only the Tensor: a module's move (to(dtype/device)) swaps the storage
+   * under a handle, and the view must not be left over freed memory. */
   int n = ct_ndim(t);
-  Py_ssize_t *dims = PyMem_Malloc(sizeof *dims * 2 * (size_t)(n ? n : 1));
-  if (!dims) return PyErr_NoMemory(), -1;
+  export_hold *h = PyMem_Malloc(sizeof *h + sizeof(Py_ssize_t) * 2 * (size_t)(n ? n : 1));
+  if (!h) return PyErr_NoMemory(), -1;
+  if (!(h->held = ct_detach(t))) {
+    PyMem_Free(h);
+    return ctpy_raise(), -1;
+  }
+  Py_ssize_t *dims = h->dims;
   size_t es = ct_dtype_size(d);
   for (int i = 0; i < n; i++) {
     dims[i] = (Py_ssize_t)ct_shape(t)[i];
     dims[n + i] = (Py_ssize_t)(ct_strides(t)[i] * (int64_t)es);
   }
-  view->buf = ct_numel(t) ? ct_data_ptr(t) : (void *)dims; /* a valid address for empty buffers */
+  view->buf = ct_numel(t) ? ct_data_ptr(h->held) : (void *)dims; /* a valid address when empty */
   view->obj = Py_NewRef(self);
   view->len = (Py_ssize_t)ct_nbytes(t);
   view->readonly = 0;
@@ -472,11 +524,15 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : NULL;
   view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + n : NULL;
   view->suboffsets = NULL;
-  view->internal = dims;
+  view->internal = h;
   return 0;
 }
 
-static void tensor_releasebuffer(PyObject *self, Py_buffer *view) { PyMem_Free(view->internal); }
+static void tensor_releasebuffer(PyObject *self, Py_buffer *view) {
+  export_hold *h = view->internal;
+  ct_free(h->held);
+  PyMem_Free(h);
+}
 
 PyBufferProcs ctpy_buffer_procs = {.bf_getbuffer = tensor_getbuffer,
                                    .bf_releasebuffer = tensor_releasebuffer};

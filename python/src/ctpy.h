@@ -97,6 +97,11 @@ int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
 /* A Python scalar (int, float, bool; not a Tensor): true with the value. */
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
+/* The items of a sequence or iterable as a tuple (a new reference; NULL with
+ * TypeError(msg)). Its items stay alive and in place while Python code runs
+ * on them (__index__, __float__, conversions), which PySequence_Fast of a
+ * list does not promise: that code may shrink the list and free the item. */
+PyObject *ctpy_sequence_tuple(PyObject *o, const char *msg);
 /* A shape argument (an int or a sequence of ints). Returns ndim or -1. */
 int ctpy_parse_shape(PyObject *o, int64_t *shape, const char *what);
 /* The buffer protocol of CPU tensors (Tensor.tp_as_buffer). */

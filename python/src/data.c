@@ -79,11 +79,8 @@ static int transform_opts(PyObject *mean, PyObject *std, long long crop, long lo
                           int hflip, unsigned long long seed, ct_transform_opts *t) {
   memset(t, 0, sizeof *t);
   if (mean != Py_None || std != Py_None) {
-    PyObject *ms = PySequence_Fast(mean, "mean: a sequence of numbers"),
-             *ss = ms ? PySequence_Fast(std,
-                                        "std: a "
-                                        "sequence of numbers")
-                      : NULL;
+    PyObject *ms = ctpy_sequence_tuple(mean, "mean: a sequence of numbers"),
+             *ss = ms ? ctpy_sequence_tuple(std, "std: a sequence of numbers") : NULL;
     if (!ss) return Py_XDECREF(ms), -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(ms);
     if (n < 1 || n > 3 || n != PySequence_Fast_GET_SIZE(ss)) {

@@ -17,7 +17,7 @@ int ctpy_reduce_axes(PyObject *axis, bool keepdims, int ndim, ct_reduce_opts *r)
     r->ndims = 1;
     return PyErr_Occurred() ? -1 : 0;
   }
-  PyObject *seq = PySequence_Fast(axis, "axis: None, an int or a tuple of ints");
+  PyObject *seq = ctpy_sequence_tuple(axis, "axis: None, an int or a tuple of ints");
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > CT_MAX_DIMS) {
@@ -371,7 +371,7 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *fmt,
   int axis = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, CTPY_KW("tensors", "axis"), &seq_o, &axis))
     return NULL;
-  PyObject *seq = PySequence_Fast(seq_o, "a sequence of tensors");
+  PyObject *seq = ctpy_sequence_tuple(seq_o, "a sequence of tensors"); /* holds the items */
   if (!seq) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   ct_tensor **ts = calloc((size_t)n + 1, sizeof *ts),

@@ -491,7 +491,7 @@ static PyObject *f_bce_with_logits(PyObject *m, PyObject *a, PyObject *k) {
  * them) or a sequence of n; None leaves the zeros (not given). */
 static int interp_values(PyObject *o, int n, const char *what, int64_t *size, double *scale) {
   if (o == Py_None) return 0;
-  PyObject *seq = PySequence_Check(o) ? PySequence_Fast(o, what) : NULL;
+  PyObject *seq = PySequence_Check(o) ? ctpy_sequence_tuple(o, what) : NULL;
   if (!seq && PyErr_Occurred()) return -1;
   if (seq && PySequence_Fast_GET_SIZE(seq) != n) {
     Py_DECREF(seq);

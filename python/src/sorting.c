@@ -28,7 +28,7 @@ static int parse_ints(PyObject *o, int64_t *out, int max, const char *what) {
     out[0] = PyLong_AsLongLong(o);
     return PyErr_Occurred() ? -1 : 1;
   }
-  PyObject *seq = PySequence_Fast(o, what);
+  PyObject *seq = ctpy_sequence_tuple(o, what);
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > max) {

@@ -3,7 +3,10 @@
  * into leaves.
  *
  * One backward call runs on the calling thread; two backward calls over a
- * shared graph must not run concurrently. */
+ * shared graph must not run concurrently. Backward calls over graphs that
+ * share only leaves may: the accumulation into a leaf's .grad holds that
+ * tensor's grad lock (meta.c), as does ct_set_grad, so no sum is lost and a
+ * gradient cleared on another thread is not freed under the add. */
 #include <stdlib.h>
 
 #include "amp/amp_internal.h"
@@ -46,7 +49,7 @@ static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
  * reference. The stored gradient is always a contiguous tensor of its own:
  * g itself when nothing else can see it (the common case: a fresh matmul
  * result), else a copy, never a view of storage something else may write. */
-static ct_status accumulate_grad(struct ct_autograd_meta *m, ct_tensor *g) {
+static ct_status accumulate_grad_locked(struct ct_autograd_meta *m, ct_tensor *g) {
   ct_status st = CT_OK;
   if (!m->grad) {
     bool exclusive = atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 &&
@@ -60,6 +63,13 @@ static ct_status accumulate_grad(struct ct_autograd_meta *m, ct_tensor *g) {
     st = ct_last_error();
   }
   ct__release(g);
+  return st;
+}
+
+static ct_status accumulate_grad(struct ct_autograd_meta *m, ct_tensor *g) {
+  ct__grad_lock(m);
+  ct_status st = accumulate_grad_locked(m, g);
+  ct__grad_unlock(m);
   return st;
 }
 

@@ -1,6 +1,7 @@
 /* Autograd state on tensors: grad mode, requires_grad, .grad, retain_grad,
  * detach, the history of views (regenerated from their base's after an
  * in-place write), and the host allocations of the autograd layer. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "autograd/node.h"
@@ -44,6 +45,22 @@ void *ct__ag_malloc(size_t size) { return alloc_allowed() ? malloc(size) : NULL;
 void *ct__ag_calloc(size_t size) { return alloc_allowed() ? calloc(1, size) : NULL; }
 void *ct__ag_realloc(void *p, size_t size) { return alloc_allowed() ? realloc(p, size) : NULL; }
 
+/* ---- The lock of .grad ------------------------------------------------------- */
+
+/* Striped: a tensor's meta hashes to one of GRAD_STRIPES mutexes, which guard
+ * its .grad pointer and the accumulation into it (concurrent backward calls
+ * sharing leaves, a backward against zero_grad on another thread). */
+#define GRAD_STRIPES 64
+static pthread_mutex_t grad_locks[GRAD_STRIPES] = {[0 ... GRAD_STRIPES - 1] =
+                                                       PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t *grad_lock_of(const struct ct_autograd_meta *m) {
+  uint64_t h = (uint64_t)(uintptr_t)m * UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing */
+  return &grad_locks[h >> 58];
+}
+void ct__grad_lock(const struct ct_autograd_meta *m) { pthread_mutex_lock(grad_lock_of(m)); }
+void ct__grad_unlock(const struct ct_autograd_meta *m) { pthread_mutex_unlock(grad_lock_of(m)); }
+
 /* ---- Meta ----------------------------------------------------------------------- */
 
 /* Drops m's reference to its grad_fn, and the node's to m's retain_grad. */
@@ -67,7 +84,10 @@ struct ct_autograd_meta *ct__meta_of(ct_tensor *t) {
   if (!t->autograd) {
     t->autograd = ct__ag_calloc(sizeof *t->autograd);
     if (!t->autograd) return ct__fail(CT_ERR_OOM, "autograd: out of host memory");
-    ct__autograd_meta_free = meta_free;
+    /* stored once, before the first meta is published: later threads only
+     * read it (a store per meta raced with ct__release on other threads) */
+    if (__atomic_load_n(&ct__autograd_meta_free, __ATOMIC_ACQUIRE) != meta_free)
+      __atomic_store_n(&ct__autograd_meta_free, meta_free, __ATOMIC_RELEASE);
   }
   return t->autograd;
 }
@@ -132,7 +152,14 @@ ct_tensor *ct_requires_grad_(ct_tensor *t, bool requires_grad) {
 
 bool ct_requires_grad(const ct_tensor *t) { return ct__requires_grad(t); }
 bool ct_is_leaf(const ct_tensor *t) { return t && !(t->autograd && t->autograd->grad_fn); }
-ct_tensor *ct_grad(const ct_tensor *t) { return t && t->autograd ? t->autograd->grad : NULL; }
+ct_tensor *ct_grad(const ct_tensor *t) {
+  struct ct_autograd_meta *m = t ? t->autograd : NULL;
+  if (!m) return NULL;
+  ct__grad_lock(m);
+  ct_tensor *g = m->grad;
+  ct__grad_unlock(m);
+  return g;
+}
 
 const char *ct_grad_fn_name(const ct_tensor *t) {
   ct_node *fn = NULL;
@@ -159,8 +186,10 @@ ct_status ct_set_grad(ct_tensor *t, ct_tensor *grad) {
   if (!grad && !t->autograd) return CT_OK;
   struct ct_autograd_meta *m = ct__meta_of(t);
   if (!m) return ct_last_error();
+  ct__grad_lock(m);
   ct_tensor *old = m->grad;
   m->grad = grad ? ct__retain(grad) : NULL;
+  ct__grad_unlock(m);
   ct__release(old);
   return CT_OK;
 }

@@ -41,6 +41,11 @@ void *ct__ag_malloc(size_t size);
 void *ct__ag_calloc(size_t size);
 void *ct__ag_realloc(void *p, size_t size);
 
+/* The lock of a tensor's .grad (meta.c): held while the pointer is read or
+ * replaced and while a gradient is added into it. */
+void ct__grad_lock(const struct ct_autograd_meta *m);
+void ct__grad_unlock(const struct ct_autograd_meta *m);
+
 /* Where the gradient of one input goes: the node that produced it, or the
  * leaf to accumulate into, or nowhere (both NULL: no grad needed). */
 typedef struct ct_edge {

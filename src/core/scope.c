@@ -3,6 +3,7 @@
  * A scope owns one reference to each tensor registered in it. ct_free on a
  * scoped tensor removes it from its scope first, so freeing by hand inside a
  * scope is safe too. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/internal.h"
@@ -53,9 +54,35 @@ ct_status ct_scope_begin(void) {
   return CT_OK;
 }
 
+/* A thread's lists are freed when it exits (scopes it left open are ended
+ * first): a program that runs a pool of short-lived threads, each with its
+ * scopes, must not leak them. The key's value only marks a thread that has
+ * lists to free. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void free_thread_scopes(void *unused) {
+  while (ghost_depth > 0 || tls_depth > 0) ct_scope_end();
+  for (int i = 0; tls_scopes && i < tls_capacity; i++) {
+    ct__free(tls_scopes[i].items);
+    tls_scopes[i] = (scope){0};
+  }
+  if (tls_scopes && tls_scopes != tls_static) ct__free(tls_scopes);
+  tls_scopes = NULL;
+  tls_capacity = 0;
+}
+
+static void make_exit_key(void) {
+  if (pthread_key_create(&exit_key, free_thread_scopes) != 0) exit_key = (pthread_key_t)-1;
+}
+
 /* Room for one more item in s. */
 static bool reserve(scope *s) {
   if (s->count < s->capacity) return true;
+  if (!s->items) { /* the thread's first list: free its lists at its exit */
+    pthread_once(&exit_key_once, make_exit_key);
+    if (exit_key != (pthread_key_t)-1) pthread_setspecific(exit_key, (void *)1);
+  }
   int64_t cap = s->capacity ? 2 * s->capacity : 64;
   ct_tensor **grown = ct__realloc_array(s->items, (size_t)cap, sizeof *grown);
   if (!grown) return false;
@@ -89,8 +116,8 @@ void ct_scope_end(void) {
   s->count = 0;
   tls_depth--;
   if (tls_depth == 0) {
-    /* Keep the arrays for the next loop iteration; they are freed at exit by
-     * the OS. (A long-lived thread reuses them.) */
+    /* Keep the arrays for the next loop iteration; they are freed when the
+     * thread exits (free_thread_scopes). (A long-lived thread reuses them.) */
   }
 }
 

@@ -10,6 +10,11 @@
  * workers read them without the lock. Workers never touch a scope: their
  * tensors are untracked, and the batches handed out are owned by the caller.
  *
+ * Consumers. ct_dataloader_next and ct_dataloader_start_epoch hold
+ * consumer_mu for their whole run, so any number of threads may consume one
+ * loader: each batch goes once, in order, to whichever thread asks next, and
+ * an epoch starts between two deliveries, never during one.
+ *
  * Order. perm is Fisher-Yates over 0..n-1 driven by ct_generator_next_u64 of
  * a generator in state (seed, epoch << 32); batch b holds perm[b * batch_size
  * ..]. Nothing depends on the number of workers or on timing.
@@ -34,8 +39,8 @@
 
 typedef struct slot {
   bool ready;
-  ct_status status;  /* CT_OK, or the worker's error ... */
-  char *message;     /* ... and its message (malloc'd) */
+  ct_status status; /* CT_OK, or the worker's error ... */
+  char *message;    /* ... and its message (malloc'd) */
   ct_tensor *inputs, *targets;
 } slot;
 
@@ -69,8 +74,9 @@ struct ct_dataloader {
   bool stop;
   pthread_t *threads;
   pthread_mutex_t mu;
-  pthread_cond_t work_cv; /* workers: a batch can be claimed, or stop */
-  pthread_cond_t done_cv; /* caller: a slot got ready, or active dropped */
+  pthread_cond_t work_cv;      /* workers: a batch can be claimed, or stop */
+  pthread_cond_t done_cv;      /* caller: a slot got ready, or active dropped */
+  pthread_mutex_t consumer_mu; /* one next / start_epoch at a time (all builds) */
 };
 
 static double now_seconds(void) {
@@ -93,7 +99,8 @@ static ct_tensor *new_batch_tensor(const ct_dataloader *dl, int64_t count, const
 
 /* Row i of the contiguous batch b as an untracked view. */
 static ct_tensor *batch_row(const ct_tensor *b, int64_t i) {
-  return ct__view_of(b, b->dtype, b->shape + 1, b->strides + 1, b->ndim - 1, b->offset + i * b->strides[0]);
+  return ct__view_of(b, b->dtype, b->shape + 1, b->strides + 1, b->ndim - 1,
+                     b->offset + i * b->strides[0]);
 }
 
 /* Copies sample tensor s into row i of batch b (same dtype and row shape). */
@@ -122,11 +129,12 @@ static ct_status check_row(const char *what, const ct_tensor *b, const ct_tensor
   char got[CT_SHAPE_STR_MAX], want[CT_SHAPE_STR_MAX];
   ct_shape_format(s->shape, s->ndim, got, sizeof got);
   ct_shape_format(b->shape + 1, b->ndim - 1, want, sizeof want);
-  return ct__fail_status(b->dtype != s->dtype ? CT_ERR_DTYPE : CT_ERR_SHAPE,
-                         "dataloader: dataset index %lld gives %s %s %s, but index %lld in the same "
-                         "batch gave %s %s (samples of a batch must match)", (long long)index, what,
-                         ct_dtype_name(s->dtype), got, (long long)first_index,
-                         ct_dtype_name(b->dtype), want);
+  return ct__fail_status(
+      b->dtype != s->dtype ? CT_ERR_DTYPE : CT_ERR_SHAPE,
+      "dataloader: dataset index %lld gives %s %s %s, but index %lld in the same "
+      "batch gave %s %s (samples of a batch must match)",
+      (long long)index, what, ct_dtype_name(s->dtype), got, (long long)first_index,
+      ct_dtype_name(b->dtype), want);
 }
 
 /* A user dataset: one get per sample, copied into batch tensors sized on the
@@ -137,7 +145,8 @@ static ct_status build_generic(ct_dataloader *dl, const int64_t *idx, int64_t co
     ct_sample s = {0};
     st = dl->ds->vt.get(dl->ds->self, idx[i], &s);
     if (st == CT_OK && (!s.input || !s.target))
-      st = ct__fail_status(CT_ERR_ARG, "dataloader: dataset get(%lld) returned CT_OK without tensors",
+      st = ct__fail_status(CT_ERR_ARG,
+                           "dataloader: dataset get(%lld) returned CT_OK without tensors",
                            (long long)idx[i]);
     else if (st != CT_OK && ct_last_error() != st)
       ct__fail_status(st, "dataloader: dataset get(%lld) failed with %s", (long long)idx[i],
@@ -145,7 +154,8 @@ static ct_status build_generic(ct_dataloader *dl, const int64_t *idx, int64_t co
     if (st == CT_OK && i == 0) {
       out->inputs = new_batch_tensor(dl, count, s.input->shape, s.input->ndim, s.input->dtype);
       out->targets = out->inputs ? new_batch_tensor(dl, count, s.target->shape, s.target->ndim,
-                                                    s.target->dtype) : NULL;
+                                                    s.target->dtype)
+                                 : NULL;
       if (!out->targets) st = ct_last_error();
     }
     if (st == CT_OK) st = check_row("an input", out->inputs, s.input, idx[i], idx[0]);
@@ -170,10 +180,12 @@ static void build_batch(ct_dataloader *dl, int64_t b, slot *out) {
   if (dl->ds->fast) {
     const ct__sample_meta *m = &dl->meta;
     out->inputs = new_batch_tensor(dl, count, m->input_shape, m->input_ndim, m->input_dtype);
-    out->targets = out->inputs ? new_batch_tensor(dl, count, m->target_shape, m->target_ndim,
-                                                  m->target_dtype) : NULL;
-    st = out->targets ? dl->ds->fast->fill(dl->ds->self, idx, count, dl->epoch, out->inputs, out->targets)
-                      : ct_last_error();
+    out->targets =
+        out->inputs ? new_batch_tensor(dl, count, m->target_shape, m->target_ndim, m->target_dtype)
+                    : NULL;
+    st = out->targets
+             ? dl->ds->fast->fill(dl->ds->self, idx, count, dl->epoch, out->inputs, out->targets)
+             : ct_last_error();
   } else {
     st = build_generic(dl, idx, count, out);
   }
@@ -201,8 +213,8 @@ static void *worker_main(void *arg) {
   if (dl->pin && ct_cuda_set_device(dl->pin_device) != CT_OK) ct_clear_error();
   pthread_mutex_lock(&dl->mu);
   for (;;) {
-    while (!dl->stop && !(dl->next_issue < dl->issue_end &&
-                          dl->next_issue < dl->next_deliver + dl->capacity))
+    while (!dl->stop &&
+           !(dl->next_issue < dl->issue_end && dl->next_issue < dl->next_deliver + dl->capacity))
       pthread_cond_wait(&dl->work_cv, &dl->mu);
     if (dl->stop) break;
     int64_t b = dl->next_issue++;
@@ -237,6 +249,7 @@ void ct_dataloader_free(ct_dataloader *dl) {
     pthread_cond_destroy(&dl->work_cv);
     pthread_cond_destroy(&dl->done_cv);
   }
+  pthread_mutex_destroy(&dl->consumer_mu);
   ct__device_stage_free(dl->stage);
   free(dl->pending_message);
   free(dl->threads);
@@ -254,11 +267,14 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
       o.prefetch > 1024)
     return ct__fail(CT_ERR_ARG,
                     "dataloader_new: batch_size (%lld) must be >= 0, num_workers (%d) and prefetch "
-                    "(%d) in 0..1024", (long long)o.batch_size, o.num_workers, o.prefetch);
+                    "(%d) in 0..1024",
+                    (long long)o.batch_size, o.num_workers, o.prefetch);
   int64_t shards = o.shard_count ? o.shard_count : 1;
   if (shards < 1 || o.shard_rank < 0 || o.shard_rank >= shards)
-    return ct__fail(CT_ERR_ARG, "dataloader_new: shard_rank %lld must be in 0..shard_count-1 "
-                    "(shard_count %lld)", (long long)o.shard_rank, (long long)o.shard_count);
+    return ct__fail(CT_ERR_ARG,
+                    "dataloader_new: shard_rank %lld must be in 0..shard_count-1 "
+                    "(shard_count %lld)",
+                    (long long)o.shard_rank, (long long)o.shard_count);
   int64_t full_n = ct_dataset_length(d);
   if (full_n < 0)
     return ct__fail(CT_ERR_ARG, "dataloader_new: the dataset's length is %lld", (long long)full_n);
@@ -266,13 +282,15 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   int64_t n = shards == 1 ? full_n : o.drop_last ? full_n / shards : (full_n + shards - 1) / shards;
   ct_dataloader *dl = ct__calloc(1, sizeof *dl);
   if (!dl) return ct__fail(CT_ERR_OOM, "dataloader_new: out of host memory");
+  pthread_mutex_init(&dl->consumer_mu, NULL);
   dl->ds = d;
   dl->n = n;
   dl->full_n = full_n;
   dl->shard_rank = o.shard_rank;
   dl->shard_count = shards;
   dl->batch_size = o.batch_size ? o.batch_size : 1;
-  dl->num_batches = o.drop_last ? n / dl->batch_size : n / dl->batch_size + (n % dl->batch_size != 0);
+  dl->num_batches =
+      o.drop_last ? n / dl->batch_size : n / dl->batch_size + (n % dl->batch_size != 0);
   dl->shuffle = o.shuffle;
   dl->seed = o.seed;
   /* As torch: pinning without a GPU warns and does not pin. */
@@ -283,18 +301,19 @@ ct_dataloader *ct_dataloader_new(ct_dataset *d, const ct_dataloader_opts *opts) 
   if (dl->pin && o.device.type != CT_DEVICE_CUDA) dl->pin_device = ct_cuda_current_device();
   if (o.device.type == CT_DEVICE_CUDA) {
     if (o.device.index < 0 || o.device.index >= ct_cuda_device_count()) {
-      free(dl);
+      ct_dataloader_free(dl);
       return ct__fail(CT_ERR_UNAVAILABLE, "dataloader_new: %s is not available (%d GPU(s) visible)",
                       ct_device_name(o.device), ct_cuda_device_count());
     }
     dl->pin = true; /* asynchronous copies need pinned sources */
     if (!(dl->stage = ct__device_stage_new(o.device))) {
-      free(dl);
+      ct_dataloader_free(dl);
       return NULL;
     }
   } else if (o.pin_memory && !dl->pin)
-    fprintf(stderr, "ctensor: warning: dataloader: pin_memory is set but no GPU is available; "
-                    "batches will not be pinned\n");
+    fprintf(stderr,
+            "ctensor: warning: dataloader: pin_memory is set but no GPU is available; "
+            "batches will not be pinned\n");
   if (d->fast) d->fast->sample_meta(d->self, &dl->meta);
   dl->num_workers = o.num_workers;
   dl->capacity = (int64_t)(o.prefetch ? o.prefetch : 2) * (o.num_workers ? o.num_workers : 1);
@@ -353,8 +372,8 @@ static void make_order(ct_dataloader *dl, int64_t epoch) {
     for (int64_t i = 0; i < dl->n; i++) dl->perm[i] = p[(dl->shard_rank + i * dl->shard_count) % n];
 }
 
-ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches) {
-  if (!dl) return ct__fail_status(CT_ERR_ARG, "dataloader_start_epoch: loader is NULL");
+/* start_epoch with consumer_mu held. */
+static ct_status start_epoch_locked(ct_dataloader *dl, int64_t epoch, int64_t skip_batches) {
   if (skip_batches < 0 || skip_batches > dl->num_batches)
     return ct__fail_status(CT_ERR_ARG, "dataloader_start_epoch: skip_batches %lld outside 0..%lld",
                            (long long)skip_batches, (long long)dl->num_batches);
@@ -381,10 +400,18 @@ ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t sk
   return CT_OK;
 }
 
-/* The next batch on the CPU (*out zeroed by the caller). */
+ct_status ct_dataloader_start_epoch(ct_dataloader *dl, int64_t epoch, int64_t skip_batches) {
+  if (!dl) return ct__fail_status(CT_ERR_ARG, "dataloader_start_epoch: loader is NULL");
+  pthread_mutex_lock(&dl->consumer_mu);
+  ct_status st = start_epoch_locked(dl, epoch, skip_batches);
+  pthread_mutex_unlock(&dl->consumer_mu);
+  return st;
+}
+
+/* The next batch on the CPU (*out zeroed by the caller; consumer_mu held). */
 static ct_status next_host(ct_dataloader *dl, ct_batch *out) {
   if (!dl->started) {
-    ct_status st = ct_dataloader_start_epoch(dl, 0, 0);
+    ct_status st = start_epoch_locked(dl, 0, 0);
     if (st != CT_OK) return st;
   }
   double t0 = now_seconds();
@@ -410,8 +437,9 @@ static ct_status next_host(ct_dataloader *dl, ct_batch *out) {
   }
   out->wait_seconds = now_seconds() - t0;
   if (got.status != CT_OK) {
-    ct_status st = ct__fail_status(got.status, "%s",
-                                   got.message ? got.message : "dataloader: a batch failed (out of memory for its message)");
+    ct_status st = ct__fail_status(
+        got.status, "%s",
+        got.message ? got.message : "dataloader: a batch failed (out of memory for its message)");
     free(got.message);
     return st;
   }
@@ -429,7 +457,9 @@ static ct_status next_host(ct_dataloader *dl, ct_batch *out) {
 static ct_status next_on_device(ct_dataloader *dl, ct_batch *out) {
   double t0 = now_seconds();
   if (dl->pending != CT_OK) {
-    ct_status st = ct__fail_status(dl->pending, "%s", dl->pending_message ? dl->pending_message : "dataloader: staging a batch failed");
+    ct_status st = ct__fail_status(
+        dl->pending, "%s",
+        dl->pending_message ? dl->pending_message : "dataloader: staging a batch failed");
     dl->pending = CT_OK;
     free(dl->pending_message);
     dl->pending_message = NULL;
@@ -460,7 +490,10 @@ ct_status ct_dataloader_next(ct_dataloader *dl, ct_batch *out) {
   if (!out) return ct__fail_status(CT_ERR_ARG, "dataloader_next: out is NULL");
   *out = (ct_batch){.index = -1};
   if (!dl) return ct__fail_status(CT_ERR_ARG, "dataloader_next: loader is NULL");
-  return dl->stage ? next_on_device(dl, out) : next_host(dl, out);
+  pthread_mutex_lock(&dl->consumer_mu);
+  ct_status st = dl->stage ? next_on_device(dl, out) : next_host(dl, out);
+  pthread_mutex_unlock(&dl->consumer_mu);
+  return st;
 }
 
 void ct_batch_release(ct_batch *b) {

@@ -6,9 +6,14 @@
  * dotted names are built on demand into a cache owned by the module the
  * listing was asked of; the cache is rebuilt only when the names change, so
  * names returned earlier stay valid while the module's structure is unchanged. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "nn/module_internal.h"
+
+/* Guards the name caches: listing names is a read of the module, which
+ * threads sharing it for inference may do at the same time. */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct entry {
   char *name;
@@ -314,7 +319,8 @@ static void visit_add(visit *v, const char *prefix, const char *name, ct_tensor 
 static void walk(const ct_module *m, const char *prefix, bool buffers, visit *v) {
   for (int i = 0; i < m->n_params; i++) visit_add(v, prefix, m->params[i].name, m->params[i].t);
   if (buffers)
-    for (int i = 0; i < m->n_buffers; i++) visit_add(v, prefix, m->buffers[i].name, m->buffers[i].t);
+    for (int i = 0; i < m->n_buffers; i++)
+      visit_add(v, prefix, m->buffers[i].name, m->buffers[i].t);
   for (int i = 0; i < m->n_children && !v->failed; i++) {
     char *sub = v->names ? join(prefix, m->children[i].name, ".") : NULL;
     if (v->names && !sub) {
@@ -356,6 +362,7 @@ static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, 
     ct__fail(CT_ERR_OOM, "module: out of host memory listing names");
     return -1;
   }
+  pthread_mutex_lock(&names_lock);
   bool same = cache->names && cache->n == v.count;
   for (int i = 0; same && i < v.count; i++) same = !strcmp(cache->names[i], v.names[i]);
   if (same) {
@@ -366,6 +373,7 @@ static int list_tensors(const ct_module *cm, bool buffers, ct_tensor **tensors, 
     cache->n = v.count;
   }
   for (int i = 0; i < counter.count && i < max; i++) names[i] = cache->names[i];
+  pthread_mutex_unlock(&names_lock);
   return counter.count;
 }
 
@@ -412,7 +420,8 @@ ct_status ct_module_tie_parameter(ct_module *m, const char *full_name, ct_tensor
   if (e->t == shared) return CT_OK;
   char s1[CT_SHAPE_STR_MAX], s2[CT_SHAPE_STR_MAX];
   bool same_shape = e->t->ndim == shared->ndim;
-  for (int d = 0; same_shape && d < shared->ndim; d++) same_shape = e->t->shape[d] == shared->shape[d];
+  for (int d = 0; same_shape && d < shared->ndim; d++)
+    same_shape = e->t->shape[d] == shared->shape[d];
   if (!same_shape)
     return ct__fail_status(CT_ERR_SHAPE, "%s: '%s' has shape %s, the shared tensor %s", what,
                            full_name, ct__shape_str(e->t, s1, sizeof s1),
@@ -422,8 +431,9 @@ ct_status ct_module_tie_parameter(ct_module *m, const char *full_name, ct_tensor
                            ct_dtype_name(e->t->dtype), ct_dtype_name(shared->dtype));
   if (!ct__check_same_device(what, e->t, shared)) return ct_last_error();
   if (!ct_is_leaf(shared) || !ct_requires_grad(shared))
-    return ct__fail_status(CT_ERR_ARG, "%s: the tensor shared as '%s' must be a leaf requiring grad (a parameter)",
-                           what, full_name);
+    return ct__fail_status(
+        CT_ERR_ARG, "%s: the tensor shared as '%s' must be a leaf requiring grad (a parameter)",
+        what, full_name);
   ct__retain(shared);
   ct__release(e->t);
   e->t = shared;
