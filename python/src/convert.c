@@ -408,8 +408,8 @@ ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
   }
   if (o->has_device) {
     device = o->device;
-  } else {
-    device = ctpy_default_device();
+  } else if (ctpy_resolve_default_device(&device) < 0) {
+    return NULL;
   }
   double s;
   bool is_float;

@@ -69,9 +69,13 @@ PyObject *ctpy_device_object(ct_device d);
  * default device). Returns 0, or -1 with an exception. */
 int ctpy_parse_device(PyObject *o, ct_device *out);
 /* Where new tensors go when no device is named: ctensor.set_default_device,
- * a `with ctensor.cuda.Device(n)` block, else ct_default_device() (CT_DEVICE,
- * else the first usable GPU, else the CPU). */
+ * a `with ctensor.cuda.Device(n)` block, else ct_resolve_default_device()
+ * (CT_DEVICE, else the first usable GPU, else the CPU). */
 ct_device ctpy_default_device(void);
+/* The same, or -1 with the error raised when CT_DEVICE names a device that
+ * cannot be used (the default is then the CPU for the callers above, which
+ * cannot fail: scalars beside a tensor, operands of an op). */
+int ctpy_resolve_default_device(ct_device *out);
 /* The default floating dtype (float32) and integer dtype (int64). */
 #define CTPY_DEFAULT_FLOAT CT_F32
 #define CTPY_DEFAULT_INT CT_I64

@@ -209,10 +209,7 @@ PyObject *ctpy_device_object(ct_device d) {
 }
 
 int ctpy_parse_device(PyObject *o, ct_device *out) {
-  if (!o || o == Py_None) {
-    *out = ctpy_default_device();
-    return 0;
-  }
+  if (!o || o == Py_None) return ctpy_resolve_default_device(out);
   if (Py_TYPE(o) == &CtpyDevice_Type) {
     *out = ((CtpyDevice *)o)->d;
     return 0;
@@ -307,17 +304,38 @@ static bool process_default_known;
 static _Thread_local ct_device thread_default;
 static _Thread_local int thread_default_depth;
 
+/* Why CT_DEVICE cannot be used (process_default is then the CPU), else CT_OK:
+ * an explicit request is an error where Python can raise one, never a
+ * silent fallback (ctpy_resolve_default_device). */
+static ct_status process_default_status;
+static char process_default_error[1024];
+
+static void resolve_process_default(void) {
+  process_default_status = ct_resolve_default_device(&process_default);
+  if (process_default_status != CT_OK) {
+    snprintf(process_default_error, sizeof process_default_error, "%s", ct_last_error_message());
+    ct_clear_error();
+  }
+  process_default_known = true;
+}
+
 ct_device ctpy_default_device(void) {
   if (thread_default_depth > 0) return thread_default;
-  if (!process_default_known) {
-    process_default = ct_default_device();
-    process_default_known = true;
-  }
+  if (!process_default_known) resolve_process_default();
   return process_default;
 }
 
+int ctpy_resolve_default_device(ct_device *out) {
+  *out = ctpy_default_device();
+  if (thread_default_depth > 0 || process_default_status == CT_OK) return 0;
+  ctpy_raise_code(process_default_status, "%s", process_default_error);
+  return -1;
+}
+
 static PyObject *py_get_default_device(PyObject *m, PyObject *unused) {
-  return ctpy_device_object(ctpy_default_device());
+  ct_device d;
+  if (ctpy_resolve_default_device(&d) < 0) return NULL;
+  return ctpy_device_object(d);
 }
 
 static PyObject *py_set_default_device(PyObject *m, PyObject *arg) {
@@ -328,6 +346,7 @@ static PyObject *py_set_default_device(PyObject *m, PyObject *arg) {
   }
   if (ctpy_parse_device(arg, &d) < 0) return NULL;
   process_default = d;
+  process_default_status = CT_OK;
   process_default_known = true;
   Py_RETURN_NONE;
 }

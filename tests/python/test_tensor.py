@@ -327,6 +327,33 @@ def test_cpu_only_dataloader_loads_no_cuda_backend():
     assert out.strip() == "[]", out
 
 
+EXPLICIT_DEVICE = """
+import ctensor as ct
+for make in (lambda: ct.zeros(2), lambda: ct.asarray([1.0, 2.0]), ct.get_default_device):
+    try:
+        make()
+    except ct.UnavailableError as e:
+        print("raised:", e)
+    else:
+        print("fell back")
+print("cpu works:", float(ct.ones(3, device="cpu").sum()))
+"""
+
+
+def test_explicit_ct_device_that_cannot_be_used_raises_never_falls_back():
+    # cuda:99 exists on no machine: the request fails with the reason, on the CPU and on a GPU.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, CT_DEVICE="cuda:99")
+    out = subprocess.run([sys.executable, "-c", EXPLICIT_DEVICE], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert len(out) == 4, out
+    for line in out[:3]:
+        assert line.startswith("raised: ") and "CT_DEVICE=cuda:99 cannot be used" in line, line
+    assert out[3] == "cpu works: 3.0", out
+
+
 # ---- errors ------------------------------------------------------------------------------------
 
 
