@@ -111,7 +111,7 @@ CT_TEST(sdpa_matches_reference_all_dtypes_and_masks) {
 /* Several tiles of rows and keys, ragged ends, a given scale. */
 CT_TEST(sdpa_spans_tiles) {
   for (int mk = 0; mk < 4; mk++) {
-    /* the CPU's tiles are 128 rows x 256 keys, CUDA's 32 x up to 32 */
+    /* the CPU's tiles are 128 rows x 256 keys, CUDA's fused kernels' 32 x up to 32 */
     check_case(CT_F32, 1, 2, 300, 530, 32, 20, (mask_kind)mk, CT_LAYOUT_OFFSET, 0.3,
                30 + (unsigned)mk);
     check_case(CT_F64, 1, 1, 67, 600, 5, 3, (mask_kind)mk, CT_LAYOUT_CONTIG, 0.0,
@@ -507,11 +507,12 @@ CT_TEST(sdpa_masks_and_dtypes_match_cpu) {
 /* The CUDA GEMM path keeps its (L, S) scratch under a budget
  * (CT_CUDA_SDPA_SCRATCH bytes) by taking the problems in chunks, and sends
  * a problem larger than 4 budgets to the fused kernels. With a budget of
- * 40000 bytes: f32 L = S = 40 runs 6 problems in chunks (forward 6400
+ * 40000 bytes: f32 L = S = 40 runs 7 problems in chunks (forward 6400
  * bytes a problem, 6 a chunk; backward 12800, 3 a chunk, and a last chunk
- * of fewer); L = S = 90 one problem at a time; L = S = 250 (250 KB) on the
- * fused kernels. Results as the CPU's (which ignores the setting), and
- * gradients by finite differences in f64 across chunks. */
+ * of fewer); L = S = 90 one problem at a time; L = S = 250 (250 KB and
+ * more) on the fused kernels, masked, with dropout, f64 and bf16 too.
+ * Results as the CPU's (which ignores the setting), and gradients by
+ * finite differences in f64 across chunks. */
 CT_TEST(sdpa_scratch_chunks_and_fallback) {
   const char *old = getenv("CT_CUDA_SDPA_SCRATCH");
   char *saved = old ? strdup(old) : NULL;
@@ -521,6 +522,8 @@ CT_TEST(sdpa_scratch_chunks_and_fallback) {
   match_cpu(CT_BF16, 5, 40, 40, 8, 8, MASK_CAUSAL, 0.1, 3e-2, 420);
   match_cpu(CT_F32, 3, 90, 90, 4, 4, MASK_BOOL, 0, 1e-5, 430);
   match_cpu(CT_F32, 2, 250, 250, 4, 4, MASK_CAUSAL, 0, 1e-5, 440);
+  match_cpu(CT_F64, 2, 250, 250, 4, 4, MASK_FLOAT, 0.2, 1e-12, 443);
+  match_cpu(CT_BF16, 2, 250, 250, 4, 4, MASK_BOOL, 0, 3e-2, 446);
   check_case(CT_F16, 2, 3, 40, 41, 8, 8, MASK_FLOAT, CT_LAYOUT_CONTIG, 0.0, 450);
   grad_ctx c = {NULL, true, 0, 0, NULL};
   ct_tensor *in[3] = {ct_gradcheck_input(CT_SHAPE(5, 20, 2), -1, 1, 460),
