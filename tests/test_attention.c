@@ -111,7 +111,7 @@ CT_TEST(sdpa_matches_reference_all_dtypes_and_masks) {
 /* Several tiles of rows and keys, ragged ends, a given scale. */
 CT_TEST(sdpa_spans_tiles) {
   for (int mk = 0; mk < 4; mk++) {
-    /* the CPU's tiles are 128 rows x 256 keys, CUDA's 32 x up to 32 */
+    /* the CPU's tiles are 128 rows x 256 keys, CUDA's fused kernels' 32 x up to 32 */
     check_case(CT_F32, 1, 2, 300, 530, 32, 20, (mask_kind)mk, CT_LAYOUT_OFFSET, 0.3,
                30 + (unsigned)mk);
     check_case(CT_F64, 1, 1, 67, 600, 5, 3, (mask_kind)mk, CT_LAYOUT_CONTIG, 0.0,
@@ -426,46 +426,113 @@ CT_TEST(sdpa_bad_arguments) {
   CHECK(ct_scaled_dot_product_attention(NULL, k, v, NULL, false, 0, 0, NULL) == NULL);
 }
 
+/* One comparison of this device with the CPU, forward and backward: q (BH,
+ * L, E), k (BH, S, E), v (BH, S, Ev), grad_out (BH, L, Ev) on both, with
+ * `mk`'s mask (bool (L, S) or float (BH, L, S)) and dropout p (the same
+ * generator state on both); within tol * (1 + |x|) of the CPU's results.
+ * Halves: the CPU computes in f32; CUDA accumulates in f32 (rounding the
+ * weights and dS to the half on its GEMM path); both round the results. */
+static void match_cpu(ct_dtype dt, int64_t BH, int64_t L, int64_t S, int64_t E, int64_t Ev,
+                      mask_kind mk, double p, double tol, unsigned seed) {
+  double *vals[5] = {
+      ct_test_random(BH * L * E, -1, 1, seed), ct_test_random(BH * S * E, -1, 1, seed + 1),
+      ct_test_random(BH * S * Ev, -1, 1, seed + 2), ct_test_random(BH * L * Ev, -1, 1, seed + 3),
+      ct_test_random(BH * L * S, -2, 2, seed + 4)};
+  if (mk == MASK_BOOL) /* about a quarter hidden, never a whole row */
+    for (int64_t t = 0; t < L * S; t++) vals[4][t] = vals[4][t] > -1 || t % S == 0;
+  const int64_t shapes[5][3] = {{BH, L, E}, {BH, S, E}, {BH, S, Ev}, {BH, L, Ev}, {BH, L, S}};
+  double *res[2][4] = {{0}};
+  ct_generator *gen = ct_generator_new(3);
+  for (int dev = 0; dev < 2; dev++) {
+    ct_tensor *t[5];
+    for (int i = 0; i < 5; i++) {
+      t[i] = i < 4 || mk == MASK_FLOAT ? ct_test_make(vals[i], shapes[i], 3, dt, CT_LAYOUT_CONTIG)
+             : mk == MASK_BOOL ? ct_test_make(vals[i], CT_SHAPE(L, S), CT_BOOL, CT_LAYOUT_CONTIG)
+                               : NULL;
+      if (dev == 1 && t[i]) t[i] = ct_to(t[i], ct_cpu(), NULL);
+      if (i < 3) ct_requires_grad_(t[i], true);
+    }
+    ct_generator_set_state(gen, 11, 0);
+    ct_tensor *o =
+        ct_scaled_dot_product_attention(t[0], t[1], t[2], t[4], mk == MASK_CAUSAL, p, 0, gen);
+    CHECK_STATUS_OK(ct_backward(o, t[3], NULL));
+    res[dev][0] = o ? ct_test_values(o) : NULL;
+    for (int i = 0; i < 3; i++)
+      res[dev][i + 1] = ct_grad(t[i]) ? ct_test_values(ct_grad(t[i])) : NULL;
+  }
+  int64_t n[4] = {BH * L * Ev, BH * L * E, BH * S * E, BH * S * Ev};
+  for (int i = 0; i < 4; i++) {
+    CHECK(res[0][i] && res[1][i]);
+    for (int64_t e = 0; res[0][i] && res[1][i] && e < n[i]; e++)
+      if (!(fabs(res[0][i][e] - res[1][i][e]) <= tol * (1 + fabs(res[1][i][e])))) {
+        CHECK_MSG(false,
+                  "%s L=%lld S=%lld mask=%s p=%g result %d element %lld: %g here, %g on the CPU",
+                  ct_dtype_name(dt), (long long)L, (long long)S, mask_names[mk], p, i, (long long)e,
+                  res[0][i][e], res[1][i][e]);
+        break;
+      }
+  }
+  for (int i = 0; i < 5; i++) free(vals[i]);
+  for (int i = 0; i < 4; i++) free(res[0][i]), free(res[1][i]);
+  ct_generator_free(gen);
+}
+
+static double dtype_tol(ct_dtype dt) {
+  return dt == CT_F64 ? 1e-12 : dt == CT_F32 ? 1e-5 : dt == CT_F16 ? 4e-3 : 3e-2;
+}
+
 /* Head dims large enough that the CUDA kernels shrink their blocks to fit
  * shared memory: the device's results and gradients equal the CPU's, on
- * every floating dtype (halves: the CPU computes in f32, CUDA accumulates in
- * f32; both round the results to the half). */
+ * every floating dtype. */
 CT_TEST(sdpa_large_heads_match_cpu) {
   ct_dtype dts[4] = {CT_F64, CT_F32, CT_F16, CT_BF16};
-  for (int d = 0; d < 4; d++) {
-    int64_t L = 21, S = 19, E = 160, Ev = 150;
-    double *vals[4] = {ct_test_random(2 * L * E, -1, 1, 140), ct_test_random(2 * S * E, -1, 1, 141),
-                       ct_test_random(2 * S * Ev, -1, 1, 142),
-                       ct_test_random(2 * L * Ev, -1, 1, 143)};
-    const int64_t shapes[4][3] = {{2, L, E}, {2, S, E}, {2, S, Ev}, {2, L, Ev}};
-    double *res[2][4] = {{0}};
-    for (int dev = 0; dev < 2; dev++) {
-      ct_tensor *t[4];
-      for (int i = 0; i < 4; i++) {
-        t[i] = ct_test_make(vals[i], shapes[i], 3, dts[d], CT_LAYOUT_CONTIG);
-        if (dev == 1) t[i] = ct_to(t[i], ct_cpu(), NULL);
-        if (i < 3) ct_requires_grad_(t[i], true);
-      }
-      ct_tensor *o = ct_scaled_dot_product_attention(t[0], t[1], t[2], NULL, true, 0, 0, NULL);
-      CHECK_STATUS_OK(ct_backward(o, t[3], NULL));
-      res[dev][0] = o ? ct_test_values(o) : NULL;
-      for (int i = 0; i < 3; i++)
-        res[dev][i + 1] = ct_grad(t[i]) ? ct_test_values(ct_grad(t[i])) : NULL;
+  for (int d = 0; d < 4; d++)
+    match_cpu(dts[d], 2, 21, 19, 160, 150, MASK_CAUSAL, 0, dtype_tol(dts[d]), 140);
+}
+
+/* Every dtype and mask, with and without dropout, lengths that are not
+ * multiples of any tile (CUDA: the GEMM path and its row kernels; CPU:
+ * 128 x 256 tiles): forward and gradients equal the CPU's. */
+CT_TEST(sdpa_masks_and_dtypes_match_cpu) {
+  ct_dtype dts[4] = {CT_F64, CT_F32, CT_F16, CT_BF16};
+  for (int d = 0; d < 4; d++)
+    for (int mk = 0; mk < 4; mk++) {
+      match_cpu(dts[d], 3, 45, 71, 24, 40, (mask_kind)mk, 0, dtype_tol(dts[d]),
+                200 + 10 * (unsigned)mk);
+      match_cpu(dts[d], 2, 33, 33, 16, 16, (mask_kind)mk, 0.2, dtype_tol(dts[d]),
+                300 + 10 * (unsigned)mk);
     }
-    int64_t n[4] = {2 * L * Ev, 2 * L * E, 2 * S * E, 2 * S * Ev};
-    double tol = dts[d] == CT_F64   ? 1e-12
-                 : dts[d] == CT_F32 ? 1e-5
-                 : dts[d] == CT_F16 ? 4e-3
-                                    : 3e-2;
-    for (int i = 0; i < 4; i++) {
-      CHECK(res[0][i] && res[1][i]);
-      for (int64_t e = 0; res[0][i] && res[1][i] && e < n[i]; e++)
-        if (!(fabs(res[0][i][e] - res[1][i][e]) <= tol * (1 + fabs(res[1][i][e])))) {
-          CHECK_MSG(false, "%s result %d element %lld: %g here, %g on the CPU",
-                    ct_dtype_name(dts[d]), i, (long long)e, res[0][i][e], res[1][i][e]);
-          break;
-        }
-    }
-    for (int i = 0; i < 4; i++) free(vals[i]), free(res[0][i]), free(res[1][i]);
-  }
+}
+
+/* The CUDA GEMM path keeps its (L, S) scratch under a budget
+ * (CT_CUDA_SDPA_SCRATCH bytes) by taking the problems in chunks, and sends
+ * a problem larger than 4 budgets to the fused kernels. With a budget of
+ * 40000 bytes: f32 L = S = 40 runs 7 problems in chunks (forward 6400
+ * bytes a problem, 6 a chunk; backward 12800, 3 a chunk, and a last chunk
+ * of fewer); L = S = 90 one problem at a time; L = S = 250 (250 KB and
+ * more) on the fused kernels, masked, with dropout, f64 and bf16 too.
+ * Results as the CPU's (which ignores the setting), and gradients by
+ * finite differences in f64 across chunks. */
+CT_TEST(sdpa_scratch_chunks_and_fallback) {
+  const char *old = getenv("CT_CUDA_SDPA_SCRATCH");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("CT_CUDA_SDPA_SCRATCH", "40000", 1);
+  match_cpu(CT_F32, 7, 40, 40, 8, 8, MASK_NONE, 0, 1e-5, 400);
+  match_cpu(CT_F32, 7, 40, 40, 8, 8, MASK_FLOAT, 0, 1e-5, 410);
+  match_cpu(CT_BF16, 5, 40, 40, 8, 8, MASK_CAUSAL, 0.1, 3e-2, 420);
+  match_cpu(CT_F32, 3, 90, 90, 4, 4, MASK_BOOL, 0, 1e-5, 430);
+  match_cpu(CT_F32, 2, 250, 250, 4, 4, MASK_CAUSAL, 0, 1e-5, 440);
+  match_cpu(CT_F64, 2, 250, 250, 4, 4, MASK_FLOAT, 0.2, 1e-12, 443);
+  match_cpu(CT_BF16, 2, 250, 250, 4, 4, MASK_BOOL, 0, 3e-2, 446);
+  check_case(CT_F16, 2, 3, 40, 41, 8, 8, MASK_FLOAT, CT_LAYOUT_CONTIG, 0.0, 450);
+  grad_ctx c = {NULL, true, 0, 0, NULL};
+  ct_tensor *in[3] = {ct_gradcheck_input(CT_SHAPE(5, 20, 2), -1, 1, 460),
+                      ct_gradcheck_input(CT_SHAPE(5, 30, 2), -1, 1, 461),
+                      ct_gradcheck_input(CT_SHAPE(5, 30, 3), -1, 1, 462)};
+  CHECK_GRADIENTS("sdpa chunks", sdpa_fn, &c, in, 3);
+  if (saved)
+    setenv("CT_CUDA_SDPA_SCRATCH", saved, 1);
+  else
+    unsetenv("CT_CUDA_SDPA_SCRATCH");
+  free(saved);
 }

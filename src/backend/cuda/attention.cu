@@ -1,7 +1,10 @@
 /* CUDA fused scaled dot-product attention, forward and backward, with the
  * CPU's semantics (backend/cpu/attention.c; the shared rules, mask layout
  * and dropout stream in core/sdpa_math.h). Storage f32/f16/bf16 computed in
- * f32, f64 in f64.
+ * f32, f64 in f64. The entry points send the shapes the GEMM path takes
+ * (attention_gemm.cu: tensor cores, every dtype) there; these kernels
+ * remain for the others (no keys or features, a problem whose (L, S)
+ * scores exceed that path's scratch).
  *
  * Every kernel gives one thread one row (a query, or a key for grad_k/v) and
  * a block 32 rows (fewer when the rows' accumulators would not fit in shared
@@ -18,7 +21,7 @@
  * grid.y's 65535. */
 #include <math.h>
 
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/attention_gemm.cuh"
 #include "core/sdpa_math.h"
 
 #define SDPA_THREADS 32
@@ -314,6 +317,8 @@ extern "C" ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc
   if (st != CT_OK) return st;
   if (p->BH * p->L == 0) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  if (ct__cuda_sdpa_gemm_fits(p, q->dtype, false))
+    return ct__cuda_sdpa_gemm(out, lse, q, k, v, mask, p);
   sdpa_args a = {};
   a.p = *p;
   a.q = q->data, a.k = k->data, a.v = v->data, a.mask = mask ? mask->data : nullptr;
@@ -340,6 +345,8 @@ extern "C" ct_status ct__cuda_sdpa_backward(const ctc_t *gq, const ctc_t *gk, co
   if (st != CT_OK) return st;
   if (p->BH == 0) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  if (ct__cuda_sdpa_gemm_fits(p, q->dtype, true))
+    return ct__cuda_sdpa_gemm_backward(gq, gk, gv, g, q, k, v, out, lse, mask, p);
   sdpa_args a = {};
   a.p = *p;
   a.q = q->data, a.k = k->data, a.v = v->data, a.mask = mask ? mask->data : nullptr;

@@ -21,7 +21,7 @@
 #include <cublas_v2.h>
 #include <pthread.h>
 
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/gemm.cuh"
 
 static bool allow_tf32 = false;
 extern "C" void ct__cuda_set_allow_tf32(bool allow) { allow_tf32 = allow; }
@@ -188,5 +188,66 @@ extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc
   pthread_mutex_unlock(&handle_mu);
   if (cs != CUBLAS_STATUS_SUCCESS) return cublas_fail(call, cs, dev);
   if (ctc_launch_blocking()) CT_CUDA_CHECK("matmul", dev, cudaStreamSynchronize(s));
+  return CT_OK;
+}
+
+/* ---- Batched GEMMs for other ops ------------------------------------------------ */
+
+/* One cublasGemmStridedBatchedEx (gemm.cuh's ctc_gemm) on the device's
+ * handle, stream and a workspace of its own, as ct__cuda_matmul's call:
+ * f16/bf16 accumulate in f32, f32 follows the TF32 setting. */
+ct_status ct__cuda_gemm(const char *op, int dev, const ctc_gemm *g) {
+  if (dev < 0 || dev >= CTC_MAX_DEV)
+    return ct__fail_status(CT_ERR_CUDA, "%s: cuda:%d beyond the %d devices supported", op, dev,
+                           CTC_MAX_DEV);
+  if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX || g->batch > INT32_MAX ||
+      g->lda > INT32_MAX || g->ldb > INT32_MAX || g->ldc > INT32_MAX)
+    return ct__fail_status(CT_ERR_ARG, "%s: GEMM dims (%lld, %lld, %lld) exceed cuBLAS's int range",
+                           op, (long long)g->m, (long long)g->n, (long long)g->k);
+  bool f64 = g->ab_dtype == CT_F64;
+  cudaDataType_t ab = f64                         ? CUDA_R_64F
+                      : g->ab_dtype == CT_F16     ? CUDA_R_16F
+                      : g->ab_dtype == CT_BF16    ? CUDA_R_16BF
+                                                  : CUDA_R_32F;
+  cudaDataType_t ct = g->c_dtype == g->ab_dtype ? ab : CUDA_R_32F;
+  cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
+                                : ab == CUDA_R_32F && allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                 : CUBLAS_COMPUTE_32F;
+  double alpha_d = g->alpha, beta_d = g->beta;
+  float alpha_f = (float)g->alpha, beta_f = (float)g->beta;
+  const void *alpha = f64 ? (const void *)&alpha_d : (const void *)&alpha_f;
+  const void *beta = f64 ? (const void *)&beta_d : (const void *)&beta_f;
+  cudaStream_t s = ctc_stream(dev);
+  ctc_scratch ws(dev); /* freed (stream-ordered) after the unlock */
+  pthread_mutex_lock(&handle_mu);
+  const char *call = "cublasCreate";
+  cublasStatus_t cs = get_handle(dev, &call);
+  void *wsp = nullptr;
+  if (cs == CUBLAS_STATUS_SUCCESS && !(wsp = ws.get(ws_bytes[dev]))) {
+    pthread_mutex_unlock(&handle_mu);
+    return ct_last_error();
+  }
+  if (cs == CUBLAS_STATUS_SUCCESS) {
+    call = "cublasSetStream";
+    cs = cublasSetStream(handles[dev], s);
+  }
+  if (cs == CUBLAS_STATUS_SUCCESS) {
+    call = "cublasSetWorkspace";
+    cs = cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
+  }
+  if (cs == CUBLAS_STATUS_SUCCESS) {
+    call = "cublasGemmStridedBatchedEx";
+    cs = cublasGemmStridedBatchedEx(
+        handles[dev], g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+        (int)g->m, (int)g->n, (int)g->k, alpha, g->a, ab, (int)g->lda, (long long)g->sa, g->b, ab,
+        (int)g->ldb, (long long)g->sb, beta, g->c, ct, (int)g->ldc, (long long)g->sc, (int)g->batch,
+        compute, CUBLAS_GEMM_DEFAULT);
+  }
+  pthread_mutex_unlock(&handle_mu);
+  if (cs != CUBLAS_STATUS_SUCCESS)
+    return ct__fail_status(cs == CUBLAS_STATUS_ALLOC_FAILED ? CT_ERR_OOM : CT_ERR_CUDA,
+                           "%s: %s failed on cuda:%d: %s (%s)", op, call, dev,
+                           cublasGetStatusName(cs), cublasGetStatusString(cs));
+  if (ctc_launch_blocking()) CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(s));
   return CT_OK;
 }

@@ -151,6 +151,45 @@ static void per_op_norm(const char *what, const int64_t *shape, int ndim, bool l
   ct_free(b);
 }
 
+/* Scaled dot-product attention, forward and backward, (B, H, T, D) bf16:
+ * the GEMM path's cuBLAS calls and launches (attention_gemm.cu): per chunk
+ * of problems, forward 2 GEMMs and 1 row kernel, backward 5 GEMMs and 1 row
+ * kernel. `scratch` (bytes, NULL: the default) sets the budget that makes
+ * chunks; `gemms` is the GEMM count expected, 0 for the fused kernels. */
+static void per_op_sdpa(const char *what, int64_t T, int64_t D, bool causal, const char *scratch,
+                        long gemms) {
+  enum { REPS = 2 };
+  if (scratch) setenv("CT_CUDA_SDPA_SCRATCH", scratch, 1);
+  ct_tensor_opts o = {.device = dev, .dtype = CT_BF16, .requires_grad = true};
+  ct_tensor *q = ct_randn(CT_SHAPE(2, 3, T, D), &o), *k = ct_randn(CT_SHAPE(2, 3, T, D), &o);
+  ct_tensor *v = ct_randn(CT_SHAPE(2, 3, T, D), &o);
+  EXPECT_OK(q && k && v);
+  for (int i = 0; i <= REPS; i++) {
+    if (i == 1) {
+      EXPECT_OK(ct_synchronize(dev) == CT_OK);
+      emu_calls_reset(); /* the first call warms the allocator's cache */
+    }
+    ct_tensor *y = ct_scaled_dot_product_attention(q, k, v, NULL, causal, 0, 0, NULL);
+    ct_tensor *loss = ct_sum(y, NULL);
+    EXPECT_OK(loss && ct_backward(loss, NULL, NULL) == CT_OK);
+    ct_free(loss);
+    ct_free(y);
+    ct_tensor *params[] = {q, k, v};
+    for (int j = 0; j < 3; j++) EXPECT_OK(ct_set_grad(params[j], NULL) == CT_OK);
+  }
+  report(what, REPS);
+  EXPECT_OK(ct_synchronize(dev) == CT_OK);
+  long got = emu_calls("cublasGemmStridedBatchedEx") / REPS;
+  if (got != gemms) {
+    fprintf(stderr, "%s: %ld cuBLAS GEMMs per step, expected %ld\n", what, got, gemms);
+    failures++;
+  }
+  if (scratch) unsetenv("CT_CUDA_SDPA_SCRATCH");
+  ct_free(q);
+  ct_free(k);
+  ct_free(v);
+}
+
 /* ---- Per training step ------------------------------------------------------------------- */
 
 typedef struct step_ctx {
@@ -222,6 +261,13 @@ int main(int argc, char **argv) {
   per_op_norm("batch_norm training + backward, (16, 4, 32, 32)", CT_SHAPE(16, 4, 32, 32), false);
   per_op_norm("batch_norm training + backward, (16, 64, 8, 8)", CT_SHAPE(16, 64, 8, 8), false);
   per_op_norm("layer_norm + backward, (512, 256)", CT_SHAPE(512, 256), true);
+  /* 6 problems: one chunk each way; then a budget of 3 problems forward
+   * (3 x 64 x 64 x 6 bytes) and 1 backward (2 chunks forward, 6 backward);
+   * then 4 times smaller: the fused kernels, no GEMM */
+  per_op_sdpa("sdpa + backward, (2, 3, 64, 32) bf16", 64, 32, false, NULL, 2 + 5);
+  per_op_sdpa("sdpa causal + backward, (2, 3, 64, 32) bf16, chunked", 64, 32, true, "73728",
+              2 * 2 + 6 * 5);
+  per_op_sdpa("sdpa + backward, (2, 3, 64, 32) bf16, fused kernels", 64, 32, false, "6000", 0);
   per_step("MLP 784-128-10 step, batch 64, SGD", train_mlp_new(dev), CT_SHAPE(64, 784), false,
            BUDGET_MLP_STEP);
   per_step("MLP step with AMP (f16 autocast, GradScaler)", train_mlp_new(dev), CT_SHAPE(64, 784),
