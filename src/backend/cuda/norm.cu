@@ -61,7 +61,8 @@ static unsigned grid_for(int64_t items, int dev) {
 
 static ct_status check_dtype(const char *op, int dt) {
   if (!ctc_is_float(dt))
-    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op, ct_dtype_name((ct_dtype)dt));
+    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op,
+                           ct_dtype_name((ct_dtype)dt));
   return CT_OK;
 }
 
@@ -109,7 +110,8 @@ __device__ bn_part bn_block_merge(bn_part p, bn_part *sh) {
   return p;
 }
 /* This thread's part of elements [lo, hi) of channel ch (in (n, s) order). */
-template <class C> __device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
+template <class C>
+__device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
   bn_part p = {0, 0, 0, 0};
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     int64_t n = i / a.S, j = i - n * a.S;
@@ -147,7 +149,8 @@ __device__ void bn_finish(const bn_args &a, int64_t ch, const bn_part &p, double
 }
 
 /* One block per channel: statistics, then the normalization. */
-template <class C> __global__ void bn_fwd_kernel(bn_args a) {
+template <class C>
+__global__ void bn_fwd_kernel(bn_args a) {
   __shared__ bn_part sh[32];
   __shared__ double coef[2];
   int64_t M = a.N * a.S;
@@ -167,7 +170,8 @@ template <class C> __global__ void bn_fwd_kernel(bn_args a) {
 
 /* The split path, for channels too few to fill the GPU: P blocks per channel
  * each merge `chunk` consecutive elements into parts[ch * P + p] ... */
-template <class C> __global__ void bn_stats_kernel(bn_args a, bn_part *parts, int64_t P, int64_t chunk) {
+template <class C>
+__global__ void bn_stats_kernel(bn_args a, bn_part *parts, int64_t P, int64_t chunk) {
   __shared__ bn_part sh[32];
   int64_t M = a.N * a.S;
   for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
@@ -178,16 +182,19 @@ template <class C> __global__ void bn_stats_kernel(bn_args a, bn_part *parts, in
 }
 /* ... a thread per channel merges its P parts in order ... */
 __global__ void bn_merge_kernel(bn_args a, const bn_part *parts, int64_t P, double *coef) {
-  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C;
+       ch += (int64_t)gridDim.x * blockDim.x) {
     bn_part p = {0, 0, 0, 0}; /* evaluation: no parts, the running statistics */
     for (int64_t k = 0; a.training && k < P; k++) p = bn_merge(p, parts[ch * P + k]);
     bn_finish(a, ch, p, coef + 2 * ch);
   }
 }
 /* ... and every element is normalized by a thread of its own. */
-template <class C> __global__ void bn_apply_kernel(bn_args a, const double *coef) {
+template <class C>
+__global__ void bn_apply_kernel(bn_args a, const double *coef) {
   int64_t total = a.N * a.C * a.S;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
     int64_t ch = (i / a.S) % a.C;
     C scale = (C)coef[2 * ch], shift = (C)coef[2 * ch + 1];
     ctc_store<C>(a.out + i * a.es, a.dt, ctc_load<C>(a.x + i * a.es, a.dt) * scale + shift);
@@ -208,8 +215,8 @@ static int64_t bn_parts(int64_t M, int64_t C, int dev) {
 /* Backward: the sums of grad_out and grad_out * (x - mean) over a channel's
  * elements [lo, hi), this thread's share. */
 template <class C>
-__device__ void bn_thread_gsums(const bn_args &a, int64_t ch, double mean, int64_t lo, int64_t hi, double *sg,
-                                double *sgx) {
+__device__ void bn_thread_gsums(const bn_args &a, int64_t ch, double mean, int64_t lo, int64_t hi,
+                                double *sg, double *sgx) {
   double g0 = 0, g1 = 0;
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
@@ -231,14 +238,16 @@ __device__ void bn_bwd_finish(const bn_args &a, int64_t ch, double sg, double sg
   coef[2] = a.training && M > 0 ? sg / M : 0;
   coef[3] = a.training && M > 0 ? invstd * invstd * sgx / M : 0;
 }
-template <class C> __device__ __forceinline__ void bn_bwd_elem(const bn_args &a, const double *coef, int64_t o) {
+template <class C>
+__device__ __forceinline__ void bn_bwd_elem(const bn_args &a, const double *coef, int64_t o) {
   C k = (C)coef[0], m = (C)coef[1], dm = (C)coef[2], dv = (C)coef[3];
   C gv = ctc_load<C>(a.g + o, a.dt), xv = ctc_load<C>(a.x + o, a.dt);
   ctc_store<C>(a.gx + o, a.dt, k * (gv - dm - (xv - m) * dv));
 }
 
 /* One block per channel: the sums, then grad_x. */
-template <class C> __global__ void bn_bwd_kernel(bn_args a) {
+template <class C>
+__global__ void bn_bwd_kernel(bn_args a) {
   __shared__ double sh[32], coef[4];
   int64_t M = a.N * a.S;
   for (int64_t ch = blockIdx.x; ch < a.C; ch += gridDim.x) {
@@ -259,7 +268,8 @@ template <class C> __global__ void bn_bwd_kernel(bn_args a) {
 
 /* The split path: P blocks per channel sum `chunk` elements each into
  * parts[2 * (ch * P + p) + {0, 1}] ... */
-template <class C> __global__ void bn_bwd_sums_kernel(bn_args a, double *parts, int64_t P, int64_t chunk) {
+template <class C>
+__global__ void bn_bwd_sums_kernel(bn_args a, double *parts, int64_t P, int64_t chunk) {
   __shared__ double sh[32];
   int64_t M = a.N * a.S;
   for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
@@ -273,20 +283,26 @@ template <class C> __global__ void bn_bwd_sums_kernel(bn_args a, double *parts, 
 }
 /* ... a thread per channel adds its P parts in order ... */
 __global__ void bn_bwd_merge_kernel(bn_args a, const double *parts, int64_t P, double *coef) {
-  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C;
+       ch += (int64_t)gridDim.x * blockDim.x) {
     double sg = 0, sgx = 0;
-    for (int64_t k = 0; k < P; k++) sg += parts[2 * (ch * P + k)], sgx += parts[2 * (ch * P + k) + 1];
+    for (int64_t k = 0; k < P; k++)
+      sg += parts[2 * (ch * P + k)], sgx += parts[2 * (ch * P + k) + 1];
     bn_bwd_finish(a, ch, sg, sgx, coef + 4 * ch);
   }
 }
 /* ... and a thread per element computes grad_x. */
-template <class C> __global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
+template <class C>
+__global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
   int64_t total = a.N * a.C * a.S;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x)
     bn_bwd_elem<C>(a, coef + 4 * ((i / a.S) % a.C), i * a.es);
 }
 
-static unsigned bn_threads(int64_t M) { return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32; }
+static unsigned bn_threads(int64_t M) {
+  return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32;
+}
 
 static bn_args bn_init(const ctc_t *x) {
   bn_args a;
@@ -300,10 +316,11 @@ static bn_args bn_init(const ctc_t *x) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean, const ctc_t *save_invstd,
-                                         const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
-                                         const ctc_t *running_mean, const ctc_t *running_var, bool training,
-                                         double momentum, double eps) {
+extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean,
+                                         const ctc_t *save_invstd, const ctc_t *x,
+                                         const ctc_t *weight, const ctc_t *bias,
+                                         const ctc_t *running_mean, const ctc_t *running_var,
+                                         bool training, double momentum, double eps) {
   const char *op = "batch_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -324,35 +341,42 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned g = grid_for(a.C, dev), t = bn_threads(M);
-    if (f64) bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
-    else bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+    if (f64)
+      bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+    else
+      bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     return CT_OK;
   }
   ctc_scratch buf(dev);
-  bn_part *parts = (bn_part *)buf.get(sizeof(bn_part) * (size_t)(a.C * P) + 2 * sizeof(double) * (size_t)a.C);
+  bn_part *parts =
+      (bn_part *)buf.get(sizeof(bn_part) * (size_t)(a.C * P) + 2 * sizeof(double) * (size_t)a.C);
   if (!parts) return ct_last_error();
   double *coef = (double *)(parts + a.C * P);
   if (training) { /* evaluation reads the running statistics only */
     unsigned g = grid_for(a.C * P, dev);
     int64_t chunk = (M + P - 1) / P;
-    if (f64) bn_stats_kernel<double><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
-    else bn_stats_kernel<float><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    if (f64)
+      bn_stats_kernel<double><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    else
+      bn_stats_kernel<float><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   bn_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   unsigned g = ctc_blocks(a.N * a.C * a.S, dev);
-  if (f64) bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
-  else bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  if (f64)
+    bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
 extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x, const ctc_t *weight,
-                                                  const ctc_t *save_mean, const ctc_t *save_invstd,
-                                                  bool training) {
+                                                  const ctc_t *g, const ctc_t *x,
+                                                  const ctc_t *weight, const ctc_t *save_mean,
+                                                  const ctc_t *save_invstd, bool training) {
   const char *op = "batch_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -371,8 +395,10 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned gr = grid_for(a.C, dev), t = bn_threads(M);
-    if (f64) bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
-    else bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     return CT_OK;
   }
@@ -382,15 +408,19 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   double *coef = parts + 2 * a.C * P;
   unsigned gr = grid_for(a.C * P, dev);
   int64_t chunk = (M + P - 1) / P;
-  if (f64) bn_bwd_sums_kernel<double><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
-  else bn_bwd_sums_kernel<float><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+  if (f64)
+    bn_bwd_sums_kernel<double><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+  else
+    bn_bwd_sums_kernel<float><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   bn_bwd_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   if (gx) {
     gr = ctc_blocks(a.N * a.C * a.S, dev);
-    if (f64) bn_bwd_apply_kernel<double><<<gr, CTC_THREADS, 0, s>>>(a, coef);
-    else bn_bwd_apply_kernel<float><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    if (f64)
+      bn_bwd_apply_kernel<double><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    else
+      bn_bwd_apply_kernel<float><<<gr, CTC_THREADS, 0, s>>>(a, coef);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;
@@ -407,13 +437,15 @@ struct ln_args {
   vec w, b, mean, rstd, gw, gb;
 };
 
-template <class C> __global__ void ln_fwd_kernel(ln_args a) {
+template <class C>
+__global__ void ln_fwd_kernel(ln_args a) {
   __shared__ double sh[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const char *x = a.x + r * a.cols * a.es;
     char *o = a.out + r * a.cols * a.es;
     double s = 0;
-    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) s += (double)ctc_load<C>(x + i * a.es, a.dt);
+    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x)
+      s += (double)ctc_load<C>(x + i * a.es, a.dt);
     double mean = block_sum(s, sh) / (double)a.cols;
     double ss = 0;
     for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) {
@@ -436,7 +468,8 @@ template <class C> __global__ void ln_fwd_kernel(ln_args a) {
   }
 }
 
-template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
+template <class C>
+__global__ void ln_bwd_x_kernel(ln_args a) {
   __shared__ double sh[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const char *x = a.x + r * a.cols * a.es, *g = a.g + r * a.cols * a.es;
@@ -469,7 +502,8 @@ template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
  * to part[k * cols + j] (grad_w) and part[(R + k) * cols + j] (grad_b) for
  * range k, which ln_bwd_w_merge_kernel adds. Consecutive blocks take adjacent
  * tiles of the same rows. */
-template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
+template <class C>
+__global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
   __shared__ double sw[LN_TY][LN_TX], sb[LN_TY][LN_TX];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t tiles = (a.cols + LN_TX - 1) / LN_TX;
@@ -507,7 +541,8 @@ template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int6
 /* The R ranges' sums of each column, added in order (adjacent threads,
  * adjacent columns). */
 __global__ void ln_bwd_w_merge_kernel(ln_args a, const double *part, int64_t R) {
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols; j += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols;
+       j += (int64_t)gridDim.x * blockDim.x) {
     double w = 0, b = 0;
     for (int64_t k = 0; k < R; k++) w += part[k * a.cols + j], b += part[(R + k) * a.cols + j];
     vstore(a.gw, j, w);
@@ -541,8 +576,9 @@ static unsigned ln_threads(int64_t cols) {
   return (unsigned)(t < 32 ? 32 : t);
 }
 
-extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
-                                         const ctc_t *weight, const ctc_t *bias, int64_t cols, double eps) {
+extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
+                                         const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
+                                         int64_t cols, double eps) {
   const char *op = "layer_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -555,15 +591,18 @@ extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, co
   a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(mean), a.rstd = mkvec(rstd);
   cudaStream_t s = ctc_stream(dev);
   unsigned g = grid_for(a.rows, dev), t = ln_threads(cols);
-  if (x->dtype == CT_F64) ln_fwd_kernel<double><<<g, t, 0, s>>>(a);
-  else ln_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  if (x->dtype == CT_F64)
+    ln_fwd_kernel<double><<<g, t, 0, s>>>(a);
+  else
+    ln_fwd_kernel<float><<<g, t, 0, s>>>(a);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
 extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x, const ctc_t *weight,
-                                                  const ctc_t *mean, const ctc_t *rstd, int64_t cols) {
+                                                  const ctc_t *g, const ctc_t *x,
+                                                  const ctc_t *weight, const ctc_t *mean,
+                                                  const ctc_t *rstd, int64_t cols) {
   const char *op = "layer_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -573,13 +612,16 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
-  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
+  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw),
+  a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
   if (gx && a.rows > 0) {
     unsigned gr = grid_for(a.rows, dev), t = ln_threads(cols);
-    if (f64) ln_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
-    else ln_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      ln_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      ln_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if (gw || gb) {
@@ -587,11 +629,14 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
     int64_t tiles = (cols + LN_TX - 1) / LN_TX, R = ln_row_parts(a.rows, tiles, dev);
     ctc_scratch buf(dev);
     double *part = nullptr;
-    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols)))) return ct_last_error();
+    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols))))
+      return ct_last_error();
     unsigned gr = grid_for(tiles * R, dev);
     dim3 t(LN_TX, LN_TY);
-    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
-    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    if (f64)
+      ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    else
+      ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     if (R > 1) {
       ln_bwd_w_merge_kernel<<<ctc_blocks(cols, dev), CTC_THREADS, 0, s>>>(a, part, R);
@@ -619,7 +664,8 @@ __device__ __forceinline__ int64_t rn_param(const rn_args &a, int64_t r, int64_t
   return (r % a.p.groups) * a.p.channels + i / a.p.inner;
 }
 
-template <class C> __global__ void rn_fwd_kernel(rn_args a) {
+template <class C>
+__global__ void rn_fwd_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t cols = a.p.channels * a.p.inner;
   for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
@@ -628,7 +674,8 @@ template <class C> __global__ void rn_fwd_kernel(rn_args a) {
     double mean = 0;
     if (!a.p.rms) {
       double s = 0;
-      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += (double)ctc_load<C>(x + i * a.es, a.dt);
+      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+        s += (double)ctc_load<C>(x + i * a.es, a.dt);
       mean = block_sum(s, sh) / (double)cols;
     }
     double ss = 0;
@@ -653,7 +700,8 @@ template <class C> __global__ void rn_fwd_kernel(rn_args a) {
   }
 }
 
-template <class C> __global__ void rn_bwd_x_kernel(rn_args a) {
+template <class C>
+__global__ void rn_bwd_x_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t cols = a.p.channels * a.p.inner;
   for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
@@ -679,7 +727,8 @@ template <class C> __global__ void rn_bwd_x_kernel(rn_args a) {
   }
 }
 
-template <class C> __global__ void rn_bwd_w_kernel(rn_args a) {
+template <class C>
+__global__ void rn_bwd_w_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t G = a.p.groups, D = a.p.channels, S = a.p.inner, cols = D * S;
   int64_t n_rows = a.p.rows / G, per = n_rows * S;
@@ -715,8 +764,9 @@ static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
-                                       const ctc_t *weight, const ctc_t *bias, const ct_row_norm_params *p) {
+extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
+                                       const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
+                                       const ct_row_norm_params *p) {
   const char *op = "row_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -728,8 +778,10 @@ extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, cons
   a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(mean), a.rstd = mkvec(rstd);
   cudaStream_t s = ctc_stream(dev);
   unsigned g = grid_for(p->rows, dev), t = ln_threads(p->channels * p->inner);
-  if (x->dtype == CT_F64) rn_fwd_kernel<double><<<g, t, 0, s>>>(a);
-  else rn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  if (x->dtype == CT_F64)
+    rn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+  else
+    rn_fwd_kernel<float><<<g, t, 0, s>>>(a);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
@@ -748,20 +800,25 @@ extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw
   rn_args a = rn_init(x, p);
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
-  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
+  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw),
+  a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
   if (gx && p->rows > 0) {
     unsigned gr = grid_for(p->rows, dev), t = ln_threads(cols);
-    if (f64) rn_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
-    else rn_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      rn_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      rn_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if ((gw || gb) && params > 0) {
     /* rows == 0 gives zeros: the sums are empty */
     unsigned gr = grid_for(params, dev), t = ln_threads(p->rows / p->groups * p->inner);
-    if (f64) rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
-    else rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;
