@@ -8,7 +8,8 @@
  * loops over channels/rows (1 to 4 SMs) and the 32-column tiles of layer
  * norm's grad_w/grad_b (several per block), rows == 0 (zero grad_w/grad_b);
  * batch norm's split path (few channels of many elements), with a mean 1e6
- * times the spread; layer norm's grad_w/grad_b over ranges of rows. */
+ * times the spread, and its column path (S < 32: a warp's lanes on adjacent
+ * channels, many rows); layer norm's grad_w/grad_b over ranges of rows. */
 #include <algorithm>
 
 #include "emu_test.h"
@@ -574,6 +575,22 @@ int run_norm(void) {
       emu::sm_count = (int)rnd(1, 4);
       snprintf(tag, sizeof tag, "batch_norm_backward split %s (%ld, %ld, %ld)", dname(dt), (long)N,
                (long)C, (long)S);
+      bn_backward(dt, N, C, S, !coin(4), coin(3) ? (int)rnd(1, 3) : 0, tag);
+    }
+  /* the column path (S < 32): many rows of channels not a multiple of 32,
+   * several tiles and ranges of rows, merged per channel over its S columns */
+  for (int rep = 0; rep < 2 * reps; rep++)
+    for (int dt : kDts) {
+      static const int64_t Ss[] = {1, 1, 2, 5, 31};
+      int64_t S = Ss[rnd(0, 4)], C = S > 2 ? rnd(3, 13) : rnd(33, 75), N = rnd(64, 64 + 1200 / S);
+      emu::sm_count = (int)rnd(1, 4);
+      int mode = dt == CT_F32 || dt == CT_F64 ? (coin(2) ? 5 : (int)rnd(0, 4)) : (int)rnd(0, 4);
+      snprintf(tag, sizeof tag, "batch_norm columns %s (%ld, %ld, %ld) mode %d", dname(dt), (long)N,
+               (long)C, (long)S, mode);
+      bn_forward(dt, N, C, S, !coin(5), mode, tag);
+      emu::sm_count = (int)rnd(1, 4);
+      snprintf(tag, sizeof tag, "batch_norm_backward columns %s (%ld, %ld, %ld)", dname(dt),
+               (long)N, (long)C, (long)S);
       bn_backward(dt, N, C, S, !coin(4), coin(3) ? (int)rnd(1, 3) : 0, tag);
     }
   /* evaluation of an empty batch: the running statistics pass through */

@@ -66,6 +66,88 @@ static ct_status check_dtype(const char *op, int dt) {
   return CT_OK;
 }
 
+/* ---- Column reductions ------------------------------------------------------------- */
+/* x seen as `rows` rows of W contiguous columns; output u reduces the S
+ * adjacent columns u*S .. u*S+S-1 over every row: batch norm's channels of
+ * (N, C, S) x and the row norms' affine parameters, when S is small. (A
+ * block per output would step its threads S elements on, C*S apart: lanes
+ * of a warp on different cache lines for S = 1.) Here a block (32, 16) takes
+ * a tile of 32 adjacent columns and a range of rows: the lanes of a warp
+ * read 32 adjacent elements of a row, row lane y the rows y, y+16, ... of
+ * the range; the 16 row lanes' parts merge in order into part[k * W + c]
+ * (range k). A second launch, a thread per output, merges the parts of its
+ * S columns and R ranges in order and finishes it (Op::finish). No atomics:
+ * deterministic. Op (templated on the compute type) gives the part type P,
+ * zero(), add(p, r, c), merge(a, b) and finish(u, p). */
+#define COL_TX 32
+#define COL_TY 16
+#define COL_MAX_S 32 /* S at least a warp's elements: the per-output kernels read whole lines */
+template <class Op, class P>
+__global__ void col_parts_kernel(Op op, P *part, int64_t rows, int64_t W, int64_t R,
+                                 int64_t chunk) {
+  __shared__ P sh[COL_TY][COL_TX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t tiles = (W + COL_TX - 1) / COL_TX;
+  for (int64_t t = blockIdx.x; t < tiles * R; t += gridDim.x) {
+    int64_t k = t / tiles, c = (t - k * tiles) * COL_TX + tx;
+    int64_t r1 = (k + 1) * chunk < rows ? (k + 1) * chunk : rows;
+    P p = Op::zero();
+    if (c < W)
+      for (int64_t r = k * chunk + ty; r < r1; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < W) {
+      for (int y = 1; y < COL_TY; y++) p = Op::merge(p, sh[y][tx]);
+      part[k * W + c] = p;
+    }
+  }
+}
+template <class Op, class P>
+__global__ void col_merge_kernel(Op op, const P *part, int64_t U, int64_t S, int64_t R) {
+  for (int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; u < U;
+       u += (int64_t)gridDim.x * blockDim.x) {
+    P p = Op::zero();
+    for (int64_t k = 0; k < R; k++)
+      for (int64_t j = 0; j < S; j++) p = Op::merge(p, part[(k * U + u) * S + j]);
+    op.finish(u, p);
+  }
+}
+/* Row ranges: enough blocks for 4 per SM when the column tiles alone are
+ * fewer, each range at least COL_MIN_ROWS rows (4 per row lane) so that its
+ * parts outweigh their merge. */
+#define COL_MIN_ROWS 64
+static int64_t col_ranges(int64_t rows, int64_t W, int dev) {
+  int64_t tiles = (W + COL_TX - 1) / COL_TX;
+  int64_t want = ((int64_t)ctc_sm_count(dev) * 4 + tiles - 1) / tiles, most = rows / COL_MIN_ROWS;
+  int64_t R = want < most ? want : most;
+  return R < 1 ? 1 : R;
+}
+/* Both launches (R = 0: no parts, every output finishes from zero()); part
+ * holds R * W parts. */
+template <class Op, class P>
+static ct_status col_reduce(const char *op_name, int dev, cudaStream_t s, const Op &op, P *part,
+                            int64_t rows, int64_t U, int64_t S, int64_t R) {
+  int64_t W = U * S;
+  if (R > 0) {
+    int64_t tiles = (W + COL_TX - 1) / COL_TX;
+    col_parts_kernel<Op, P><<<grid_for(tiles * R, dev), dim3(COL_TX, COL_TY), 0, s>>>(
+        op, part, rows, W, R, (rows + R - 1) / R);
+    CT_CUDA_LAUNCH_CHECK(op_name, dev, s);
+  }
+  col_merge_kernel<Op, P><<<ctc_blocks(U, dev), CTC_THREADS, 0, s>>>(op, part, U, S, R);
+  CT_CUDA_LAUNCH_CHECK(op_name, dev, s);
+  return CT_OK;
+}
+
+/* Two sums (grad_b-like, grad_w-like). */
+struct sum2 {
+  double s0, s1;
+};
+__device__ __forceinline__ sum2 sum2_merge(const sum2 &x, const sum2 &y) {
+  return {x.s0 + y.s0, x.s1 + y.s1};
+}
+
 /* ---- Batch norm -------------------------------------------------------------------- */
 
 struct bn_args {
@@ -109,18 +191,20 @@ __device__ bn_part bn_block_merge(bn_part p, bn_part *sh) {
   }
   return p;
 }
+__device__ __forceinline__ void bn_push(bn_part &p, double v) {
+  p.n += 1;
+  double d = v - p.mean;
+  p.mean += d / p.n;
+  p.m2 += d * (v - p.mean);
+  p.sum += v;
+}
 /* This thread's part of elements [lo, hi) of channel ch (in (n, s) order). */
 template <class C>
 __device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
   bn_part p = {0, 0, 0, 0};
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     int64_t n = i / a.S, j = i - n * a.S;
-    double v = (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt);
-    p.n += 1;
-    double d = v - p.mean;
-    p.mean += d / p.n;
-    p.m2 += d * (v - p.mean);
-    p.sum += v;
+    bn_push(p, (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt));
   }
   return p;
 }
@@ -300,6 +384,82 @@ __global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
     bn_bwd_elem<C>(a, coef + 4 * ((i / a.S) % a.C), i * a.es);
 }
 
+/* The column path (S < COL_MAX_S; col_reduce): the training statistics by
+ * Welford over column c's rows, or (R = 0) the running ones, finished into
+ * the coefficients ... */
+template <class C>
+struct bn_stats_op {
+  bn_args a;
+  double *coef;
+  __device__ static bn_part zero() { return {0, 0, 0, 0}; }
+  __device__ void add(bn_part &p, int64_t r, int64_t c) const {
+    bn_push(p, (double)ctc_load<C>(a.x + (r * a.C * a.S + c) * a.es, a.dt));
+  }
+  __device__ static bn_part merge(const bn_part &x, const bn_part &y) { return bn_merge(x, y); }
+  __device__ void finish(int64_t ch, const bn_part &p) const { bn_finish(a, ch, p, coef + 2 * ch); }
+};
+/* ... and the backward's sums of grad_out (s0) and grad_out * (x - mean) (s1). */
+template <class C>
+struct bn_sums_op {
+  bn_args a;
+  double *coef;
+  __device__ static sum2 zero() { return {0, 0}; }
+  __device__ void add(sum2 &p, int64_t r, int64_t c) const {
+    int64_t o = (r * a.C * a.S + c) * a.es;
+    double gv = (double)ctc_load<C>(a.g + o, a.dt);
+    p.s0 += gv;
+    p.s1 += gv * ((double)ctc_load<C>(a.x + o, a.dt) - vload(a.mean, c / a.S, 0));
+  }
+  __device__ static sum2 merge(const sum2 &x, const sum2 &y) { return sum2_merge(x, y); }
+  __device__ void finish(int64_t ch, const sum2 &p) const {
+    bn_bwd_finish(a, ch, p.s0, p.s1, coef + 4 * ch);
+  }
+};
+
+/* Forward on the column path: the statistics (training), then a thread per
+ * element normalizes. */
+static ct_status bn_col_forward(const char *op, int dev, cudaStream_t s, const bn_args &a,
+                                bool f64) {
+  int64_t W = a.C * a.S, R = a.training ? col_ranges(a.N, W, dev) : 0;
+  size_t pb = sizeof(bn_part) * (size_t)(R * W);
+  ctc_scratch buf(dev);
+  char *mem = (char *)buf.get(pb + 2 * sizeof(double) * (size_t)a.C);
+  if (!mem) return ct_last_error();
+  bn_part *part = (bn_part *)mem;
+  double *coef = (double *)(mem + pb);
+  ct_status st = f64 ? col_reduce(op, dev, s, bn_stats_op<double>{a, coef}, part, a.N, a.C, a.S, R)
+                     : col_reduce(op, dev, s, bn_stats_op<float>{a, coef}, part, a.N, a.C, a.S, R);
+  if (st != CT_OK) return st;
+  unsigned g = ctc_blocks(a.N * W, dev);
+  if (f64)
+    bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+/* Backward on the column path: the sums, then a thread per element of grad_x. */
+static ct_status bn_col_backward(const char *op, int dev, cudaStream_t s, const bn_args &a,
+                                 bool f64) {
+  int64_t W = a.C * a.S, R = col_ranges(a.N, W, dev);
+  size_t pb = sizeof(sum2) * (size_t)(R * W);
+  ctc_scratch buf(dev);
+  char *mem = (char *)buf.get(pb + 4 * sizeof(double) * (size_t)a.C);
+  if (!mem) return ct_last_error();
+  sum2 *part = (sum2 *)mem;
+  double *coef = (double *)(mem + pb);
+  ct_status st = f64 ? col_reduce(op, dev, s, bn_sums_op<double>{a, coef}, part, a.N, a.C, a.S, R)
+                     : col_reduce(op, dev, s, bn_sums_op<float>{a, coef}, part, a.N, a.C, a.S, R);
+  if (st != CT_OK || !a.gx) return st;
+  unsigned g = ctc_blocks(a.N * W, dev);
+  if (f64)
+    bn_bwd_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_bwd_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
 static unsigned bn_threads(int64_t M) {
   return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32;
 }
@@ -338,6 +498,7 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   a.rm = mkvec(running_mean), a.rv = mkvec(running_var);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
+  if (a.S < COL_MAX_S) return bn_col_forward(op, dev, s, a, f64);
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned g = grid_for(a.C, dev), t = bn_threads(M);
@@ -392,6 +553,7 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   a.gw = mkvec(gw), a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
+  if (a.S < COL_MAX_S) return bn_col_backward(op, dev, s, a, f64);
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned gr = grid_for(a.C, dev), t = bn_threads(M);
@@ -754,6 +916,40 @@ __global__ void rn_bwd_w_kernel(rn_args a) {
   }
 }
 
+/* grad_w (s0) / grad_b (s1) on the column path (inner < COL_MAX_S): x as
+ * rows / groups rows of groups * channels * inner columns, column c of row n
+ * in row n * groups + c / (channels * inner) of the statistics. */
+template <class C>
+struct rn_w_op {
+  rn_args a;
+  __device__ static sum2 zero() { return {0, 0}; }
+  __device__ void add(sum2 &p, int64_t n, int64_t c) const {
+    int64_t G = a.p.groups, cols = a.p.channels * a.p.inner, r = n * G + c / cols;
+    int64_t o = (n * G * cols + c) * a.es;
+    C gv = ctc_load<C>(a.g + o, a.dt);
+    if (a.gw.p) {
+      C m = a.p.rms ? (C)0 : (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
+      p.s0 += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * k);
+    }
+    p.s1 += (double)gv;
+  }
+  __device__ static sum2 merge(const sum2 &x, const sum2 &y) { return sum2_merge(x, y); }
+  __device__ void finish(int64_t j, const sum2 &p) const {
+    vstore(a.gw, j, p.s0);
+    vstore(a.gb, j, p.s1);
+  }
+};
+static ct_status rn_col_backward_w(const char *op, int dev, cudaStream_t s, const rn_args &a,
+                                   bool f64) {
+  int64_t rows = a.p.rows / a.p.groups, U = a.p.groups * a.p.channels, W = U * a.p.inner;
+  int64_t R = col_ranges(rows, W, dev);
+  ctc_scratch buf(dev);
+  sum2 *part = (sum2 *)buf.get(sizeof(sum2) * (size_t)(R * W));
+  if (!part) return ct_last_error();
+  if (f64) return col_reduce(op, dev, s, rn_w_op<double>{a}, part, rows, U, a.p.inner, R);
+  return col_reduce(op, dev, s, rn_w_op<float>{a}, part, rows, U, a.p.inner, R);
+}
+
 static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
   rn_args a;
   memset(&a, 0, sizeof a);
@@ -814,6 +1010,7 @@ extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw
   }
   if ((gw || gb) && params > 0) {
     /* rows == 0 gives zeros: the sums are empty */
+    if (p->inner < COL_MAX_S) return rn_col_backward_w(op, dev, s, a, f64);
     unsigned gr = grid_for(params, dev), t = ln_threads(p->rows / p->groups * p->inner);
     if (f64)
       rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
