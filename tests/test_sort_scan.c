@@ -597,6 +597,29 @@ CT_TEST(topk_k_ties_nan_dims) {
   }
 }
 
+/* k past CUDA's selection (1024): the sort's first k, as for small k. */
+CT_TEST(topk_k_beyond_selection) {
+  int64_t shape[2] = {2, 1500}, k = 1100;
+  double *v = ct_test_random(3000, -50, 50, 41), *e = malloc(sizeof(double) * 3000),
+         *ei = malloc(sizeof(double) * 3000), ek[2200], eik[2200];
+  for (int i = 0; i < 3000; i += 7) v[i] = 3; /* ties */
+  ct_test_round_to(v, 3000, CT_F32);
+  ct_tensor *x = ct_test_make(v, shape, 2, CT_F32, CT_LAYOUT_CONTIG);
+  for (int largest = 0; largest < 2; largest++) {
+    ref_sort(v, shape, 2, 1, largest, e, ei);
+    for (int64_t q = 0; q < 2 * k; q++)
+      ek[q] = e[(q / k) * 1500 + q % k], eik[q] = ei[(q / k) * 1500 + q % k];
+    ct_tensor *idx = NULL, *y = ct_topk(x, k, 1, largest, true, &idx);
+    WITH_CONTEXT(
+        {
+          CHECK_CLOSE(y, ek, 0, 0);
+          CHECK_CLOSE(idx, eik, 0, 0);
+        },
+        "k %lld largest %d", (long long)k, largest);
+  }
+  free(v), free(e), free(ei);
+}
+
 static ct_tensor *gc_sort(ct_tensor *const *in, void *c) { return ct_sort(in[0], 1, true, NULL); }
 static ct_tensor *gc_topk(ct_tensor *const *in, void *c) {
   return ct_topk(in[0], 2, 0, false, true, NULL);
