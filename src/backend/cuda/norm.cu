@@ -416,11 +416,76 @@ struct bn_sums_op {
   }
 };
 
+/* One launch instead of three when a channel is one column (S = 1) and one
+ * range of rows covers the batch (small batches: the launches are most of
+ * the time): a block per 32 channels reduces them as col_parts_kernel does
+ * (the same order: the same results), finishes them, and normalizes its
+ * columns (forward) or computes their grad_x (backward). */
+template <class C>
+__global__ void bn_col1_fwd_kernel(bn_args a) {
+  __shared__ bn_part sh[COL_TY][COL_TX];
+  __shared__ double coef[COL_TX][2];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  bn_stats_op<C> op{a, nullptr};
+  for (int64_t t = blockIdx.x; t < (a.C + COL_TX - 1) / COL_TX; t += gridDim.x) {
+    int64_t c = t * COL_TX + tx;
+    bn_part p = bn_stats_op<C>::zero();
+    if (a.training && c < a.C)
+      for (int64_t r = ty; r < a.N; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh and coef are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < a.C) {
+      for (int y = 1; y < COL_TY; y++) p = bn_merge(p, sh[y][tx]);
+      bn_finish(a, c, p, coef[tx]);
+    }
+    __syncthreads();
+    if (c >= a.C) continue;
+    C scale = (C)coef[tx][0], shift = (C)coef[tx][1];
+    for (int64_t r = ty; r < a.N; r += COL_TY) {
+      int64_t o = (r * a.C + c) * a.es;
+      ctc_store<C>(a.out + o, a.dt, ctc_load<C>(a.x + o, a.dt) * scale + shift);
+    }
+  }
+}
+template <class C>
+__global__ void bn_col1_bwd_kernel(bn_args a) {
+  __shared__ sum2 sh[COL_TY][COL_TX];
+  __shared__ double coef[COL_TX][4];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  bn_sums_op<C> op{a, nullptr};
+  for (int64_t t = blockIdx.x; t < (a.C + COL_TX - 1) / COL_TX; t += gridDim.x) {
+    int64_t c = t * COL_TX + tx;
+    sum2 p = {0, 0};
+    if (c < a.C)
+      for (int64_t r = ty; r < a.N; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh and coef are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < a.C) {
+      for (int y = 1; y < COL_TY; y++) p = sum2_merge(p, sh[y][tx]);
+      bn_bwd_finish(a, c, p.s0, p.s1, coef[tx]);
+    }
+    __syncthreads();
+    if (c >= a.C || !a.gx) continue;
+    for (int64_t r = ty; r < a.N; r += COL_TY) bn_bwd_elem<C>(a, coef[tx], (r * a.C + c) * a.es);
+  }
+}
+
 /* Forward on the column path: the statistics (training), then a thread per
  * element normalizes. */
 static ct_status bn_col_forward(const char *op, int dev, cudaStream_t s, const bn_args &a,
                                 bool f64) {
   int64_t W = a.C * a.S, R = a.training ? col_ranges(a.N, W, dev) : 0;
+  if (a.S == 1 && R <= 1) {
+    unsigned g = grid_for((a.C + COL_TX - 1) / COL_TX, dev);
+    if (f64)
+      bn_col1_fwd_kernel<double><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    else
+      bn_col1_fwd_kernel<float><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
   size_t pb = sizeof(bn_part) * (size_t)(R * W);
   ctc_scratch buf(dev);
   char *mem = (char *)buf.get(pb + 2 * sizeof(double) * (size_t)a.C);
@@ -442,6 +507,15 @@ static ct_status bn_col_forward(const char *op, int dev, cudaStream_t s, const b
 static ct_status bn_col_backward(const char *op, int dev, cudaStream_t s, const bn_args &a,
                                  bool f64) {
   int64_t W = a.C * a.S, R = col_ranges(a.N, W, dev);
+  if (a.S == 1 && R == 1) {
+    unsigned g = grid_for((a.C + COL_TX - 1) / COL_TX, dev);
+    if (f64)
+      bn_col1_bwd_kernel<double><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    else
+      bn_col1_bwd_kernel<float><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
   size_t pb = sizeof(sum2) * (size_t)(R * W);
   ctc_scratch buf(dev);
   char *mem = (char *)buf.get(pb + 4 * sizeof(double) * (size_t)a.C);
