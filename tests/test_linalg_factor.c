@@ -430,6 +430,97 @@ CT_TEST(linalg_matches_pytorch) {
   CHECK_LIKE_TORCH(dir, "slogdet sign", sign, "sign", 0, 0);
 }
 
+/* Batches at the order of CUDA's batched calls (32) and above it (33), and a
+ * batch of one: solve, inv, det, lu and cholesky by residuals; a singular /
+ * not positive-definite matrix in the batch is named (element 2 of 3). */
+CT_TEST(linalg_batched_orders) {
+  const int64_t orders[] = {32, 33}, counts[] = {3, 1};
+  for (int di = 0; di < 2; di++)
+    for (int oi = 0; oi < 2; oi++)
+      for (int ci = 0; ci < 2; ci++) {
+        ct_dtype dt = di ? CT_F64 : CT_F32;
+        int64_t n = orders[oi], count = counts[ci], k = 3;
+        double *av = make_matrices(count, n, 8.0, dt, 61 + (unsigned)n);
+        double *bv = ct_test_random(count * n * k, -2, 2, 62);
+        ct_test_round_to(bv, count * n * k, dt);
+        ct_tensor *a = ct_test_make(av, CT_SHAPE(count, n, n), dt, CT_LAYOUT_CONTIG);
+        ct_tensor *b = ct_test_make(bv, CT_SHAPE(count, n, k), dt, CT_LAYOUT_CONTIG);
+        ct_tensor *x = ct_linalg_solve(a, b), *y = ct_linalg_inv(a), *d = ct_linalg_det(a);
+        WITH_CONTEXT(
+            {
+              CHECK_OK(x);
+              CHECK_OK(y);
+              CHECK_OK(d);
+            },
+            "n %lld batch %lld %s", (long long)n, (long long)count, ct_dtype_name(dt));
+        if (x && y && d) {
+          double *xv = ct_test_values(x), *yv = ct_test_values(y);
+          double *eye = calloc((size_t)(count * n * n), sizeof(double)), want[3];
+          for (int64_t t = 0; t < count; t++) {
+            for (int64_t i = 0; i < n; i++) eye[t * n * n + i * n + i] = 1;
+            want[t] = ref_det(av + t * n * n, n);
+          }
+          double r1 = residual(av, xv, bv, count, n, k), r2 = residual(av, yv, eye, count, n, n);
+          WITH_CONTEXT(CHECK(r1 < tol_of(dt) * 10 && r2 < tol_of(dt) * 10),
+                       "solve %g inv %g: n %lld batch %lld %s", r1, r2, (long long)n,
+                       (long long)count, ct_dtype_name(dt));
+          double *dv = ct_test_values(d);
+          bool ok = true;
+          for (int64_t t = 0; t < count; t++)
+            ok = ok && fabs(dv[t] - want[t]) <= tol_of(dt) * 10 * fabs(want[t]);
+          WITH_CONTEXT(CHECK(ok), "det n %lld batch %lld %s", (long long)n, (long long)count,
+                       ct_dtype_name(dt));
+          free(xv), free(yv), free(eye), free(dv);
+        }
+        /* cholesky of a a^T + n I: L L^T */
+        double *sv = malloc(sizeof(double) * (size_t)(count * n * n));
+        for (int64_t t = 0; t < count; t++)
+          for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+              double s = i == j ? (double)n : 0;
+              for (int64_t p = 0; p < n; p++)
+                s += av[t * n * n + i * n + p] * av[t * n * n + j * n + p];
+              sv[t * n * n + i * n + j] = s;
+            }
+        ct_test_round_to(sv, count * n * n, dt);
+        ct_tensor *sp = ct_test_make(sv, CT_SHAPE(count, n, n), dt, CT_LAYOUT_CONTIG);
+        ct_tensor *l = ct_linalg_cholesky(sp, false);
+        WITH_CONTEXT(CHECK_OK(l), "cholesky n %lld batch %lld %s", (long long)n, (long long)count,
+                     ct_dtype_name(dt));
+        if (l) {
+          double *lv = ct_test_values(l), worst = 0;
+          for (int64_t t = 0; t < count; t++)
+            for (int64_t i = 0; i < n; i++)
+              for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < n; p++)
+                  s += lv[t * n * n + i * n + p] * lv[t * n * n + j * n + p];
+                worst = fmax(worst, fabs(s - sv[t * n * n + i * n + j]) / (double)n);
+              }
+          WITH_CONTEXT(CHECK(worst < tol_of(dt) * 100), "L L^T - A: %g n %lld batch %lld %s", worst,
+                       (long long)n, (long long)count, ct_dtype_name(dt));
+          free(lv);
+        }
+        /* element 2 of 3 singular (a zero row), and not positive-definite */
+        if (count == 3) {
+          for (int64_t j = 0; j < n; j++) av[2 * n * n + 5 * n + j] = 0;
+          sv[2 * n * n + 7 * n + 7] = -1;
+          ct_tensor *as = ct_test_make(av, CT_SHAPE(count, n, n), dt, CT_LAYOUT_CONTIG);
+          ct_tensor *ss = ct_test_make(sv, CT_SHAPE(count, n, n), dt, CT_LAYOUT_CONTIG);
+          WITH_CONTEXT(
+              {
+                CHECK_ERR_MSG(ct_linalg_inv(as), CT_ERR_ARG, "(batch element 2)");
+                CHECK_ERR_MSG(ct_linalg_solve(as, b), CT_ERR_ARG, "singular");
+                CHECK_ERR_MSG(ct_linalg_cholesky(ss, false), CT_ERR_ARG, "(batch element 2)");
+              },
+              "n %lld %s", (long long)n, ct_dtype_name(dt));
+          ct_free(as), ct_free(ss);
+        }
+        free(av), free(bv), free(sv);
+        ct_free(a), ct_free(b), ct_free(x), ct_free(y), ct_free(d), ct_free(sp), ct_free(l);
+      }
+}
+
 /* f32 against f64 on the device under test for a larger batch (the work is
  * split across threads on the CPU). */
 CT_TEST(linalg_large_batch_f32) {

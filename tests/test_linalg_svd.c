@@ -25,7 +25,8 @@ static double orth_err(const double *x, int64_t r, int64_t c, bool cols) {
 }
 
 CT_TEST(linalg_svd_values) {
-  const int64_t dims[][2] = {{5, 3}, {3, 5}, {4, 4}, {1, 3}, {6, 1}};
+  /* 32 rows and columns: the largest of CUDA's batched (Jacobi) call; 33 above it */
+  const int64_t dims[][2] = {{5, 3}, {3, 5}, {4, 4}, {1, 3}, {6, 1}, {32, 32}, {32, 7}, {33, 5}};
   for (int di = 0; di < 2; di++) {
     ct_dtype dt = di ? CT_F64 : CT_F32;
     double tol = di ? 1e-11 : 5e-5;

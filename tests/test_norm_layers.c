@@ -218,6 +218,74 @@ CT_TEST(norms_half_backward) {
   free(gx[0]), free(gx[1]), free(xv);
 }
 
+/* Many rows of channels not a multiple of 32, few elements per channel and
+ * row (the GPU's column reductions: the statistics of batch norm and the
+ * affine gradients of every norm): y, grad_w and grad_b in f32/f16/bf16 on
+ * the device under test against f64 on the CPU from the same (rounded)
+ * inputs. Kinds: 0 batch_norm (N, C), 1 batch_norm (N, C, 3), 2 group_norm
+ * (N, 6, 3) in 3 groups, 3 rms_norm (N, 70) with a weight. */
+static void norm_run(int kind, ct_tensor *x, ct_tensor *w, ct_tensor *b, ct_tensor *r,
+                     double **out) {
+  ct_tensor *y = kind < 2   ? ct_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5)
+                 : kind < 3 ? ct_group_norm(x, 3, w, b, 1e-5)
+                            : ct_rms_norm(x, 1, w, 1e-5);
+  CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(y, r), NULL), NULL, NULL));
+  out[0] = y ? ct_test_values(y) : NULL;
+  out[1] = ct_grad(w) ? ct_test_values(ct_grad(w)) : NULL;
+  out[2] = b && ct_grad(b) ? ct_test_values(ct_grad(b)) : NULL;
+}
+CT_TEST(norm_affine_grads_many_rows) {
+  static const int64_t rows[4] = {300, 131, 140, 150}, chans[4] = {45, 37, 6, 70};
+  static const char *const names[4] = {"batch_norm (N, C)", "batch_norm (N, C, 3)",
+                                       "group_norm (N, 6, 3)", "rms_norm (N, 70)"};
+  ct_dtype dts[3] = {CT_F32, CT_F16, CT_BF16};
+  ct_device cpu = {CT_DEVICE_CPU, 0};
+  for (int kind = 0; kind < 4; kind++) {
+    int64_t N = rows[kind], C = chans[kind], L = kind == 1 || kind == 2 ? 3 : 1, n = N * C * L;
+    int64_t shape[3] = {N, C, L};
+    int nd = L > 1 ? 3 : 2;
+    for (int i = 0; i < 3; i++) {
+      double *xv = ct_test_random(n, -2, 3, 100 + kind), *rv = ct_test_random(n, -1, 1, 110 + kind);
+      double *wv = ct_test_random(C, 0.5, 1.5, 120 + kind), *bv = ct_test_random(C, -1, 1, 130);
+      ct_test_round_to(xv, n, dts[i]), ct_test_round_to(rv, n, dts[i]);
+      ct_test_round_to(wv, C, dts[i]), ct_test_round_to(bv, C, dts[i]);
+      double *got[3], *want[3];
+      ct_tensor *w = ct_requires_grad_(make(wv, CT_SHAPE(C), dts[i], CT_LAYOUT_CONTIG), true);
+      ct_tensor *b = kind == 3
+                         ? NULL
+                         : ct_requires_grad_(make(bv, CT_SHAPE(C), dts[i], CT_LAYOUT_CONTIG), true);
+      norm_run(kind, make(xv, shape, nd, dts[i], CT_LAYOUT_CONTIG), w, b,
+               make(rv, shape, nd, dts[i], CT_LAYOUT_CONTIG), got);
+      ct_tensor *w64 = ct_requires_grad_(
+          ct_to(make(wv, CT_SHAPE(C), CT_F64, CT_LAYOUT_CONTIG), cpu, NULL), true);
+      ct_tensor *b64 =
+          kind == 3 ? NULL
+                    : ct_requires_grad_(
+                          ct_to(make(bv, CT_SHAPE(C), CT_F64, CT_LAYOUT_CONTIG), cpu, NULL), true);
+      norm_run(kind, ct_to(make(xv, shape, nd, CT_F64, CT_LAYOUT_CONTIG), cpu, NULL), w64, b64,
+               ct_to(make(rv, shape, nd, CT_F64, CT_LAYOUT_CONTIG), cpu, NULL), want);
+      /* the sums are of N*L terms of magnitude ~1, rounded to the dtype */
+      double t = dts[i] == CT_F32 ? 1e-4 : dts[i] == CT_F16 ? 1e-2 : 6e-2;
+      int64_t len[3] = {n, C, C};
+      for (int k = 0; k < 3; k++) {
+        if (k == 2 && kind == 3) continue;
+        bool ok = got[k] && want[k];
+        int64_t bad = -1;
+        for (int64_t j = 0; ok && j < len[k]; j++)
+          if (!(fabs(got[k][j] - want[k][j]) <= t * (1 + fabs(want[k][j])))) ok = false, bad = j;
+        CHECK_MSG(ok, "%s %s: %s[%lld] = %g, f64 on the CPU %g", names[kind], ct_dtype_name(dts[i]),
+                  k == 0   ? "y"
+                  : k == 1 ? "grad_w"
+                           : "grad_b",
+                  (long long)bad, got[k] && bad >= 0 ? got[k][bad] : NAN,
+                  want[k] && bad >= 0 ? want[k][bad] : NAN);
+      }
+      for (int k = 0; k < 3; k++) free(got[k]), free(want[k]);
+      free(xv), free(rv), free(wv), free(bv);
+    }
+  }
+}
+
 /* ---- Modules ---------------------------------------------------------------------- */
 
 CT_TEST(batch_norm1d_module) {

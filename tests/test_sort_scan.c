@@ -547,6 +547,79 @@ CT_TEST(topk_kthvalue_reference) {
   CHECK_ERR_MSG(ct_argsort(x, -3, false), CT_ERR_ARG, "argsort: dim -3 out of range");
 }
 
+/* topk along a middle dim (rows of 37 with 15 columns between elements) and
+ * along the last of short rows, k = 1, a few and n, ties (whole rows equal),
+ * nan (taken first by largest, last by smallest), -0 beside +0 (equal: index
+ * order), every key dtype and the halves: values and indices as the stable
+ * sort's first k (on CUDA by its selection kernel, k <= 1024). */
+CT_TEST(topk_k_ties_nan_dims) {
+  const ct_dtype dts[] = {CT_F32, CT_F64, CT_I64, CT_F16, CT_BF16, CT_I32};
+  int64_t sh3[3] = {37, 5, 3}, sh2[2] = {6, 40};
+  double v[555], e[555], ei[555];
+  for (int i = 0; i < 555; i++) v[i] = (double)((i * 7919) % 13) - 6; /* many ties */
+  for (int i = 0; i < 40; i++) v[i] = 2.5;                            /* sh2's row 0: all equal */
+  for (int i = 40; i < 80; i++) v[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0 : 0.0;
+  for (int t = 0; t < 6; t++) {
+    ct_dtype dt = dts[t];
+    double vv[555];
+    memcpy(vv, v, sizeof vv);
+    if (!ct_dtype_is_floating(dt))
+      for (int i = 0; i < 555; i++) vv[i] = isnan(vv[i]) ? 9 : vv[i];
+    ct_test_round_to(vv, 555, dt); /* the references see the stored values */
+    for (int case_ = 0; case_ < 2; case_++) {
+      const int64_t *sh = case_ ? sh2 : sh3;
+      int nd = case_ ? 2 : 3, d = case_ ? 1 : 0;
+      int64_t n = sh[d], other = case_ ? 6 : 15;
+      ct_tensor *x = ct_test_make(vv, sh, nd, dt, case_ ? CT_LAYOUT_TRANSPOSED : CT_LAYOUT_CONTIG);
+      for (int largest = 0; largest < 2; largest++) {
+        ref_sort(vv, sh, nd, d, largest, e, ei);
+        int64_t ks[3] = {1, 4, n};
+        for (int j = 0; j < 3; j++) {
+          int64_t k = ks[j];
+          ct_tensor *idx = NULL, *y = ct_topk(x, k, d, largest, true, &idx);
+          /* the first k along d of the sorted reference */
+          double ek[555], eik[555];
+          for (int64_t q = 0; q < k * other; q++) {
+            int64_t src = case_ ? (q / k) * n + q % k : q;
+            ek[q] = e[src], eik[q] = ei[src];
+          }
+          WITH_CONTEXT(
+              {
+                CHECK(y && ct_size(y, d) == k && idx && ct_size(idx, d) == k);
+                CHECK_CLOSE(y, ek, 0, 0);
+                CHECK_CLOSE(idx, eik, 0, 0);
+              },
+              "%s dim %d of %s k %lld largest %d", ct_dtype_name(dt), d,
+              case_ ? "(6, 40)" : "(37, 5, 3)", (long long)k, largest);
+        }
+      }
+    }
+  }
+}
+
+/* k past CUDA's selection (1024): the sort's first k, as for small k. */
+CT_TEST(topk_k_beyond_selection) {
+  int64_t shape[2] = {2, 1500}, k = 1100;
+  double *v = ct_test_random(3000, -50, 50, 41), *e = malloc(sizeof(double) * 3000),
+         *ei = malloc(sizeof(double) * 3000), ek[2200], eik[2200];
+  for (int i = 0; i < 3000; i += 7) v[i] = 3; /* ties */
+  ct_test_round_to(v, 3000, CT_F32);
+  ct_tensor *x = ct_test_make(v, shape, 2, CT_F32, CT_LAYOUT_CONTIG);
+  for (int largest = 0; largest < 2; largest++) {
+    ref_sort(v, shape, 2, 1, largest, e, ei);
+    for (int64_t q = 0; q < 2 * k; q++)
+      ek[q] = e[(q / k) * 1500 + q % k], eik[q] = ei[(q / k) * 1500 + q % k];
+    ct_tensor *idx = NULL, *y = ct_topk(x, k, 1, largest, true, &idx);
+    WITH_CONTEXT(
+        {
+          CHECK_CLOSE(y, ek, 0, 0);
+          CHECK_CLOSE(idx, eik, 0, 0);
+        },
+        "k %lld largest %d", (long long)k, largest);
+  }
+  free(v), free(e), free(ei);
+}
+
 static ct_tensor *gc_sort(ct_tensor *const *in, void *c) { return ct_sort(in[0], 1, true, NULL); }
 static ct_tensor *gc_topk(ct_tensor *const *in, void *c) {
   return ct_topk(in[0], 2, 0, false, true, NULL);

@@ -275,6 +275,9 @@ typedef struct ct_backend {
    * argsort above (largest: descending), without sorting whole rows. x as
    * for argsort; indices (rows..., k) contiguous i64; 1 <= k. */
   ct_status (*topk)(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest);
+  /* Optional: whether `topk` beats the sort for the first k of rows of n
+   * (NULL: for rows of 4096 or more and k at most n / 16). */
+  bool (*topk_wanted)(int64_t n, int64_t k);
   /* ---- Advanced indexing (ct_index, ct_index_put_; params.h) ---- */
   /* lin (contiguous i64, the broadcast shape of the indices) = the mixed-radix
    * index point of idx[0..p->n) (i64, expanded to lin's shape): each value

@@ -2,8 +2,8 @@
  * `argsort` slot orders the rows of a contiguous copy with dim moved last;
  * the values are a gather of x at those indices, recorded as a gather, so
  * the gradient is the scatter of g back to the positions (as torch's). A
- * top-k of a few elements of long rows uses the backend's selection (`topk`)
- * where it has one. */
+ * top-k uses the backend's selection (`topk`) where it has one and it beats
+ * the sort (`topk_wanted`; by default a few elements of long rows). */
 #include "autograd/autograd_internal.h"
 #include "ctensor/sort_scan.h"
 #include "ops/index.h"
@@ -88,8 +88,9 @@ static ct_tensor *argsort_idx(const char *op, const ct_tensor *x, int d, bool de
 static ct_tensor *select_idx(const ct_tensor *x, int d, int64_t k, bool largest, bool *failed) {
   *failed = false;
   const ct_backend *be = ct__backend_for("topk", x);
-  if (!be || !be->topk || k < 1 || x->ndim == 0 || x->shape[d] < 4096 || k * 16 > x->shape[d])
-    return NULL;
+  if (!be || !be->topk || k < 1 || x->ndim == 0) return NULL;
+  int64_t n = x->shape[d];
+  if (be->topk_wanted ? !be->topk_wanted(n, k) : n < 4096 || k * 16 > n) return NULL;
   int64_t sh[CT_MAX_DIMS];
   ct_tensor *keys = keys_last(x, d, sh);
   sh[x->ndim - 1] = k;

@@ -8,7 +8,8 @@
  * loops over channels/rows (1 to 4 SMs) and the 32-column tiles of layer
  * norm's grad_w/grad_b (several per block), rows == 0 (zero grad_w/grad_b);
  * batch norm's split path (few channels of many elements), with a mean 1e6
- * times the spread; layer norm's grad_w/grad_b over ranges of rows. */
+ * times the spread, and its column path (S < 32: a warp's lanes on adjacent
+ * channels, many rows); layer norm's grad_w/grad_b over ranges of rows. */
 #include <algorithm>
 
 #include "emu_test.h"
@@ -100,14 +101,16 @@ static void bn_forward(int dt, int64_t N, int64_t C, int64_t S, bool training, i
     fill_line(at, dt, mode == 4 ? (int)rnd(0, 3) : mode);
   }
   const ctc_t *dw = vec(w, !coin(4), dt, C), *db = vec(b, !coin(4), dt, C);
-  const ctc_t *drm = vec(rm, !training || !coin(4), rdt, C), *drv = vec(rv, !training || !coin(4), rdt, C);
+  const ctc_t *drm = vec(rm, !training || !coin(4), rdt, C),
+              *drv = vec(rv, !training || !coin(4), rdt, C);
   const ctc_t *dsm = vec(sm, !coin(8), sdt, C), *dsi = vec(si, !coin(8), sdt, C);
   fill_vec(w, dw, -2, 2);
   fill_vec(b, db, -2, 2);
   fill_vec(rm, drm, -3, 3);
   fill_vec(rv, drv, 0.01, 4);
   /* references: the statistics from the rounded inputs */
-  std::vector<double> mean((size_t)C), invstd((size_t)C), rm1((size_t)C), rv1((size_t)C), mabs((size_t)C);
+  std::vector<double> mean((size_t)C), invstd((size_t)C), rm1((size_t)C), rv1((size_t)C),
+      mabs((size_t)C);
   std::vector<double> rme((size_t)C), rve((size_t)C);
   for (int64_t ch = 0; ch < C; ch++) {
     long double s = 0, ss = 0; /* the references' sums: long double */
@@ -161,9 +164,15 @@ static void bn_forward(int dt, int64_t N, int64_t C, int64_t S, bool training, i
       failf("%s: save_mean[%ld] = %.9g, want %.9g", tag, (long)ch, sm.get_d(ch), m);
     if (dsi && !near(si.get_d(ch), is, (eps_of(sdt) + 1e-9) * fabs(is)))
       failf("%s: save_invstd[%ld] = %.9g, want %.9g", tag, (long)ch, si.get_d(ch), is);
-    if (training && drm && !near(rm.get_d(ch), rm1[(size_t)ch], eps_of(rdt) * fabs(rm1[(size_t)ch]) + 1e-11 * rme[(size_t)ch] + tiny(rdt)))
-      failf("%s: running_mean[%ld] = %.9g, want %.9g", tag, (long)ch, rm.get_d(ch), rm1[(size_t)ch]);
-    if (training && drv && !near(rv.get_d(ch), rv1[(size_t)ch], eps_of(rdt) * fabs(rv1[(size_t)ch]) + 1e-9 * rve[(size_t)ch] + 1e-20 * mabs[(size_t)ch] * mabs[(size_t)ch] + tiny(rdt)))
+    if (training && drm &&
+        !near(rm.get_d(ch), rm1[(size_t)ch],
+              eps_of(rdt) * fabs(rm1[(size_t)ch]) + 1e-11 * rme[(size_t)ch] + tiny(rdt)))
+      failf("%s: running_mean[%ld] = %.9g, want %.9g", tag, (long)ch, rm.get_d(ch),
+            rm1[(size_t)ch]);
+    if (training && drv &&
+        !near(rv.get_d(ch), rv1[(size_t)ch],
+              eps_of(rdt) * fabs(rv1[(size_t)ch]) + 1e-9 * rve[(size_t)ch] +
+                  1e-20 * mabs[(size_t)ch] * mabs[(size_t)ch] + tiny(rdt)))
       failf("%s: running_var[%ld] = %.9g, want %.9g", tag, (long)ch, rv.get_d(ch), rv1[(size_t)ch]);
     for (int64_t n = 0; n < N && nfail == fails; n++)
       for (int64_t j = 0; j < S && nfail == fails; j++) {
@@ -171,14 +180,17 @@ static void bn_forward(int dt, int64_t N, int64_t C, int64_t S, bool training, i
         double xv = x.get_d(i), want = xv * scale + shift, got = out.get_d(i);
         double sc = fabs(xv * scale) + fabs(shift) + fabs(m * scale);
         if (!near(got, want, (4 * ce + e) * sc + dmean * fabs(scale) + tiny(dt)))
-          failf("%s: out[%ld] = %.17g, want %.17g (x %.17g, channel %ld: mean %.17g invstd %.17g w %g b %g)",
-                tag, (long)i, got, want, xv, (long)ch, m, is, wv, bv);
+          failf(
+              "%s: out[%ld] = %.17g, want %.17g (x %.17g, channel %ld: mean %.17g invstd %.17g w "
+              "%g b %g)",
+              tag, (long)i, got, want, xv, (long)ch, m, is, wv, bv);
       }
   }
   std::string c;
   if ((c = x.changed(true)) != "") failf("%s: x: %s", tag, c.c_str());
   if ((c = out.changed(false)) != "") failf("%s: out: %s", tag, c.c_str());
-  const char *names[] = {"weight", "bias", "running_mean", "running_var", "save_mean", "save_invstd"};
+  const char *names[] = {"weight",      "bias",      "running_mean",
+                         "running_var", "save_mean", "save_invstd"};
   for (int k = 0; k < 6; k++) {
     if (!dins[k]) continue;
     bool written = k >= 4 || (k >= 2 && training);
@@ -186,9 +198,10 @@ static void bn_forward(int dt, int64_t N, int64_t C, int64_t S, bool training, i
   }
   if (nfail != fails) {
     std::string s1, s2, s3;
-    printf("   batch_norm %s x=%s w=%s rm=%s stats=%s training=%d momentum=%g eps=%g mode=%d sms=%d\n",
-           dname(dt), shape_str(x.d).c_str(), name_or(dw, w, s1), name_or(drm, rm, s2),
-           name_or(dsm, sm, s3), training, mom, eps, mode, emu::sm_count);
+    printf(
+        "   batch_norm %s x=%s w=%s rm=%s stats=%s training=%d momentum=%g eps=%g mode=%d sms=%d\n",
+        dname(dt), shape_str(x.d).c_str(), name_or(dw, w, s1), name_or(drm, rm, s2),
+        name_or(dsm, sm, s3), training, mom, eps, mode, emu::sm_count);
   }
 }
 
@@ -211,7 +224,8 @@ static void bn_backward(int dt, int64_t N, int64_t C, int64_t S, bool training, 
   bool want_gx = !coin(4), want_gw = !coin(3), want_gb = !coin(3);
   if (!want_gx && !want_gw && !want_gb) want_gx = true;
   if (want_gx) make(gx, dt, {N, C, S}, lgx);
-  const ctc_t *dw = vec(w, !coin(4), dt, C), *dsm = vec(sm, true, sdt, C), *dsi = vec(si, true, sdt, C);
+  const ctc_t *dw = vec(w, !coin(4), dt, C), *dsm = vec(sm, true, sdt, C),
+              *dsi = vec(si, true, sdt, C);
   const ctc_t *dgw = vec(gw, want_gw, dt, C), *dgb = vec(gb, want_gb, dt, C);
   fill_vec(w, dw, -2, 2);
   /* the saved statistics: the batch's (training) or running ones (evaluation) */
@@ -254,12 +268,14 @@ static void bn_backward(int dt, int64_t N, int64_t C, int64_t S, bool training, 
         lsg += gv, lsgx += gv * d, sga += fabs(gv), sgxa += fabs(gv * d);
       }
     double sg = (double)lsg, sgx = (double)lsgx;
-    if (dgw && !near(gw.get_d(ch), sgx * is, e * fabs(sgx * is) + sumf(dt, M) * ce * sgxa * fabs(is) + tiny(dt)))
+    if (dgw && !near(gw.get_d(ch), sgx * is,
+                     e * fabs(sgx * is) + sumf(dt, M) * ce * sgxa * fabs(is) + tiny(dt)))
       failf("%s: grad_w[%ld] = %.9g, want %.9g", tag, (long)ch, gw.get_d(ch), sgx * is);
     if (dgb && !near(gb.get_d(ch), sg, e * fabs(sg) + sumf(dt, M) * ce * sga + tiny(dt)))
       failf("%s: grad_b[%ld] = %.9g, want %.9g", tag, (long)ch, gb.get_d(ch), sg);
     if (!want_gx) continue;
-    double k = wv * is, dm = training ? sg / (double)M : 0, dv = training ? is * is * sgx / (double)M : 0;
+    double k = wv * is, dm = training ? sg / (double)M : 0,
+           dv = training ? is * is * sgx / (double)M : 0;
     /* dm and dv: sums of M terms (their magnitudes: the error's scale) */
     double sf = sumf(dt, M), adm = training ? sf * sga / (double)M : 0;
     double adv = training ? sf * is * is * sgxa / (double)M : 0;
@@ -270,8 +286,10 @@ static void bn_backward(int dt, int64_t N, int64_t C, int64_t S, bool training, 
         double want = k * (gv - dm - (xv - m) * dv), got = gx.get_d(i);
         double sc = fabs(k) * (fabs(gv) + adm + (fabs(xv) + fabs(m)) * adv);
         if (!near(got, want, (6 * ce + e) * sc + tiny(dt)))
-          failf("%s: grad_x[%ld] = %.9g, want %.9g (g %.9g x %.9g, channel %ld: mean %.9g invstd %.9g)",
-                tag, (long)i, got, want, gv, xv, (long)ch, m, is);
+          failf(
+              "%s: grad_x[%ld] = %.9g, want %.9g (g %.9g x %.9g, channel %ld: mean %.9g invstd "
+              "%.9g)",
+              tag, (long)i, got, want, gv, xv, (long)ch, m, is);
       }
   }
   std::string c;
@@ -285,9 +303,11 @@ static void bn_backward(int dt, int64_t N, int64_t C, int64_t S, bool training, 
   if (dgb && (c = gb.changed(false)) != "") failf("%s: grad_b: %s", tag, c.c_str());
   if (nfail != fails) {
     std::string s1, s2, s3;
-    printf("   batch_norm_backward %s x=%s w=%s grad_w=%s grad_b=%s grad_x=%d training=%d mode=%d sms=%d\n",
-           dname(dt), shape_str(x.d).c_str(), name_or(dw, w, s1), name_or(dgw, gw, s2),
-           name_or(dgb, gb, s3), want_gx, training, mode, emu::sm_count);
+    printf(
+        "   batch_norm_backward %s x=%s w=%s grad_w=%s grad_b=%s grad_x=%d training=%d mode=%d "
+        "sms=%d\n",
+        dname(dt), shape_str(x.d).c_str(), name_or(dw, w, s1), name_or(dgw, gw, s2),
+        name_or(dgb, gb, s3), want_gx, training, mode, emu::sm_count);
   }
 }
 
@@ -302,10 +322,14 @@ static LnShape ln_shape(int64_t rows, int64_t cols) {
   LnShape s;
   s.rows = rows, s.cols = cols;
   /* rows as 1 or 2 dims, cols as 1 or 2 dims (the weight then 2-d, contiguous) */
-  if (rows > 0 && rows % 3 == 0 && coin(2)) s.x = {3, rows / 3};
-  else s.x = {rows};
-  if (cols % 4 == 0 && coin(3)) s.w = {4, cols / 4};
-  else s.w = {cols};
+  if (rows > 0 && rows % 3 == 0 && coin(2))
+    s.x = {3, rows / 3};
+  else
+    s.x = {rows};
+  if (cols % 4 == 0 && coin(3))
+    s.w = {4, cols / 4};
+  else
+    s.w = {cols};
   s.x.insert(s.x.end(), s.w.begin(), s.w.end());
   return s;
 }
@@ -356,10 +380,13 @@ static void ln_forward(int dt, int64_t rows, int64_t cols, int mode, const char 
       s += v, sa += std::isfinite(v) ? fabs(v) : 0;
     }
     double m = s / (double)cols;
-    for (int64_t j = 0; j < cols; j++) ss += (x.get_d(r * cols + j) - m) * (x.get_d(r * cols + j) - m);
+    for (int64_t j = 0; j < cols; j++)
+      ss += (x.get_d(r * cols + j) - m) * (x.get_d(r * cols + j) - m);
     double k = 1 / sqrt(ss / (double)cols + eps);
-    double dmean = sumf(dt, cols) * ce * sa / (double)cols; /* the kernel's mean: a sum's rounding */
-    if (dm && !near(mean.get_d(r), m, eps_of(sdt) * fabs(m) + 1e-11 * sa / (double)cols + tiny(sdt)))
+    double dmean =
+        sumf(dt, cols) * ce * sa / (double)cols; /* the kernel's mean: a sum's rounding */
+    if (dm &&
+        !near(mean.get_d(r), m, eps_of(sdt) * fabs(m) + 1e-11 * sa / (double)cols + tiny(sdt)))
       failf("%s: mean[%ld] = %.9g, want %.9g", tag, (long)r, mean.get_d(r), m);
     if (dr && !near(rstd.get_d(r), k, (eps_of(sdt) + 1e-9) * fabs(k)))
       failf("%s: rstd[%ld] = %.9g, want %.9g", tag, (long)r, rstd.get_d(r), k);
@@ -412,7 +439,8 @@ static void ln_backward(int dt, int64_t rows, int64_t cols, int mode, const char
     long double s = 0, ss = 0;
     for (int64_t j = 0; j < cols; j++) s += x.get_d(r * cols + j);
     double m = s / (double)cols;
-    for (int64_t j = 0; j < cols; j++) ss += (x.get_d(r * cols + j) - m) * (x.get_d(r * cols + j) - m);
+    for (int64_t j = 0; j < cols; j++)
+      ss += (x.get_d(r * cols + j) - m) * (x.get_d(r * cols + j) - m);
     store_d(mean.at(r), sdt, m);
     store_d(rstd.at(r), sdt, 1 / sqrt(ss / (double)cols + 1e-5));
   }
@@ -455,9 +483,12 @@ static void ln_backward(int dt, int64_t rows, int64_t cols, int mode, const char
     }
   }
   for (int64_t j = 0; j < cols && nfail == fails; j++) {
-    if (dgw && !near(gw.get_d(j), sw[(size_t)j], e * fabs(sw[(size_t)j]) + (3 + sumf(dt, rows)) * ce * swa[(size_t)j] + tiny(dt)))
+    if (dgw &&
+        !near(gw.get_d(j), sw[(size_t)j],
+              e * fabs(sw[(size_t)j]) + (3 + sumf(dt, rows)) * ce * swa[(size_t)j] + tiny(dt)))
       failf("%s: grad_w[%ld] = %.9g, want %.9g", tag, (long)j, gw.get_d(j), (double)sw[(size_t)j]);
-    if (dgb && !near(gb.get_d(j), sb[(size_t)j], e * fabs(sb[(size_t)j]) + sumf(dt, rows) * ce * sba[(size_t)j] + tiny(dt)))
+    if (dgb && !near(gb.get_d(j), sb[(size_t)j],
+                     e * fabs(sb[(size_t)j]) + sumf(dt, rows) * ce * sba[(size_t)j] + tiny(dt)))
       failf("%s: grad_b[%ld] = %.9g, want %.9g", tag, (long)j, gb.get_d(j), (double)sb[(size_t)j]);
   }
   std::string c;
@@ -471,9 +502,11 @@ static void ln_backward(int dt, int64_t rows, int64_t cols, int mode, const char
   if (dgb && (c = gb.changed(false)) != "") failf("%s: grad_b: %s", tag, c.c_str());
   if (nfail != fails) {
     std::string s1, s2, s3;
-    printf("   layer_norm_backward %s x=%s cols=%ld w=%s grad_w=%s grad_b=%s grad_x=%d mode=%d sms=%d\n",
-           dname(dt), shape_str(x.d).c_str(), (long)cols, name_or(dw, w, s1), name_or(dgw, gw, s2),
-           name_or(dgb, gb, s3), want_gx, mode, emu::sm_count);
+    printf(
+        "   layer_norm_backward %s x=%s cols=%ld w=%s grad_w=%s grad_b=%s grad_x=%d mode=%d "
+        "sms=%d\n",
+        dname(dt), shape_str(x.d).c_str(), (long)cols, name_or(dw, w, s1), name_or(dgw, gw, s2),
+        name_or(dgb, gb, s3), want_gx, mode, emu::sm_count);
   }
 }
 
@@ -486,16 +519,20 @@ static void int_dtype(void) {
   make(s2, CT_F32, {3}, Layout{});
   o.snapshot(), s1.snapshot(), s2.snapshot();
   emu::clear_message();
-  ct_status a = ct__cuda_batch_norm(&o.d, &s1.d, &s2.d, &x.d, nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5);
+  ct_status a = ct__cuda_batch_norm(&o.d, &s1.d, &s2.d, &x.d, nullptr, nullptr, nullptr, nullptr,
+                                    true, 0.1, 1e-5);
   ct_status b = ct__cuda_layer_norm(&o.d, nullptr, nullptr, &x.d, nullptr, nullptr, 4, 1e-5);
-  ct_status c = ct__cuda_batch_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, true);
-  ct_status d = ct__cuda_layer_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, 4);
+  ct_status c =
+      ct__cuda_batch_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, true);
+  ct_status d =
+      ct__cuda_layer_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, 4);
   ncases += 4;
   if (a != CT_ERR_DTYPE || b != CT_ERR_DTYPE || c != CT_ERR_DTYPE || d != CT_ERR_DTYPE)
     failf("norm of i32: statuses %d %d %d %d, want CT_ERR_DTYPE", (int)a, (int)b, (int)c, (int)d);
   emu_clean("norm i32");
   std::string ch;
-  if ((ch = o.changed(true)) != "" || (ch = s1.changed(true)) != "" || (ch = s2.changed(true)) != "")
+  if ((ch = o.changed(true)) != "" || (ch = s1.changed(true)) != "" ||
+      (ch = s2.changed(true)) != "")
     failf("norm of i32: %s", ch.c_str());
 }
 
@@ -503,7 +540,8 @@ int run_norm(void) {
   Suite su("norm.cu: batch norm and layer norm, forward and backward");
   char tag[128];
   /* batch norm: M = N*S across the thread counts (32/128/256/512 at 128, 512, 4096) */
-  static const int64_t Ms[] = {1, 2, 3, 31, 33, 64, 127, 128, 129, 300, 511, 512, 777, 4095, 4096, 5001};
+  static const int64_t Ms[] = {1,   2,   3,   31,  33,  64,   127,  128,
+                               129, 300, 511, 512, 777, 4095, 4096, 5001};
   int reps = full ? 6 : 1;
   for (int rep = 0; rep < reps; rep++)
     for (int dt : kDts)
@@ -515,10 +553,12 @@ int run_norm(void) {
         emu::sm_count = (int)rnd(1, 4);
         bool training = M > 1 && !coin(3);
         int mode = coin(3) ? (int)rnd(1, 4) : 0;
-        snprintf(tag, sizeof tag, "batch_norm %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C, (long)S);
+        snprintf(tag, sizeof tag, "batch_norm %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C,
+                 (long)S);
         bn_forward(dt, N, C, S, training, mode, tag);
         emu::sm_count = (int)rnd(1, 4);
-        snprintf(tag, sizeof tag, "batch_norm_backward %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C, (long)S);
+        snprintf(tag, sizeof tag, "batch_norm_backward %s (%ld, %ld, %ld)", dname(dt), (long)N,
+                 (long)C, (long)S);
         bn_backward(dt, N, C, S, coin(4) ? false : M > 1, coin(3) ? (int)rnd(1, 3) : 0, tag);
       }
   /* the split path: few channels of >= 2048 elements, several blocks per
@@ -529,12 +569,28 @@ int run_norm(void) {
       int64_t M = rnd(2048, 9000), S = coin(2) ? 1 : 64, N = (M + S - 1) / S, C = rnd(1, 3);
       emu::sm_count = (int)rnd(1, 4);
       int mode = dt == CT_F32 || dt == CT_F64 ? (coin(2) ? 5 : (int)rnd(0, 4)) : (int)rnd(0, 4);
-      snprintf(tag, sizeof tag, "batch_norm split %s (%ld, %ld, %ld) mode %d", dname(dt), (long)N, (long)C,
-               (long)S, mode);
+      snprintf(tag, sizeof tag, "batch_norm split %s (%ld, %ld, %ld) mode %d", dname(dt), (long)N,
+               (long)C, (long)S, mode);
       bn_forward(dt, N, C, S, !coin(5), mode, tag);
       emu::sm_count = (int)rnd(1, 4);
-      snprintf(tag, sizeof tag, "batch_norm_backward split %s (%ld, %ld, %ld)", dname(dt), (long)N, (long)C,
-               (long)S);
+      snprintf(tag, sizeof tag, "batch_norm_backward split %s (%ld, %ld, %ld)", dname(dt), (long)N,
+               (long)C, (long)S);
+      bn_backward(dt, N, C, S, !coin(4), coin(3) ? (int)rnd(1, 3) : 0, tag);
+    }
+  /* the column path (S < 32): many rows of channels not a multiple of 32,
+   * several tiles and ranges of rows, merged per channel over its S columns */
+  for (int rep = 0; rep < 2 * reps; rep++)
+    for (int dt : kDts) {
+      static const int64_t Ss[] = {1, 1, 2, 5, 31};
+      int64_t S = Ss[rnd(0, 4)], C = S > 2 ? rnd(3, 13) : rnd(33, 75), N = rnd(64, 64 + 1200 / S);
+      emu::sm_count = (int)rnd(1, 4);
+      int mode = dt == CT_F32 || dt == CT_F64 ? (coin(2) ? 5 : (int)rnd(0, 4)) : (int)rnd(0, 4);
+      snprintf(tag, sizeof tag, "batch_norm columns %s (%ld, %ld, %ld) mode %d", dname(dt), (long)N,
+               (long)C, (long)S, mode);
+      bn_forward(dt, N, C, S, !coin(5), mode, tag);
+      emu::sm_count = (int)rnd(1, 4);
+      snprintf(tag, sizeof tag, "batch_norm_backward columns %s (%ld, %ld, %ld)", dname(dt),
+               (long)N, (long)C, (long)S);
       bn_backward(dt, N, C, S, !coin(4), coin(3) ? (int)rnd(1, 3) : 0, tag);
     }
   /* evaluation of an empty batch: the running statistics pass through */
@@ -547,14 +603,17 @@ int run_norm(void) {
   for (int rep = 0; rep < reps; rep++)
     for (int dt : kDts)
       for (int64_t cols : Cs) {
-        int64_t rows = cols >= 1000 ? rnd(1, 3) : cols < 256 && coin(3) ? rnd(129, 300) : rnd(1, 12);
+        int64_t rows = cols >= 1000            ? rnd(1, 3)
+                       : cols < 256 && coin(3) ? rnd(129, 300)
+                                               : rnd(1, 12);
         emu::sm_count = (int)rnd(1, 4);
         int mode = coin(3) ? (int)rnd(1, 4) : 0;
         snprintf(tag, sizeof tag, "layer_norm %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
         ln_forward(dt, rows, cols, mode, tag);
         emu::sm_count = (int)rnd(1, 4);
         if (cols >= 1000 && coin(2)) rows = rnd(17, 40); /* several 32-column tiles per block */
-        snprintf(tag, sizeof tag, "layer_norm_backward %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
+        snprintf(tag, sizeof tag, "layer_norm_backward %s (%ld, %ld)", dname(dt), (long)rows,
+                 (long)cols);
         ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
       }
   /* grad_w / grad_b over ranges of rows (few column tiles, many rows), the
@@ -563,7 +622,8 @@ int run_norm(void) {
     for (int dt : kDts) {
       int64_t rows = rnd(128, 1100), cols = coin(2) ? rnd(1, 33) : rnd(34, 100);
       emu::sm_count = (int)rnd(1, 4);
-      snprintf(tag, sizeof tag, "layer_norm_backward split %s (%ld, %ld)", dname(dt), (long)rows, (long)cols);
+      snprintf(tag, sizeof tag, "layer_norm_backward split %s (%ld, %ld)", dname(dt), (long)rows,
+               (long)cols);
       ln_backward(dt, rows, cols, coin(3) ? (int)rnd(1, 3) : 0, tag);
     }
   /* rows == 0: grad_w and grad_b are zeros */
@@ -582,7 +642,7 @@ int run_norm(void) {
     if (emu::total_launches() != l0) failf("norm of empty tensors launched a kernel");
   }
   int_dtype();
-  printf("  cases: batch norm %ld forward, %ld backward; layer norm %ld forward, %ld backward\n", nbn_f,
-         nbn_b, nln_f, nln_b);
+  printf("  cases: batch norm %ld forward, %ld backward; layer norm %ld forward, %ld backward\n",
+         nbn_f, nbn_b, nln_f, nln_b);
   return su.end("norm.cu");
 }

@@ -192,6 +192,10 @@ static ct_status cuda_argsort(ct_tensor *indices, const ct_tensor *x, bool desce
   ctc_t i = desc(indices), a = desc(x);
   return ct__cuda_argsort(&i, &a, descending);
 }
+static ct_status cuda_topk(ct_tensor *indices, const ct_tensor *x, int64_t k, bool largest) {
+  ctc_t i = desc(indices), a = desc(x);
+  return ct__cuda_topk(&i, &a, k, largest);
+}
 
 /* ---- Neural-network layers: conv.cu (cuDNN), pool.cu, norm.cu ------------------------------ */
 
@@ -468,6 +472,8 @@ static const ct_backend ct__cuda_backend = {
     .cumulative = cuda_cumulative,
     .remap = cuda_remap,
     .argsort = cuda_argsort,
+    .topk = cuda_topk,
+    .topk_wanted = ct__cuda_topk_wanted,
     /* execution: device.cu */
     .synchronize = ct__cuda_synchronize,
     .stream_new = ct__cuda_stream_new,

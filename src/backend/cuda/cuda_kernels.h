@@ -185,6 +185,10 @@ ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g, const ct
 ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x, int dim);
 ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p);
 ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending); /* sort.cu */
+/* The first k of the argsort (backend.h `topk`), k <= 1024; whether it takes
+ * rows of n for k (the op layer sorts otherwise). sort.cu */
+ct_status ct__cuda_topk(const ctc_t *indices, const ctc_t *x, int64_t k, bool largest);
+bool ct__cuda_topk_wanted(int64_t n, int64_t k);
 
 /* adv_index.cu (advanced indexing); idx: p->n descriptors */
 ct_status ct__cuda_index_linearize(const ctc_t *lin, const ctc_t *idx, const ct_adv_index_params *p);

@@ -61,8 +61,91 @@ static unsigned grid_for(int64_t items, int dev) {
 
 static ct_status check_dtype(const char *op, int dt) {
   if (!ctc_is_float(dt))
-    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op, ct_dtype_name((ct_dtype)dt));
+    return ct__fail_status(CT_ERR_DTYPE, "%s: no CUDA kernel for %s", op,
+                           ct_dtype_name((ct_dtype)dt));
   return CT_OK;
+}
+
+/* ---- Column reductions ------------------------------------------------------------- */
+/* x seen as `rows` rows of W contiguous columns; output u reduces the S
+ * adjacent columns u*S .. u*S+S-1 over every row: batch norm's channels of
+ * (N, C, S) x and the row norms' affine parameters, when S is small. (A
+ * block per output would step its threads S elements on, C*S apart: lanes
+ * of a warp on different cache lines for S = 1.) Here a block (32, 16) takes
+ * a tile of 32 adjacent columns and a range of rows: the lanes of a warp
+ * read 32 adjacent elements of a row, row lane y the rows y, y+16, ... of
+ * the range; the 16 row lanes' parts merge in order into part[k * W + c]
+ * (range k). A second launch, a thread per output, merges the parts of its
+ * S columns and R ranges in order and finishes it (Op::finish). No atomics:
+ * deterministic. Op (templated on the compute type) gives the part type P,
+ * zero(), add(p, r, c), merge(a, b) and finish(u, p). */
+#define COL_TX 32
+#define COL_TY 16
+#define COL_MAX_S 32 /* S at least a warp's elements: the per-output kernels read whole lines */
+template <class Op, class P>
+__global__ void col_parts_kernel(Op op, P *part, int64_t rows, int64_t W, int64_t R,
+                                 int64_t chunk) {
+  __shared__ P sh[COL_TY][COL_TX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t tiles = (W + COL_TX - 1) / COL_TX;
+  for (int64_t t = blockIdx.x; t < tiles * R; t += gridDim.x) {
+    int64_t k = t / tiles, c = (t - k * tiles) * COL_TX + tx;
+    int64_t r1 = (k + 1) * chunk < rows ? (k + 1) * chunk : rows;
+    P p = Op::zero();
+    if (c < W)
+      for (int64_t r = k * chunk + ty; r < r1; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < W) {
+      for (int y = 1; y < COL_TY; y++) p = Op::merge(p, sh[y][tx]);
+      part[k * W + c] = p;
+    }
+  }
+}
+template <class Op, class P>
+__global__ void col_merge_kernel(Op op, const P *part, int64_t U, int64_t S, int64_t R) {
+  for (int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; u < U;
+       u += (int64_t)gridDim.x * blockDim.x) {
+    P p = Op::zero();
+    for (int64_t k = 0; k < R; k++)
+      for (int64_t j = 0; j < S; j++) p = Op::merge(p, part[(k * U + u) * S + j]);
+    op.finish(u, p);
+  }
+}
+/* Row ranges: enough blocks for 4 per SM when the column tiles alone are
+ * fewer, each range at least COL_MIN_ROWS rows (4 per row lane) so that its
+ * parts outweigh their merge. */
+#define COL_MIN_ROWS 64
+static int64_t col_ranges(int64_t rows, int64_t W, int dev) {
+  int64_t tiles = (W + COL_TX - 1) / COL_TX;
+  int64_t want = ((int64_t)ctc_sm_count(dev) * 4 + tiles - 1) / tiles, most = rows / COL_MIN_ROWS;
+  int64_t R = want < most ? want : most;
+  return R < 1 ? 1 : R;
+}
+/* Both launches (R = 0: no parts, every output finishes from zero()); part
+ * holds R * W parts. */
+template <class Op, class P>
+static ct_status col_reduce(const char *op_name, int dev, cudaStream_t s, const Op &op, P *part,
+                            int64_t rows, int64_t U, int64_t S, int64_t R) {
+  int64_t W = U * S;
+  if (R > 0) {
+    int64_t tiles = (W + COL_TX - 1) / COL_TX;
+    col_parts_kernel<Op, P><<<grid_for(tiles * R, dev), dim3(COL_TX, COL_TY), 0, s>>>(
+        op, part, rows, W, R, (rows + R - 1) / R);
+    CT_CUDA_LAUNCH_CHECK(op_name, dev, s);
+  }
+  col_merge_kernel<Op, P><<<ctc_blocks(U, dev), CTC_THREADS, 0, s>>>(op, part, U, S, R);
+  CT_CUDA_LAUNCH_CHECK(op_name, dev, s);
+  return CT_OK;
+}
+
+/* Two sums (grad_b-like, grad_w-like). */
+struct sum2 {
+  double s0, s1;
+};
+__device__ __forceinline__ sum2 sum2_merge(const sum2 &x, const sum2 &y) {
+  return {x.s0 + y.s0, x.s1 + y.s1};
 }
 
 /* ---- Batch norm -------------------------------------------------------------------- */
@@ -108,17 +191,20 @@ __device__ bn_part bn_block_merge(bn_part p, bn_part *sh) {
   }
   return p;
 }
+__device__ __forceinline__ void bn_push(bn_part &p, double v) {
+  p.n += 1;
+  double d = v - p.mean;
+  p.mean += d / p.n;
+  p.m2 += d * (v - p.mean);
+  p.sum += v;
+}
 /* This thread's part of elements [lo, hi) of channel ch (in (n, s) order). */
-template <class C> __device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
+template <class C>
+__device__ bn_part bn_thread_part(const bn_args &a, int64_t ch, int64_t lo, int64_t hi) {
   bn_part p = {0, 0, 0, 0};
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     int64_t n = i / a.S, j = i - n * a.S;
-    double v = (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt);
-    p.n += 1;
-    double d = v - p.mean;
-    p.mean += d / p.n;
-    p.m2 += d * (v - p.mean);
-    p.sum += v;
+    bn_push(p, (double)ctc_load<C>(a.x + ((n * a.C + ch) * a.S + j) * a.es, a.dt));
   }
   return p;
 }
@@ -147,7 +233,8 @@ __device__ void bn_finish(const bn_args &a, int64_t ch, const bn_part &p, double
 }
 
 /* One block per channel: statistics, then the normalization. */
-template <class C> __global__ void bn_fwd_kernel(bn_args a) {
+template <class C>
+__global__ void bn_fwd_kernel(bn_args a) {
   __shared__ bn_part sh[32];
   __shared__ double coef[2];
   int64_t M = a.N * a.S;
@@ -167,7 +254,8 @@ template <class C> __global__ void bn_fwd_kernel(bn_args a) {
 
 /* The split path, for channels too few to fill the GPU: P blocks per channel
  * each merge `chunk` consecutive elements into parts[ch * P + p] ... */
-template <class C> __global__ void bn_stats_kernel(bn_args a, bn_part *parts, int64_t P, int64_t chunk) {
+template <class C>
+__global__ void bn_stats_kernel(bn_args a, bn_part *parts, int64_t P, int64_t chunk) {
   __shared__ bn_part sh[32];
   int64_t M = a.N * a.S;
   for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
@@ -178,16 +266,19 @@ template <class C> __global__ void bn_stats_kernel(bn_args a, bn_part *parts, in
 }
 /* ... a thread per channel merges its P parts in order ... */
 __global__ void bn_merge_kernel(bn_args a, const bn_part *parts, int64_t P, double *coef) {
-  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C;
+       ch += (int64_t)gridDim.x * blockDim.x) {
     bn_part p = {0, 0, 0, 0}; /* evaluation: no parts, the running statistics */
     for (int64_t k = 0; a.training && k < P; k++) p = bn_merge(p, parts[ch * P + k]);
     bn_finish(a, ch, p, coef + 2 * ch);
   }
 }
 /* ... and every element is normalized by a thread of its own. */
-template <class C> __global__ void bn_apply_kernel(bn_args a, const double *coef) {
+template <class C>
+__global__ void bn_apply_kernel(bn_args a, const double *coef) {
   int64_t total = a.N * a.C * a.S;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
     int64_t ch = (i / a.S) % a.C;
     C scale = (C)coef[2 * ch], shift = (C)coef[2 * ch + 1];
     ctc_store<C>(a.out + i * a.es, a.dt, ctc_load<C>(a.x + i * a.es, a.dt) * scale + shift);
@@ -208,8 +299,8 @@ static int64_t bn_parts(int64_t M, int64_t C, int dev) {
 /* Backward: the sums of grad_out and grad_out * (x - mean) over a channel's
  * elements [lo, hi), this thread's share. */
 template <class C>
-__device__ void bn_thread_gsums(const bn_args &a, int64_t ch, double mean, int64_t lo, int64_t hi, double *sg,
-                                double *sgx) {
+__device__ void bn_thread_gsums(const bn_args &a, int64_t ch, double mean, int64_t lo, int64_t hi,
+                                double *sg, double *sgx) {
   double g0 = 0, g1 = 0;
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     int64_t n = i / a.S, j = i - n * a.S, o = ((n * a.C + ch) * a.S + j) * a.es;
@@ -231,14 +322,16 @@ __device__ void bn_bwd_finish(const bn_args &a, int64_t ch, double sg, double sg
   coef[2] = a.training && M > 0 ? sg / M : 0;
   coef[3] = a.training && M > 0 ? invstd * invstd * sgx / M : 0;
 }
-template <class C> __device__ __forceinline__ void bn_bwd_elem(const bn_args &a, const double *coef, int64_t o) {
+template <class C>
+__device__ __forceinline__ void bn_bwd_elem(const bn_args &a, const double *coef, int64_t o) {
   C k = (C)coef[0], m = (C)coef[1], dm = (C)coef[2], dv = (C)coef[3];
   C gv = ctc_load<C>(a.g + o, a.dt), xv = ctc_load<C>(a.x + o, a.dt);
   ctc_store<C>(a.gx + o, a.dt, k * (gv - dm - (xv - m) * dv));
 }
 
 /* One block per channel: the sums, then grad_x. */
-template <class C> __global__ void bn_bwd_kernel(bn_args a) {
+template <class C>
+__global__ void bn_bwd_kernel(bn_args a) {
   __shared__ double sh[32], coef[4];
   int64_t M = a.N * a.S;
   for (int64_t ch = blockIdx.x; ch < a.C; ch += gridDim.x) {
@@ -259,7 +352,8 @@ template <class C> __global__ void bn_bwd_kernel(bn_args a) {
 
 /* The split path: P blocks per channel sum `chunk` elements each into
  * parts[2 * (ch * P + p) + {0, 1}] ... */
-template <class C> __global__ void bn_bwd_sums_kernel(bn_args a, double *parts, int64_t P, int64_t chunk) {
+template <class C>
+__global__ void bn_bwd_sums_kernel(bn_args a, double *parts, int64_t P, int64_t chunk) {
   __shared__ double sh[32];
   int64_t M = a.N * a.S;
   for (int64_t b = blockIdx.x; b < a.C * P; b += gridDim.x) {
@@ -273,20 +367,176 @@ template <class C> __global__ void bn_bwd_sums_kernel(bn_args a, double *parts, 
 }
 /* ... a thread per channel adds its P parts in order ... */
 __global__ void bn_bwd_merge_kernel(bn_args a, const double *parts, int64_t P, double *coef) {
-  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C; ch += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < a.C;
+       ch += (int64_t)gridDim.x * blockDim.x) {
     double sg = 0, sgx = 0;
-    for (int64_t k = 0; k < P; k++) sg += parts[2 * (ch * P + k)], sgx += parts[2 * (ch * P + k) + 1];
+    for (int64_t k = 0; k < P; k++)
+      sg += parts[2 * (ch * P + k)], sgx += parts[2 * (ch * P + k) + 1];
     bn_bwd_finish(a, ch, sg, sgx, coef + 4 * ch);
   }
 }
 /* ... and a thread per element computes grad_x. */
-template <class C> __global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
+template <class C>
+__global__ void bn_bwd_apply_kernel(bn_args a, const double *coef) {
   int64_t total = a.N * a.C * a.S;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x)
     bn_bwd_elem<C>(a, coef + 4 * ((i / a.S) % a.C), i * a.es);
 }
 
-static unsigned bn_threads(int64_t M) { return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32; }
+/* The column path (S < COL_MAX_S; col_reduce): the training statistics by
+ * Welford over column c's rows, or (R = 0) the running ones, finished into
+ * the coefficients ... */
+template <class C>
+struct bn_stats_op {
+  bn_args a;
+  double *coef;
+  __device__ static bn_part zero() { return {0, 0, 0, 0}; }
+  __device__ void add(bn_part &p, int64_t r, int64_t c) const {
+    bn_push(p, (double)ctc_load<C>(a.x + (r * a.C * a.S + c) * a.es, a.dt));
+  }
+  __device__ static bn_part merge(const bn_part &x, const bn_part &y) { return bn_merge(x, y); }
+  __device__ void finish(int64_t ch, const bn_part &p) const { bn_finish(a, ch, p, coef + 2 * ch); }
+};
+/* ... and the backward's sums of grad_out (s0) and grad_out * (x - mean) (s1). */
+template <class C>
+struct bn_sums_op {
+  bn_args a;
+  double *coef;
+  __device__ static sum2 zero() { return {0, 0}; }
+  __device__ void add(sum2 &p, int64_t r, int64_t c) const {
+    int64_t o = (r * a.C * a.S + c) * a.es;
+    double gv = (double)ctc_load<C>(a.g + o, a.dt);
+    p.s0 += gv;
+    p.s1 += gv * ((double)ctc_load<C>(a.x + o, a.dt) - vload(a.mean, c / a.S, 0));
+  }
+  __device__ static sum2 merge(const sum2 &x, const sum2 &y) { return sum2_merge(x, y); }
+  __device__ void finish(int64_t ch, const sum2 &p) const {
+    bn_bwd_finish(a, ch, p.s0, p.s1, coef + 4 * ch);
+  }
+};
+
+/* One launch instead of three when a channel is one column (S = 1) and one
+ * range of rows covers the batch (small batches: the launches are most of
+ * the time): a block per 32 channels reduces them as col_parts_kernel does
+ * (the same order: the same results), finishes them, and normalizes its
+ * columns (forward) or computes their grad_x (backward). */
+template <class C>
+__global__ void bn_col1_fwd_kernel(bn_args a) {
+  __shared__ bn_part sh[COL_TY][COL_TX];
+  __shared__ double coef[COL_TX][2];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  bn_stats_op<C> op{a, nullptr};
+  for (int64_t t = blockIdx.x; t < (a.C + COL_TX - 1) / COL_TX; t += gridDim.x) {
+    int64_t c = t * COL_TX + tx;
+    bn_part p = bn_stats_op<C>::zero();
+    if (a.training && c < a.C)
+      for (int64_t r = ty; r < a.N; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh and coef are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < a.C) {
+      for (int y = 1; y < COL_TY; y++) p = bn_merge(p, sh[y][tx]);
+      bn_finish(a, c, p, coef[tx]);
+    }
+    __syncthreads();
+    if (c >= a.C) continue;
+    C scale = (C)coef[tx][0], shift = (C)coef[tx][1];
+    for (int64_t r = ty; r < a.N; r += COL_TY) {
+      int64_t o = (r * a.C + c) * a.es;
+      ctc_store<C>(a.out + o, a.dt, ctc_load<C>(a.x + o, a.dt) * scale + shift);
+    }
+  }
+}
+template <class C>
+__global__ void bn_col1_bwd_kernel(bn_args a) {
+  __shared__ sum2 sh[COL_TY][COL_TX];
+  __shared__ double coef[COL_TX][4];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  bn_sums_op<C> op{a, nullptr};
+  for (int64_t t = blockIdx.x; t < (a.C + COL_TX - 1) / COL_TX; t += gridDim.x) {
+    int64_t c = t * COL_TX + tx;
+    sum2 p = {0, 0};
+    if (c < a.C)
+      for (int64_t r = ty; r < a.N; r += COL_TY) op.add(p, r, c);
+    __syncthreads(); /* the previous tile's reads of sh and coef are done */
+    sh[ty][tx] = p;
+    __syncthreads();
+    if (ty == 0 && c < a.C) {
+      for (int y = 1; y < COL_TY; y++) p = sum2_merge(p, sh[y][tx]);
+      bn_bwd_finish(a, c, p.s0, p.s1, coef[tx]);
+    }
+    __syncthreads();
+    if (c >= a.C || !a.gx) continue;
+    for (int64_t r = ty; r < a.N; r += COL_TY) bn_bwd_elem<C>(a, coef[tx], (r * a.C + c) * a.es);
+  }
+}
+
+/* Forward on the column path: the statistics (training), then a thread per
+ * element normalizes. */
+static ct_status bn_col_forward(const char *op, int dev, cudaStream_t s, const bn_args &a,
+                                bool f64) {
+  int64_t W = a.C * a.S, R = a.training ? col_ranges(a.N, W, dev) : 0;
+  if (a.S == 1 && R <= 1) {
+    unsigned g = grid_for((a.C + COL_TX - 1) / COL_TX, dev);
+    if (f64)
+      bn_col1_fwd_kernel<double><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    else
+      bn_col1_fwd_kernel<float><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
+  size_t pb = sizeof(bn_part) * (size_t)(R * W);
+  ctc_scratch buf(dev);
+  char *mem = (char *)buf.get(pb + 2 * sizeof(double) * (size_t)a.C);
+  if (!mem) return ct_last_error();
+  bn_part *part = (bn_part *)mem;
+  double *coef = (double *)(mem + pb);
+  ct_status st = f64 ? col_reduce(op, dev, s, bn_stats_op<double>{a, coef}, part, a.N, a.C, a.S, R)
+                     : col_reduce(op, dev, s, bn_stats_op<float>{a, coef}, part, a.N, a.C, a.S, R);
+  if (st != CT_OK) return st;
+  unsigned g = ctc_blocks(a.N * W, dev);
+  if (f64)
+    bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+/* Backward on the column path: the sums, then a thread per element of grad_x. */
+static ct_status bn_col_backward(const char *op, int dev, cudaStream_t s, const bn_args &a,
+                                 bool f64) {
+  int64_t W = a.C * a.S, R = col_ranges(a.N, W, dev);
+  if (a.S == 1 && R == 1) {
+    unsigned g = grid_for((a.C + COL_TX - 1) / COL_TX, dev);
+    if (f64)
+      bn_col1_bwd_kernel<double><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    else
+      bn_col1_bwd_kernel<float><<<g, dim3(COL_TX, COL_TY), 0, s>>>(a);
+    CT_CUDA_LAUNCH_CHECK(op, dev, s);
+    return CT_OK;
+  }
+  size_t pb = sizeof(sum2) * (size_t)(R * W);
+  ctc_scratch buf(dev);
+  char *mem = (char *)buf.get(pb + 4 * sizeof(double) * (size_t)a.C);
+  if (!mem) return ct_last_error();
+  sum2 *part = (sum2 *)mem;
+  double *coef = (double *)(mem + pb);
+  ct_status st = f64 ? col_reduce(op, dev, s, bn_sums_op<double>{a, coef}, part, a.N, a.C, a.S, R)
+                     : col_reduce(op, dev, s, bn_sums_op<float>{a, coef}, part, a.N, a.C, a.S, R);
+  if (st != CT_OK || !a.gx) return st;
+  unsigned g = ctc_blocks(a.N * W, dev);
+  if (f64)
+    bn_bwd_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_bwd_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}
+
+static unsigned bn_threads(int64_t M) {
+  return M >= 4096 ? 512 : M >= 512 ? 256 : M >= 128 ? 128 : 32;
+}
 
 static bn_args bn_init(const ctc_t *x) {
   bn_args a;
@@ -300,10 +550,11 @@ static bn_args bn_init(const ctc_t *x) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean, const ctc_t *save_invstd,
-                                         const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
-                                         const ctc_t *running_mean, const ctc_t *running_var, bool training,
-                                         double momentum, double eps) {
+extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean,
+                                         const ctc_t *save_invstd, const ctc_t *x,
+                                         const ctc_t *weight, const ctc_t *bias,
+                                         const ctc_t *running_mean, const ctc_t *running_var,
+                                         bool training, double momentum, double eps) {
   const char *op = "batch_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -321,38 +572,46 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   a.rm = mkvec(running_mean), a.rv = mkvec(running_var);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
+  if (a.S < COL_MAX_S) return bn_col_forward(op, dev, s, a, f64);
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned g = grid_for(a.C, dev), t = bn_threads(M);
-    if (f64) bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
-    else bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+    if (f64)
+      bn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+    else
+      bn_fwd_kernel<float><<<g, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     return CT_OK;
   }
   ctc_scratch buf(dev);
-  bn_part *parts = (bn_part *)buf.get(sizeof(bn_part) * (size_t)(a.C * P) + 2 * sizeof(double) * (size_t)a.C);
+  bn_part *parts =
+      (bn_part *)buf.get(sizeof(bn_part) * (size_t)(a.C * P) + 2 * sizeof(double) * (size_t)a.C);
   if (!parts) return ct_last_error();
   double *coef = (double *)(parts + a.C * P);
   if (training) { /* evaluation reads the running statistics only */
     unsigned g = grid_for(a.C * P, dev);
     int64_t chunk = (M + P - 1) / P;
-    if (f64) bn_stats_kernel<double><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
-    else bn_stats_kernel<float><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    if (f64)
+      bn_stats_kernel<double><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+    else
+      bn_stats_kernel<float><<<g, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   bn_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   unsigned g = ctc_blocks(a.N * a.C * a.S, dev);
-  if (f64) bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
-  else bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  if (f64)
+    bn_apply_kernel<double><<<g, CTC_THREADS, 0, s>>>(a, coef);
+  else
+    bn_apply_kernel<float><<<g, CTC_THREADS, 0, s>>>(a, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
 extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x, const ctc_t *weight,
-                                                  const ctc_t *save_mean, const ctc_t *save_invstd,
-                                                  bool training) {
+                                                  const ctc_t *g, const ctc_t *x,
+                                                  const ctc_t *weight, const ctc_t *save_mean,
+                                                  const ctc_t *save_invstd, bool training) {
   const char *op = "batch_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -368,11 +627,14 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   a.gw = mkvec(gw), a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
+  if (a.S < COL_MAX_S) return bn_col_backward(op, dev, s, a, f64);
   int64_t M = a.N * a.S, P = bn_parts(M, a.C, dev);
   if (P == 1) {
     unsigned gr = grid_for(a.C, dev), t = bn_threads(M);
-    if (f64) bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
-    else bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      bn_bwd_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      bn_bwd_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     return CT_OK;
   }
@@ -382,15 +644,19 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   double *coef = parts + 2 * a.C * P;
   unsigned gr = grid_for(a.C * P, dev);
   int64_t chunk = (M + P - 1) / P;
-  if (f64) bn_bwd_sums_kernel<double><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
-  else bn_bwd_sums_kernel<float><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+  if (f64)
+    bn_bwd_sums_kernel<double><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
+  else
+    bn_bwd_sums_kernel<float><<<gr, BN_PART_THREADS, 0, s>>>(a, parts, P, chunk);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   bn_bwd_merge_kernel<<<ctc_blocks(a.C, dev), CTC_THREADS, 0, s>>>(a, parts, P, coef);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   if (gx) {
     gr = ctc_blocks(a.N * a.C * a.S, dev);
-    if (f64) bn_bwd_apply_kernel<double><<<gr, CTC_THREADS, 0, s>>>(a, coef);
-    else bn_bwd_apply_kernel<float><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    if (f64)
+      bn_bwd_apply_kernel<double><<<gr, CTC_THREADS, 0, s>>>(a, coef);
+    else
+      bn_bwd_apply_kernel<float><<<gr, CTC_THREADS, 0, s>>>(a, coef);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;
@@ -407,13 +673,15 @@ struct ln_args {
   vec w, b, mean, rstd, gw, gb;
 };
 
-template <class C> __global__ void ln_fwd_kernel(ln_args a) {
+template <class C>
+__global__ void ln_fwd_kernel(ln_args a) {
   __shared__ double sh[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const char *x = a.x + r * a.cols * a.es;
     char *o = a.out + r * a.cols * a.es;
     double s = 0;
-    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) s += (double)ctc_load<C>(x + i * a.es, a.dt);
+    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x)
+      s += (double)ctc_load<C>(x + i * a.es, a.dt);
     double mean = block_sum(s, sh) / (double)a.cols;
     double ss = 0;
     for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) {
@@ -436,7 +704,8 @@ template <class C> __global__ void ln_fwd_kernel(ln_args a) {
   }
 }
 
-template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
+template <class C>
+__global__ void ln_bwd_x_kernel(ln_args a) {
   __shared__ double sh[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const char *x = a.x + r * a.cols * a.es, *g = a.g + r * a.cols * a.es;
@@ -469,7 +738,8 @@ template <class C> __global__ void ln_bwd_x_kernel(ln_args a) {
  * to part[k * cols + j] (grad_w) and part[(R + k) * cols + j] (grad_b) for
  * range k, which ln_bwd_w_merge_kernel adds. Consecutive blocks take adjacent
  * tiles of the same rows. */
-template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
+template <class C>
+__global__ void ln_bwd_w_kernel(ln_args a, double *part, int64_t R, int64_t chunk) {
   __shared__ double sw[LN_TY][LN_TX], sb[LN_TY][LN_TX];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t tiles = (a.cols + LN_TX - 1) / LN_TX;
@@ -507,7 +777,8 @@ template <class C> __global__ void ln_bwd_w_kernel(ln_args a, double *part, int6
 /* The R ranges' sums of each column, added in order (adjacent threads,
  * adjacent columns). */
 __global__ void ln_bwd_w_merge_kernel(ln_args a, const double *part, int64_t R) {
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols; j += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.cols;
+       j += (int64_t)gridDim.x * blockDim.x) {
     double w = 0, b = 0;
     for (int64_t k = 0; k < R; k++) w += part[k * a.cols + j], b += part[(R + k) * a.cols + j];
     vstore(a.gw, j, w);
@@ -541,8 +812,9 @@ static unsigned ln_threads(int64_t cols) {
   return (unsigned)(t < 32 ? 32 : t);
 }
 
-extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
-                                         const ctc_t *weight, const ctc_t *bias, int64_t cols, double eps) {
+extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
+                                         const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
+                                         int64_t cols, double eps) {
   const char *op = "layer_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -555,15 +827,18 @@ extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, co
   a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(mean), a.rstd = mkvec(rstd);
   cudaStream_t s = ctc_stream(dev);
   unsigned g = grid_for(a.rows, dev), t = ln_threads(cols);
-  if (x->dtype == CT_F64) ln_fwd_kernel<double><<<g, t, 0, s>>>(a);
-  else ln_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  if (x->dtype == CT_F64)
+    ln_fwd_kernel<double><<<g, t, 0, s>>>(a);
+  else
+    ln_fwd_kernel<float><<<g, t, 0, s>>>(a);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
 
 extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x, const ctc_t *weight,
-                                                  const ctc_t *mean, const ctc_t *rstd, int64_t cols) {
+                                                  const ctc_t *g, const ctc_t *x,
+                                                  const ctc_t *weight, const ctc_t *mean,
+                                                  const ctc_t *rstd, int64_t cols) {
   const char *op = "layer_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -573,13 +848,16 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
-  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
+  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw),
+  a.gb = mkvec(gb);
   cudaStream_t s = ctc_stream(dev);
   bool f64 = x->dtype == CT_F64;
   if (gx && a.rows > 0) {
     unsigned gr = grid_for(a.rows, dev), t = ln_threads(cols);
-    if (f64) ln_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
-    else ln_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      ln_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      ln_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if (gw || gb) {
@@ -587,11 +865,14 @@ extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *
     int64_t tiles = (cols + LN_TX - 1) / LN_TX, R = ln_row_parts(a.rows, tiles, dev);
     ctc_scratch buf(dev);
     double *part = nullptr;
-    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols)))) return ct_last_error();
+    if (R > 1 && !(part = (double *)buf.get(2 * sizeof(double) * (size_t)(R * cols))))
+      return ct_last_error();
     unsigned gr = grid_for(tiles * R, dev);
     dim3 t(LN_TX, LN_TY);
-    if (f64) ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
-    else ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    if (f64)
+      ln_bwd_w_kernel<double><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
+    else
+      ln_bwd_w_kernel<float><<<gr, t, 0, s>>>(a, part, R, (a.rows + R - 1) / R);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
     if (R > 1) {
       ln_bwd_w_merge_kernel<<<ctc_blocks(cols, dev), CTC_THREADS, 0, s>>>(a, part, R);
@@ -619,7 +900,8 @@ __device__ __forceinline__ int64_t rn_param(const rn_args &a, int64_t r, int64_t
   return (r % a.p.groups) * a.p.channels + i / a.p.inner;
 }
 
-template <class C> __global__ void rn_fwd_kernel(rn_args a) {
+template <class C>
+__global__ void rn_fwd_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t cols = a.p.channels * a.p.inner;
   for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
@@ -628,7 +910,8 @@ template <class C> __global__ void rn_fwd_kernel(rn_args a) {
     double mean = 0;
     if (!a.p.rms) {
       double s = 0;
-      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += (double)ctc_load<C>(x + i * a.es, a.dt);
+      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+        s += (double)ctc_load<C>(x + i * a.es, a.dt);
       mean = block_sum(s, sh) / (double)cols;
     }
     double ss = 0;
@@ -653,7 +936,8 @@ template <class C> __global__ void rn_fwd_kernel(rn_args a) {
   }
 }
 
-template <class C> __global__ void rn_bwd_x_kernel(rn_args a) {
+template <class C>
+__global__ void rn_bwd_x_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t cols = a.p.channels * a.p.inner;
   for (int64_t r = blockIdx.x; r < a.p.rows; r += gridDim.x) {
@@ -679,7 +963,8 @@ template <class C> __global__ void rn_bwd_x_kernel(rn_args a) {
   }
 }
 
-template <class C> __global__ void rn_bwd_w_kernel(rn_args a) {
+template <class C>
+__global__ void rn_bwd_w_kernel(rn_args a) {
   __shared__ double sh[32];
   int64_t G = a.p.groups, D = a.p.channels, S = a.p.inner, cols = D * S;
   int64_t n_rows = a.p.rows / G, per = n_rows * S;
@@ -705,6 +990,40 @@ template <class C> __global__ void rn_bwd_w_kernel(rn_args a) {
   }
 }
 
+/* grad_w (s0) / grad_b (s1) on the column path (inner < COL_MAX_S): x as
+ * rows / groups rows of groups * channels * inner columns, column c of row n
+ * in row n * groups + c / (channels * inner) of the statistics. */
+template <class C>
+struct rn_w_op {
+  rn_args a;
+  __device__ static sum2 zero() { return {0, 0}; }
+  __device__ void add(sum2 &p, int64_t n, int64_t c) const {
+    int64_t G = a.p.groups, cols = a.p.channels * a.p.inner, r = n * G + c / cols;
+    int64_t o = (n * G * cols + c) * a.es;
+    C gv = ctc_load<C>(a.g + o, a.dt);
+    if (a.gw.p) {
+      C m = a.p.rms ? (C)0 : (C)vload(a.mean, r, 0), k = (C)vload(a.rstd, r, 1);
+      p.s0 += (double)(gv * (ctc_load<C>(a.x + o, a.dt) - m) * k);
+    }
+    p.s1 += (double)gv;
+  }
+  __device__ static sum2 merge(const sum2 &x, const sum2 &y) { return sum2_merge(x, y); }
+  __device__ void finish(int64_t j, const sum2 &p) const {
+    vstore(a.gw, j, p.s0);
+    vstore(a.gb, j, p.s1);
+  }
+};
+static ct_status rn_col_backward_w(const char *op, int dev, cudaStream_t s, const rn_args &a,
+                                   bool f64) {
+  int64_t rows = a.p.rows / a.p.groups, U = a.p.groups * a.p.channels, W = U * a.p.inner;
+  int64_t R = col_ranges(rows, W, dev);
+  ctc_scratch buf(dev);
+  sum2 *part = (sum2 *)buf.get(sizeof(sum2) * (size_t)(R * W));
+  if (!part) return ct_last_error();
+  if (f64) return col_reduce(op, dev, s, rn_w_op<double>{a}, part, rows, U, a.p.inner, R);
+  return col_reduce(op, dev, s, rn_w_op<float>{a}, part, rows, U, a.p.inner, R);
+}
+
 static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
   rn_args a;
   memset(&a, 0, sizeof a);
@@ -715,8 +1034,9 @@ static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd, const ctc_t *x,
-                                       const ctc_t *weight, const ctc_t *bias, const ct_row_norm_params *p) {
+extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
+                                       const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
+                                       const ct_row_norm_params *p) {
   const char *op = "row_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -728,8 +1048,10 @@ extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, cons
   a.w = mkvec(weight), a.b = mkvec(bias), a.mean = mkvec(mean), a.rstd = mkvec(rstd);
   cudaStream_t s = ctc_stream(dev);
   unsigned g = grid_for(p->rows, dev), t = ln_threads(p->channels * p->inner);
-  if (x->dtype == CT_F64) rn_fwd_kernel<double><<<g, t, 0, s>>>(a);
-  else rn_fwd_kernel<float><<<g, t, 0, s>>>(a);
+  if (x->dtype == CT_F64)
+    rn_fwd_kernel<double><<<g, t, 0, s>>>(a);
+  else
+    rn_fwd_kernel<float><<<g, t, 0, s>>>(a);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
   return CT_OK;
 }
@@ -758,18 +1080,24 @@ extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw
   rn_args a = rn_init(x, p);
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
-  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw), a.gb = mkvec(gb);
+  a.w = mkvec(weight), a.mean = mkvec(mean), a.rstd = mkvec(rstd), a.gw = mkvec(gw),
+  a.gb = mkvec(gb);
   bool f64 = x->dtype == CT_F64;
   if (gx && p->rows > 0) {
     unsigned gr = grid_for(p->rows, dev), t = ln_threads(cols);
-    if (f64) rn_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
-    else rn_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      rn_bwd_x_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      rn_bwd_x_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   if ((gw || gb) && params > 0) {
+    if (p->inner < COL_MAX_S) return rn_col_backward_w(op, dev, s, a, f64);
     unsigned gr = grid_for(params, dev), t = ln_threads(p->rows / p->groups * p->inner);
-    if (f64) rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
-    else rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
+    if (f64)
+      rn_bwd_w_kernel<double><<<gr, t, 0, s>>>(a);
+    else
+      rn_bwd_w_kernel<float><<<gr, t, 0, s>>>(a);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
   return CT_OK;

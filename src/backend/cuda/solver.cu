@@ -1,6 +1,8 @@
 /* CUDA factorizations through cuSOLVER (linalg family): LU (getrf), solves
  * with it (getrs) and Cholesky (potrf), f32/f64, one cuSOLVER call per matrix
- * of the batch, all queued on the current stream. Contracts:
+ * of the batch, all queued on the current stream; a batch of small matrices
+ * (order <= SOLVER_BATCHED_MAX_N) in one batched call instead (run_batched).
+ * Contracts:
  * backend/backend.h, "Linear algebra: factorizations" (column-major
  * matrices, LAPACK's info per matrix left on the device for the op layer).
  *
@@ -9,6 +11,7 @@
  * matmul.cu does for cuBLAS). syevd: the symmetric eigendecomposition. Workspaces come from the
  * stream-ordered caching allocator. getrs reports only bad arguments in its info, which go to a
  * scratch int: the arguments are checked here. */
+#include <cublas_v2.h>
 #include <cusolverDn.h>
 #include <pthread.h>
 
@@ -150,6 +153,230 @@ static cusolverStatus_t run_calls(cusolverDnHandle_t h, const solver_job &j, voi
   return cs;
 }
 
+/* ---- Batched calls ---------------------------------------------------------------------- */
+/* A batch of two or more matrices of order <= SOLVER_BATCHED_MAX_N goes to
+ * one batched call: cuBLAS's getrfBatched / getrsBatched (LU has no batched
+ * cuSOLVER call), cuSOLVER's potrfBatched, syevjBatched and gesvdjBatched
+ * (Jacobi; these two take at most 32 rows and columns). One call does what
+ * `batch` calls, each a few tiny kernels, did; the per-matrix calls stay for
+ * large matrices (blocked algorithms) and for a single one. getrf/getrs and
+ * potrf take arrays of matrix pointers in device memory (ptrs_kernel). */
+#define SOLVER_BATCHED_MAX_N 32
+
+static cublasHandle_t blas_handles[CTC_SOLVER_MAX_DEV];
+static syevjInfo_t syevj_params[CTC_SOLVER_MAX_DEV];
+static gesvdjInfo_t gesvdj_params[CTC_SOLVER_MAX_DEV];
+
+static bool use_batched(const solver_job &j) {
+  if (j.batch < 2 || j.batch > INT32_MAX || j.n < 1 || j.n > SOLVER_BATCHED_MAX_N) return false;
+  switch (j.kind) {
+    case SOLVER_GETRF:
+    case SOLVER_POTRF:
+    case SOLVER_SYEVD:
+      return true;
+    case SOLVER_GETRS:
+      return !j.shared_lu;
+    case SOLVER_GESVD:
+      return j.rows <= SOLVER_BATCHED_MAX_N;
+    default:
+      return false;
+  }
+}
+
+/* p[i] = base + i * bytes: the matrices of a batch, for the pointer-array calls. */
+__global__ void ptrs_kernel(char **p, char *base, size_t bytes, int64_t batch) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < batch;
+       i += (int64_t)gridDim.x * blockDim.x)
+    p[i] = base + (size_t)i * bytes;
+}
+
+/* gesvdjBatched gives U (m x m) and V (n x n): u takes U's first uc columns
+ * (m x uc, the leading part of a column-major U), vt = V^T. uf == u when U
+ * was written in place. */
+template <typename T>
+__global__ void svd_out_kernel(const T *uf, T *u, const T *v, T *vt, int m, int uc, int n,
+                               int64_t batch) {
+  int64_t nu = uf != u ? (int64_t)m * uc : 0, nv = (int64_t)n * n;
+  int64_t per = nu > nv ? nu : nv;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < batch * per;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / per, i = e - b * per;
+    if (i < nu) u[b * nu + i] = uf[b * m * m + i];
+    if (i < nv) {
+      int64_t r = i % n, c = i / n;
+      vt[b * nv + i] = v[b * nv + c + r * n];
+    }
+  }
+}
+
+static ct_status blas_fail(const char *op, const char *call, cublasStatus_t s, int dev) {
+  return ct__fail_status(s == CUBLAS_STATUS_ALLOC_FAILED ? CT_ERR_OOM : CT_ERR_CUDA,
+                         "%s: %s failed on cuda:%d (cublasStatus_t %d)", op, call, dev, (int)s);
+}
+
+/* The batched call of j (caller holds handle_mu, the solver handle is on
+ * stream s). ptrs: the pointer arrays (a's, then rhs's); ws: lwork elements;
+ * uf, v: gesvdj's full U (when u is reduced) and V. *blas tells a cuBLAS
+ * status from a cuSOLVER one. */
+static int call_batched(int dev, cudaStream_t s, const solver_job &j, char **ptrs, void *ws,
+                        int lwork, char *uf, char *v, const char **call, bool *blas) {
+  cusolverDnHandle_t h = handles[dev];
+  int n = j.n, nb = (int)j.batch, lda = j.n;
+  *blas = j.kind == SOLVER_GETRF || j.kind == SOLVER_GETRS;
+  if (*blas) {
+    if (!blas_handles[dev]) {
+      *call = "cublasCreate";
+      cublasStatus_t bs = cublasCreate(&blas_handles[dev]);
+      if (bs != CUBLAS_STATUS_SUCCESS) return (int)bs;
+    }
+    *call = "cublasSetStream";
+    cublasStatus_t bs = cublasSetStream(blas_handles[dev], s);
+    if (bs != CUBLAS_STATUS_SUCCESS) return (int)bs;
+    cublasHandle_t bh = blas_handles[dev];
+    if (j.kind == SOLVER_GETRF) {
+      *call = j.f64 ? "cublasDgetrfBatched" : "cublasSgetrfBatched";
+      return (int)(j.f64 ? cublasDgetrfBatched(bh, n, (double **)ptrs, lda, j.piv, j.info, nb)
+                         : cublasSgetrfBatched(bh, n, (float **)ptrs, lda, j.piv, j.info, nb));
+    }
+    int arg = 0; /* getrsBatched's info (host): a bad argument, checked here */
+    *call = j.f64 ? "cublasDgetrsBatched" : "cublasSgetrsBatched";
+    bs = j.f64 ? cublasDgetrsBatched(bh, j.trans, n, j.k, (const double *const *)ptrs, lda, j.piv,
+                                     (double *const *)(ptrs + nb), lda, &arg, nb)
+               : cublasSgetrsBatched(bh, j.trans, n, j.k, (const float *const *)ptrs, lda, j.piv,
+                                     (float *const *)(ptrs + nb), lda, &arg, nb);
+    return (int)(bs == CUBLAS_STATUS_SUCCESS && arg != 0 ? CUBLAS_STATUS_INVALID_VALUE : bs);
+  }
+  switch (j.kind) {
+    case SOLVER_POTRF:
+      *call = j.f64 ? "cusolverDnDpotrfBatched" : "cusolverDnSpotrfBatched";
+      return (int)(j.f64 ? cusolverDnDpotrfBatched(h, CUBLAS_FILL_MODE_UPPER, n, (double **)ptrs,
+                                                   lda, j.info, nb)
+                         : cusolverDnSpotrfBatched(h, CUBLAS_FILL_MODE_UPPER, n, (float **)ptrs,
+                                                   lda, j.info, nb));
+    case SOLVER_SYEVD:
+      *call = j.f64 ? "cusolverDnDsyevjBatched" : "cusolverDnSsyevjBatched";
+      return (int)(j.f64 ? cusolverDnDsyevjBatched(h, CUSOLVER_EIG_MODE_VECTOR, j.uplo, n,
+                                                   (double *)j.a, lda, (double *)j.w, (double *)ws,
+                                                   lwork, j.info, syevj_params[dev], nb)
+                         : cusolverDnSsyevjBatched(h, CUSOLVER_EIG_MODE_VECTOR, j.uplo, n,
+                                                   (float *)j.a, lda, (float *)j.w, (float *)ws,
+                                                   lwork, j.info, syevj_params[dev], nb));
+    default: { /* SOLVER_GESVD: a is rows x n */
+      int m = j.rows;
+      *call = j.f64 ? "cusolverDnDgesvdjBatched" : "cusolverDnSgesvdjBatched";
+      return (
+          int)(j.f64
+                   ? cusolverDnDgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, (double *)j.a, m,
+                                              (double *)j.w, (double *)uf, m, (double *)v, n,
+                                              (double *)ws, lwork, j.info, gesvdj_params[dev], nb)
+                   : cusolverDnSgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, (float *)j.a, m,
+                                              (float *)j.w, (float *)uf, m, (float *)v, n,
+                                              (float *)ws, lwork, j.info, gesvdj_params[dev], nb));
+    }
+  }
+}
+
+/* The workspace of syevjBatched / gesvdjBatched (their parameters created on
+ * first use: default tolerance and sweeps, sorted results). */
+static cusolverStatus_t batched_lwork(int dev, const solver_job &j, char *uf, char *v, int *lwork,
+                                      const char **call) {
+  cusolverDnHandle_t h = handles[dev];
+  int n = j.n, nb = (int)j.batch;
+  cusolverStatus_t cs = CUSOLVER_STATUS_SUCCESS;
+  *lwork = 0;
+  if (j.kind == SOLVER_SYEVD) {
+    if (!syevj_params[dev]) {
+      *call = "cusolverDnCreateSyevjInfo";
+      if ((cs = cusolverDnCreateSyevjInfo(&syevj_params[dev])) != CUSOLVER_STATUS_SUCCESS)
+        return cs;
+    }
+    *call = j.f64 ? "cusolverDnDsyevjBatched_bufferSize" : "cusolverDnSsyevjBatched_bufferSize";
+    return j.f64 ? cusolverDnDsyevjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, j.uplo, n,
+                                                      (const double *)j.a, n, (const double *)j.w,
+                                                      lwork, syevj_params[dev], nb)
+                 : cusolverDnSsyevjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, j.uplo, n,
+                                                      (const float *)j.a, n, (const float *)j.w,
+                                                      lwork, syevj_params[dev], nb);
+  }
+  if (j.kind == SOLVER_GESVD) {
+    if (!gesvdj_params[dev]) {
+      *call = "cusolverDnCreateGesvdjInfo";
+      if ((cs = cusolverDnCreateGesvdjInfo(&gesvdj_params[dev])) != CUSOLVER_STATUS_SUCCESS)
+        return cs;
+    }
+    int m = j.rows;
+    *call = j.f64 ? "cusolverDnDgesvdjBatched_bufferSize" : "cusolverDnSgesvdjBatched_bufferSize";
+    return j.f64
+               ? cusolverDnDgesvdjBatched_bufferSize(
+                     h, CUSOLVER_EIG_MODE_VECTOR, m, n, (const double *)j.a, m, (const double *)j.w,
+                     (const double *)uf, m, (const double *)v, n, lwork, gesvdj_params[dev], nb)
+               : cusolverDnSgesvdjBatched_bufferSize(
+                     h, CUSOLVER_EIG_MODE_VECTOR, m, n, (const float *)j.a, m, (const float *)j.w,
+                     (const float *)uf, m, (const float *)v, n, lwork, gesvdj_params[dev], nb);
+  }
+  return cs;
+}
+
+static ct_status run_batched(int dev, cudaStream_t s, solver_job &j) {
+  size_t es = j.f64 ? sizeof(double) : sizeof(float);
+  size_t mat = (size_t)j.n * (size_t)j.n * es;
+  int64_t nb = j.batch;
+  ctc_scratch pbuf(dev), ws(dev), ubuf(dev), vbuf(dev);
+  char **ptrs = nullptr;
+  if (j.kind == SOLVER_GETRF || j.kind == SOLVER_POTRF || j.kind == SOLVER_GETRS) {
+    int arrays = j.kind == SOLVER_GETRS ? 2 : 1;
+    if (!(ptrs = (char **)pbuf.get(sizeof(char *) * (size_t)(arrays * nb)))) return ct_last_error();
+    ptrs_kernel<<<ctc_blocks(nb, dev), CTC_THREADS, 0, s>>>(ptrs, j.a, mat, nb);
+    CT_CUDA_LAUNCH_CHECK(j.op, dev, s);
+    if (arrays == 2) {
+      ptrs_kernel<<<ctc_blocks(nb, dev), CTC_THREADS, 0, s>>>(ptrs + nb, j.rhs,
+                                                              (size_t)j.k * (size_t)j.n * es, nb);
+      CT_CUDA_LAUNCH_CHECK(j.op, dev, s);
+    }
+  }
+  char *uf = nullptr, *v = nullptr;
+  if (j.kind == SOLVER_GESVD) {
+    size_t m = (size_t)j.rows;
+    uf = j.ucols == j.rows ? j.u : (char *)ubuf.get(m * m * es * (size_t)nb);
+    v = uf ? (char *)vbuf.get(mat * (size_t)nb) : nullptr;
+    if (!v) return ct_last_error();
+  }
+  pthread_mutex_lock(&handle_mu);
+  const char *call = "cusolverDnCreate";
+  bool blas = false;
+  int lwork = 0;
+  cusolverStatus_t cs = handle_on(dev, s, &call);
+  if (cs == CUSOLVER_STATUS_SUCCESS) cs = batched_lwork(dev, j, uf, v, &lwork, &call);
+  void *wsp = nullptr;
+  if (cs == CUSOLVER_STATUS_SUCCESS && !(wsp = ws.get((size_t)(lwork > 0 ? lwork : 1) * es))) {
+    pthread_mutex_unlock(&handle_mu);
+    return ct_last_error();
+  }
+  int rs = (int)cs;
+  if (cs == CUSOLVER_STATUS_SUCCESS)
+    rs = call_batched(dev, s, j, ptrs, wsp, lwork, uf, v, &call, &blas);
+  pthread_mutex_unlock(&handle_mu);
+  if (rs != 0)
+    return blas ? blas_fail(j.op, call, (cublasStatus_t)rs, dev)
+                : solver_fail(j.op, call, (cusolverStatus_t)rs, dev);
+  if (j.kind == SOLVER_GESVD) {
+    int64_t per = (int64_t)j.rows * j.ucols > (int64_t)j.n * j.n ? (int64_t)j.rows * j.ucols
+                                                                 : (int64_t)j.n * j.n;
+    unsigned g = ctc_blocks(nb * per, dev);
+    if (j.f64)
+      svd_out_kernel<double><<<g, CTC_THREADS, 0, s>>>((const double *)uf, (double *)j.u,
+                                                       (const double *)v, (double *)j.vt, j.rows,
+                                                       j.ucols, j.n, nb);
+    else
+      svd_out_kernel<float><<<g, CTC_THREADS, 0, s>>>((const float *)uf, (float *)j.u,
+                                                      (const float *)v, (float *)j.vt, j.rows,
+                                                      j.ucols, j.n, nb);
+    CT_CUDA_LAUNCH_CHECK(j.op, dev, s);
+  }
+  if (ctc_launch_blocking()) CT_CUDA_CHECK(j.op, dev, cudaStreamSynchronize(s));
+  return CT_OK;
+}
+
 static ct_status run(int dev, solver_job &j) {
   ct_status st = ctc_use_device(j.op, dev);
   if (st != CT_OK) return st;
@@ -157,6 +384,7 @@ static ct_status run(int dev, solver_job &j) {
     return ct__fail_status(CT_ERR_CUDA, "%s: cuda:%d beyond the %d devices supported", j.op, dev,
                            CTC_SOLVER_MAX_DEV);
   cudaStream_t s = ctc_stream(dev);
+  if (use_batched(j)) return run_batched(dev, s, j);
   size_t es = j.f64 ? sizeof(double) : sizeof(float);
   int lda = j.n > 1 ? j.n : 1;
   ctc_scratch ws(dev), info_buf(dev); /* freed (stream-ordered) after the unlock */

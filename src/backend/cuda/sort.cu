@@ -199,3 +199,142 @@ extern "C" ct_status ct__cuda_sort_pairs(const char *op, int dev, uint64_t *keys
   }
   return sort_row_pairs(op, dev, keys, ids, P);
 }
+
+/* ---- Top-k ------------------------------------------------------------------------------ */
+/* The first k indices of the argsort above without sorting whole rows
+ * (backend.h, `topk`; the op layer asks only for k <= TOPK_MAX, see
+ * ct__cuda_topk_wanted). One block per row:
+ *  1. radix selection of the k-th smallest key, 8 bits a pass from the top:
+ *     a histogram (shared-memory atomics: counts do not depend on their
+ *     order) of the next digit of the keys that match the prefix so far, and
+ *     the bucket where the running count reaches k; it stops early when that
+ *     bucket's keys are all wanted (at most 4 passes for f32, 8 for 64-bit);
+ *  2. the k candidates, in shared memory: every key whose prefix is below the
+ *     threshold's, and the first `need` keys equal to it in index order (a
+ *     block-wide rank by warp ballots, chunk by chunk of the row), so ties
+ *     are those of the stable sort;
+ *  3. a bitonic sort of the k (key, index) pairs (padded to a power of two)
+ *     in shared memory, and their indices out. */
+#define TOPK_MAX 1024
+#define TOPK_THREADS 256
+#define TOPK_WARPS (TOPK_THREADS / 32)
+
+/* Block-wide exclusive ranks of two flags (blockDim.x == TOPK_THREADS, every
+ * thread calls): *ra / *rb, and the block's totals *ta / *tb. */
+__device__ __forceinline__ void topk_rank2(bool a, bool b, int *ra, int *rb, int *ta, int *tb,
+                                           int *sa, int *sb) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  unsigned ma = __ballot_sync(0xffffffffu, a), mb = __ballot_sync(0xffffffffu, b);
+  unsigned below = (1u << lane) - 1u;
+  __syncthreads(); /* the previous chunk's reads of sa, sb are done */
+  if (lane == 0) sa[w] = __popc(ma), sb[w] = __popc(mb);
+  __syncthreads();
+  int xa = __popc(ma & below), xb = __popc(mb & below), na = 0, nb = 0;
+  for (int j = 0; j < TOPK_WARPS; j++) {
+    if (j < w) xa += sa[j], xb += sb[j];
+    na += sa[j], nb += sb[j];
+  }
+  *ra = xa, *rb = xb, *ta = na, *tb = nb;
+}
+
+template <typename K>
+__global__ void __launch_bounds__(TOPK_THREADS)
+    topk_kernel(const void *x, int dtype, bool desc, int64_t rows, int64_t n, int64_t k, int64_t P,
+                int64_t *out) {
+  __shared__ unsigned hist[256];
+  __shared__ K sk[TOPK_MAX];
+  __shared__ int64_t si[TOPK_MAX];
+  __shared__ int sa[TOPK_WARPS], sb[TOPK_WARPS];
+  __shared__ K s_prefix;
+  __shared__ int64_t s_need;
+  __shared__ bool s_done;
+  const int bits = (int)sizeof(K) * 8;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * n, need = k;
+    K prefix = 0; /* the threshold's bits at and above `shift` */
+    int shift = bits;
+    while (shift > 0) {
+      int sh = shift - 8;
+      for (int t = threadIdx.x; t < 256; t += blockDim.x) hist[t] = 0;
+      __syncthreads();
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        K key = key_of<K>(x, dtype, base + i, desc);
+        if (shift == bits || (key >> shift) == (prefix >> shift))
+          atomicAdd(&hist[(unsigned)(key >> sh) & 255u], 1u);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        int64_t below = 0;
+        int d = 0;
+        while (d < 255 && below + hist[d] < need) below += hist[d++];
+        s_prefix = prefix | ((K)d << sh);
+        s_need = need - below;
+        s_done = hist[d] == s_need;
+      }
+      __syncthreads();
+      prefix = s_prefix, need = s_need, shift = sh;
+      bool done = s_done;
+      __syncthreads(); /* every thread has read them before thread 0 writes again */
+      if (done) break;
+    }
+    /* keys below the threshold go to slots [0, k - need), the first `need`
+     * equal to it to [k - need, k) */
+    K top = prefix >> shift;
+    int64_t lt_seen = 0, eq_seen = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += blockDim.x) {
+      int64_t i = i0 + threadIdx.x;
+      K key = 0;
+      bool lt = false, eq = false;
+      if (i < n) {
+        key = key_of<K>(x, dtype, base + i, desc);
+        lt = (key >> shift) < top;
+        eq = (key >> shift) == top;
+      }
+      int rl, re, nl, ne;
+      topk_rank2(lt, eq, &rl, &re, &nl, &ne, sa, sb);
+      int64_t slot = lt ? lt_seen + rl : eq && eq_seen + re < need ? k - need + eq_seen + re : -1;
+      if (slot >= 0) sk[slot] = key, si[slot] = i;
+      lt_seen += nl, eq_seen += ne;
+    }
+    for (int64_t t = k + threadIdx.x; t < P; t += blockDim.x) sk[t] = (K) ~(K)0, si[t] = INT64_MAX;
+    __syncthreads();
+    for (int64_t s = 2; s <= P; s *= 2)
+      for (int64_t j = s / 2; j >= 1; j /= 2) {
+        for (int64_t t = threadIdx.x; t < P / 2; t += blockDim.x) {
+          int64_t i = 2 * j * (t / j) + (t % j);
+          compare_swap(sk, si, i, i + j, (i & s) == 0);
+        }
+        __syncthreads();
+      }
+    for (int64_t t = threadIdx.x; t < k; t += blockDim.x) out[r * k + t] = si[t];
+    __syncthreads(); /* sk, si, hist are reused by the next row */
+  }
+}
+
+extern "C" bool ct__cuda_topk_wanted(int64_t n, int64_t k) { return k <= TOPK_MAX && k <= n; }
+
+extern "C" ct_status ct__cuda_topk(const ctc_t *indices, const ctc_t *x, int64_t k, bool largest) {
+  const char *op = "topk";
+  int dev = x->device;
+  int64_t n = x->ndim > 0 ? x->shape[x->ndim - 1] : 1, rows = n > 0 ? x->numel / n : 0;
+  if (k < 1 || k > n || k > TOPK_MAX)
+    return ct__fail_status(CT_ERR_INTERNAL, "%s: k %lld for rows of %lld (at most %d here)", op,
+                           (long long)k, (long long)n, TOPK_MAX);
+  if (rows == 0) return CT_OK;
+  ct_status st = ctc_use_device(op, dev);
+  if (st != CT_OK) return st;
+  cudaStream_t s = ctc_stream(dev);
+  int64_t P = 1;
+  while (P < k) P *= 2;
+  int64_t cap = (int64_t)ctc_sm_count(dev) * 8;
+  unsigned grid = (unsigned)(rows < cap ? rows : cap);
+  int64_t *out = (int64_t *)indices->data;
+  if (x->dtype == CT_F32)
+    topk_kernel<uint32_t>
+        <<<grid, TOPK_THREADS, 0, s>>>(x->data, x->dtype, largest, rows, n, k, P, out);
+  else
+    topk_kernel<uint64_t>
+        <<<grid, TOPK_THREADS, 0, s>>>(x->data, x->dtype, largest, rows, n, k, P, out);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  return CT_OK;
+}

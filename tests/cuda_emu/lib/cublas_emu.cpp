@@ -27,6 +27,8 @@
 
 #include <cblas.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mutex>
@@ -377,6 +379,122 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                     [g, af, bf] { run<float>(g, af, bf); });
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- Batched LU (getrfBatched, getrsBatched) ---------------------------------------------- */
+/* The matrix pointers are read from device memory when the work runs (a
+ * kernel queued before may write them); one outside device memory is a
+ * fault there, as on a GPU. */
+void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
+void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda,
+             const int *ipiv, float *b, const int *ldb, int *info, size_t len);
+void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
+             const int *ipiv, double *b, const int *ldb, int *info, size_t len);
+}  // extern "C"
+
+namespace {
+
+void *batch_ptr(const void *const *arr, int i, size_t bytes, const char *name) {
+  void *p = (void *)arr[i];
+  if (!emu_lib_check_device(p, bytes, name)) {
+    fprintf(stderr, "%s: matrix %d of the batch at %p is not device memory (a GPU faults)\n", name,
+            i, p);
+    abort();
+  }
+  return p;
+}
+
+template <typename T>
+cublasStatus_t getrf_batched(cublasHandle_t h, int n, T *const A[], int lda, int *P, int *info,
+                             int batch, const char *name) {
+  if (!alive(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (n < 0 || lda < (n > 1 ? n : 1) || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (batch == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (!emu_lib_check_device(A, (size_t)batch * sizeof(T *), name) ||
+      !emu_lib_check_device(P, (size_t)batch * (size_t)n * sizeof(int), name) ||
+      !emu_lib_check_device(info, (size_t)batch * sizeof(int), name))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  size_t bytes = ((size_t)(n - 1) * (size_t)lda + (size_t)n) * sizeof(T);
+  emu_lib_enqueue(h->stream, name, [=] {
+    for (int i = 0; i < batch; i++) {
+      T *a = (T *)batch_ptr((const void *const *)A, i, bytes, name);
+      int inf = 0;
+      if constexpr (sizeof(T) == 8)
+        dgetrf_(&n, &n, (double *)a, &lda, P + (size_t)i * (size_t)n, &inf);
+      else
+        sgetrf_(&n, &n, (float *)a, &lda, P + (size_t)i * (size_t)n, &inf);
+      info[i] = inf;
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename T>
+cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t trans, int n, int nrhs,
+                             const T *const A[], int lda, const int *piv, T *const B[], int ldb,
+                             int *info, int batch, const char *name) {
+  if (!alive(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!info) return CUBLAS_STATUS_INVALID_VALUE;
+  int bad = trans != CUBLAS_OP_N && trans != CUBLAS_OP_T && trans != CUBLAS_OP_C ? 2
+            : n < 0                                                              ? 3
+            : nrhs < 0                                                           ? 4
+            : lda < (n > 1 ? n : 1)                                              ? 6
+            : ldb < (n > 1 ? n : 1)                                              ? 9
+            : batch < 0                                                          ? 11
+                                                                                 : 0;
+  *info = -bad;
+  if (bad) return CUBLAS_STATUS_INVALID_VALUE;
+  if (batch == 0 || n == 0 || nrhs == 0) return CUBLAS_STATUS_SUCCESS;
+  if (!emu_lib_check_device(A, (size_t)batch * sizeof(T *), name) ||
+      !emu_lib_check_device(B, (size_t)batch * sizeof(T *), name) ||
+      !emu_lib_check_device(piv, (size_t)batch * (size_t)n * sizeof(int), name))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  size_t abytes = ((size_t)(n - 1) * (size_t)lda + (size_t)n) * sizeof(T);
+  size_t bbytes = ((size_t)(nrhs - 1) * (size_t)ldb + (size_t)n) * sizeof(T);
+  char t = trans == CUBLAS_OP_N ? 'N' : 'T';
+  emu_lib_enqueue(h->stream, name, [=] {
+    for (int i = 0; i < batch; i++) {
+      const T *a = (const T *)batch_ptr((const void *const *)A, i, abytes, name);
+      T *b = (T *)batch_ptr((const void *const *)B, i, bbytes, name);
+      const int *p = piv + (size_t)i * (size_t)n;
+      int inf = 0;
+      if constexpr (sizeof(T) == 8)
+        dgetrs_(&t, &n, &nrhs, (const double *)a, &lda, p, (double *)b, &ldb, &inf, 1);
+      else
+        sgetrs_(&t, &n, &nrhs, (const float *)a, &lda, p, (float *)b, &ldb, &inf, 1);
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+cublasStatus_t cublasSgetrfBatched(cublasHandle_t handle, int n, float *const A[], int lda, int *P,
+                                   int *info, int batchSize) {
+  EMU_CALL();
+  return getrf_batched(handle, n, A, lda, P, info, batchSize, "cublasSgetrfBatched");
+}
+cublasStatus_t cublasDgetrfBatched(cublasHandle_t handle, int n, double *const A[], int lda, int *P,
+                                   int *info, int batchSize) {
+  EMU_CALL();
+  return getrf_batched(handle, n, A, lda, P, info, batchSize, "cublasDgetrfBatched");
+}
+cublasStatus_t cublasSgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs,
+                                   const float *const Aarray[], int lda, const int *devIpiv,
+                                   float *const Barray[], int ldb, int *info, int batchSize) {
+  EMU_CALL();
+  return getrs_batched(handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info, batchSize,
+                       "cublasSgetrsBatched");
+}
+cublasStatus_t cublasDgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs,
+                                   const double *const Aarray[], int lda, const int *devIpiv,
+                                   double *const Barray[], int ldb, int *info, int batchSize) {
+  EMU_CALL();
+  return getrs_batched(handle, trans, n, nrhs, Aarray, lda, devIpiv, Barray, ldb, info, batchSize,
+                       "cublasDgetrsBatched");
 }
 
 }  // extern "C"

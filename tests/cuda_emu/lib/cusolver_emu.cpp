@@ -1,7 +1,9 @@
 /* Host stand-in of the dense cuSOLVER calls of src/backend/cuda/solver.cu
- * (declared in shim/cusolverDn.h): handles, getrf / getrs / potrf computed
- * on the CPU by the host LAPACK (OpenBLAS's), column-major, for the emulated
- * CUDA runtime (tests/cuda_emu).
+ * (declared in shim/cusolverDn.h): handles, getrf / getrs / potrf / syevd /
+ * gesvd / geqrf / orgqr, and potrf, syevj, gesvdj batched, computed on the
+ * CPU by the host LAPACK (OpenBLAS's), column-major, for the emulated CUDA
+ * runtime (tests/cuda_emu). The batched Jacobi calls give LAPACK's results
+ * with cuSOLVER's conventions (V, not V^T; info n + 1 when not converged).
  *
  * Arguments are validated as cuSOLVER documents it: an unknown handle is
  * CUSOLVER_STATUS_NOT_INITIALIZED; negative sizes, a leading dimension below
@@ -15,6 +17,8 @@
  * filled with garbage first. */
 #include "cusolverDn.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mutex>
@@ -296,6 +300,136 @@ cusolverStatus_t householder(cusolverDnHandle_t h, int m, int n, int k, T *A, in
   return CUSOLVER_STATUS_SUCCESS;
 }
 
+/* ---- Batched calls ---- */
+
+int syevj_lwork(int n, int batch) { return max1(n) * max1(n) * max1(batch) + 64; }
+int gesvdj_lwork(int m, int n, int batch) {
+  return (max1(m) + max1(n)) * max1(n) * max1(batch) + 64;
+}
+
+/* Matrix i of a device pointer array, read when the work runs (a kernel queued
+ * before may write the array); one outside device memory is a fault there,
+ * as on a GPU. */
+void *batch_ptr(void *const *arr, int i, size_t bytes, const char *name) {
+  void *p = arr[i];
+  if (!emu_lib_check_device(p, bytes, name)) {
+    fprintf(stderr, "%s: matrix %d of the batch at %p is not device memory (a GPU faults)\n", name,
+            i, p);
+    abort();
+  }
+  return p;
+}
+
+cusolverStatus_t syevj_batched_lwork(cusolverDnHandle_t h, int n, int *lwork, bool params,
+                                     int batch) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!lwork || !params || n < 0 || n > 32 || batch < 0) return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = syevj_lwork(n, batch);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+cusolverStatus_t gesvdj_batched_lwork(cusolverDnHandle_t h, int m, int n, int *lwork, bool params,
+                                      int batch) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!lwork || !params || m < 0 || n < 0 || m > 32 || n > 32 || batch < 0)
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  *lwork = gesvdj_lwork(m, n, batch);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+template <typename T>
+cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T *A[], int lda,
+                               int *info, int batch, const char *name) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (uplo != CUBLAS_FILL_MODE_LOWER && uplo != CUBLAS_FILL_MODE_UPPER)
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  if (n < 0 || lda < max1(n) || batch < 0) return CUSOLVER_STATUS_INVALID_VALUE;
+  if (!check(A, (size_t)batch * sizeof(T *), name) ||
+      !check(info, (size_t)batch * sizeof(int), name))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  char u = uplo == CUBLAS_FILL_MODE_UPPER ? 'U' : 'L';
+  size_t bytes = span(n, n, lda, sizeof(T));
+  emu_lib_enqueue(h->stream, name, [=] {
+    for (int i = 0; i < batch; i++) {
+      T *a = (T *)batch_ptr((void *const *)A, i, bytes, name);
+      int inf = 0;
+      if constexpr (sizeof(T) == 8)
+        dpotrf_(&u, &n, (double *)a, &lda, &inf, 1);
+      else
+        spotrf_(&u, &n, (float *)a, &lda, &inf, 1);
+      info[i] = inf;
+    }
+  });
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+template <typename T>
+cusolverStatus_t syevj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                               int n, T *A, int lda, T *W, T *ws, int lwork, int *info, bool params,
+                               int batch, const char *name) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!params || (jobz != CUSOLVER_EIG_MODE_VECTOR && jobz != CUSOLVER_EIG_MODE_NOVECTOR) ||
+      (uplo != CUBLAS_FILL_MODE_LOWER && uplo != CUBLAS_FILL_MODE_UPPER))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  if (n < 0 || n > 32 || lda < max1(n) || batch < 0 || lwork < syevj_lwork(n, batch))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  size_t mat = (size_t)lda * (size_t)n;
+  if (!check(A, mat * (size_t)batch * sizeof(T), name) ||
+      !check(W, (size_t)n * (size_t)batch * sizeof(T), name) ||
+      !check(ws, (size_t)lwork * sizeof(T), name) ||
+      !check(info, (size_t)batch * sizeof(int), name))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  char jz = jobz == CUSOLVER_EIG_MODE_VECTOR ? 'V' : 'N';
+  char u = uplo == CUBLAS_FILL_MODE_UPPER ? 'U' : 'L';
+  size_t wsb = (size_t)lwork * sizeof(T);
+  emu_lib_enqueue(h->stream, name, [=] {
+    memset((void *)ws, 0xa5, wsb);
+    for (int i = 0; i < batch; i++) {
+      int inf = n ? host_syevd<T>(jz, u, n, A + (size_t)i * mat, lda, W + (size_t)i * n) : 0;
+      info[i] = inf ? n + 1 : 0; /* syevj: n + 1 when it does not converge */
+    }
+  });
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+template <typename T>
+cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, T *A,
+                                int lda, T *S, T *U, int ldu, T *V, int ldv, T *ws, int lwork,
+                                int *info, bool params, int batch, const char *name) {
+  if (!alive(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (!params || (jobz != CUSOLVER_EIG_MODE_VECTOR && jobz != CUSOLVER_EIG_MODE_NOVECTOR))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  if (m < 0 || n < 0 || m > 32 || n > 32 || lda < max1(m) || batch < 0 ||
+      lwork < gesvdj_lwork(m, n, batch))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  bool vec = jobz == CUSOLVER_EIG_MODE_VECTOR;
+  if (vec && (ldu < max1(m) || ldv < max1(n))) return CUSOLVER_STATUS_INVALID_VALUE;
+  int mn = m < n ? m : n;
+  size_t am = (size_t)lda * n, um = (size_t)ldu * m, vm = (size_t)ldv * n;
+  if (!check(A, am * batch * sizeof(T), name) || !check(S, (size_t)mn * batch * sizeof(T), name) ||
+      (vec &&
+       (!check(U, um * batch * sizeof(T), name) || !check(V, vm * batch * sizeof(T), name))) ||
+      !check(ws, (size_t)lwork * sizeof(T), name) ||
+      !check(info, (size_t)batch * sizeof(int), name))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  size_t wsb = (size_t)lwork * sizeof(T);
+  emu_lib_enqueue(h->stream, name, [=] {
+    memset((void *)ws, 0xa5, wsb);
+    std::vector<T> vt((size_t)max1(n) * max1(n));
+    for (int i = 0; i < batch; i++) {
+      T *a = A + i * am, *u = U + i * um, *v = V + i * vm;
+      int inf = 0;
+      if (mn > 0)
+        inf = host_gesvd<T>(vec ? 'A' : 'N', vec ? 'A' : 'N', m, n, a, lda, S + (size_t)i * mn, u,
+                            vec ? ldu : 1, vt.data(), vec ? max1(n) : 1);
+      if (vec) /* gesvdj gives V */
+        for (int c = 0; c < n; c++)
+          for (int r = 0; r < n; r++) v[(size_t)c * ldv + r] = vt[(size_t)r * max1(n) + c];
+      info[i] = inf ? mn + 1 : 0;
+    }
+  });
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -484,6 +618,115 @@ cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t handle, int m, int n, int k
                                   int lda, const double *tau, double *work, int lwork, int *info) {
   EMU_CALL();
   return householder(handle, m, n, k, A, lda, (double *)tau, work, lwork, info, "cusolverDnDorgqr");
+}
+
+/* ---- Batched calls ---- */
+
+cusolverStatus_t cusolverDnSpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n,
+                                         float *Aarray[], int lda, int *infoArray, int batchSize) {
+  EMU_CALL();
+  return potrf_batched(handle, uplo, n, Aarray, lda, infoArray, batchSize,
+                       "cusolverDnSpotrfBatched");
+}
+cusolverStatus_t cusolverDnDpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n,
+                                         double *Aarray[], int lda, int *infoArray, int batchSize) {
+  EMU_CALL();
+  return potrf_batched(handle, uplo, n, Aarray, lda, infoArray, batchSize,
+                       "cusolverDnDpotrfBatched");
+}
+
+/* The parameters hold nothing the emulation reads: the defaults. */
+struct syevjInfo {
+  int unused;
+};
+struct gesvdjInfo {
+  int unused;
+};
+cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info) {
+  EMU_CALL();
+  if (!info) return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = new (std::nothrow) syevjInfo();
+  return *info ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_ALLOC_FAILED;
+}
+cusolverStatus_t cusolverDnDestroySyevjInfo(syevjInfo_t info) {
+  EMU_CALL();
+  delete info;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+cusolverStatus_t cusolverDnCreateGesvdjInfo(gesvdjInfo_t *info) {
+  EMU_CALL();
+  if (!info) return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = new (std::nothrow) gesvdjInfo();
+  return *info ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_ALLOC_FAILED;
+}
+cusolverStatus_t cusolverDnDestroyGesvdjInfo(gesvdjInfo_t info) {
+  EMU_CALL();
+  delete info;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+cusolverStatus_t cusolverDnSsyevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t,
+                                                    cublasFillMode_t, int n, const float *, int,
+                                                    const float *, int *lwork, syevjInfo_t params,
+                                                    int batchSize) {
+  EMU_CALL();
+  return syevj_batched_lwork(handle, n, lwork, params != nullptr, batchSize);
+}
+cusolverStatus_t cusolverDnDsyevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t,
+                                                    cublasFillMode_t, int n, const double *, int,
+                                                    const double *, int *lwork, syevjInfo_t params,
+                                                    int batchSize) {
+  EMU_CALL();
+  return syevj_batched_lwork(handle, n, lwork, params != nullptr, batchSize);
+}
+cusolverStatus_t cusolverDnSsyevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
+                                         cublasFillMode_t uplo, int n, float *A, int lda, float *W,
+                                         float *work, int lwork, int *info, syevjInfo_t params,
+                                         int batchSize) {
+  EMU_CALL();
+  return syevj_batched(handle, jobz, uplo, n, A, lda, W, work, lwork, info, params != nullptr,
+                       batchSize, "cusolverDnSsyevjBatched");
+}
+cusolverStatus_t cusolverDnDsyevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
+                                         cublasFillMode_t uplo, int n, double *A, int lda,
+                                         double *W, double *work, int lwork, int *info,
+                                         syevjInfo_t params, int batchSize) {
+  EMU_CALL();
+  return syevj_batched(handle, jobz, uplo, n, A, lda, W, work, lwork, info, params != nullptr,
+                       batchSize, "cusolverDnDsyevjBatched");
+}
+
+cusolverStatus_t cusolverDnSgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t,
+                                                     int m, int n, const float *, int,
+                                                     const float *, const float *, int,
+                                                     const float *, int, int *lwork,
+                                                     gesvdjInfo_t params, int batchSize) {
+  EMU_CALL();
+  return gesvdj_batched_lwork(handle, m, n, lwork, params != nullptr, batchSize);
+}
+cusolverStatus_t cusolverDnDgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t,
+                                                     int m, int n, const double *, int,
+                                                     const double *, const double *, int,
+                                                     const double *, int, int *lwork,
+                                                     gesvdjInfo_t params, int batchSize) {
+  EMU_CALL();
+  return gesvdj_batched_lwork(handle, m, n, lwork, params != nullptr, batchSize);
+}
+cusolverStatus_t cusolverDnSgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m,
+                                          int n, float *A, int lda, float *S, float *U, int ldu,
+                                          float *V, int ldv, float *work, int lwork, int *info,
+                                          gesvdjInfo_t params, int batchSize) {
+  EMU_CALL();
+  return gesvdj_batched(handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info,
+                        params != nullptr, batchSize, "cusolverDnSgesvdjBatched");
+}
+cusolverStatus_t cusolverDnDgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m,
+                                          int n, double *A, int lda, double *S, double *U, int ldu,
+                                          double *V, int ldv, double *work, int lwork, int *info,
+                                          gesvdjInfo_t params, int batchSize) {
+  EMU_CALL();
+  return gesvdj_batched(handle, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info,
+                        params != nullptr, batchSize, "cusolverDnDgesvdjBatched");
 }
 
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -34,6 +35,22 @@ extern "C" long emu_calls_prefixed(const char *prefix) {
   for (emu_count::counter *c = head; c; c = c->next)
     if (strncmp(c->name, prefix, len) == 0) n += c->n.load();
   return n;
+}
+
+extern "C" void emu_calls_kernel(const char *name) {
+  static std::mutex mu;
+  static std::map<std::string, emu_count::counter *> by_name;
+  std::string key(name);
+  key = "kernel launch: " + key.substr(0, key.find('<'));
+  emu_count::counter *c;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = by_name.find(key);
+    if (it == by_name.end()) /* kept for the process: a counter per kernel name */
+      it = by_name.emplace(key, new emu_count::counter(strdup(key.c_str()))).first;
+    c = it->second;
+  }
+  c->hit();
 }
 
 extern "C" void emu_calls_reset(void) {

@@ -1,8 +1,8 @@
 /* Call counts of the emulated GPU: how many times the library called each
  * function of the emulated CUDA runtime (lib_runtime.cpp), cuBLAS
  * (cublas_emu.cpp) and cuDNN (cudnn_emu.cpp), how many kernels it launched
- * ("kernel launch") and how many times it took a mutex in the backend's .cu
- * files ("pthread_mutex_lock (allocator.cu)", ...: emu_lock_count.h).
+ * ("kernel launch"; per kernel "kernel launch: NAME") and how many times it took a mutex in the
+ * backend's .cu files ("pthread_mutex_lock (allocator.cu)", ...: emu_lock_count.h).
  *
  * What a GPU run cannot show cheaply and the emulator can count exactly: the
  * host-side work per op and per training step. Counts are process-wide
@@ -29,6 +29,10 @@ extern "C" {
 long emu_calls(const char *name);
 /* Calls of every name that starts with `prefix` ("cudnn", "cublas", "cuda"). */
 long emu_calls_prefixed(const char *prefix);
+/* Counts a launch of the kernel `name` (as cu2cpp.py names it) under
+ * "kernel launch: NAME", template arguments dropped: which kernels an op ran,
+ * e.g. emu_calls("kernel launch: topk_kernel"). */
+void emu_calls_kernel(const char *name);
 /* Sets every count to 0. */
 void emu_calls_reset(void);
 /* Writes "  name: count" lines, sorted by name, of the nonzero counts, each

@@ -389,6 +389,7 @@ void emu_lib_enqueue(cudaStream_t stream, const char *name, std::function<void()
 namespace emu {
 void launch(const char *name, const emu_cfg &c, std::function<void()> body) {
   EMU_CALL_NAMED("kernel launch");
+  emu_calls_kernel(name);
   std::lock_guard<std::recursive_mutex> g(mu);
   init_locked();
   if (!config_ok(name, c)) {

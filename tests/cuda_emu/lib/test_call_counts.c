@@ -190,6 +190,66 @@ static void per_op_sdpa(const char *what, int64_t T, int64_t D, bool causal, con
   ct_free(v);
 }
 
+/* Fails (counts a failure) unless calls of `name` since the last reset are `want`. */
+static void expect_calls(const char *what, const char *name, long want) {
+  long got = emu_calls(name);
+  if (got != want) {
+    fprintf(stderr, "%s: %ld calls of %s, want %ld\n", what, got, name, want);
+    failures++;
+  }
+}
+
+/* topk selects with its own kernel (no sort of the rows), and the batched
+ * linear algebra makes one batched library call per batch of matrices of
+ * order <= 32 and one call per matrix above. */
+static void per_op_topk_and_solvers(void) {
+  ct_tensor_opts o = {.device = dev}, o64 = {.device = dev, .dtype = CT_F64};
+  ct_tensor *x = ct_randn(CT_SHAPE(64, 500), &o), *idx = NULL;
+  EXPECT_OK(x && ct_synchronize(dev) == CT_OK);
+  emu_calls_reset();
+  ct_tensor *v = ct_topk(x, 5, -1, true, true, &idx);
+  EXPECT_OK(v && idx && ct_synchronize(dev) == CT_OK);
+  report("`ct_topk(x, 5, -1, ...)`, (64, 500) f32", 1);
+  expect_calls("topk", "kernel launch: topk_kernel", 1);
+  expect_calls("topk", "kernel launch: local_kernel", 0); /* the sort's */
+  ct_free(v), ct_free(idx), ct_free(x);
+  const int64_t orders[2] = {16, 33};
+  for (int i = 0; i < 2; i++) {
+    int64_t n = orders[i], batch = 8;
+    long per = n <= 32 ? 0 : batch, one = n <= 32 ? 1 : 0;
+    ct_tensor *a = ct_randn(CT_SHAPE(batch, n, n), &o64);
+    ct_tensor *at = a ? ct_transpose(a, 1, 2) : NULL, *eye = ct_eye(n, n, &o64);
+    ct_tensor *aat = at ? ct_matmul(a, at) : NULL, *spd = aat && eye ? ct_add(aat, eye) : NULL;
+    EXPECT_OK(spd && ct_synchronize(dev) == CT_OK);
+    ct_free(at), ct_free(eye), ct_free(aat);
+    char what[96];
+    snprintf(what, sizeof what, "linalg, batch of %lld f64 (%lld, %lld)", (long long)batch,
+             (long long)n, (long long)n);
+    emu_calls_reset();
+    ct_tensor *inv = ct_linalg_inv(spd);
+    EXPECT_OK(inv && ct_synchronize(dev) == CT_OK);
+    expect_calls(what, "cublasDgetrfBatched", one);
+    expect_calls(what, "cusolverDnDgetrf", per);
+    emu_calls_reset();
+    ct_tensor *l = ct_linalg_cholesky(spd, false);
+    EXPECT_OK(l && ct_synchronize(dev) == CT_OK);
+    expect_calls(what, "cusolverDnDpotrfBatched", one);
+    expect_calls(what, "cusolverDnDpotrf", per);
+    emu_calls_reset();
+    ct_tensor *vec = NULL, *w = ct_linalg_eigh(spd, false, &vec);
+    EXPECT_OK(w && vec && ct_synchronize(dev) == CT_OK);
+    expect_calls(what, "cusolverDnDsyevjBatched", one);
+    expect_calls(what, "cusolverDnDsyevd", per);
+    emu_calls_reset();
+    ct_tensor *u = NULL, *vh = NULL, *s = ct_linalg_svd(a, false, &u, &vh);
+    EXPECT_OK(s && u && vh && ct_synchronize(dev) == CT_OK);
+    expect_calls(what, "cusolverDnDgesvdjBatched", one);
+    expect_calls(what, "cusolverDnDgesvd", per);
+    ct_free(a), ct_free(spd), ct_free(inv), ct_free(l), ct_free(vec), ct_free(w);
+    ct_free(u), ct_free(vh), ct_free(s);
+  }
+}
+
 /* ---- Per training step ------------------------------------------------------------------- */
 
 typedef struct step_ctx {
@@ -268,6 +328,7 @@ int main(int argc, char **argv) {
   per_op_sdpa("sdpa causal + backward, (2, 3, 64, 32) bf16, chunked", 64, 32, true, "73728",
               2 * 2 + 6 * 5);
   per_op_sdpa("sdpa + backward, (2, 3, 64, 32) bf16, fused kernels", 64, 32, false, "6000", 0);
+  per_op_topk_and_solvers();
   per_step("MLP 784-128-10 step, batch 64, SGD", train_mlp_new(dev), CT_SHAPE(64, 784), false,
            BUDGET_MLP_STEP);
   per_step("MLP step with AMP (f16 autocast, GradScaler)", train_mlp_new(dev), CT_SHAPE(64, 784),

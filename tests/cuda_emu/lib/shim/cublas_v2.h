@@ -145,6 +145,21 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                                           long long int strideC, int batchCount,
                                           cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 
+/* LU of n x n matrices Aarray[i] (a device array of batchSize pointers),
+ * pivots P + i * n, info[i] (LAPACK's getrf), and solves with them: B[i] =
+ * op(A[i])^-1 B[i]; getrsBatched's info is a host int (0, or -k for a bad
+ * argument k). */
+cublasStatus_t cublasSgetrfBatched(cublasHandle_t handle, int n, float *const A[], int lda, int *P,
+                                   int *info, int batchSize);
+cublasStatus_t cublasDgetrfBatched(cublasHandle_t handle, int n, double *const A[], int lda, int *P,
+                                   int *info, int batchSize);
+cublasStatus_t cublasSgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs,
+                                   const float *const Aarray[], int lda, const int *devIpiv,
+                                   float *const Barray[], int ldb, int *info, int batchSize);
+cublasStatus_t cublasDgetrsBatched(cublasHandle_t handle, cublasOperation_t trans, int n, int nrhs,
+                                   const double *const Aarray[], int lda, const int *devIpiv,
+                                   double *const Barray[], int ldb, int *info, int batchSize);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /* Host EMULATION of cusolverDn.h (tests/cuda_emu/lib): the subset of the
  * dense cuSOLVER API that src/backend/cuda/solver.cu uses (getrf, getrs,
- * potrf, syevd, gesvd, geqrf, orgqr and their buffer sizes, f32/f64), with the real library's
- * names, enum values and signatures (CUDA 13 headers). Implemented on the host by cusolver_emu.cpp
+ * potrf, syevd, gesvd, geqrf, orgqr and their buffer sizes, f32/f64; potrf,
+ * syevj and gesvdj batched), with the real library's names, enum values and
+ * signatures (CUDA 13 headers). Implemented on the host by cusolver_emu.cpp
  * through the host LAPACK; no GPU is involved. */
 #ifndef CT_EMU_CUSOLVERDN_H
 #define CT_EMU_CUSOLVERDN_H
@@ -104,6 +105,63 @@ cusolverStatus_t cusolverDnSorgqr(cusolverDnHandle_t handle, int m, int n, int k
                                   const float *tau, float *work, int lwork, int *info);
 cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t handle, int m, int n, int k, double *A,
                                   int lda, const double *tau, double *work, int lwork, int *info);
+
+/* Batched calls for small matrices: Cholesky of Aarray[i] (a device array
+ * of pointers), info per matrix; Jacobi eigendecomposition / SVD of a
+ * contiguous batch (n, and m, at most 32), info per matrix (n + 1, or
+ * min(m, n) + 1: no convergence), their parameters from Create*Info (default
+ * tolerance and sweeps, sorted results: eigenvalues ascending, singular
+ * values descending). gesvdj gives U (m x m) and V (n x n), not V^T. */
+cusolverStatus_t cusolverDnSpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n,
+                                         float *Aarray[], int lda, int *infoArray, int batchSize);
+cusolverStatus_t cusolverDnDpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n,
+                                         double *Aarray[], int lda, int *infoArray, int batchSize);
+
+typedef struct syevjInfo *syevjInfo_t;
+typedef struct gesvdjInfo *gesvdjInfo_t;
+cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info);
+cusolverStatus_t cusolverDnDestroySyevjInfo(syevjInfo_t info);
+cusolverStatus_t cusolverDnCreateGesvdjInfo(gesvdjInfo_t *info);
+cusolverStatus_t cusolverDnDestroyGesvdjInfo(gesvdjInfo_t info);
+
+cusolverStatus_t cusolverDnSsyevjBatched_bufferSize(cusolverDnHandle_t handle,
+                                                    cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                                                    int n, const float *A, int lda, const float *W,
+                                                    int *lwork, syevjInfo_t params, int batchSize);
+cusolverStatus_t cusolverDnDsyevjBatched_bufferSize(cusolverDnHandle_t handle,
+                                                    cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                                                    int n, const double *A, int lda,
+                                                    const double *W, int *lwork, syevjInfo_t params,
+                                                    int batchSize);
+cusolverStatus_t cusolverDnSsyevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
+                                         cublasFillMode_t uplo, int n, float *A, int lda, float *W,
+                                         float *work, int lwork, int *info, syevjInfo_t params,
+                                         int batchSize);
+cusolverStatus_t cusolverDnDsyevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
+                                         cublasFillMode_t uplo, int n, double *A, int lda,
+                                         double *W, double *work, int lwork, int *info,
+                                         syevjInfo_t params, int batchSize);
+
+cusolverStatus_t cusolverDnSgesvdjBatched_bufferSize(cusolverDnHandle_t handle,
+                                                     cusolverEigMode_t jobz, int m, int n,
+                                                     const float *A, int lda, const float *S,
+                                                     const float *U, int ldu, const float *V,
+                                                     int ldv, int *lwork, gesvdjInfo_t params,
+                                                     int batchSize);
+cusolverStatus_t cusolverDnDgesvdjBatched_bufferSize(cusolverDnHandle_t handle,
+                                                     cusolverEigMode_t jobz, int m, int n,
+                                                     const double *A, int lda, const double *S,
+                                                     const double *U, int ldu, const double *V,
+                                                     int ldv, int *lwork, gesvdjInfo_t params,
+                                                     int batchSize);
+cusolverStatus_t cusolverDnSgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m,
+                                          int n, float *A, int lda, float *S, float *U, int ldu,
+                                          float *V, int ldv, float *work, int lwork, int *info,
+                                          gesvdjInfo_t params, int batchSize);
+cusolverStatus_t cusolverDnDgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m,
+                                          int n, double *A, int lda, double *S, double *U, int ldu,
+                                          double *V, int ldv, double *work, int lwork, int *info,
+                                          gesvdjInfo_t params, int batchSize);
 
 #ifdef __cplusplus
 }
