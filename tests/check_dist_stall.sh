@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A stopped rank must not make the others wait forever: runs
 # `test_dist --stall` as 2 ranks (rank 1 stops itself with SIGSTOP before an
-# all-reduce, rank 0 has a 3 s limit) and checks that the job ends, failing,
+# all-reduce, rank 0 has a 5 s limit) and checks that the job ends, failing,
 # with rank 0's message naming rank 1. The launcher's own limit
 # (MPIEXEC_TIMEOUT, Open MPI and MPICH) is only a guard against a hang, far
 # beyond what the check needs.

@@ -388,7 +388,7 @@ static void test_training(ct_dtype dt, double tol) {
 /* Never returns on a working build: rank 1 stops, rank 0 times out and ends
  * the job (check_dist_stall.sh checks its message). */
 static int stall(void) {
-  if (ct_dist_init(&(ct_dist_opts){.timeout_s = 3}) != CT_OK) {
+  if (ct_dist_init(&(ct_dist_opts){.timeout_s = 5}) != CT_OK) {
     fprintf(stderr, "dist_init: %s\n", ct_last_error_message());
     return 1;
   }
