@@ -112,8 +112,8 @@ static _Noreturn void timed_out(const char *op, double waited, double grace) {
   int me = 0, world = 1;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &world);
-  int *answer = calloc((size_t)world, sizeof *answer);
-  MPI_Request *req = calloc(2 * (size_t)world, sizeof *req);
+  int *answer = ct__calloc((size_t)world, sizeof *answer);
+  MPI_Request *req = ct__calloc(2 * (size_t)world, sizeof *req);
   static int ping = 1;
   int missing = world - 1;
   if (answer && req) {
