@@ -39,34 +39,40 @@ static void expect_oom(const void *result, const char *op, const char *says) {
 }
 
 enum { THREADS = 6 };
-static pthread_barrier_t start;
+static pthread_barrier_t up, go;
 static void *matmul_thread(void *a) {
-  pthread_barrier_wait(&start); /* all at once: more calls than the BLAS has buffers */
+  ct_free(ct_ones(CT_SHAPE(16), NULL)); /* its malloc arena, before memory is filled */
+  pthread_barrier_wait(&up);
+  pthread_barrier_wait(&go); /* all at once: more calls than the BLAS has buffers */
   return ct_matmul(a, a);
 }
 
 /* a @ a on THREADS new threads at once (more concurrent BLAS calls than ever
  * before, so OpenBLAS wants new buffers) with all but ~96 MiB of the address
- * space taken: every product ends and equals `expected` (computed before). */
-static void products_with_memory_full(ct_tensor *a, const ct_tensor *expected, int64_t limit) {
+ * space taken: every product ends and equals `expected` (computed before).
+ * The threads start (stacks, malloc arenas) before memory is filled. */
+static void products_with_memory_full(ct_tensor *a, const ct_tensor *expected) {
+  pthread_t t[THREADS];
+  void *got[THREADS] = {0};
+  int started = 0;
+  pthread_barrier_init(&up, NULL, THREADS + 1);
+  pthread_barrier_init(&go, NULL, THREADS + 1);
+  while (started < THREADS && pthread_create(&t[started], NULL, matmul_thread, a) == 0) started++;
+  EXPECT(started == THREADS, "%d of %d threads started", started, THREADS);
+  if (started < THREADS) _exit(1); /* the others wait at the barrier */
+  pthread_barrier_wait(&up);
   enum { most = 4096 };
   static ct_tensor *held[most];
   int n = 0;
   while (n < most && (held[n] = ct_empty(CT_SHAPE(1 << 20), NULL))) n++; /* 4 MiB each */
+  EXPECT(n > 24 && n < most, "filling memory: %d MiB held at the refusal", n * 4);
   ct_clear_error();
   for (int i = 0; i < 24 && n > 0; i++) ct_free(held[--n]);
   ct_empty_cache(ct_cpu());
-  EXPECT((int64_t)n * (4 << 20) > limit / 2, "memory filled: %d MiB of %lld held", n * 4,
-         (long long)(limit >> 20));
-  pthread_t t[THREADS];
-  void *got[THREADS] = {0};
-  int started = 0;
-  pthread_barrier_init(&start, NULL, THREADS);
-  while (started < THREADS && pthread_create(&t[started], NULL, matmul_thread, a) == 0) started++;
-  EXPECT(started == THREADS, "%d of %d threads started", started, THREADS);
-  if (started < THREADS) _exit(1); /* the others wait at the barrier */
+  pthread_barrier_wait(&go);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], &got[i]);
-  pthread_barrier_destroy(&start);
+  pthread_barrier_destroy(&up);
+  pthread_barrier_destroy(&go);
   for (int i = 0; i < n; i++) ct_free(held[i]);
   for (int i = 0; i < THREADS; i++) {
     EXPECT(got[i] != NULL, "matmul on thread %d with the address space nearly full", i);
@@ -130,7 +136,7 @@ int main(int argc, char **argv) {
   if (blas_fits && c) {
     ct_tensor *b = ct_randn(CT_SHAPE(512, 512), NULL), *bb = b ? ct_matmul(b, b) : NULL;
     EXPECT(bb != NULL, "a 512 x 512 matmul");
-    if (bb) products_with_memory_full(b, bb, limit);
+    if (bb) products_with_memory_full(b, bb);
   }
   /* Everything else still works after a refusal. */
   double sum = 0;
