@@ -167,15 +167,15 @@ CT_LOOP_GEMV(loop_sgemv, float)
 CT_LOOP_GEMV(loop_dgemv, double)
 
 /* The functions kernels call: the BLAS's, guarded, else the loop. */
-#define CT_GUARDED(name, params, args)                \
-  static void guarded_##name params {                 \
-    bool holds;                                       \
-    if (!begin_call(&holds)) {                    \
-      loop_##name args;                           \
-      return;                                     \
-    }                                             \
-    real.name args;                                   \
-    end_call(holds);                                  \
+#define CT_GUARDED(name, params, args) \
+  static void guarded_##name params {  \
+    bool holds;                        \
+    if (!begin_call(&holds)) {         \
+      loop_##name args;                \
+      return;                          \
+    }                                  \
+    real.name args;                    \
+    end_call(holds);                   \
   }
 CT_GUARDED(sgemm,
            (enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N,
