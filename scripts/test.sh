@@ -1,29 +1,123 @@
 #!/usr/bin/env bash
 # Builds ctensor and runs the whole test suite: a Release build, then an
-# ASan+UBSan (leak checking on) build and a portable build (no -march=native),
-# each under ctest, then the file readers' fuzz targets under libFuzzer (a
-# clang build, build-fuzz; each target fuzzed FUZZ_SECONDS, default 20, from
-# its corpus in tests/fuzz).
+# ASan+UBSan (leak checking on) build, a ThreadSanitizer build of the tests
+# labelled tsan, and a portable build (no -march=native), each under ctest,
+# then the file readers' fuzz targets under libFuzzer (a clang build,
+# build-fuzz; each target fuzzed FUZZ_SECONDS, default 20, from its corpus in
+# tests/fuzz).
+# Every suite runs even when an earlier one fails (a build that fails counts
+# as one failure of its suite); the end is a summary of every suite's
+# failures and, last, the total "N passed, N failed" (tests). Exit status 1
+# when anything failed. Each suite's ctest output is kept in
+# <build dir>/ctest.log. Tests are bounded by their work, not by the clock:
+# ctest's timeouts only guard against hangs, so a loaded machine makes the
+# suite slower, not red.
 # Installs missing dependencies first.
-#   scripts/test.sh            all four
+#   scripts/test.sh            all five
 #   scripts/test.sh --quick    the Release build only
-set -euo pipefail
-cd "$(dirname "$0")/.."
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
 
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 jobs=$(nproc 2>/dev/null || echo 2)
 
-scripts/install-deps.sh --tests
+scripts/install-deps.sh --tests || exit 1
+
+total_passed=0
+total_failed=0
+summary=()
+
+# Adds a suite's counts from its ctest log (or one failure when the log has
+# no result line: ctest did not run) and its failed tests to the summary.
+record() { # name, log
+  local name=$1 log=$2 line passed failed of
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    total_failed=$((total_failed + 1))
+    summary+=("$name: ctest gave no result (see $log)")
+    return
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")
+  of=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+  passed=$((of - failed))
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  if [ "$failed" -eq 0 ]; then
+    summary+=("$name: $passed passed")
+  else
+    summary+=("$name: $passed passed, $failed failed:")
+    while IFS= read -r t; do summary+=("  ${t#"${t%%[![:space:]]*}"}"); done < <(sed -n '/The following tests FAILED:/,$p' "$log" |
+      grep -E '^[[:space:]]+[0-9]+ - ')
+  fi
+}
+
+build_failed() { # name, dir
+  total_failed=$((total_failed + 1))
+  summary+=("$1: the build in $2 failed (its tests did not run)")
+}
 
 run_suite() { # name, build dir, cmake args...
   local name=$1 dir=$2
   shift 2
   echo "== $name build ($dir)"
-  cmake -S . -B "$dir" -DCTENSOR_BUILD_BENCH=ON -DCTENSOR_BUILD_EXAMPLES=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+  if ! cmake -S . -B "$dir" -DCTENSOR_BUILD_BENCH=ON -DCTENSOR_BUILD_EXAMPLES=ON "$@" >/dev/null ||
+    ! cmake --build "$dir" -j "$jobs"; then
+    build_failed "$name" "$dir"
+    return
+  fi
   echo "== $name tests"
-  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 900)
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 1500) 2>&1 | tee "$dir/ctest.log"
+  record "$name" "$dir/ctest.log"
+}
+
+# ThreadSanitizer: the tests labelled tsan only (threads, the pool, the data
+# loader), in a build of the library and those tests. Skipped, saying so,
+# where the build has no CTENSOR_SANITIZE_THREAD option.
+run_tsan_suite() {
+  local dir=build-tsan names
+  local -a targets
+  if ! grep -qs 'CTENSOR_SANITIZE_THREAD' CMakeLists.txt cmake/*.cmake; then
+    echo "== tsan: skipped (this tree has no CTENSOR_SANITIZE_THREAD option)"
+    summary+=("tsan: skipped (no CTENSOR_SANITIZE_THREAD option in this tree)")
+    return
+  fi
+  echo "== tsan build ($dir)"
+  if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_SANITIZE_THREAD=ON -DCTENSOR_CUDA=OFF \
+    -DCTENSOR_PYTHON=OFF -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_BUILD_EXAMPLES=OFF >/dev/null; then
+    build_failed tsan "$dir"
+    return
+  fi
+  # The targets the tsan tests run: every path in their commands that names
+  # a target of the build (the test programs, the programs a script runs).
+  names=$( (cd "$dir" && ctest -N -L tsan --show-only=json-v1) | python3 -c '
+import json, os, re, subprocess, sys
+known = set()
+for line in subprocess.run(["cmake", "--build", sys.argv[1], "--target", "help"],
+                           capture_output=True, text=True).stdout.splitlines():
+    m = re.match(r"^(?:\.\.\. )?([A-Za-z0-9_.+-]+)(?::|$)", line.strip())
+    if m:
+        known.add(m.group(1))
+names = set()
+for t in json.load(sys.stdin).get("tests", []):
+    for word in t.get("command") or []:
+        if os.path.isabs(word) and os.path.basename(word) in known:
+            names.add(os.path.basename(word))
+print(" ".join(sorted(names)))' "$dir")
+  read -ra targets <<<"$names"
+  if [ "${#targets[@]}" -eq 0 ]; then
+    echo "== tsan: no test is labelled tsan"
+    summary+=("tsan: no test is labelled tsan")
+    return
+  fi
+  if ! cmake --build "$dir" -j "$jobs" --target "${targets[@]}"; then
+    build_failed tsan "$dir"
+    return
+  fi
+  echo "== tsan tests"
+  (cd "$dir" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest -L tsan --output-on-failure -j "$jobs" --timeout 1500) 2>&1 | tee "$dir/ctest.log"
+  record tsan "$dir/ctest.log"
 }
 
 run_suite release build -DCMAKE_BUILD_TYPE=Release
@@ -34,6 +128,7 @@ if [ "$quick" = 0 ]; then
   # checked by compute-sanitizer in scripts/gpu-check.sh on a GPU machine).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite sanitizer build-asan -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_SANITIZE=ON -DCTENSOR_CUDA=OFF
+  run_tsan_suite
   # What a distribution builds: no -march=native, so the kernels' portable
   # paths (no AVX-512, no FMA contraction) compile and run; the native builds
   # above never compile them. The CUDA backend is checked by the others.
@@ -41,11 +136,18 @@ if [ "$quick" = 0 ]; then
   # libFuzzer needs clang; this build holds the library, the program and the
   # fuzz targets only, all instrumented (CTENSOR_FUZZ).
   echo "== fuzz build (build-fuzz)"
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_FUZZ=ON \
+  if CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTENSOR_FUZZ=ON \
     -DCT_FUZZ_SECONDS="${FUZZ_SECONDS:-20}" -DCTENSOR_BUILD_TESTS=OFF -DCTENSOR_BUILD_EXAMPLES=OFF \
-    -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_CUDA=OFF -DCTENSOR_MPI=OFF -DCTENSOR_PYTHON=OFF >/dev/null
-  cmake --build build-fuzz -j "$jobs"
-  echo "== fuzz targets (${FUZZ_SECONDS:-20} s each)"
-  (cd build-fuzz && ctest -L fuzz --output-on-failure -j "$jobs")
+    -DCTENSOR_BUILD_BENCH=OFF -DCTENSOR_CUDA=OFF -DCTENSOR_MPI=OFF -DCTENSOR_PYTHON=OFF >/dev/null &&
+    cmake --build build-fuzz -j "$jobs"; then
+    echo "== fuzz targets (${FUZZ_SECONDS:-20} s each)"
+    (cd build-fuzz && ctest -L fuzz --output-on-failure -j "$jobs") 2>&1 | tee build-fuzz/ctest.log
+    record fuzz build-fuzz/ctest.log
+  else
+    build_failed fuzz build-fuzz
+  fi
 fi
-echo "== all tests passed"
+echo "== summary"
+for line in "${summary[@]}"; do echo "$line"; done
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]

@@ -6,9 +6,16 @@
  * on whole batches. Exits 77 (skipped) in a build without MPI or when not
  * started by a launcher. A standalone main (not ct_test.c's): MPI needs
  * init and finalize around all tests. Works with any world size that divides
- * the training batch (24). */
+ * the training batch (24).
+ *
+ * `test_dist --stall` checks the collectives' time limit instead (run by
+ * check_dist_stall.sh): rank 1 stops itself (SIGSTOP) before an all-reduce,
+ * and rank 0, with a limit of a few seconds, must end the job with a message
+ * naming rank 1 rather than wait forever. */
+#define _POSIX_C_SOURCE 200809L
 #include <ctensor.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,7 +385,24 @@ static void test_training(ct_dtype dt, double tol) {
   ct_scope_end();
 }
 
-int main(void) {
+/* Never returns on a working build: rank 1 stops, rank 0 times out and ends
+ * the job (check_dist_stall.sh checks its message). */
+static int stall(void) {
+  if (ct_dist_init(&(ct_dist_opts){.timeout_s = 5}) != CT_OK) {
+    fprintf(stderr, "dist_init: %s\n", ct_last_error_message());
+    return 1;
+  }
+  rank = ct_dist_rank();
+  CHECK(ct_dist_barrier() == CT_OK); /* both ranks are up */
+  ct_tensor *t = ct_ones(CT_SHAPE(1000), NULL);
+  if (rank == 1) raise(SIGSTOP);
+  ct_status st = ct_dist_all_reduce_(t, CT_DIST_SUM);
+  fprintf(stderr, "rank %d: the all-reduce returned (%s) though rank 1 is stopped\n", rank,
+          ct_status_name(st));
+  return 1;
+}
+
+int main(int argc, char **argv) {
   if (!ct_dist_is_available()) {
     printf("skipped: ctensor was built without MPI (%s)\n", ct_build_info());
     return 77;
@@ -387,6 +411,13 @@ int main(void) {
     printf("skipped: start it with an MPI launcher, e.g. mpirun -np 2 test_dist\n");
     return 77;
   }
+  if (argc > 1 && strcmp(argv[1], "--stall") == 0) return stall();
+  /* A bad time limit is refused before MPI is touched. */
+  CHECK_FAILS(ct_dist_init(&(ct_dist_opts){.timeout_s = -1}), CT_ERR_ARG, "timeout_s");
+  setenv("CT_DIST_TIMEOUT", "soon", 1);
+  CHECK_FAILS(ct_dist_init(NULL), CT_ERR_ARG, "CT_DIST_TIMEOUT='soon'");
+  unsetenv("CT_DIST_TIMEOUT");
+  CHECK(!ct_dist_is_initialized());
   if (ct_dist_init(NULL) != CT_OK) {
     fprintf(stderr, "dist_init: %s\n", ct_last_error_message());
     return 1;

@@ -65,6 +65,12 @@ typedef struct ct_dist_opts {
    * CUDA device. NCCL needs a CUDA device. */
   ct_device device;
   bool device_from_local_rank;
+  /* Seconds a collective over MPI waits for the other ranks (0: the
+   * environment's CT_DIST_TIMEOUT, else 300). Past it the rank names the
+   * ranks that did not arrive (stopped, hung, or calling other collectives)
+   * on stderr and ends the job, since the collective cannot be abandoned on
+   * one rank only. */
+  double timeout_s;
 } ct_dist_opts;
 
 /* Whether this build has MPI (ct_dist_init can work) / NCCL. */

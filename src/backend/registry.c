@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <link.h> /* ElfW */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +312,16 @@ static void search(plugin_slot *s) {
 
 #endif /* !CT_STATIC_REGISTRY */
 
+/* CUDA cannot be used in a child that fork() made of a process where it was
+ * loaded: the driver's state (contexts, its threads) does not survive a
+ * fork. As PyTorch, the child gets a clear error instead of a hang or a
+ * crash in the driver. */
+static atomic_bool forked_after_cuda;
+static void cuda_forked(void) { atomic_store(&forked_after_cuda, true); }
+static const char cuda_fork_error[] =
+    "the CUDA backend cannot be used in a process made by fork() after CUDA was loaded in its "
+    "parent (start the process with exec, as Python's multiprocessing 'spawn' does)";
+
 static void load(plugin_slot *s) {
   if (s->builtin) {
     s->plugin = check(s, s->builtin(), "built in");
@@ -327,6 +338,7 @@ static void load(plugin_slot *s) {
   }
   if (s->plugin && s->plugin->library_versions)
     s->plugin->library_versions(s->versions, sizeof s->versions);
+  if (s->plugin && s == &slots[CT_PLUGIN_CUDA]) pthread_atfork(NULL, NULL, cuda_forked);
 }
 
 #define X(id) \
@@ -344,12 +356,15 @@ static void (*const loaders[CT_PLUGIN_COUNT])(void) = {
 const ct_plugin *ct__plugin(ct_plugin_id id) {
   if ((unsigned)id >= CT_PLUGIN_COUNT) return NULL;
   pthread_once(&slots[id].once, loaders[id]);
+  if (id == CT_PLUGIN_CUDA && atomic_load(&forked_after_cuda)) return NULL;
   return slots[id].plugin;
 }
 
 const char *ct__plugin_error(ct_plugin_id id) {
   if ((unsigned)id >= CT_PLUGIN_COUNT) return "no such plugin";
-  return ct__plugin(id) ? "" : slots[id].error;
+  if (ct__plugin(id)) return "";
+  return id == CT_PLUGIN_CUDA && atomic_load(&forked_after_cuda) ? cuda_fork_error
+                                                                 : slots[id].error;
 }
 
 /* ---- Backends by device type --------------------------------------------------- */

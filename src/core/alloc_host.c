@@ -8,7 +8,12 @@
  * whose own thread caches are fast for them.
  *
  * The cache holds at most CT_CPU_CACHE_LIMIT bytes (environment, in MiB;
- * default 4096); CT_CPU_CACHE=0 turns caching off (sanitizer builds do). */
+ * default 4096); CT_CPU_CACHE=0 turns caching off (sanitizer builds do).
+ *
+ * fork() copies the lock as it is: taken by a thread that does not exist in
+ * the child, it would never be released there. So fork takes the lock first
+ * (pthread_atfork, as malloc does with its arenas) and both sides release it;
+ * the bins stay valid in the child, which has a copy of every block. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -42,6 +47,19 @@ static int size_class(size_t s, size_t *rounded) {
   return 4 * k + (int)j;
 }
 
+static void lock_for_fork(void) { pthread_mutex_lock(&cache.lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&cache.lock); }
+static void register_fork_handlers(void) {
+  pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
+/* Takes the lock, with the fork handlers registered before its first use. */
+static void lock_cache(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_handlers);
+  pthread_mutex_lock(&cache.lock);
+}
+
 static void read_settings(void) {
   const char *on = getenv("CT_CPU_CACHE");
 #ifdef CT_SANITIZE
@@ -58,7 +76,7 @@ void *ct__host_alloc(size_t nbytes) {
   if (nbytes < CT_HOST_CACHE_MIN) return ct__malloc(nbytes ? nbytes : 1);
   size_t rounded;
   int c = size_class(nbytes, &rounded);
-  pthread_mutex_lock(&cache.lock);
+  lock_cache();
   if (cache.enabled < 0) read_settings();
   cache.num_allocs++;
   free_block *b = cache.bins[c];
@@ -78,7 +96,7 @@ void *ct__host_alloc(size_t nbytes) {
     p = ct__aligned_alloc(CT_HOST_ALIGN, rounded);
   }
   if (!p) {
-    pthread_mutex_lock(&cache.lock);
+    lock_cache();
     cache.live_bytes -= rounded;
     pthread_mutex_unlock(&cache.lock);
   }
@@ -93,7 +111,7 @@ void ct__host_free(void *ptr, size_t nbytes) {
   }
   size_t rounded;
   int c = size_class(nbytes, &rounded);
-  pthread_mutex_lock(&cache.lock);
+  lock_cache();
   cache.live_bytes -= rounded;
   bool keep = cache.enabled > 0 && cache.cached_bytes + rounded <= cache.limit;
   if (keep) {
@@ -107,7 +125,7 @@ void ct__host_free(void *ptr, size_t nbytes) {
 }
 
 void ct__host_empty_cache(void) {
-  pthread_mutex_lock(&cache.lock);
+  lock_cache();
   free_block *all = NULL;
   for (int c = 0; c < NUM_CLASSES; c++) {
     while (cache.bins[c]) {
@@ -127,7 +145,7 @@ void ct__host_empty_cache(void) {
 }
 
 void ct__host_memory_stats(ct_memory_stats *out) {
-  pthread_mutex_lock(&cache.lock);
+  lock_cache();
   *out = (ct_memory_stats){.allocated = cache.live_bytes,
                            .reserved = cache.live_bytes + cache.cached_bytes,
                            .peak_allocated = cache.peak_bytes,

@@ -57,6 +57,31 @@ int ct_dist_env_world_size(void) {
 
 /* ---- The process group ------------------------------------------------- */
 
+#define CT_DIST_DEFAULT_TIMEOUT 300.0
+
+/* The collectives' time limit: the option, else CT_DIST_TIMEOUT, else the
+ * default; a bad value is an error rather than no limit or a tiny one. */
+static ct_status resolve_timeout(double given, double *out) {
+  if (given != given || given < 0)
+    return ct__fail_status(CT_ERR_ARG, "dist_init: timeout_s must be >= 0 seconds, got %g", given);
+  if (given > 0) {
+    *out = given;
+    return CT_OK;
+  }
+  const char *env = getenv("CT_DIST_TIMEOUT");
+  if (!env || !*env) {
+    *out = CT_DIST_DEFAULT_TIMEOUT;
+    return CT_OK;
+  }
+  char *end = NULL;
+  double v = strtod(env, &end);
+  if (end == env || *end != '\0' || !(v > 0) || v > 1e9)
+    return ct__fail_status(
+        CT_ERR_ARG, "dist_init: CT_DIST_TIMEOUT='%.64s' is not a number of seconds > 0", env);
+  *out = v;
+  return CT_OK;
+}
+
 ct_status ct_dist_init(const ct_dist_opts *opts) {
   ct_dist_opts o = opts ? *opts : (ct_dist_opts){0};
   if (g.initialized)
@@ -75,7 +100,11 @@ ct_status ct_dist_init(const ct_dist_opts *opts) {
                            ct_device_name(o.device));
   if (o.backend == CT_DIST_BACKEND_NCCL && !ct__nccl_compiled())
     return ct__nccl_init(0, 1, o.device); /* reports why */
-  if (!ct__mpi_compiled()) return ct__mpi_init(&g.rank, &g.world_size, &g.local_rank, &g.owns_mpi);
+  double timeout = 0;
+  ct_status bad = resolve_timeout(o.timeout_s, &timeout);
+  if (bad != CT_OK) return bad;
+  if (!ct__mpi_compiled())
+    return ct__mpi_init(&g.rank, &g.world_size, &g.local_rank, &g.owns_mpi, timeout);
   if (cuda && ct_cuda_device_count() < 1)
     return ct__fail_status(CT_ERR_UNAVAILABLE, "dist_init: %s asked for, but no GPU is visible",
                            ct_device_name(o.device));
@@ -84,7 +113,7 @@ ct_status ct_dist_init(const ct_dist_opts *opts) {
                                                               : CT_DIST_BACKEND_MPI;
   int rank = 0, world = 1, local = 0;
   bool owns = false;
-  ct_status st = ct__mpi_init(&rank, &world, &local, &owns);
+  ct_status st = ct__mpi_init(&rank, &world, &local, &owns, timeout);
   if (st != CT_OK) return st;
   ct_device dev = o.device;
   if (cuda) {

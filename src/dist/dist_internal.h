@@ -15,8 +15,11 @@
 /* The MPI engine is loaded (loads it). */
 bool ct__mpi_compiled(void);
 /* Initializes MPI unless the program did (then *owns_mpi is false),
- * duplicates MPI_COMM_WORLD and finds rank, size and the local rank. */
-ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi);
+ * duplicates MPI_COMM_WORLD and finds rank, size and the local rank. A
+ * collective that waits more than timeout_s seconds ends the job with a
+ * message naming the ranks it waited for. */
+ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi,
+                       double timeout_s);
 ct_status ct__mpi_finalize(bool owns_mpi);
 ct_status ct__mpi_barrier(const char *op);
 /* In-place collectives on host memory: count elements of dtype (not f16/bf16:
@@ -51,7 +54,7 @@ ct_status ct__nccl_record(ct_device dev, void *data);
 /* ---- The engines' tables (one slot per function above) ---- */
 
 typedef struct ct_mpi_engine {
-  ct_status (*init)(int *rank, int *world_size, int *local_rank, bool *owns_mpi);
+  ct_status (*init)(int *rank, int *world_size, int *local_rank, bool *owns_mpi, double timeout_s);
   ct_status (*finalize)(bool owns_mpi);
   ct_status (*barrier)(const char *op);
   ct_status (*all_reduce)(const char *op, void *buf, int64_t count, ct_dtype dtype, ct_dist_op rop);

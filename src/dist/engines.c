@@ -22,9 +22,11 @@ static ct_status missing(const char *op, ct_plugin_id id) {
 
 bool ct__mpi_compiled(void) { return mpi() != NULL; }
 
-ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi) {
+ct_status ct__mpi_init(int *rank, int *world_size, int *local_rank, bool *owns_mpi,
+                       double timeout_s) {
   const ct_mpi_engine *e = mpi();
-  return e ? e->init(rank, world_size, local_rank, owns_mpi) : missing("dist_init", CT_PLUGIN_MPI);
+  return e ? e->init(rank, world_size, local_rank, owns_mpi, timeout_s)
+           : missing("dist_init", CT_PLUGIN_MPI);
 }
 ct_status ct__mpi_finalize(bool owns_mpi) {
   const ct_mpi_engine *e = mpi();

@@ -5,6 +5,7 @@
  * generator's lock, so concurrent users get disjoint ranges, then lets the
  * backend compute element i from (seed, offset, i). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "autograd/autograd_internal.h"
@@ -16,19 +17,33 @@
 #define CT_DEFAULT_SEED 67280421310721ull
 
 struct ct_generator {
-  atomic_flag lock; /* guards seed and offset together */
+  atomic_uint lock; /* guards seed and offset: 0, or its holder's fork_mark() */
   uint64_t seed;
   uint64_t offset;  /* next unused Philox block */
 };
 
-static ct_generator default_generator = {ATOMIC_FLAG_INIT, CT_DEFAULT_SEED, 0};
+static ct_generator default_generator = {0, CT_DEFAULT_SEED, 0};
 static const ct_tensor_opts default_opts = {0};
 
+/* A generator locked when the process forked stays locked in the child, where
+ * its holder does not exist. So a holder marks the lock with the number of
+ * forks this process descends from (counted by a fork handler): a lock marked
+ * in an ancestor is free to take. This covers every generator, the program's
+ * own included, without a list of them. */
+static atomic_uint forks;
+static void count_fork(void) { atomic_fetch_add(&forks, 1); }
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, count_fork); }
+static unsigned fork_mark(void) { return 2 * atomic_load(&forks) + 1; }
+
 static void gen_lock(ct_generator *g) {
-  while (atomic_flag_test_and_set_explicit(&g->lock, memory_order_acquire)) {
-  }
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_handler);
+  unsigned mine = fork_mark(), held = 0;
+  while (!atomic_compare_exchange_weak_explicit(&g->lock, &held, mine, memory_order_acquire,
+                                                memory_order_relaxed))
+    if (held == mine) held = 0; /* held in this process: wait for 0 */
 }
-static void gen_unlock(ct_generator *g) { atomic_flag_clear_explicit(&g->lock, memory_order_release); }
+static void gen_unlock(ct_generator *g) { atomic_store_explicit(&g->lock, 0, memory_order_release); }
 
 /* Reserves `blocks` Philox blocks of g: returns the seed and the first block. */
 static void reserve(ct_generator *g, uint64_t blocks, uint64_t *seed, uint64_t *offset) {
@@ -49,7 +64,7 @@ void ct_manual_seed(uint64_t seed) { ct_generator_set_state(&default_generator, 
 ct_generator *ct_generator_new(uint64_t seed) {
   ct_generator *g = ct__malloc(sizeof *g);
   if (!g) return ct__fail(CT_ERR_OOM, "generator_new: out of host memory");
-  atomic_flag_clear(&g->lock);
+  atomic_init(&g->lock, 0);
   g->seed = seed;
   g->offset = 0;
   return g;

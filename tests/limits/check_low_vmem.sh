@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs tests/limits/low_vmem under address-space limits (ulimit -v): one
 # that leaves no room for the CPU BLAS's buffers, one that does. A crash, a
-# hang (the test's timeout) or an allocation failure reported as anything but
-# CT_ERR_OOM fails.
+# hang (`timeout 600`: a guard, far beyond the seconds it needs) or an
+# allocation failure reported as anything but CT_ERR_OOM fails.
 #   check_low_vmem.sh LOW_VMEM
 set -uo pipefail
 prog=$1
 fail=0
 run() { # LIMIT_MIB BLAS
-  out=$( (ulimit -v $(($1 * 1024)) && exec timeout 60 "$prog" "$1" "$2") 2>&1)
+  out=$( (ulimit -v $(($1 * 1024)) && exec timeout 600 "$prog" "$1" "$2") 2>&1)
   rc=$?
   echo "$out"
   if [ $rc -ne 0 ]; then

@@ -5,11 +5,16 @@
  *   low_vmem LIMIT_MIB BLAS
  * LIMIT_MIB is the limit the script set; BLAS is "fits" when the limit leaves
  * room for the CPU BLAS (a matmul must work), "none" when it does not (a
- * matmul must fail with CT_ERR_OOM naming the limit). */
+ * matmul must fail with CT_ERR_OOM naming the limit). With room, memory
+ * taken after the BLAS was loaded must not make a product hang: new
+ * threads multiply at once with the address space nearly full (OpenBLAS
+ * would wait forever for new buffers; ctensor's loop runs instead). */
 #include <ctensor.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures = 0;
 #define EXPECT(cond, ...)                                                        \
@@ -31,6 +36,54 @@ static void expect_oom(const void *result, const char *op, const char *says) {
   EXPECT(strstr(ct_last_error_message(), says) != NULL, "%s: the message does not say '%s'", op,
          says);
   ct_clear_error();
+}
+
+enum { THREADS = 6 };
+static pthread_barrier_t up, go;
+static void *matmul_thread(void *a) {
+  ct_free(ct_ones(CT_SHAPE(16), NULL)); /* its malloc arena, before memory is filled */
+  pthread_barrier_wait(&up);
+  pthread_barrier_wait(&go); /* all at once: more calls than the BLAS has buffers */
+  return ct_matmul(a, a);
+}
+
+/* a @ a on THREADS new threads at once (more concurrent BLAS calls than ever
+ * before, so OpenBLAS wants new buffers) with all but ~96 MiB of the address
+ * space taken: every product ends and equals `expected` (computed before).
+ * The threads start (stacks, malloc arenas) before memory is filled. */
+static void products_with_memory_full(ct_tensor *a, const ct_tensor *expected) {
+  pthread_t t[THREADS];
+  void *got[THREADS] = {0};
+  int started = 0;
+  pthread_barrier_init(&up, NULL, THREADS + 1);
+  pthread_barrier_init(&go, NULL, THREADS + 1);
+  while (started < THREADS && pthread_create(&t[started], NULL, matmul_thread, a) == 0) started++;
+  EXPECT(started == THREADS, "%d of %d threads started", started, THREADS);
+  if (started < THREADS) _exit(1); /* the others wait at the barrier */
+  pthread_barrier_wait(&up);
+  enum { most = 4096 };
+  static ct_tensor *held[most];
+  int n = 0;
+  while (n < most && (held[n] = ct_empty(CT_SHAPE(1 << 20), NULL))) n++; /* 4 MiB each */
+  EXPECT(n > 24 && n < most, "filling memory: %d MiB held at the refusal", n * 4);
+  ct_clear_error();
+  for (int i = 0; i < 24 && n > 0; i++) ct_free(held[--n]);
+  ct_empty_cache(ct_cpu());
+  pthread_barrier_wait(&go);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], &got[i]);
+  pthread_barrier_destroy(&up);
+  pthread_barrier_destroy(&go);
+  for (int i = 0; i < n; i++) ct_free(held[i]);
+  for (int i = 0; i < THREADS; i++) {
+    EXPECT(got[i] != NULL, "matmul on thread %d with the address space nearly full", i);
+    if (!got[i]) continue;
+    ct_tensor *d = ct_sub(got[i], expected);
+    ct_tensor *worst = d ? ct_max(ct_abs(d), NULL) : NULL;
+    double w = 1;
+    EXPECT(worst && ct_item(worst, &w) == CT_OK && w < 1e-3,
+           "thread %d: the product with the memory full differs from the BLAS's by %g", i, w);
+    ct_free(got[i]);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -79,6 +132,11 @@ int main(int argc, char **argv) {
     EXPECT(c != NULL, "matmul with room for the BLAS");
   } else {
     expect_oom(c, "matmul", "matmul: the address-space limit (ulimit -v)");
+  }
+  if (blas_fits && c) {
+    ct_tensor *b = ct_randn(CT_SHAPE(512, 512), NULL), *bb = b ? ct_matmul(b, b) : NULL;
+    EXPECT(bb != NULL, "a 512 x 512 matmul");
+    if (bb) products_with_memory_full(b, bb);
   }
   /* Everything else still works after a refusal. */
   double sum = 0;

@@ -14,6 +14,11 @@
  *    call it. With room for fewer buffers than ctensor has threads, products
  *    run on the calling thread only; with no room the load fails with
  *    CT_ERR_OOM naming the limit, where OpenBLAS would have hung.
+ *  - the room is checked again before a call that may need a new buffer (a
+ *    thread's first call, or more calls at once than ever before): memory
+ *    the program took since the load can leave none, and OpenBLAS would then
+ *    hang in that call. Without room the product runs in a plain loop of
+ *    ctensor's own (slow, but it ends), with a warning saying why, once.
  * The file is the build's (CT_BLAS_PATH: the pthread build of OpenBLAS), else
  * the system's libopenblas.so.0. A build that is not thread-safe (Debian's
  * serial flavour: openblas_get_parallel() == 0) is called from one thread at
@@ -23,6 +28,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +45,7 @@
 #define CT_BLAS_BUFFER ((size_t)130 << 20)
 
 ct_blas_fns ct__blas_fns;
+static ct_blas_fns real; /* the library's functions; ct__blas_fns calls them through guards */
 
 static struct {
   pthread_once_t once;
@@ -64,6 +71,130 @@ static size_t file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (size_t)st.st_size : (size_t)64 << 20;
 }
+
+/* ---- Calls that may need a new buffer ---- */
+
+static struct {
+  pthread_mutex_t first; /* one call that may need a new buffer at a time */
+  atomic_int in_flight;  /* calls running now */
+  atomic_int most;       /* the most calls that ever ran at once */
+  atomic_bool warned;
+} guard = {.first = PTHREAD_MUTEX_INITIALIZER};
+static _Thread_local bool thread_has_buffer;
+
+static void lock_for_fork(void) { pthread_mutex_lock(&guard.first); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&guard.first); }
+
+/* Room for one more buffer, or a warning (once) and false. */
+static bool room_for_buffer(void) {
+  if (room_for(CT_BLAS_BUFFER)) return true;
+  if (!atomic_exchange(&guard.warned, true))
+    fprintf(stderr,
+            "ctensor: warning: the address-space limit (ulimit -v) leaves no room for another "
+            "%zu MiB buffer of OpenBLAS, which would wait for one forever: products that need "
+            "one run in ctensor's own loop instead, much more slowly\n",
+            CT_BLAS_BUFFER >> 20);
+  return false;
+}
+
+/* Whether this call may go to the BLAS; then it must call end_call(). A call
+ * that may make OpenBLAS map a new buffer (this thread's first, or more at
+ * once than ever) holds guard.first until it ends, so that two of them do
+ * not both count on the same room. */
+static bool begin_call(bool *holds) {
+  int n = atomic_fetch_add(&guard.in_flight, 1) + 1;
+  *holds = !thread_has_buffer || n > atomic_load(&guard.most);
+  if (!*holds) return true;
+  pthread_mutex_lock(&guard.first);
+  if (room_for_buffer()) return true;
+  pthread_mutex_unlock(&guard.first);
+  atomic_fetch_sub(&guard.in_flight, 1);
+  return false;
+}
+static void end_call(bool holds) {
+  int n = atomic_fetch_sub(&guard.in_flight, 1);
+  if (!holds) return;
+  thread_has_buffer = true;
+  for (int m = atomic_load(&guard.most);
+       n > m && !atomic_compare_exchange_weak(&guard.most, &m, n);) {
+  }
+  pthread_mutex_unlock(&guard.first);
+}
+
+/* op(X)[i][j] of a stored matrix: row-major, or column-major (its transpose
+ * stored row-major), transposed or not. */
+static size_t row_stride(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE t, int ld) {
+  return (o == CblasColMajor) != (t != CblasNoTrans) ? 1 : (size_t)ld;
+}
+static size_t col_stride(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE t, int ld) {
+  return (o == CblasColMajor) != (t != CblasNoTrans) ? (size_t)ld : 1;
+}
+
+/* C = alpha op(A) op(B) + beta C and y = alpha op(A) x + beta y in plain
+ * loops, accumulated in double (beta 0: C is not read, as the BLAS). */
+#define CT_LOOP_GEMM(name, T)                                                                     \
+  static void name(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M,   \
+                   int N, int K, T alpha, const T *A, int lda, const T *B, int ldb, T beta, T *C, \
+                   int ldc) {                                                                     \
+    size_t ar = row_stride(o, ta, lda), ac = col_stride(o, ta, lda);                              \
+    size_t br = row_stride(o, tb, ldb), bc = col_stride(o, tb, ldb);                              \
+    size_t cr = row_stride(o, CblasNoTrans, ldc), cc = col_stride(o, CblasNoTrans, ldc);          \
+    for (int i = 0; i < M; i++)                                                                   \
+      for (int j = 0; j < N; j++) {                                                               \
+        double s = 0;                                                                             \
+        for (int p = 0; p < K; p++) s += (double)A[i * ar + p * ac] * (double)B[p * br + j * bc]; \
+        T *c = &C[i * cr + j * cc];                                                               \
+        *c = (T)(alpha * s + (beta == 0 ? 0 : (double)beta * (double)*c));                        \
+      }                                                                                           \
+  }
+#define CT_LOOP_GEMV(name, T)                                                                     \
+  static void name(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE t, int M, int N, T alpha, const T *A, \
+                   int lda, const T *x, int incx, T beta, T *y, int incy) {                       \
+    int rows = t == CblasNoTrans ? M : N, cols = t == CblasNoTrans ? N : M;                       \
+    size_t ar = row_stride(o, t, lda), ac = col_stride(o, t, lda);                                \
+    const T *x0 = incx < 0 ? x - (ptrdiff_t)(cols - 1) * incx : x;                                \
+    T *y0 = incy < 0 ? y - (ptrdiff_t)(rows - 1) * incy : y;                                      \
+    for (int i = 0; i < rows; i++) {                                                              \
+      double s = 0;                                                                               \
+      for (int j = 0; j < cols; j++) s += (double)A[i * ar + j * ac] * (double)x0[j * incx];      \
+      T *yi = &y0[i * incy];                                                                      \
+      *yi = (T)(alpha * s + (beta == 0 ? 0 : (double)beta * (double)*yi));                        \
+    }                                                                                             \
+  }
+CT_LOOP_GEMM(loop_sgemm, float)
+CT_LOOP_GEMM(loop_dgemm, double)
+CT_LOOP_GEMV(loop_sgemv, float)
+CT_LOOP_GEMV(loop_dgemv, double)
+
+/* The functions kernels call: the BLAS's, guarded, else the loop. */
+#define CT_GUARDED(name, params, args) \
+  static void guarded_##name params {  \
+    bool holds;                        \
+    if (!begin_call(&holds)) {         \
+      loop_##name args;                \
+      return;                          \
+    }                                  \
+    real.name args;                    \
+    end_call(holds);                   \
+  }
+CT_GUARDED(sgemm,
+           (enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N,
+            int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+            float *C, int ldc),
+           (o, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+CT_GUARDED(dgemm,
+           (enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N,
+            int K, double alpha, const double *A, int lda, const double *B, int ldb, double beta,
+            double *C, int ldc),
+           (o, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+CT_GUARDED(sgemv,
+           (enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE t, int M, int N, float alpha, const float *A,
+            int lda, const float *x, int incx, float beta, float *y, int incy),
+           (o, t, M, N, alpha, A, lda, x, incx, beta, y, incy))
+CT_GUARDED(dgemv,
+           (enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE t, int M, int N, double alpha, const double *A,
+            int lda, const double *x, int incx, double beta, double *y, int incy),
+           (o, t, M, N, alpha, A, lda, x, incx, beta, y, incy))
 
 /* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor,
  * then the program's value back. */
@@ -103,11 +234,11 @@ static void load(void) {
              e ? e : CT_BLAS_SONAME);
     return;
   }
-  *(void **)&ct__blas_fns.sgemm = dlsym(h, "cblas_sgemm");
-  *(void **)&ct__blas_fns.dgemm = dlsym(h, "cblas_dgemm");
-  *(void **)&ct__blas_fns.sgemv = dlsym(h, "cblas_sgemv");
-  *(void **)&ct__blas_fns.dgemv = dlsym(h, "cblas_dgemv");
-  if (!ct__blas_fns.sgemm || !ct__blas_fns.dgemm || !ct__blas_fns.sgemv || !ct__blas_fns.dgemv) {
+  *(void **)&real.sgemm = dlsym(h, "cblas_sgemm");
+  *(void **)&real.dgemm = dlsym(h, "cblas_dgemm");
+  *(void **)&real.sgemv = dlsym(h, "cblas_sgemv");
+  *(void **)&real.dgemv = dlsym(h, "cblas_dgemv");
+  if (!real.sgemm || !real.dgemm || !real.sgemv || !real.dgemv) {
     blas.status = CT_ERR_UNAVAILABLE;
     snprintf(blas.error, sizeof blas.error, "%s has no CBLAS (cblas_sgemm & co.)", path);
     return;
@@ -122,12 +253,19 @@ static void load(void) {
   if (set_threads) set_threads(1);
   if (parallel && parallel() == 0) blas.max_threads = 1;
   Dl_info info;
-  const char *file =
-      dladdr((void *)ct__blas_fns.sgemm, &info) && info.dli_fname ? info.dli_fname : path;
+  const char *file = dladdr((void *)real.sgemm, &info) && info.dli_fname ? info.dli_fname : path;
   snprintf(blas.describe, sizeof blas.describe, "%s (%s), single-threaded, %s",
            config ? config() : "BLAS", file,
            blas.max_threads == 1 ? "called from one thread at a time"
                                  : "called from each of ctensor's threads");
+  /* Without a limit there is nothing to guard (a limit set later is checked
+   * by the guards only if the load found one; setrlimit after the load is
+   * the program's business). */
+  struct rlimit r;
+  bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+  if (limited) pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+  ct__blas_fns =
+      limited ? (ct_blas_fns){guarded_sgemm, guarded_dgemm, guarded_sgemv, guarded_dgemv} : real;
   blas.handle = h;
   blas.status = CT_OK;
 }
