@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds ctensor and runs the whole test suite: a Release build, then an
-# ASan+UBSan (leak checking on) build, a ThreadSanitizer build of the tests
-# labelled tsan, and a portable build (no -march=native), each under ctest,
-# then the file readers' fuzz targets under libFuzzer (a clang build,
+# Builds ctensor and runs the whole test suite: a Release build, the emulated
+# rehearsal of scripts/gpu-check.sh over it, then an ASan+UBSan (leak checking
+# on) build, a ThreadSanitizer build of the tests labelled tsan, and a
+# portable build (no -march=native), each under ctest, then the file
+# readers' fuzz targets under libFuzzer (a clang build,
 # build-fuzz; each target fuzzed FUZZ_SECONDS, default 20, from its corpus in
 # tests/fuzz).
 # Every suite runs even when an earlier one fails (a build that fails counts
@@ -120,8 +121,22 @@ print(" ".join(sorted(names)))' "$dir")
   record tsan "$dir/ctest.log"
 }
 
+# The GPU machine's one-call plan (scripts/gpu-check.sh), rehearsed on the
+# emulated GPU over the Release build: the same stages, their time budget.
+run_gpu_rehearsal() {
+  echo "== gpu-check rehearsal (emulated GPU, build)"
+  if GPU_CHECK_EMULATED=1 GPU_CHECK_BUILD=build scripts/gpu-check.sh --out build/gpu-check-rehearsal; then
+    summary+=("gpu-check rehearsal: passed (build/gpu-check-rehearsal/gpu-check.md)")
+    total_passed=$((total_passed + 1))
+  else
+    summary+=("gpu-check rehearsal: FAILED (build/gpu-check-rehearsal/gpu-check.md)")
+    total_failed=$((total_failed + 1))
+  fi
+}
+
 run_suite release build -DCMAKE_BUILD_TYPE=Release
 if [ "$quick" = 0 ]; then
+  [ -f build/CMakeCache.txt ] && run_gpu_rehearsal
   # Leak checking is on by default with ASan on Linux; the host block cache is
   # off in this build so that every use after free is seen. The sanitizers
   # check host code, so this build leaves the CUDA backend out (its kernels are
