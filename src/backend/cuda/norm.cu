@@ -562,7 +562,9 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   if (!training && (!running_mean || !running_var))
     return ct__fail_status(CT_ERR_INTERNAL, "%s: evaluation needs the running statistics", op);
   bn_args a = bn_init(x);
-  if (a.C == 0) return CT_OK;
+  /* No elements (N or S is 0): nothing to normalize; the op layer fills an
+   * empty batch's statistics (the column path would divide by W = C * S). */
+  if (a.C == 0 || a.N * a.S == 0) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   a.training = training;
   a.momentum = momentum;
@@ -620,6 +622,16 @@ extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *
   bn_args a = bn_init(x);
   if (a.C == 0) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
+  if (a.N * a.S == 0) { /* no elements: grad_x is empty, gw and gb empty sums */
+    cudaStream_t s = ctc_stream(dev);
+    const ctc_t *outs[2] = {gw, gb};
+    for (int i = 0; i < 2; i++)
+      if (outs[i] && outs[i]->numel > 0)
+        CT_CUDA_CHECK(op, dev,
+                      cudaMemsetAsync(outs[i]->data, 0,
+                                      (size_t)outs[i]->numel * ctc_elsize(outs[i]->dtype), s));
+    return CT_OK;
+  }
   a.training = training;
   a.g = g->data;
   a.gx = gx ? gx->data : nullptr;
