@@ -562,9 +562,11 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   if (!training && (!running_mean || !running_var))
     return ct__fail_status(CT_ERR_INTERNAL, "%s: evaluation needs the running statistics", op);
   bn_args a = bn_init(x);
-  /* No elements (N or S is 0): nothing to normalize; the op layer fills an
-   * empty batch's statistics (the column path would divide by W = C * S). */
-  if (a.C == 0 || a.N * a.S == 0) return CT_OK;
+  /* Training on no elements (N or S is 0): nothing to normalize, and the op
+   * layer fills an empty batch's statistics (the column path's ranges would
+   * divide by W = C * S). Evaluation still writes the saved statistics from
+   * the running ones. */
+  if (a.C == 0 || (training && a.N * a.S == 0)) return CT_OK;
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   a.training = training;
   a.momentum = momentum;
