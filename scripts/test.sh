@@ -101,9 +101,11 @@ for line in subprocess.run(["cmake", "--build", sys.argv[1], "--target", "help"]
         known.add(m.group(1))
 names = set()
 for t in json.load(sys.stdin).get("tests", []):
-    for word in t.get("command") or []:
-        if os.path.isabs(word) and os.path.basename(word) in known:
-            names.add(os.path.basename(word))
+    # before the build ctest has no command for a program it cannot find yet:
+    # then the test is named after its program (NAME or NAME[device])
+    words = [w for w in t.get("command") or [] if os.path.isabs(w)]
+    words = [os.path.basename(w) for w in words] or [t.get("name", "").split("[")[0]]
+    names.update(w for w in words if w in known)
 print(" ".join(sorted(names)))' "$dir")
   read -ra targets <<<"$names"
   if [ "${#targets[@]}" -eq 0 ]; then
