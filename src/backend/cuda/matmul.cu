@@ -110,6 +110,23 @@ static ct_status packed(int dev, const ctc_t *t, ctc_scratch &buf, ctc_t *out) {
   return ct__cuda_copy(out, t);
 }
 
+/* The device's handle on stream s with a workspace from ws (handle_mu
+ * held): the status and the call it comes from; *no_ws when the workspace
+ * could not be allocated (the error is recorded). */
+static cublasStatus_t bind_handle(int dev, cudaStream_t s, ctc_scratch &ws, const char **call,
+                                  bool *no_ws) {
+  *no_ws = false;
+  *call = "cublasCreate";
+  cublasStatus_t cs = get_handle(dev, call);
+  if (cs != CUBLAS_STATUS_SUCCESS) return cs;
+  void *wsp = ws.get(ws_bytes[dev]);
+  if (!wsp) return *no_ws = true, CUBLAS_STATUS_ALLOC_FAILED;
+  *call = "cublasSetStream";
+  if ((cs = cublasSetStream(handles[dev], s)) != CUBLAS_STATUS_SUCCESS) return cs;
+  *call = "cublasSetWorkspace";
+  return cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
+}
+
 extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc_t *b, bool beta_one) {
   int dev = out->device, dt = out->dtype;
   if (out->numel == 0) return CT_OK;
@@ -162,20 +179,12 @@ extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc
   const void *beta = dt == CT_F64 ? (const void *)&beta_d : (const void *)&beta_f;
   ctc_scratch ws(dev); /* freed (stream-ordered) after the unlock */
   pthread_mutex_lock(&handle_mu);
-  const char *call = "cublasCreate";
-  cublasStatus_t cs = get_handle(dev, &call);
-  void *wsp = nullptr;
-  if (cs == CUBLAS_STATUS_SUCCESS && !(wsp = ws.get(ws_bytes[dev]))) {
+  const char *call;
+  bool no_ws;
+  cublasStatus_t cs = bind_handle(dev, s, ws, &call, &no_ws);
+  if (no_ws) {
     pthread_mutex_unlock(&handle_mu);
     return ct_last_error();
-  }
-  if (cs == CUBLAS_STATUS_SUCCESS) {
-    call = "cublasSetStream";
-    cs = cublasSetStream(handles[dev], s);
-  }
-  if (cs == CUBLAS_STATUS_SUCCESS) {
-    call = "cublasSetWorkspace";
-    cs = cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
   }
   if (cs == CUBLAS_STATUS_SUCCESS) {
     call = "cublasGemmStridedBatchedEx";
@@ -220,20 +229,12 @@ ct_status ct__cuda_gemm(const char *op, int dev, const ctc_gemm *g) {
   cudaStream_t s = ctc_stream(dev);
   ctc_scratch ws(dev); /* freed (stream-ordered) after the unlock */
   pthread_mutex_lock(&handle_mu);
-  const char *call = "cublasCreate";
-  cublasStatus_t cs = get_handle(dev, &call);
-  void *wsp = nullptr;
-  if (cs == CUBLAS_STATUS_SUCCESS && !(wsp = ws.get(ws_bytes[dev]))) {
+  const char *call;
+  bool no_ws;
+  cublasStatus_t cs = bind_handle(dev, s, ws, &call, &no_ws);
+  if (no_ws) {
     pthread_mutex_unlock(&handle_mu);
     return ct_last_error();
-  }
-  if (cs == CUBLAS_STATUS_SUCCESS) {
-    call = "cublasSetStream";
-    cs = cublasSetStream(handles[dev], s);
-  }
-  if (cs == CUBLAS_STATUS_SUCCESS) {
-    call = "cublasSetWorkspace";
-    cs = cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
   }
   if (cs == CUBLAS_STATUS_SUCCESS) {
     call = "cublasGemmStridedBatchedEx";
