@@ -113,19 +113,11 @@ __global__ void copy_ids_kernel(int64_t *out, const int64_t *ids, int64_t rows, 
   }
 }
 
+/* The bitonic network over rows of P (a power of two) (key, id) pairs. */
 template <typename K>
-static ct_status run_sort(const char *op, const ctc_t *indices, const ctc_t *x, bool desc) {
-  int dev = x->device;
+static ct_status sort_network(const char *op, int dev, K *keys, int64_t *ids, int64_t rows,
+                              int64_t P) {
   cudaStream_t s = ctc_stream(dev);
-  int64_t n = x->shape[x->ndim - 1], rows = x->numel / n, P = 1;
-  while (P < n) P *= 2;
-  ctc_scratch kbuf(dev), ibuf(dev);
-  K *keys = (K *)kbuf.get((size_t)(rows * P) * sizeof(K));
-  int64_t *ids = keys ? (int64_t *)ibuf.get((size_t)(rows * P) * sizeof(int64_t)) : nullptr;
-  if (!ids) return ct_last_error();
-  init_kernel<K><<<ctc_blocks(rows * P, dev), CTC_THREADS, 0, s>>>(x->data, x->dtype, desc, keys,
-                                                                   ids, rows, n, P);
-  CT_CUDA_LAUNCH_CHECK(op, dev, s);
   int64_t seg = P < SEG ? P : SEG, segments = rows * P / seg;
   int64_t cap = (int64_t)ctc_sm_count(dev) * 16;
   unsigned grid = (unsigned)(segments < cap ? segments : cap);
@@ -142,6 +134,24 @@ static ct_status run_sort(const char *op, const ctc_t *indices, const ctc_t *x, 
     local_kernel<K><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, k, k, SEG / 2);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
+  return CT_OK;
+}
+
+template <typename K>
+static ct_status run_sort(const char *op, const ctc_t *indices, const ctc_t *x, bool desc) {
+  int dev = x->device;
+  cudaStream_t s = ctc_stream(dev);
+  int64_t n = x->shape[x->ndim - 1], rows = x->numel / n, P = 1;
+  while (P < n) P *= 2;
+  ctc_scratch kbuf(dev), ibuf(dev);
+  K *keys = (K *)kbuf.get((size_t)(rows * P) * sizeof(K));
+  int64_t *ids = keys ? (int64_t *)ibuf.get((size_t)(rows * P) * sizeof(int64_t)) : nullptr;
+  if (!ids) return ct_last_error();
+  init_kernel<K><<<ctc_blocks(rows * P, dev), CTC_THREADS, 0, s>>>(x->data, x->dtype, desc, keys,
+                                                                   ids, rows, n, P);
+  CT_CUDA_LAUNCH_CHECK(op, dev, s);
+  ct_status st = sort_network<K>(op, dev, keys, ids, rows, P);
+  if (st != CT_OK) return st;
   copy_ids_kernel<<<ctc_blocks(rows * n, dev), CTC_THREADS, 0, s>>>((int64_t *)indices->data, ids,
                                                                     rows, n, P);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
@@ -168,28 +178,6 @@ __global__ void pad_pairs_kernel(uint64_t *keys, int64_t *ids, int64_t n, int64_
   }
 }
 
-/* The network of run_sort on one row of P (a power of two) pairs. */
-static ct_status sort_row_pairs(const char *op, int dev, uint64_t *keys, int64_t *ids, int64_t P) {
-  cudaStream_t s = ctc_stream(dev);
-  int64_t seg = P < SEG ? P : SEG, segments = P / seg;
-  int64_t cap = (int64_t)ctc_sm_count(dev) * 16;
-  unsigned grid = (unsigned)(segments < cap ? segments : cap);
-  if (seg > 1) {
-    local_kernel<uint64_t><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, 2, seg, 1);
-    CT_CUDA_LAUNCH_CHECK(op, dev, s);
-  }
-  for (int64_t k = 2 * SEG; k <= P; k *= 2) {
-    for (int64_t j = k / 2; j >= SEG; j /= 2) {
-      global_step_kernel<uint64_t>
-          <<<ctc_blocks(P / 2, dev), CTC_THREADS, 0, s>>>(keys, ids, 1, P, k, j);
-      CT_CUDA_LAUNCH_CHECK(op, dev, s);
-    }
-    local_kernel<uint64_t><<<grid, SORT_THREADS, 0, s>>>(keys, ids, segments, P, k, k, SEG / 2);
-    CT_CUDA_LAUNCH_CHECK(op, dev, s);
-  }
-  return CT_OK;
-}
-
 extern "C" ct_status ct__cuda_sort_pairs(const char *op, int dev, uint64_t *keys, int64_t *ids,
                                          int64_t n, int64_t P) {
   if (P > n) {
@@ -197,7 +185,7 @@ extern "C" ct_status ct__cuda_sort_pairs(const char *op, int dev, uint64_t *keys
     pad_pairs_kernel<<<ctc_blocks(P - n, dev), CTC_THREADS, 0, s>>>(keys, ids, n, P);
     CT_CUDA_LAUNCH_CHECK(op, dev, s);
   }
-  return sort_row_pairs(op, dev, keys, ids, P);
+  return sort_network<uint64_t>(op, dev, keys, ids, 1, P);
 }
 
 /* ---- Top-k ------------------------------------------------------------------------------ */
