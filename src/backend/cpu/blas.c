@@ -54,6 +54,7 @@ static struct {
   char error[768];
   char describe[512];
   void *handle; /* the opened library (lapack.c resolves LAPACK there) */
+  bool limited; /* an RLIMIT_AS at load: calls are guarded */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
 /* Whether `bytes` more of address space can be mapped now (always, without
@@ -263,6 +264,7 @@ static void load(void) {
    * the program's business). */
   struct rlimit r;
   bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+  blas.limited = limited;
   if (limited) pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
   ct__blas_fns =
       limited ? (ct_blas_fns){guarded_sgemm, guarded_dgemm, guarded_sgemv, guarded_dgemv} : real;
@@ -277,6 +279,23 @@ ct_status ct__blas_load(const char *op) {
 }
 
 void *ct__blas_handle(void) { return blas.handle; }
+
+bool ct__blas_call_begin(bool *holds) {
+  *holds = false;
+  return !blas.limited || begin_call(holds);
+}
+
+void ct__blas_call_end(bool holds) {
+  if (blas.limited) end_call(holds);
+}
+
+ct_status ct__blas_no_room(const char *op) {
+  return ct__fail_status(CT_ERR_OOM,
+                         "%s: the address-space limit (ulimit -v) leaves no room for another "
+                         "%zu MiB buffer of OpenBLAS, which its LAPACK routine would wait for "
+                         "forever: raise the limit or free memory",
+                         op, CT_BLAS_BUFFER >> 20);
+}
 
 int ct__blas_max_threads(void) { return blas.max_threads > 0 ? blas.max_threads : 1; }
 
