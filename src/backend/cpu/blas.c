@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -52,7 +53,7 @@ static struct {
   ct_status status;
   int max_threads;
   char error[768];
-  char describe[512];
+  char describe[768];
   void *handle; /* the opened library (lapack.c resolves LAPACK there) */
   bool limited; /* an RLIMIT_AS at load: calls are guarded */
 } blas = {.once = PTHREAD_ONCE_INIT};
@@ -197,19 +198,81 @@ CT_GUARDED(dgemv,
             int lda, const double *x, int incx, double beta, double *y, int incy),
            (o, t, M, N, alpha, A, lda, x, incx, beta, y, incy))
 
-/* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor,
- * then the program's value back. */
-static void *open_single_threaded(const char *path) {
-  const char *old = getenv("OPENBLAS_NUM_THREADS");
-  char *saved = old ? strdup(old) : NULL;
-  setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (saved) {
-    setenv("OPENBLAS_NUM_THREADS", saved, 1);
-    free(saved);
+/* Sets NAME=value for a dlopen (the library's constructor reads it), and
+ * the program's value back after. */
+typedef struct env_override {
+  const char *name;
+  char *saved; /* NULL: was unset */
+} env_override;
+static env_override env_set(const char *name, const char *value) {
+  const char *old = getenv(name);
+  env_override o = {name, old ? strdup(old) : NULL};
+  setenv(name, value, 1);
+  return o;
+}
+static void env_restore(env_override o) {
+  if (o.saved) {
+    setenv(o.name, o.saved, 1);
+    free(o.saved);
   } else {
-    unsetenv("OPENBLAS_NUM_THREADS");
+    unsetenv(o.name);
   }
+}
+
+/* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor
+ * (and OPENBLAS_CORETYPE=core unless core is NULL). */
+static void *open_single_threaded(const char *path, const char *core) {
+  env_override threads = env_set("OPENBLAS_NUM_THREADS", "1");
+  env_override coretype = core ? env_set("OPENBLAS_CORETYPE", core) : (env_override){0};
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (core) env_restore(coretype);
+  env_restore(threads);
+  return h;
+}
+
+/* OpenBLAS's DYNAMIC_ARCH chooses its kernels by CPU model, and a release
+ * older than the CPU (Debian 12's 0.3.21 on Sapphire Rapids) falls back to
+ * the SSE3 kernels of the Prescott, several times slower. The kernels the
+ * CPU's own features allow (libgcc checks the OS saves their registers), or
+ * NULL where no faster family applies. */
+static const char *core_for_cpu(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return NULL;
+}
+
+/* The SSE-only families OpenBLAS falls back to for a CPU it does not know. */
+static bool sse_only_core(const char *name) {
+  static const char *const sse[] = {"Prescott",  "Core2",  "Penryn",  "Dunnington",
+                                    "Nehalem",   "Atom",   "Opteron", "Opteron_SSE3",
+                                    "Barcelona", "Bobcat", "Katmai",  "Coppermine"};
+  for (size_t i = 0; name && i < sizeof sse / sizeof sse[0]; i++)
+    if (strcasecmp(name, sse[i]) == 0) return true;
+  return false;
+}
+
+/* Opens the BLAS; where it chose SSE-only kernels on a CPU with AVX2 or
+ * AVX-512 (and the user set no OPENBLAS_CORETYPE), opens it again with the
+ * family the CPU allows, saying so in `note`. */
+static void *open_blas(const char *path, char *note, size_t cap) {
+  void *h = open_single_threaded(path, NULL);
+  const char *want = core_for_cpu();
+  if (!h || !want || getenv("OPENBLAS_CORETYPE")) return h;
+  char *(*corename)(void);
+  *(void **)&corename = dlsym(h, "openblas_get_corename");
+  const char *chose = corename ? corename() : NULL;
+  if (!sse_only_core(chose)) return h;
+  char was[32];
+  snprintf(was, sizeof was, "%s", chose);
+  dlclose(h); /* unloads it unless the program holds it too (then it stays as it is) */
+  h = open_single_threaded(path, want);
+  snprintf(note, cap, "; %s kernels chosen by ctensor for this CPU (OpenBLAS took it for a %s)",
+           want, was);
   return h;
 }
 
@@ -226,8 +289,10 @@ static void load(void) {
     return;
   }
   blas.max_threads = room_for(lib + (size_t)(nt + 1) * CT_BLAS_BUFFER) ? nt : 1;
-  void *h = open_single_threaded(path);
-  if (!h && strcmp(path, CT_BLAS_SONAME) != 0) h = open_single_threaded(path = CT_BLAS_SONAME);
+  char core_note[160] = "";
+  void *h = open_blas(path, core_note, sizeof core_note);
+  if (!h && strcmp(path, CT_BLAS_SONAME) != 0)
+    h = open_blas(path = CT_BLAS_SONAME, core_note, sizeof core_note);
   if (!h) {
     const char *e = dlerror();
     blas.status = CT_ERR_UNAVAILABLE;
@@ -255,10 +320,11 @@ static void load(void) {
   if (parallel && parallel() == 0) blas.max_threads = 1;
   Dl_info info;
   const char *file = dladdr((void *)real.sgemm, &info) && info.dli_fname ? info.dli_fname : path;
-  snprintf(blas.describe, sizeof blas.describe, "%s (%s), single-threaded, %s",
+  snprintf(blas.describe, sizeof blas.describe, "%s (%s), single-threaded, %s%s",
            config ? config() : "BLAS", file,
            blas.max_threads == 1 ? "called from one thread at a time"
-                                 : "called from each of ctensor's threads");
+                                 : "called from each of ctensor's threads",
+           core_note);
   /* Without a limit there is nothing to guard (a limit set later is checked
    * by the guards only if the load found one; setrlimit after the load is
    * the program's business). */
