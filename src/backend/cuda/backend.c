@@ -1,6 +1,8 @@
 /* The CUDA backend's plugin descriptor: its slot table (backend/backend.h)
  * holds the .cu files' entry points themselves (cuda_kernels.h), grouped by
- * family in the slots' order. No slot of the CPU-only lstsq. */
+ * family in the slots' order. Left NULL: the optional slots CUDA does without
+ * (lstsq: CPU only, as torch's drivers; rnn_pack/rnn_matmul_packed: the
+ * recurrent layers use matmul). */
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/plugin.h"
 
@@ -76,8 +78,6 @@ static const ct_backend ct__cuda_backend = {
     .sdpa_backward = ct__cuda_sdpa_backward,
     .rnn_cell = ct__cuda_rnn_cell,
     .rnn_cell_backward = ct__cuda_rnn_cell_backward,
-    .rnn_pack = ct__cuda_rnn_pack,
-    .rnn_matmul_packed = ct__cuda_rnn_matmul_packed,
     /* optimizers: optim.cu, amp.cu */
     .optimizer_step = ct__cuda_optimizer_step,
     .amp_unscale = ct__cuda_amp_unscale,

@@ -203,9 +203,6 @@ ct_status ct__cuda_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *gra
                                      ct_tensor *grad_gh, ct_tensor *grad_state,
                                      const ct_tensor *grad_h, const ct_tensor *grad_c,
                                      const ct_tensor *state, const ct_tensor *ws);
-ct_status ct__cuda_rnn_pack(ct_tensor *packed, const ct_tensor *w, bool transposed);
-ct_status ct__cuda_rnn_matmul_packed(ct_tensor *out, const ct_tensor *a, const ct_tensor *packed,
-                                     bool beta_one);
 
 /* optimizers: optim.cu, amp.cu */
 ct_status ct__cuda_optimizer_step(const ct_optim_params *p, ct_tensor *const *params,
