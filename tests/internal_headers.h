@@ -2,9 +2,10 @@
  * C11 and as C++17 (the CUDA backend's .cu files include them), and their
  * two spellings name the same formulas: ct_uf_gelu_f32 in C is the float
  * overload of ct_uf_gelu in C++ (core/host_device.h). Included by
- * internal_headers_c11.c and internal_headers_cxx.cpp; core/internal.h and
- * the headers that include it (ct_tensor, C11 atomics) are C only, by design:
- * the .cu files see tensors as plain descriptors (backend/cuda/cuda_kernels.h). */
+ * internal_headers_c11.c and internal_headers_cxx.cpp. core/internal.h and
+ * backend/backend.h compile as C++ too: the .cu entry points take the
+ * backend slots' ct_tensor arguments (backend/cuda/cuda_kernels.h). */
+#include "backend/backend.h"
 #include "backend/cuda/cuda_kernels.h" /* with backend/params.h, ops/op_table.h */
 #include "backend/params.h"
 #include "core/binary_math.h"

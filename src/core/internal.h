@@ -5,7 +5,6 @@
 #define CT_CORE_INTERNAL_H
 
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +12,24 @@
 
 #include "core/alloc.h"
 #include "ctensor.h"
+
+/* The CUDA backend's .cu files (C++) include this header to read tensors
+ * directly; they never change a reference count or a version, so C++ sees
+ * those counters as plain integers of the same size and alignment (checked
+ * in C below). */
+#ifdef __cplusplus
+typedef int ct__atomic_int;
+typedef unsigned ct__atomic_uint;
+extern "C" {
+#else
+#include <stdatomic.h>
+typedef atomic_int ct__atomic_int;
+typedef atomic_uint ct__atomic_uint;
+_Static_assert(sizeof(atomic_int) == sizeof(int) && _Alignof(atomic_int) == _Alignof(int) &&
+                   sizeof(atomic_uint) == sizeof(unsigned) &&
+                   _Alignof(atomic_uint) == _Alignof(unsigned),
+               "C++ reads the atomic counters as plain integers");
+#endif
 
 #if defined(__GNUC__)
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -46,12 +63,12 @@ enum { CT_STORAGE_PINNED = 1, CT_STORAGE_FOREIGN = 2, CT_STORAGE_EXTERNAL = 4 };
 
 /* A reference-counted block of device memory shared by views. */
 typedef struct ct_storage {
-  atomic_int refcount;
+  ct__atomic_int refcount;
   ct_device device;
   uint8_t flags;             /* CT_STORAGE_* */
   size_t nbytes;             /* usable bytes at data */
   void *data;                /* device pointer (host pointer for the CPU) */
-  atomic_uint version;       /* bumped by every in-place write through any view */
+  ct__atomic_uint version;   /* bumped by every in-place write through any view */
 } ct_storage;
 
 struct ct_autograd_meta; /* defined by the autograd layer */
@@ -59,7 +76,7 @@ struct ct_autograd_meta; /* defined by the autograd layer */
 /* A view on a storage. Element (i0, ..., i{n-1}) lives at
  *   storage->data + (offset + sum_k i_k * strides[k]) * dtype size. */
 struct ct_tensor {
-  atomic_int refcount;
+  ct__atomic_int refcount;
   ct_dtype dtype;
   int ndim;                         /* 0..CT_MAX_DIMS; 0 is a scalar */
   int64_t shape[CT_MAX_DIMS];       /* extent of each dim */
@@ -79,9 +96,11 @@ static inline void *ct__data(const ct_tensor *t) {
 }
 static inline bool ct__is_cpu(const ct_tensor *t) { return t->storage->device.type == CT_DEVICE_CPU; }
 static inline ct_device ct__device(const ct_tensor *t) { return t->storage->device; }
+#ifndef __cplusplus
 static inline void ct__bump_version(ct_tensor *t) {
   atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
+#endif
 
 /* Allocates a storage of nbytes on device (memory from the device's caching
  * allocator; pinned host memory when `pinned`). NULL + CT_ERR_OOM on failure. */
@@ -182,4 +201,7 @@ void ct__host_free(void *ptr, size_t nbytes);
 void ct__host_memory_stats(ct_memory_stats *out);
 void ct__host_empty_cache(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* CT_CORE_INTERNAL_H */

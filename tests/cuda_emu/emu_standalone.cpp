@@ -143,7 +143,16 @@ extern "C" void ct__cuda_free(int, void *ptr, size_t, bool) {
   free(m);
 }
 
-/* ---- The library's error recording and op tables --------------------------------------------- */
+/* Host memory here is plain aligned_alloc (cudaHostAlloc above): no pinned
+ * cache to tell about a non-blocking copy's use of it. */
+extern "C" void ct__cuda_pinned_in_use(int, const void *) {}
+
+/* ---- The library's error recording, settings and op tables ------------------------------------
+ */
+/* The scatter and index_put entry points take the sort-based paths of
+ * deterministic.cu under this setting; the kernel tests drive the default
+ * ones. */
+extern "C" bool ct_are_deterministic_algorithms_enabled(void) { return false; }
 extern "C" ct_status ct__fail_status(ct_status code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -159,6 +168,11 @@ extern "C" const char *ct_dtype_name(ct_dtype dt) {
   static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int8",
                                       "uint8",   "int16",   "int32",   "int64",    "bool"};
   return (unsigned)dt < CT_DTYPE_COUNT ? names[dt] : "?";
+}
+/* ct__data (core/internal.h), by which the entry points find a tensor's first element */
+extern "C" size_t ct_dtype_size(ct_dtype dt) {
+  static const size_t sizes[] = {4, 8, 2, 2, 1, 1, 2, 4, 8, 1};
+  return (unsigned)dt < CT_DTYPE_COUNT ? sizes[dt] : 0;
 }
 extern "C" {
 const ct_unary_info ct__unary_info[CT_UOP_COUNT] = {

@@ -330,6 +330,28 @@ bool close_float(double got, double want, double tol, double floor) {
   if (std::isinf(want) || std::isinf(got)) return got == want;
   return fabs(got - want) <= tol * std::max(fabs(want), floor);
 }
+ct_tensor *ct_into(CtHold &h, const ctc_t *d) {
+  if (!d) return nullptr;
+  h = CtHold{};
+  h.s.refcount = 1;
+  h.s.device.type = CT_DEVICE_CUDA;
+  h.s.device.index = (int8_t)d->device;
+  h.s.data = d->data;
+  h.t.refcount = 1;
+  h.t.dtype = (ct_dtype)d->dtype;
+  h.t.ndim = d->ndim;
+  for (int k = 0; k < d->ndim; k++) h.t.shape[k] = d->shape[k], h.t.strides[k] = d->strides[k];
+  h.t.numel = d->numel;
+  h.t.storage = &h.s;
+  return &h.t;
+}
+
+ct_tensor *ct(const ctc_t *d) {
+  static thread_local CtHold ring[64];
+  static thread_local unsigned next;
+  return ct_into(ring[next++ % 64], d);
+}
+
 std::string shape_str(const ctc_t &d) {
   std::string s = std::string(dname(d.dtype)) + "[";
   char b[64];

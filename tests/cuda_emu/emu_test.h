@@ -98,6 +98,18 @@ bool same_float(double got, double want);
 bool close_float(double got, double want, double tol, double floor);
 std::string shape_str(const ctc_t &d);
 
+/* ---- The entry points' arguments ----
+ * The backend's entry points take the ct_tensor of their slot (backend.h):
+ * a tensor over the same memory as a descriptor. ct_into fills one the caller
+ * holds; ct takes one from a ring of 64 per thread (enough for the arguments
+ * of one call); both give NULL for NULL. */
+struct CtHold {
+  ct_storage s;
+  ct_tensor t;
+};
+ct_tensor *ct_into(CtHold &h, const ctc_t *d);
+ct_tensor *ct(const ctc_t *d);
+
 /* Per-suite bookkeeping. */
 struct Suite {
   const char *name;

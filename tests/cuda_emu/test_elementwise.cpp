@@ -362,9 +362,9 @@ static void binary_case(int op, int dt, const std::vector<int64_t> &shape, int c
            scalar_mode == 2 ? " reversed" : "");
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
   emu::clear_message();
-  ct_status st = scalar_mode
-                     ? ct__cuda_binary_scalar((ct_binary_op)op, &out.d, &a.d, s, scalar_mode == 2)
-                     : ct__cuda_binary((ct_binary_op)op, &out.d, &a.d, &b.d);
+  ct_status st = scalar_mode ? ct__cuda_binary_scalar((ct_binary_op)op, ct(&out.d), ct(&a.d), s,
+                                                      scalar_mode == 2)
+                             : ct__cuda_binary((ct_binary_op)op, ct(&out.d), ct(&a.d), ct(&b.d));
   bool intc = !is_float(dt), dbl = dt == CT_F64, any_bad = false;
   if (st != CT_OK && !(emu::launch_blocking && st == CT_ERR_ARG))
     failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -424,7 +424,7 @@ static void axpy_case(int dt, const std::vector<int64_t> &shape, int ca, int cb,
   char tag[96];
   snprintf(tag, sizeof tag, "axpy %s alpha %g", dname(dt), alpha);
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
-  ct_status st = ct__cuda_axpy(&out.d, &a.d, &b.d, alpha);
+  ct_status st = ct__cuda_axpy(ct(&out.d), ct(&a.d), ct(&b.d), alpha);
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   for (int64_t i = 0; i < out.numel(); i++) {
     bool ok;
@@ -456,7 +456,7 @@ static void where_case(int dt, const std::vector<int64_t> &shape, int cc, int ca
   char tag[96];
   snprintf(tag, sizeof tag, "where %s", dname(dt));
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
-  ct_status st = ct__cuda_where(&out.d, &c.d, &a.d, &b.d);
+  ct_status st = ct__cuda_where(ct(&out.d), ct(&c.d), ct(&a.d), ct(&b.d));
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   for (int64_t i = 0; i < out.numel(); i++) {
     const char *src = c.at(i)[0] ? a.at(i) : b.at(i);
@@ -622,7 +622,7 @@ static void unary_case(int op, int dt, const std::vector<int64_t> &shape, int cx
   snprintf(tag, sizeof tag, "%s %s", name, dname(dt));
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
   emu::clear_message();
-  ct_status st = ct__cuda_unary((ct_unary_op)op, &out.d, &x.d, p0, p1);
+  ct_status st = ct__cuda_unary((ct_unary_op)op, ct(&out.d), ct(&x.d), p0, p1);
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   bool dbl = dt == CT_F64;
   for (int64_t i = 0; i < out.numel(); i++) {
@@ -697,7 +697,7 @@ static void copy_case(int sdt, int odt, const std::vector<int64_t> &shape, int c
   snprintf(tag, sizeof tag, "copy %s -> %s%s", dname(sdt), dname(odt),
            &dst == &x ? " (same tensor)" : "");
   long fails = nfail, v0 = emu::launches("ctc_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
-  ct_status st = ct__cuda_copy(&dst.d, &x.d);
+  ct_status st = ct__cuda_copy(ct(&dst.d), ct(&x.d));
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   for (int64_t i = 0; i < x.numel(); i++) {
     if (memcmp(dst.at(i), &want[(size_t)(i * es(odt))], (size_t)es(odt)) != 0) {
@@ -732,7 +732,7 @@ static void fill_case(int dt, const std::vector<int64_t> &shape, int co, double 
   char tag[96];
   snprintf(tag, sizeof tag, "fill %s %g", dname(dt), v);
   long fails = nfail, v0 = emu::launches("fill_vec_kernel"), g0 = emu::launches("ctc_ew_kernel");
-  ct_status st = ct__cuda_fill(&out.d, v);
+  ct_status st = ct__cuda_fill(ct(&out.d), v);
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   for (int64_t i = 0; i < out.numel(); i++)
     if (memcmp(out.at(i), want, (size_t)es(dt)) != 0) {

@@ -104,8 +104,8 @@ static void select_case(bool gather, int dt, int nbad) {
            bad.at.empty() ? "" : " (bad index)");
   long fails = nfail;
   emu::clear_message();
-  ct_status st = gather ? ct__cuda_gather("gather", &out.d, &x.d, dim, &idx.d)
-                        : ct__cuda_index_select(&out.d, &x.d, dim, &idx.d);
+  ct_status st = gather ? ct__cuda_gather("gather", ct(&out.d), ct(&x.d), dim, ct(&idx.d))
+                        : ct__cuda_index_select(ct(&out.d), ct(&x.d), dim, ct(&idx.d));
   ncases++;
   if (st != CT_OK && !(emu::launch_blocking && !bad.at.empty()))
     failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -183,7 +183,7 @@ static void scatter_case(bool add, int dt, int nbad) {
            bad.at.empty() ? "" : " (bad index)");
   long fails = nfail;
   emu::clear_message();
-  ct_status st = ct__cuda_scatter(&self.d, dim, &idx.d, &src.d, add);
+  ct_status st = ct__cuda_scatter(ct(&self.d), dim, ct(&idx.d), ct(&src.d), add);
   ncases++;
   if (st != CT_OK && !(emu::launch_blocking && !bad.at.empty()))
     failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -251,7 +251,7 @@ static void masked_case(int dt) {
   long fails = nfail;
   int64_t count = -1;
   mask.snapshot();
-  ct_status st = ct__cuda_count_nonzero(&mask.d, &count);
+  ct_status st = ct__cuda_count_nonzero(ct(&mask.d), &count);
   if (st != CT_OK || count != (int64_t)sel.size())
     failf("%s: count_nonzero %lld (status %d), want %zu", tag, (long long)count, (int)st,
           sel.size());
@@ -260,7 +260,7 @@ static void masked_case(int dt) {
   ol.off = rnd(0, 3);
   make(out, dt, {(int64_t)sel.size()}, ol);
   x.snapshot(), out.snapshot();
-  st = ct__cuda_masked_select(&out.d, &x.d, &mask.d);
+  st = ct__cuda_masked_select(ct(&out.d), ct(&x.d), ct(&mask.d));
   ncases++;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   emu_clean(tag);
@@ -296,7 +296,7 @@ static void triangle_case(int dt) {
   snprintf(tag, sizeof tag, "%s %s k %lld%s", upper ? "triu" : "tril", dname(dt), (long long)k,
            inplace ? " in place" : "");
   long fails = nfail;
-  ct_status st = ct__cuda_triangle(&o.d, &x.d, k, upper);
+  ct_status st = ct__cuda_triangle(ct(&o.d), ct(&x.d), k, upper);
   ncases++;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
   emu_clean(tag);
@@ -329,9 +329,9 @@ static void fault_at_sync_case(void) {
   for (int i = 0; i < 6; i++) mask.at(i)[0] = (char)(i % 2);
   int64_t count = -1;
   ncases++;
-  ct_status st = ct__cuda_gather("gather", &out.d, &x.d, 1, &idx.d);
+  ct_status st = ct__cuda_gather("gather", ct(&out.d), ct(&x.d), 1, ct(&idx.d));
   if (st != CT_OK) failf("gather then count_nonzero: gather returned %d", (int)st);
-  st = ct__cuda_count_nonzero(&mask.d, &count);
+  st = ct__cuda_count_nonzero(ct(&mask.d), &count);
   const char *want = "gather: index 5 is out of bounds for dim 1 with size 5";
   if (st != CT_ERR_ARG || strncmp(emu::last_message(), want, strlen(want)) != 0)
     failf("gather then count_nonzero: count_nonzero returned %d '%s', want CT_ERR_ARG '%s...'",

@@ -147,7 +147,8 @@ static void bn_forward(int dt, int64_t N, int64_t C, int64_t S, bool training, i
   for (int k = 0; k < 6; k++)
     if (dins[k]) ins[k]->snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_batch_norm(&out.d, dsm, dsi, &x.d, dw, db, drm, drv, training, mom, eps);
+  ct_status st = ct__cuda_batch_norm(ct(&out.d), ct(dsm), ct(dsi), ct(&x.d), ct(dw), ct(db),
+                                     ct(drm), ct(drv), training, mom, eps);
   ncases++, nbn_f++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -250,8 +251,9 @@ static void bn_backward(int dt, int64_t N, int64_t C, int64_t S, bool training, 
   if (dgw) gw.snapshot();
   if (dgb) gb.snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_batch_norm_backward(want_gx ? &gx.d : nullptr, dgw, dgb, &g.d, &x.d, dw,
-                                              dsm, dsi, training);
+  ct_status st =
+      ct__cuda_batch_norm_backward(want_gx ? ct(&gx.d) : nullptr, ct(dgw), ct(dgb), ct(&g.d),
+                                   ct(&x.d), ct(dw), ct(dsm), ct(dsi), training);
   ncases++, nbn_b++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -366,7 +368,8 @@ static void ln_forward(int dt, int64_t rows, int64_t cols, int mode, const char 
   if (dm) mean.snapshot();
   if (dr) rstd.snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_layer_norm(&out.d, dm, dr, &x.d, dw, db, cols, eps);
+  ct_status st =
+      ct__cuda_layer_norm(ct(&out.d), ct(dm), ct(dr), ct(&x.d), ct(dw), ct(db), cols, eps);
   ncases++, nln_f++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -450,8 +453,8 @@ static void ln_backward(int dt, int64_t rows, int64_t cols, int mode, const char
   if (dgw) gw.snapshot();
   if (dgb) gb.snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_layer_norm_backward(want_gx ? &gx.d : nullptr, dgw, dgb, &g.d, &x.d, dw,
-                                              dm, dr, cols);
+  ct_status st = ct__cuda_layer_norm_backward(want_gx ? ct(&gx.d) : nullptr, ct(dgw), ct(dgb),
+                                              ct(&g.d), ct(&x.d), ct(dw), ct(dm), ct(dr), cols);
   ncases++, nln_b++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -519,13 +522,14 @@ static void int_dtype(void) {
   make(s2, CT_F32, {3}, Layout{});
   o.snapshot(), s1.snapshot(), s2.snapshot();
   emu::clear_message();
-  ct_status a = ct__cuda_batch_norm(&o.d, &s1.d, &s2.d, &x.d, nullptr, nullptr, nullptr, nullptr,
-                                    true, 0.1, 1e-5);
-  ct_status b = ct__cuda_layer_norm(&o.d, nullptr, nullptr, &x.d, nullptr, nullptr, 4, 1e-5);
-  ct_status c =
-      ct__cuda_batch_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, true);
-  ct_status d =
-      ct__cuda_layer_norm_backward(&o.d, nullptr, nullptr, &x.d, &x.d, nullptr, &s1.d, &s2.d, 4);
+  ct_status a = ct__cuda_batch_norm(ct(&o.d), ct(&s1.d), ct(&s2.d), ct(&x.d), nullptr, nullptr,
+                                    nullptr, nullptr, true, 0.1, 1e-5);
+  ct_status b =
+      ct__cuda_layer_norm(ct(&o.d), nullptr, nullptr, ct(&x.d), nullptr, nullptr, 4, 1e-5);
+  ct_status c = ct__cuda_batch_norm_backward(ct(&o.d), nullptr, nullptr, ct(&x.d), ct(&x.d),
+                                             nullptr, ct(&s1.d), ct(&s2.d), true);
+  ct_status d = ct__cuda_layer_norm_backward(ct(&o.d), nullptr, nullptr, ct(&x.d), ct(&x.d),
+                                             nullptr, ct(&s1.d), ct(&s2.d), 4);
   ncases += 4;
   if (a != CT_ERR_DTYPE || b != CT_ERR_DTYPE || c != CT_ERR_DTYPE || d != CT_ERR_DTYPE)
     failf("norm of i32: statuses %d %d %d %d, want CT_ERR_DTYPE", (int)a, (int)b, (int)c, (int)d);

@@ -54,9 +54,10 @@ static long nkind[NKINDS], nmixed, nsteps;
 static bool step(const ct_optim_params &o, std::vector<std::unique_ptr<Param>> &ps,
                  const char *tag) {
   int n = (int)ps.size();
-  std::vector<ctc_t> P((size_t)n), G((size_t)n), S[3];
-  for (auto &s : S) s.assign((size_t)n, ctc_t{});
-  std::unique_ptr<bool[]> has(new bool[(size_t)(3 * n) + 1]);
+  /* the tensors of the call; a state the kind lacks is NULL */
+  std::vector<CtHold> hold((size_t)(5 * n));
+  std::vector<ct_tensor *> P((size_t)n), G((size_t)n), S[3];
+  for (auto &s : S) s.assign((size_t)n, nullptr);
   struct Want {
     std::vector<double> p0, g, p, s[3], err_p, err_s[3];
   };
@@ -65,11 +66,10 @@ static bool step(const ct_optim_params &o, std::vector<std::unique_ptr<Param>> &
   double bc1 = 1 - pow(b1, (double)o.step), bc2 = 1 - pow(b2, (double)o.step);
   for (int i = 0; i < n; i++) {
     Param &q = *ps[(size_t)i];
-    P[(size_t)i] = q.p.d, G[(size_t)i] = q.g.d;
-    for (int k = 0; k < 3; k++) {
-      has[(size_t)(3 * i + k)] = q.has[k];
-      if (q.has[k]) S[k][(size_t)i] = q.s[k].d;
-    }
+    P[(size_t)i] = ct_into(hold[(size_t)(5 * i)], &q.p.d);
+    G[(size_t)i] = ct_into(hold[(size_t)(5 * i + 1)], &q.g.d);
+    for (int k = 0; k < 3; k++)
+      if (q.has[k]) S[k][(size_t)i] = ct_into(hold[(size_t)(5 * i + 2 + k)], &q.s[k].d);
     double ce = eps_of(q.dt);
     Want &w = want[(size_t)i];
     int64_t m = q.p.numel();
@@ -134,8 +134,8 @@ static bool step(const ct_optim_params &o, std::vector<std::unique_ptr<Param>> &
       if (q.has[k]) q.s[k].snapshot();
   }
   emu::clear_message();
-  ct_status st = ct__cuda_optimizer_step(&o, P.data(), G.data(), S[0].data(), S[1].data(),
-                                         S[2].data(), has.get(), n);
+  ct_status st =
+      ct__cuda_optimizer_step(&o, P.data(), G.data(), S[0].data(), S[1].data(), S[2].data(), n);
   ncases++, nsteps++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());

@@ -104,7 +104,8 @@ static void forward(int dt, const Geom &g, bool is_max, bool with_idx, int mode,
   x.snapshot(), out.snapshot();
   if (with_idx) idx.snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_pool2d(is_max, &out.d, with_idx ? &idx.d : nullptr, &x.d, &g.p);
+  ct_status st =
+      ct__cuda_pool2d(is_max, ct(&out.d), with_idx ? ct(&idx.d) : nullptr, ct(&x.d), &g.p);
   ncases++, (is_max ? nmax_f : navg_f)++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -192,7 +193,8 @@ static void backward(int dt, const Geom &g, bool is_max, const char *tag) {
   }
   gx.snapshot(), go.snapshot();
   emu::clear_message();
-  ct_status st = ct__cuda_pool2d_backward(is_max, &gx.d, &go.d, is_max ? &idx.d : nullptr, &g.p);
+  ct_status st =
+      ct__cuda_pool2d_backward(is_max, ct(&gx.d), ct(&go.d), is_max ? ct(&idx.d) : nullptr, &g.p);
   ncases++, (is_max ? nmax_b : navg_b)++;
   long fails = nfail;
   if (st != CT_OK) failf("%s: status %d (%s)", tag, (int)st, emu::last_message());
@@ -254,10 +256,10 @@ static void edges(void) {
   o.snapshot(), i.snapshot(), x.snapshot();
   emu::clear_message();
   g.N = 1;
-  ct_status a = ct__cuda_pool2d(true, &o.d, &i.d, &x.d, &g.p);
-  ct_status b = ct__cuda_pool2d(false, &o.d, nullptr, &x.d, &g.p);
-  ct_status c = ct__cuda_pool2d_backward(true, &x.d, &o.d, &i.d, &g.p);
-  ct_status d = ct__cuda_pool2d_backward(false, &x.d, &o.d, nullptr, &g.p);
+  ct_status a = ct__cuda_pool2d(true, ct(&o.d), ct(&i.d), ct(&x.d), &g.p);
+  ct_status b = ct__cuda_pool2d(false, ct(&o.d), nullptr, ct(&x.d), &g.p);
+  ct_status c = ct__cuda_pool2d_backward(true, ct(&x.d), ct(&o.d), ct(&i.d), &g.p);
+  ct_status d = ct__cuda_pool2d_backward(false, ct(&x.d), ct(&o.d), nullptr, &g.p);
   ncases += 4;
   if (a != CT_ERR_DTYPE || b != CT_ERR_DTYPE || c != CT_ERR_DTYPE || d != CT_ERR_DTYPE)
     failf("pool2d of i32: statuses %d %d %d %d, want CT_ERR_DTYPE", (int)a, (int)b, (int)c, (int)d);

@@ -161,7 +161,8 @@ static void one(int kind, int dt, int64_t n, uint64_t seed, uint64_t offset, boo
            (unsigned long long)p.int_range, kind == 4 ? (pdt == CT_F64 ? " probs f64" : " probs f32") : "");
   emu::clear_message();
   long l0 = emu::total_threads();
-  ct_status s = ct__cuda_random(&out.d, &p, kind == CT_RANDOM_BERNOULLI_TENSOR ? &pr.d : nullptr);
+  ct_status s =
+      ct__cuda_random(ct(&out.d), &p, kind == CT_RANDOM_BERNOULLI_TENSOR ? ct(&pr.d) : nullptr);
   ncases++;
   if (wide) nwide++;
   int per = wide ? 2 : 4;

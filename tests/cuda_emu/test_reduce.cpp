@@ -199,7 +199,7 @@ static void run_case(int op, int dt, const std::vector<int64_t> &shape, const bo
        t0 = emu::launches("reduce_thread_kernel"), w0 = emu::launches("merge_wide_kernel"),
        c0 = emu::launches("reduce_column_kernel");
   emu::clear_message();
-  ct_status s = ct__cuda_reduce((ct_reduce_op)op, &out.d, &x.d, mask, p);
+  ct_status s = ct__cuda_reduce((ct_reduce_op)op, ct(&out.d), ct(&x.d), mask, p);
   ncases++;
   nfast += emu::launches("reduce_fast_kernel") > f0;
   nblock += emu::launches("reduce_block_kernel") > b0;
@@ -304,8 +304,8 @@ static void arg_case(bool is_max, int dt, const std::vector<int64_t> &shape, int
   snprintf(tag, sizeof tag, "%s %s dim %d n %ld", is_max ? "argmax" : "argmin", dname(dt), dim,
            (long)shape[(size_t)dim]);
   long fails = nfail;
-  ct_status s =
-      ct__cuda_arg_reduce(is_max, want_v ? &vals.d : nullptr, want_i ? &idx.d : nullptr, &x.d, dim);
+  ct_status s = ct__cuda_arg_reduce(is_max, want_v ? ct(&vals.d) : nullptr,
+                                    want_i ? ct(&idx.d) : nullptr, ct(&x.d), dim);
   ncases++;
   if (s != CT_OK) failf("%s: status %d (%s)", tag, (int)s, emu::last_message());
   emu_clean(tag);

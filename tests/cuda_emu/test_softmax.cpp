@@ -96,8 +96,8 @@ static void one(int dt, const std::vector<int64_t> &shape, int dim, bool permute
   long v0 = emu::launches("softmax_vec_kernel") + emu::launches("softmax_bw_vec_kernel");
   long g0 = emu::launches("softmax_kernel") + emu::launches("softmax_bw_kernel");
   emu::clear_message();
-  ct_status s = bw ? ct__cuda_softmax_backward(&out->d, &g.d, &x.d, dim, log_)
-                   : ct__cuda_softmax(&out->d, &x.d, dim, log_);
+  ct_status s = bw ? ct__cuda_softmax_backward(ct(&out->d), ct(&g.d), ct(&x.d), dim, log_)
+                   : ct__cuda_softmax(ct(&out->d), ct(&x.d), dim, log_);
   ncases++;
   bool vec = emu::launches("softmax_vec_kernel") + emu::launches("softmax_bw_vec_kernel") > v0;
   if (vec) (n <= 2048 ? nvec_warp : nvec_block)++;

@@ -163,8 +163,9 @@ static void one(int op, int dt, const std::vector<int64_t> &shape, bool strided,
   Tensor unused;
   make(unused, dt, shape, Layout{});
   unused.snapshot();
-  ct_status s = ct__cuda_unary_backward((ct_unary_op)op, &gx.d, &g.d, use_y ? &unused.d : &x.d,
-                                        use_y ? &x.d : &unused.d, p0, p1);
+  ct_status s = ct__cuda_unary_backward((ct_unary_op)op, ct(&gx.d), ct(&g.d),
+                                        use_y ? ct(&unused.d) : ct(&x.d),
+                                        use_y ? ct(&x.d) : ct(&unused.d), p0, p1);
   ncases++;
   bool vec = emu::launches("ctc_vec_kernel") > v0;
   if (vec) nvec++;
@@ -233,7 +234,8 @@ int run_unary_backward(void) {
     make(x, CT_I32, {5}, Layout{});
     gx.snapshot();
     emu::clear_message();
-    ct_status s = ct__cuda_unary_backward(CT_UOP_NEG, &gx.d, &g.d, &x.d, &x.d, 0, 0);
+    ct_status s =
+        ct__cuda_unary_backward(CT_UOP_NEG, ct(&gx.d), ct(&g.d), ct(&x.d), ct(&x.d), 0, 0);
     ncases++;
     if (s == CT_OK) failf("unary backward of i32: status OK, want an error");
     emu_clean("unary backward i32");

@@ -55,8 +55,9 @@ __global__ void move_kernel(ctc_t a, ctc_t b, ctc_t lin, ct_adv_index_params p, 
   }
 }
 
-extern "C" ct_status ct__cuda_index_linearize(const ctc_t *lin, const ctc_t *idx,
+extern "C" ct_status ct__cuda_index_linearize(ct_tensor *lin_t, const ct_tensor *const *idx,
                                               const ct_adv_index_params *p) {
+  const ctc_view lin(lin_t);
   const char *op = "index";
   int dev = lin->device;
   ct_status st = ctc_use_device(op, dev);
@@ -64,7 +65,7 @@ extern "C" ct_status ct__cuda_index_linearize(const ctc_t *lin, const ctc_t *idx
   ctc_fault *fault = ctc_fault_record(op, dev);
   if (!fault) return ct_last_error();
   adv_idx_set set;
-  for (int k = 0; k < p->n; k++) set.t[k] = idx[k];
+  for (int k = 0; k < p->n; k++) set.t[k] = ctc_desc(idx[k]);
   cudaStream_t s = ctc_stream(dev);
   linearize_kernel<<<ctc_blocks(lin->numel, dev), CTC_THREADS, 0, s>>>(*lin, set, *p, fault);
   CT_CUDA_LAUNCH_CHECK(op, dev, s);
@@ -82,11 +83,16 @@ static ct_status run_move(const char *op, const ctc_t *a, const ctc_t *b, const 
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_index_gather(const ctc_t *out, const ctc_t *src, const ctc_t *lin,
-                                           const ct_adv_index_params *p) {
+extern "C" ct_status ct__cuda_index_gather(ct_tensor *out_t, const ct_tensor *src_t,
+                                           const ct_tensor *lin_t, const ct_adv_index_params *p) {
+  const ctc_view out(out_t), src(src_t), lin(lin_t);
   return run_move("index", out, src, lin, p, false, false);
 }
-extern "C" ct_status ct__cuda_index_put(const ctc_t *dst, const ctc_t *values, const ctc_t *lin,
-                                        const ct_adv_index_params *p, bool accumulate) {
+extern "C" ct_status ct__cuda_index_put(ct_tensor *dst_t, const ct_tensor *values_t,
+                                        const ct_tensor *lin_t, const ct_adv_index_params *p,
+                                        bool accumulate) {
+  const ctc_view dst(dst_t), values(values_t), lin(lin_t);
+  if (ct_are_deterministic_algorithms_enabled()) /* sort-based, no atomics: deterministic.cu */
+    return ct__cuda_index_put_sorted(dst, values, lin, p, accumulate);
   return run_move("index_put_", dst, values, lin, p, true, accumulate);
 }

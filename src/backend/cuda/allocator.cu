@@ -42,7 +42,7 @@
  * (size classes of 512 B up to 1 MiB, 2 MiB above; a request takes a cached
  * block of at most twice its size), with the same stream lists: a
  * non-blocking transfer records the stream it was queued on
- * (ct__cuda_pinned_in_use, called by backend.c), so the block is not reused
+ * (ct__cuda_pinned_in_use, called by copy.cu), so the block is not reused
  * while the copy may still read or write it. The driver's call runs on the
  * calling thread's current device (ct_cuda_set_device), so that a process
  * working on GPU k creates no context on GPU 0.

@@ -49,17 +49,19 @@ __global__ void amp_unscale_kernel(ctc_mt_pack<1> pk, float inv_f, double inv_d,
   if (bad) *found_inf = 1.0f;
 }
 
-extern "C" ct_status ct__cuda_amp_unscale(const ctc_t *grads, int n, double inv_scale,
-                                          const ctc_t *found_inf) {
+extern "C" ct_status ct__cuda_amp_unscale(ct_tensor *const *grads, int n, double inv_scale,
+                                          ct_tensor *found_inf_t) {
   const char *op = "grad_scaler.unscale_";
+  if (n <= 0) return CT_OK;
+  const ctc_view found_inf(found_inf_t);
   int dev = found_inf->device;
   ct_status st = ctc_use_device(op, dev);
   if (st != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
   auto get = [&](int i, void **ptrs, int64_t *numel, int *dtype) {
-    ptrs[0] = grads[i].data;
-    *numel = grads[i].numel;
-    *dtype = grads[i].dtype;
+    ptrs[0] = ct__data(grads[i]);
+    *numel = grads[i]->numel;
+    *dtype = grads[i]->dtype;
   };
   auto launch = [&](const ctc_mt_pack<1> &pk, int blocks) -> ct_status {
     amp_unscale_kernel<<<(unsigned)blocks, CTC_THREADS, 0, s>>>(pk, (float)inv_scale, inv_scale,

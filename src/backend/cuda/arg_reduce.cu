@@ -61,8 +61,9 @@ __global__ void arg_kernel(ctc_ew lines, int64_t n, int64_t step, bool is_max, i
   }
 }
 
-extern "C" ct_status ct__cuda_arg_reduce(bool is_max, const ctc_t *values, const ctc_t *indices,
-                                        const ctc_t *x, int dim) {
+extern "C" ct_status ct__cuda_arg_reduce(bool is_max, ct_tensor *values_t, ct_tensor *indices_t,
+                                         const ct_tensor *x_t, int dim) {
+  const ctc_view values(values_t), indices(indices_t), x(x_t);
   int dev = x->device;
   const char *name = is_max ? "argmax" : "argmin";
   const ctc_t *ref = values ? values : indices;

@@ -308,9 +308,10 @@ static ct_status bwd(const char *op, int dev, sdpa_args a) {
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc_t *q,
-                                   const ctc_t *k, const ctc_t *v, const ctc_t *mask,
-                                   const ct_sdpa_params *p) {
+extern "C" ct_status ct__cuda_sdpa(ct_tensor *out_t, ct_tensor *lse_t, const ct_tensor *q_t,
+                                   const ct_tensor *k_t, const ct_tensor *v_t,
+                                   const ct_tensor *mask_t, const ct_sdpa_params *p) {
+  const ctc_view out(out_t), lse(lse_t), q(q_t), k(k_t), v(v_t), mask(mask_t);
   const char *op = "scaled_dot_product_attention";
   int dev = q->device;
   ct_status st = check_dtype(op, q->dtype);
@@ -335,10 +336,13 @@ extern "C" ct_status ct__cuda_sdpa(const ctc_t *out, const ctc_t *lse, const ctc
   }
 }
 
-extern "C" ct_status ct__cuda_sdpa_backward(const ctc_t *gq, const ctc_t *gk, const ctc_t *gv,
-                                            const ctc_t *g, const ctc_t *q, const ctc_t *k,
-                                            const ctc_t *v, const ctc_t *out, const ctc_t *lse,
-                                            const ctc_t *mask, const ct_sdpa_params *p) {
+extern "C" ct_status ct__cuda_sdpa_backward(ct_tensor *gq_t, ct_tensor *gk_t, ct_tensor *gv_t,
+                                            const ct_tensor *g_t, const ct_tensor *q_t,
+                                            const ct_tensor *k_t, const ct_tensor *v_t,
+                                            const ct_tensor *out_t, const ct_tensor *lse_t,
+                                            const ct_tensor *mask_t, const ct_sdpa_params *p) {
+  const ctc_view gq(gq_t), gk(gk_t), gv(gv_t), g(g_t), q(q_t), k(k_t), v(v_t), out(out_t),
+      lse(lse_t), mask(mask_t);
   const char *op = "scaled_dot_product_attention_backward";
   int dev = q->device;
   ct_status st = check_dtype(op, q->dtype);

@@ -195,8 +195,9 @@ static ct_status run_binary(const char *name, int op, int dev, const ctc_ew &g, 
   return st;
 }
 
-extern "C" ct_status ct__cuda_binary(ct_binary_op op, const ctc_t *out, const ctc_t *a,
-                                     const ctc_t *b) {
+extern "C" ct_status ct__cuda_binary(ct_binary_op op, ct_tensor *out_t, const ct_tensor *a_t,
+                                     const ct_tensor *b_t) {
+  const ctc_view out(out_t), a(a_t), b(b_t);
   int dev = out->device, dt = a->dtype;
   const char *name = ct__binary_info[op].name;
   if (!have_kernel(op, dt))
@@ -221,8 +222,9 @@ static ct_status run_binary_scalar(const char *name, int op, int dev, const ctc_
   return run_binary<C, 1>(name, op, dev, g, with_scalar);
 }
 
-extern "C" ct_status ct__cuda_binary_scalar(ct_binary_op op, const ctc_t *out, const ctc_t *a,
+extern "C" ct_status ct__cuda_binary_scalar(ct_binary_op op, ct_tensor *out_t, const ct_tensor *a_t,
                                             double s, bool reversed) {
+  const ctc_view out(out_t), a(a_t);
   int dev = out->device, dt = a->dtype;
   const char *name = ct__binary_info[op].name;
   if (!have_kernel(op, dt))
@@ -252,7 +254,9 @@ template <class C> struct axpy_fn {
   }
 };
 
-extern "C" ct_status ct__cuda_axpy(const ctc_t *out, const ctc_t *a, const ctc_t *b, double alpha) {
+extern "C" ct_status ct__cuda_axpy(ct_tensor *out_t, const ct_tensor *a_t, const ct_tensor *b_t,
+                                   double alpha) {
+  const ctc_view out(out_t), a(a_t), b(b_t);
   int dev = out->device, dt = out->dtype;
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("axpy", dev);
@@ -277,7 +281,9 @@ struct where_fn {
   }
 };
 
-extern "C" ct_status ct__cuda_where(const ctc_t *out, const ctc_t *cond, const ctc_t *a, const ctc_t *b) {
+extern "C" ct_status ct__cuda_where(ct_tensor *out_t, const ct_tensor *cond_t, const ct_tensor *a_t,
+                                    const ct_tensor *b_t) {
+  const ctc_view out(out_t), cond(cond_t), a(a_t), b(b_t);
   int dev = out->device;
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("where", dev);

@@ -454,10 +454,11 @@ static ctc_t bias_view(const ctc_t *bias, const ctc_t *out) {
   return b;
 }
 
-static ct_status fill0(const ctc_t *t) { return t && t->numel > 0 ? ct__cuda_fill(t, 0.0) : CT_OK; }
+static ct_status fill0(ct_tensor *t) { return t && t->numel > 0 ? ct__cuda_fill(t, 0.0) : CT_OK; }
 
-extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc_t *w,
-                                     const ctc_t *bias, const ct_conv2d_params *p) {
+extern "C" ct_status ct__cuda_conv2d(ct_tensor *out_t, const ct_tensor *x_t, const ct_tensor *w_t,
+                                     const ct_tensor *bias_t, const ct_conv2d_params *p) {
+  const ctc_view out(out_t), x(x_t), w(w_t), bias(bias_t);
   const char *op = "conv2d";
   int dev = out->device, dt = out->dtype;
   ct_status st = check_dtype(op, dt);
@@ -466,7 +467,7 @@ extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc
   if ((st = ctc_use_device(op, dev)) != CT_OK) return st;
   if (x->numel == 0 || w->numel == 0) {
     /* an empty sum: the output is the bias (or zero) */
-    if ((st = fill0(out)) != CT_OK) return st;
+    if ((st = fill0(out_t)) != CT_OK) return st;
   } else {
     pthread_mutex_lock(&dnn_mu);
     conv_args a = {op, dev, K_FWD, dt, nullptr, x->data, w->data, nullptr, out->data};
@@ -476,16 +477,17 @@ extern "C" ct_status ct__cuda_conv2d(const ctc_t *out, const ctc_t *x, const ctc
     if (st != CT_OK) return st;
   }
   if (bias) {
-    ctc_t b = bias_view(bias, out);
-    if ((st = ct__cuda_binary(CT_BOP_ADD, out, out, &b)) != CT_OK) return st;
+    ctc_tensor b(bias_view(bias, out));
+    if ((st = ct__cuda_binary(CT_BOP_ADD, out_t, out_t, b)) != CT_OK) return st;
   }
   if (ctc_launch_blocking()) CT_CUDA_CHECK(op, dev, cudaStreamSynchronize(ctc_stream(dev)));
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                              const ctc_t *g, const ctc_t *x, const ctc_t *w,
-                                              const ct_conv2d_params *p) {
+extern "C" ct_status ct__cuda_conv2d_backward(ct_tensor *gx_t, ct_tensor *gw_t, ct_tensor *gb_t,
+                                              const ct_tensor *g_t, const ct_tensor *x_t,
+                                              const ct_tensor *w_t, const ct_conv2d_params *p) {
+  const ctc_view gx(gx_t), gw(gw_t), gb(gb_t), g(g_t), x(x_t), w(w_t);
   const char *op = "conv2d_backward";
   int dev = g->device, dt = g->dtype;
   ct_status st = check_dtype(op, dt);
@@ -502,17 +504,19 @@ extern "C" ct_status ct__cuda_conv2d_backward(const ctc_t *gx, const ctc_t *gw, 
     o.strides[1] = gb->strides[0];
     o.strides[2] = o.strides[3] = 1;
     bool mask[CTC_MAX_DIMS] = {true, false, true, true};
-    if (g->numel == 0) st = fill0(gb);
+    ctc_tensor ot(o);
+    if (g->numel == 0)
+      st = fill0(gb_t);
     else
-      st = ct__cuda_reduce(CT_ROP_SUM, &o, g, mask, 0.0);
+      st = ct__cuda_reduce(CT_ROP_SUM, ot, g_t, mask, 0.0);
     if (st != CT_OK) return st;
   }
   bool want_x = gx && gx->numel > 0, want_w = gw && gw->numel > 0;
   if (!want_x && !want_w) return CT_OK;
   if (g->numel == 0 || x->numel == 0 || w->numel == 0) {
     /* an empty sum somewhere: the gradients are zero */
-    if (want_x && (st = fill0(gx)) != CT_OK) return st;
-    if (want_w && (st = fill0(gw)) != CT_OK) return st;
+    if (want_x && (st = fill0(gx_t)) != CT_OK) return st;
+    if (want_w && (st = fill0(gw_t)) != CT_OK) return st;
     return CT_OK;
   }
   pthread_mutex_lock(&dnn_mu);

@@ -77,7 +77,10 @@ static bool vec_cast_any(int dev, const ctc_ew &g, ct_status *st) {
   }
 }
 
-extern "C" ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src) {
+extern "C" ct_status ct__cuda_copy(ct_tensor *dst_t, const ct_tensor *src_t) {
+  if (ct__is_cpu(dst_t) || ct__is_cpu(src_t))
+    return ct__fail_status(CT_ERR_INTERNAL, "copy: the CUDA copy kernel got a CPU tensor");
+  const ctc_view dst(dst_t), src(src_t);
   int dev = dst->device;
   if (dst->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("copy", dev);
@@ -98,9 +101,12 @@ extern "C" ct_status ct__cuda_copy(const ctc_t *dst, const ctc_t *src) {
 
 /* Blocking copies synchronize the stream before returning (as torch's
  * non_blocking=False); non-blocking ones (pinned host memory only, decided by
- * the caller) return at once. */
-extern "C" ct_status ct__cuda_copy_from_host(const ctc_t *dst, const void *src, size_t nbytes,
-                                            bool non_blocking) {
+ * the caller) return at once, and may still be reading or writing the pinned
+ * memory: the pinned cache must not hand that memory out again before the
+ * stream is past the copy (ct__cuda_pinned_in_use). */
+extern "C" ct_status ct__cuda_copy_from_host(ct_tensor *dst_t, const void *src, size_t nbytes,
+                                             bool non_blocking) {
+  const ctc_view dst(dst_t);
   int dev = dst->device;
   if (nbytes == 0) return CT_OK;
   ct_status st = ctc_use_device("copy_from_host", dev);
@@ -108,17 +114,24 @@ extern "C" ct_status ct__cuda_copy_from_host(const ctc_t *dst, const void *src, 
   cudaStream_t s = ctc_stream(dev);
   CT_CUDA_CHECK("copy_from_host", dev, cudaMemcpyAsync(dst->data, src, nbytes, cudaMemcpyHostToDevice, s));
   if (!non_blocking) CT_CUDA_CHECK("copy_from_host", dev, cudaStreamSynchronize(s));
+  else
+    ct__cuda_pinned_in_use(dev, src);
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_copy_to_host(void *dst, const ctc_t *src, size_t nbytes, bool non_blocking) {
+extern "C" ct_status ct__cuda_copy_to_host(void *dst, const ct_tensor *src_t, size_t nbytes,
+                                           bool non_blocking) {
+  const ctc_view src(src_t);
   int dev = src->device;
   if (nbytes == 0) return CT_OK;
   ct_status st = ctc_use_device("copy_to_host", dev);
   if (st != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
   CT_CUDA_CHECK("copy_to_host", dev, cudaMemcpyAsync(dst, src->data, nbytes, cudaMemcpyDeviceToHost, s));
-  if (non_blocking) return CT_OK;
+  if (non_blocking) {
+    ct__cuda_pinned_in_use(dev, dst);
+    return CT_OK;
+  }
   CT_CUDA_CHECK("copy_to_host", dev, cudaStreamSynchronize(s));
   return ctc_fault_check(dev); /* values read on the host: report a kernel's fault now */
 }
@@ -182,7 +195,8 @@ static uint4 fill_word(uint64_t bits, int es) {
   return w;
 }
 
-extern "C" ct_status ct__cuda_fill(const ctc_t *dst, double value) {
+extern "C" ct_status ct__cuda_fill(ct_tensor *dst_t, double value) {
+  const ctc_view dst(dst_t);
   int dev = dst->device;
   if (dst->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("fill", dev);

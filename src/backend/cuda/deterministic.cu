@@ -1,8 +1,8 @@
 /* Deterministic CUDA paths of the ops that write with atomics
  * (ct_use_deterministic_algorithms, include/ctensor/device.h): scatter,
  * scatter_add, index_put with and without accumulate. Contracts: those of
- * index.cu's and adv_index.cu's kernels, which backend.c calls instead when
- * the flag is off.
+ * index.cu's and adv_index.cu's kernels; their entry points (the scatter and
+ * index_put slots) take these paths when the flag is on.
  *
  * Each source element e gets a key, its destination's element offset
  * (order-preserving as uint64), and its id e; a stable sort of the pairs

@@ -55,11 +55,14 @@ static ct_status run_select(const char *op, const ctc_t *out, const ctc_t *x, in
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_index_select(const ctc_t *out, const ctc_t *x, int dim, const ctc_t *index) {
+extern "C" ct_status ct__cuda_index_select(ct_tensor *out_t, const ct_tensor *x_t, int dim,
+                                           const ct_tensor *index_t) {
+  const ctc_view out(out_t), x(x_t), index(index_t);
   return run_select("index_select", out, x, dim, index, false);
 }
-extern "C" ct_status ct__cuda_gather(const char *op, const ctc_t *out, const ctc_t *x, int dim,
-                                     const ctc_t *index) {
+extern "C" ct_status ct__cuda_gather(const char *op, ct_tensor *out_t, const ct_tensor *x_t,
+                                     int dim, const ct_tensor *index_t) {
+  const ctc_view out(out_t), x(x_t), index(index_t);
   return run_select(op, out, x, dim, index, true);
 }
 
@@ -90,8 +93,11 @@ __global__ void scatter_kernel(ctc_t self, ctc_t index, ctc_t src, int dim, bool
   }
 }
 
-extern "C" ct_status ct__cuda_scatter(const ctc_t *self, int dim, const ctc_t *index, const ctc_t *src,
-                                     bool add) {
+extern "C" ct_status ct__cuda_scatter(ct_tensor *self_t, int dim, const ct_tensor *index_t,
+                                      const ct_tensor *src_t, bool add) {
+  const ctc_view self(self_t), index(index_t), src(src_t);
+  if (ct_are_deterministic_algorithms_enabled()) /* sort-based, no atomics: deterministic.cu */
+    return ct__cuda_scatter_sorted(self, dim, index, src, add);
   int dev = self->device;
   const char *op = add ? "scatter_add" : "scatter";
   ct_status st = ctc_use_device(op, dev);
@@ -142,7 +148,9 @@ __global__ void scan_carry_kernel(int64_t *pos, const int64_t *flags, int64_t n)
     pos[e] += carry;
 }
 
-extern "C" ct_status ct__cuda_masked_select(const ctc_t *out, const ctc_t *x, const ctc_t *mask) {
+extern "C" ct_status ct__cuda_masked_select(ct_tensor *out_t, const ct_tensor *x_t,
+                                            const ct_tensor *mask_t) {
+  const ctc_view out(out_t), x(x_t), mask(mask_t);
   int dev = x->device;
   const char *op = "masked_select";
   if (out->numel == 0 || x->numel == 0) return CT_OK;
@@ -190,7 +198,8 @@ __global__ void count_kernel(ctc_t mask, unsigned long long *total) {
   if (threadIdx.x == 0) atomicAdd(total, k);
 }
 
-extern "C" ct_status ct__cuda_count_nonzero(const ctc_t *mask, int64_t *count) {
+extern "C" ct_status ct__cuda_count_nonzero(const ct_tensor *mask_t, int64_t *count) {
+  const ctc_view mask(mask_t);
   int dev = mask->device;
   const char *op = "count_nonzero";
   *count = 0;
@@ -232,7 +241,9 @@ __global__ void triangle_kernel(ctc_t out, ctc_t x, int64_t k, bool upper) {
   }
 }
 
-extern "C" ct_status ct__cuda_triangle(const ctc_t *out, const ctc_t *x, int64_t k, bool upper) {
+extern "C" ct_status ct__cuda_triangle(ct_tensor *out_t, const ct_tensor *x_t, int64_t k,
+                                       bool upper) {
+  const ctc_view out(out_t), x(x_t);
   int dev = out->device;
   const char *op = upper ? "triu" : "tril";
   if (out->numel == 0) return CT_OK;

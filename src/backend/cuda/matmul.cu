@@ -24,7 +24,11 @@
 #include "backend/cuda/gemm.cuh"
 
 static bool allow_tf32 = false;
-extern "C" void ct__cuda_set_allow_tf32(bool allow) { allow_tf32 = allow; }
+/* The set_allow_tf32 slot (ct_cuda_set_allow_tf32): cuBLAS here, cuDNN in conv.cu. */
+extern "C" void ct__cuda_set_allow_tf32(bool allow) {
+  allow_tf32 = allow;
+  ct__cuda_conv_set_allow_tf32(allow);
+}
 
 #define CTC_MAX_DEV 64
 static cublasHandle_t handles[CTC_MAX_DEV];
@@ -107,7 +111,8 @@ static ct_status packed(int dev, const ctc_t *t, ctc_scratch &buf, ctc_t *out) {
   if (!(out->data = (char *)buf.get((size_t)t->numel * es))) return ct_last_error();
   int64_t s = 1;
   for (int d = t->ndim - 1; d >= 0; d--) out->strides[d] = s, s *= t->shape[d];
-  return ct__cuda_copy(out, t);
+  ctc_tensor dst(*out), src(*t);
+  return ct__cuda_copy(dst, src);
 }
 
 /* The device's handle on stream s with a workspace from ws (handle_mu
@@ -127,7 +132,9 @@ static cublasStatus_t bind_handle(int dev, cudaStream_t s, ctc_scratch &ws, cons
   return cublasSetWorkspace(handles[dev], wsp, ws_bytes[dev]);
 }
 
-extern "C" ct_status ct__cuda_matmul(const ctc_t *out, const ctc_t *a, const ctc_t *b, bool beta_one) {
+extern "C" ct_status ct__cuda_matmul(ct_tensor *out_t, const ct_tensor *a_t, const ct_tensor *b_t,
+                                     bool beta_one) {
+  const ctc_view out(out_t), a(a_t), b(b_t);
   int dev = out->device, dt = out->dtype;
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("matmul", dev);

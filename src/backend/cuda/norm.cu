@@ -550,11 +550,13 @@ static bn_args bn_init(const ctc_t *x) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mean,
-                                         const ctc_t *save_invstd, const ctc_t *x,
-                                         const ctc_t *weight, const ctc_t *bias,
-                                         const ctc_t *running_mean, const ctc_t *running_var,
+extern "C" ct_status ct__cuda_batch_norm(ct_tensor *out_t, ct_tensor *save_mean_t,
+                                         ct_tensor *save_invstd_t, const ct_tensor *x_t,
+                                         const ct_tensor *weight_t, const ct_tensor *bias_t,
+                                         ct_tensor *running_mean_t, ct_tensor *running_var_t,
                                          bool training, double momentum, double eps) {
+  const ctc_view out(out_t), save_mean(save_mean_t), save_invstd(save_invstd_t), x(x_t),
+      weight(weight_t), bias(bias_t), running_mean(running_mean_t), running_var(running_var_t);
   const char *op = "batch_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -612,10 +614,13 @@ extern "C" ct_status ct__cuda_batch_norm(const ctc_t *out, const ctc_t *save_mea
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_batch_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x,
-                                                  const ctc_t *weight, const ctc_t *save_mean,
-                                                  const ctc_t *save_invstd, bool training) {
+extern "C" ct_status ct__cuda_batch_norm_backward(ct_tensor *gx_t, ct_tensor *gw_t, ct_tensor *gb_t,
+                                                  const ct_tensor *g_t, const ct_tensor *x_t,
+                                                  const ct_tensor *weight_t,
+                                                  const ct_tensor *save_mean_t,
+                                                  const ct_tensor *save_invstd_t, bool training) {
+  const ctc_view gx(gx_t), gw(gw_t), gb(gb_t), g(g_t), x(x_t), weight(weight_t),
+      save_mean(save_mean_t), save_invstd(save_invstd_t);
   const char *op = "batch_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -826,9 +831,10 @@ static unsigned ln_threads(int64_t cols) {
   return (unsigned)(t < 32 ? 32 : t);
 }
 
-extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
-                                         const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
-                                         int64_t cols, double eps) {
+extern "C" ct_status ct__cuda_layer_norm(ct_tensor *out_t, ct_tensor *mean_t, ct_tensor *rstd_t,
+                                         const ct_tensor *x_t, const ct_tensor *weight_t,
+                                         const ct_tensor *bias_t, int64_t cols, double eps) {
+  const ctc_view out(out_t), mean(mean_t), rstd(rstd_t), x(x_t), weight(weight_t), bias(bias_t);
   const char *op = "layer_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -849,10 +855,13 @@ extern "C" ct_status ct__cuda_layer_norm(const ctc_t *out, const ctc_t *mean, co
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_layer_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                  const ctc_t *g, const ctc_t *x,
-                                                  const ctc_t *weight, const ctc_t *mean,
-                                                  const ctc_t *rstd, int64_t cols) {
+extern "C" ct_status ct__cuda_layer_norm_backward(ct_tensor *gx_t, ct_tensor *gw_t, ct_tensor *gb_t,
+                                                  const ct_tensor *g_t, const ct_tensor *x_t,
+                                                  const ct_tensor *weight_t,
+                                                  const ct_tensor *mean_t, const ct_tensor *rstd_t,
+                                                  int64_t cols) {
+  const ctc_view gx(gx_t), gw(gw_t), gb(gb_t), g(g_t), x(x_t), weight(weight_t), mean(mean_t),
+      rstd(rstd_t);
   const char *op = "layer_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -1048,9 +1057,10 @@ static rn_args rn_init(const ctc_t *x, const ct_row_norm_params *p) {
   return a;
 }
 
-extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, const ctc_t *rstd,
-                                       const ctc_t *x, const ctc_t *weight, const ctc_t *bias,
-                                       const ct_row_norm_params *p) {
+extern "C" ct_status ct__cuda_row_norm(ct_tensor *out_t, ct_tensor *mean_t, ct_tensor *rstd_t,
+                                       const ct_tensor *x_t, const ct_tensor *weight_t,
+                                       const ct_tensor *bias_t, const ct_row_norm_params *p) {
+  const ctc_view out(out_t), mean(mean_t), rstd(rstd_t), x(x_t), weight(weight_t), bias(bias_t);
   const char *op = "row_norm";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -1070,10 +1080,13 @@ extern "C" ct_status ct__cuda_row_norm(const ctc_t *out, const ctc_t *mean, cons
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_row_norm_backward(const ctc_t *gx, const ctc_t *gw, const ctc_t *gb,
-                                                const ctc_t *g, const ctc_t *x, const ctc_t *weight,
-                                                const ctc_t *mean, const ctc_t *rstd,
+extern "C" ct_status ct__cuda_row_norm_backward(ct_tensor *gx_t, ct_tensor *gw_t, ct_tensor *gb_t,
+                                                const ct_tensor *g_t, const ct_tensor *x_t,
+                                                const ct_tensor *weight_t, const ct_tensor *mean_t,
+                                                const ct_tensor *rstd_t,
                                                 const ct_row_norm_params *p) {
+  const ctc_view gx(gx_t), gw(gw_t), gb(gb_t), g(g_t), x(x_t), weight(weight_t), mean(mean_t),
+      rstd(rstd_t);
   const char *op = "row_norm_backward";
   int dev = x->device;
   ct_status st = check_dtype(op, x->dtype);

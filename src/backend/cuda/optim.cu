@@ -70,11 +70,15 @@ __global__ void optim_kernel(ct_optim_kind kind, typename opt_consts_of<T>::type
   }
 }
 
-extern "C" ct_status ct__cuda_optimizer_step(const ct_optim_params *o, const ctc_t *params,
-                                             const ctc_t *grads, const ctc_t *s0, const ctc_t *s1,
-                                             const ctc_t *s2, const bool *has, int n) {
+/* The multi-tensor launches need only each tensor's data, size and dtype:
+ * read from the tensors themselves (state arrays and their entries may be
+ * NULL, as the slot says). */
+extern "C" ct_status ct__cuda_optimizer_step(const ct_optim_params *o, ct_tensor *const *params,
+                                             ct_tensor *const *grads, ct_tensor *const *s0,
+                                             ct_tensor *const *s1, ct_tensor *const *s2, int n) {
   const char *op = "optimizer_step";
-  int dev = params[0].device;
+  if (n <= 0) return CT_OK;
+  int dev = params[0]->storage->device.index;
   ct_status st = ctc_use_device(op, dev);
   if (st != CT_OK) return st;
   cudaStream_t s = ctc_stream(dev);
@@ -83,14 +87,14 @@ extern "C" ct_status ct__cuda_optimizer_step(const ct_optim_params *o, const ctc
     bool f64 = pass == 1;
     /* this pass's parameters, by their index in the call */
     auto get = [&](int i, void **ptrs, int64_t *numel, int *dtype) {
-      bool mine = (params[i].dtype == CT_F64) == f64;
-      ptrs[0] = params[i].data;
-      ptrs[1] = grads[i].data;
-      ptrs[2] = has[3 * i] ? s0[i].data : nullptr;
-      ptrs[3] = has[3 * i + 1] ? s1[i].data : nullptr;
-      ptrs[4] = has[3 * i + 2] ? s2[i].data : nullptr;
-      *numel = mine ? params[i].numel : 0;
-      *dtype = params[i].dtype;
+      bool mine = (params[i]->dtype == CT_F64) == f64;
+      ptrs[0] = ct__data(params[i]);
+      ptrs[1] = ct__data(grads[i]);
+      ptrs[2] = s0 && s0[i] ? ct__data(s0[i]) : nullptr;
+      ptrs[3] = s1 && s1[i] ? ct__data(s1[i]) : nullptr;
+      ptrs[4] = s2 && s2[i] ? ct__data(s2[i]) : nullptr;
+      *numel = mine ? params[i]->numel : 0;
+      *dtype = params[i]->dtype;
     };
     auto launch = [&](const ctc_mt_pack<5> &pk, int blocks) -> ct_status {
       unsigned grid = (unsigned)(blocks < cap ? blocks : cap);

@@ -103,8 +103,9 @@ static ct_status check_dtype(const char *op, int dt) {
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices,
-                                     const ctc_t *x, const ct_pool2d_params *p) {
+extern "C" ct_status ct__cuda_pool2d(bool is_max, ct_tensor *out_t, ct_tensor *indices_t,
+                                     const ct_tensor *x_t, const ct_pool2d_params *p) {
+  const ctc_view out(out_t), indices(indices_t), x(x_t);
   const char *op = is_max ? "max_pool2d" : "avg_pool2d";
   int dev = out->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -121,8 +122,10 @@ extern "C" ct_status ct__cuda_pool2d(bool is_max, const ctc_t *out, const ctc_t 
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
-                                              const ctc_t *indices, const ct_pool2d_params *p) {
+extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, ct_tensor *gx_t, const ct_tensor *g_t,
+                                              const ct_tensor *indices_t,
+                                              const ct_pool2d_params *p) {
+  const ctc_view gx(gx_t), g(g_t), indices(indices_t);
   const char *op = is_max ? "max_pool2d_backward" : "avg_pool2d_backward";
   int dev = gx->device;
   ct_status st = check_dtype(op, gx->dtype);
@@ -133,7 +136,7 @@ extern "C" ct_status ct__cuda_pool2d_backward(bool is_max, const ctc_t *gx, cons
     return ct__fail_status(CT_ERR_INTERNAL, "%s: the indices of the forward are missing", op);
   pgeom geo = make_geom(gx, g, p);
   cudaStream_t s = ctc_stream(dev);
-  if (g->numel == 0) return ct__cuda_fill(gx, 0.0);
+  if (g->numel == 0) return ct__cuda_fill(gx_t, 0.0);
   const int64_t *idx = is_max ? (const int64_t *)indices->data : nullptr;
   unsigned blocks = ctc_blocks(gx->numel, dev);
   if (gx->dtype == CT_F64) pool_bwd_kernel<double><<<blocks, CTC_THREADS, 0, s>>>(geo, is_max, gx->data, gx->dtype, g->data, idx);
@@ -210,8 +213,9 @@ static ageom adaptive_geom(const ctc_t *x, const ctc_t *out) {
   return g;
 }
 
-extern "C" ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, const ctc_t *indices,
-                                              const ctc_t *x) {
+extern "C" ct_status ct__cuda_adaptive_pool2d(bool is_max, ct_tensor *out_t, ct_tensor *indices_t,
+                                              const ct_tensor *x_t) {
+  const ctc_view out(out_t), indices(indices_t), x(x_t);
   const char *op = is_max ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
   int dev = out->device;
   ct_status st = check_dtype(op, x->dtype);
@@ -228,8 +232,10 @@ extern "C" ct_status ct__cuda_adaptive_pool2d(bool is_max, const ctc_t *out, con
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, const ctc_t *gx, const ctc_t *g,
-                                                       const ctc_t *indices) {
+extern "C" ct_status ct__cuda_adaptive_pool2d_backward(bool is_max, ct_tensor *gx_t,
+                                                       const ct_tensor *g_t,
+                                                       const ct_tensor *indices_t) {
+  const ctc_view gx(gx_t), g(g_t), indices(indices_t);
   const char *op = is_max ? "adaptive_max_pool2d_backward" : "adaptive_avg_pool2d_backward";
   int dev = gx->device;
   ct_status st = check_dtype(op, gx->dtype);

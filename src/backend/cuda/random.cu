@@ -79,8 +79,9 @@ __global__ void random_kernel(rng_args c) {
   }
 }
 
-extern "C" ct_status ct__cuda_random(const ctc_t *out, const ct_random_params *p,
-                                     const ctc_t *probs) {
+extern "C" ct_status ct__cuda_random(ct_tensor *out_t, const ct_random_params *p,
+                                     const ct_tensor *probs_t) {
+  const ctc_view out(out_t), probs(probs_t);
   int dev = out->device;
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device("random", dev);

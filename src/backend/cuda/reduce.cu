@@ -528,8 +528,9 @@ __global__ void store_kernel(rgeom g, ct_reduce_op op, ct_reduce_plan pl, const 
   }
 }
 
-extern "C" ct_status ct__cuda_reduce(ct_reduce_op op, const ctc_t *out, const ctc_t *x,
+extern "C" ct_status ct__cuda_reduce(ct_reduce_op op, ct_tensor *out_t, const ct_tensor *x_t,
                                      const bool *mask, double p) {
+  const ctc_view out(out_t), x(x_t);
   int dev = out->device;
   const char *name = ct__reduce_names[op];
   rgeom g;

@@ -22,7 +22,9 @@ __global__ void remap_kernel(ctc_t out, ctc_t x, ct_remap_params p) {
   }
 }
 
-extern "C" ct_status ct__cuda_remap(const ctc_t *out, const ctc_t *x, const ct_remap_params *p) {
+extern "C" ct_status ct__cuda_remap(ct_tensor *out_t, const ct_tensor *x_t,
+                                    const ct_remap_params *p) {
+  const ctc_view out(out_t), x(x_t);
   const char *op = "remap";
   int dev = out->device;
   if (out->numel == 0) return CT_OK;

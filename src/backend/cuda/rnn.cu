@@ -85,9 +85,10 @@ static ct_status run(const char *op, int dt, int dev, const rnn_args &r, bool ba
   return dt == CT_F64 ? launch<double>(op, dev, r, backward) : launch<float>(op, dev, r, backward);
 }
 
-extern "C" ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t *h_new,
-                                       const ctc_t *c_new, const ctc_t *ws, const ctc_t *gi,
-                                       const ctc_t *gh, const ctc_t *state) {
+extern "C" ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, ct_tensor *h_new_t,
+                                       ct_tensor *c_new_t, ct_tensor *ws_t, const ct_tensor *gi_t,
+                                       const ct_tensor *gh_t, const ct_tensor *state_t) {
+  const ctc_view h_new(h_new_t), c_new(c_new_t), ws(ws_t), gi(gi_t), gh(gh_t), state(state_t);
   rnn_args r = {};
   r.p = *p;
   r.a = gi->data, r.b = gh->data, r.s = state->data, r.ws = ws->data;
@@ -96,10 +97,13 @@ extern "C" ct_status ct__cuda_rnn_cell(const ct_rnn_cell_params *p, const ctc_t 
              false);
 }
 
-extern "C" ct_status ct__cuda_rnn_cell_backward(const ct_rnn_cell_params *p, const ctc_t *grad_gi,
-                                                const ctc_t *grad_gh, const ctc_t *grad_state,
-                                                const ctc_t *grad_h, const ctc_t *grad_c,
-                                                const ctc_t *state, const ctc_t *ws) {
+extern "C" ct_status ct__cuda_rnn_cell_backward(const ct_rnn_cell_params *p, ct_tensor *grad_gi_t,
+                                                ct_tensor *grad_gh_t, ct_tensor *grad_state_t,
+                                                const ct_tensor *grad_h_t,
+                                                const ct_tensor *grad_c_t, const ct_tensor *state_t,
+                                                const ct_tensor *ws_t) {
+  const ctc_view grad_gi(grad_gi_t), grad_gh(grad_gh_t), grad_state(grad_state_t), grad_h(grad_h_t),
+      grad_c(grad_c_t), state(state_t), ws(ws_t);
   rnn_args r = {};
   r.p = *p;
   r.a = grad_h->data, r.b = grad_c ? grad_c->data : nullptr;

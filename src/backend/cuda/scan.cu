@@ -179,8 +179,9 @@ static ct_status run_scan(const char *op, bool prod, bool reverse, const ctc_t *
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_cumulative(bool prod, bool reverse, const ctc_t *out, const ctc_t *x,
-                                         int dim) {
+extern "C" ct_status ct__cuda_cumulative(bool prod, bool reverse, ct_tensor *out_t,
+                                         const ct_tensor *x_t, int dim) {
+  const ctc_view out(out_t), x(x_t);
   const char *op = prod ? "cumprod" : "cumsum";
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device(op, out->device);

@@ -18,8 +18,9 @@ __global__ void searchsorted_kernel(ctc_t out, ctc_t sorted, ctc_t values, bool 
   }
 }
 
-extern "C" ct_status ct__cuda_searchsorted(const ctc_t *out, const ctc_t *sorted,
-                                           const ctc_t *values, bool right) {
+extern "C" ct_status ct__cuda_searchsorted(ct_tensor *out_t, const ct_tensor *sorted_t,
+                                           const ct_tensor *values_t, bool right) {
+  const ctc_view out(out_t), sorted(sorted_t), values(values_t);
   const char *op = "searchsorted";
   int dev = out->device;
   ct_status st = ctc_use_device(op, dev);
@@ -76,7 +77,8 @@ static ct_status sort_flat(const char *op, int dev, T *out, const T *x, int64_t 
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_sort_flat(const ctc_t *out, const ctc_t *x) {
+extern "C" ct_status ct__cuda_sort_flat(ct_tensor *out_t, const ct_tensor *x_t) {
+  const ctc_view out(out_t), x(x_t);
   const char *op = "unique";
   int dev = out->device;
   ct_status st = ctc_use_device(op, dev);

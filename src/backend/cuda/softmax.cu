@@ -116,7 +116,8 @@ static bool softmax_vec(const ctc_ew &g, const ctc_t *out, const ctc_t *x, int64
   return true;
 }
 
-extern "C" ct_status ct__cuda_softmax(const ctc_t *out, const ctc_t *x, int dim, bool log) {
+extern "C" ct_status ct__cuda_softmax(ct_tensor *out_t, const ct_tensor *x_t, int dim, bool log) {
+  const ctc_view out(out_t), x(x_t);
   int dev = out->device;
   const char *name = log ? "log_softmax" : "softmax";
   if (x->numel == 0) return CT_OK;

@@ -100,8 +100,9 @@ static bool softmax_bw_vec(const ctc_ew &geo, const ctc_t *gx, const ctc_t *g, c
   return true;
 }
 
-extern "C" ct_status ct__cuda_softmax_backward(const ctc_t *gx, const ctc_t *g, const ctc_t *y,
-                                               int dim, bool log) {
+extern "C" ct_status ct__cuda_softmax_backward(ct_tensor *gx_t, const ct_tensor *g_t,
+                                               const ct_tensor *y_t, int dim, bool log) {
+  const ctc_view gx(gx_t), g(g_t), y(y_t);
   int dev = gx->device;
   const char *name = "softmax backward";
   if (!ctc_is_float(gx->dtype))

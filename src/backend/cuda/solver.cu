@@ -461,7 +461,8 @@ static ct_status init_job(solver_job &j, const char *op, solver_kind kind, const
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_lu_factor(const ctc_t *a, const ctc_t *piv, const ctc_t *info) {
+extern "C" ct_status ct__cuda_lu_factor(ct_tensor *a_t, ct_tensor *piv_t, ct_tensor *info_t) {
+  const ctc_view a(a_t), piv(piv_t), info(info_t);
   solver_job j{};
   ct_status st = init_job(j, "lu_factor", SOLVER_GETRF, a);
   if (st != CT_OK || j.batch == 0) return st;
@@ -470,8 +471,9 @@ extern "C" ct_status ct__cuda_lu_factor(const ctc_t *a, const ctc_t *piv, const 
   return run(a->device, j);
 }
 
-extern "C" ct_status ct__cuda_lu_solve(const ctc_t *lu, const ctc_t *piv, const ctc_t *rhs,
-                                       bool trans) {
+extern "C" ct_status ct__cuda_lu_solve(const ct_tensor *lu_t, const ct_tensor *piv_t,
+                                       ct_tensor *rhs_t, bool trans) {
+  const ctc_view lu(lu_t), piv(piv_t), rhs(rhs_t);
   solver_job j{};
   ct_status st = init_job(j, "lu_solve", SOLVER_GETRS, lu);
   if (st != CT_OK) return st;
@@ -493,7 +495,8 @@ extern "C" ct_status ct__cuda_lu_solve(const ctc_t *lu, const ctc_t *piv, const 
   return run(lu->device, j);
 }
 
-extern "C" ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info) {
+extern "C" ct_status ct__cuda_cholesky(ct_tensor *a_t, ct_tensor *info_t) {
+  const ctc_view a(a_t), info(info_t);
   solver_job j{};
   ct_status st = init_job(j, "cholesky", SOLVER_POTRF, a);
   if (st != CT_OK || j.batch == 0) return st;
@@ -501,7 +504,8 @@ extern "C" ct_status ct__cuda_cholesky(const ctc_t *a, const ctc_t *info) {
   return run(a->device, j);
 }
 
-extern "C" ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *info, bool upper) {
+extern "C" ct_status ct__cuda_eigh(ct_tensor *a_t, ct_tensor *w_t, ct_tensor *info_t, bool upper) {
+  const ctc_view a(a_t), w(w_t), info(info_t);
   solver_job j{};
   ct_status st = init_job(j, "eigh", SOLVER_SYEVD, a);
   if (st != CT_OK || j.batch == 0 || j.n == 0) return st;
@@ -511,8 +515,9 @@ extern "C" ct_status ct__cuda_eigh(const ctc_t *a, const ctc_t *w, const ctc_t *
   return run(a->device, j);
 }
 
-extern "C" ct_status ct__cuda_svd(const ctc_t *a, const ctc_t *s, const ctc_t *u, const ctc_t *vt,
-                                  const ctc_t *info, bool full) {
+extern "C" ct_status ct__cuda_svd(ct_tensor *a_t, ct_tensor *s_t, ct_tensor *u_t, ct_tensor *vt_t,
+                                  ct_tensor *info_t, bool full) {
+  const ctc_view a(a_t), s(s_t), u(u_t), vt(vt_t), info(info_t);
   solver_job j{};
   ct_status st = init_job(j, "svd", SOLVER_GESVD, a); /* n: the columns, a's dim 1 */
   if (st != CT_OK) return st;
@@ -545,10 +550,12 @@ static ct_status householder(const char *op, solver_kind kind, const ctc_t *a, c
   return run(a->device, j);
 }
 
-extern "C" ct_status ct__cuda_geqrf(const ctc_t *a, const ctc_t *tau) {
+extern "C" ct_status ct__cuda_geqrf(ct_tensor *a_t, ct_tensor *tau_t) {
+  const ctc_view a(a_t), tau(tau_t);
   return householder("qr", SOLVER_GEQRF, a, tau);
 }
 
-extern "C" ct_status ct__cuda_orgqr(const ctc_t *q, const ctc_t *tau) {
+extern "C" ct_status ct__cuda_orgqr(ct_tensor *q_t, const ct_tensor *tau_t) {
+  const ctc_view q(q_t), tau(tau_t);
   return householder("qr", SOLVER_ORGQR, q, tau);
 }

@@ -158,7 +158,8 @@ static ct_status run_sort(const char *op, const ctc_t *indices, const ctc_t *x, 
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_argsort(const ctc_t *indices, const ctc_t *x, bool descending) {
+extern "C" ct_status ct__cuda_argsort(ct_tensor *indices_t, const ct_tensor *x_t, bool descending) {
+  const ctc_view indices(indices_t), x(x_t);
   const char *op = "sort";
   if (x->numel == 0) return CT_OK;
   ct_status st = ctc_use_device(op, x->device);
@@ -301,7 +302,9 @@ __global__ void __launch_bounds__(TOPK_THREADS)
 
 extern "C" bool ct__cuda_topk_wanted(int64_t n, int64_t k) { return k <= TOPK_MAX && k <= n; }
 
-extern "C" ct_status ct__cuda_topk(const ctc_t *indices, const ctc_t *x, int64_t k, bool largest) {
+extern "C" ct_status ct__cuda_topk(ct_tensor *indices_t, const ct_tensor *x_t, int64_t k,
+                                   bool largest) {
+  const ctc_view indices(indices_t), x(x_t);
   const char *op = "topk";
   int dev = x->device;
   int64_t n = x->ndim > 0 ? x->shape[x->ndim - 1] : 1, rows = n > 0 ? x->numel / n : 0;

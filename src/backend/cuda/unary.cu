@@ -110,8 +110,9 @@ static bool bool_op_ok(int op) {
 }
 #undef CASE
 
-extern "C" ct_status ct__cuda_unary(ct_unary_op op, const ctc_t *out, const ctc_t *x, double p0,
-                                    double p1) {
+extern "C" ct_status ct__cuda_unary(ct_unary_op op, ct_tensor *out_t, const ct_tensor *x_t,
+                                    double p0, double p1) {
+  const ctc_view out(out_t), x(x_t);
   int dev = out->device, dt = x->dtype;
   const char *name = ct__unary_info[op].name;
   if (dt == CT_BOOL ? !bool_op_ok(op) : !ctc_is_float(dt) && !int_op_ok(op))

@@ -64,8 +64,10 @@ static ct_status run_backward(int op, int dev, const ctc_t *gx, const ctc_t *g, 
   return ctc_map<C, 2, false, 1>(name, dev, geo, ubw_dyn<C>{op, p0, p1});
 }
 
-extern "C" ct_status ct__cuda_unary_backward(ct_unary_op op, const ctc_t *gx, const ctc_t *g,
-                                             const ctc_t *x, const ctc_t *y, double p0, double p1) {
+extern "C" ct_status ct__cuda_unary_backward(ct_unary_op op, ct_tensor *gx_t, const ct_tensor *g_t,
+                                             const ct_tensor *x_t, const ct_tensor *y_t, double p0,
+                                             double p1) {
+  const ctc_view gx(gx_t), g(g_t), x(x_t), y(y_t);
   int dev = gx->device;
   if (!ctc_is_float(gx->dtype))
     return ct__fail_status(CT_ERR_DTYPE,

@@ -122,12 +122,14 @@ static ct_status launch(bool backward, const ctc_t *dst, const ctc_t *src,
   return CT_OK;
 }
 
-extern "C" ct_status ct__cuda_upsample2d(const ctc_t *out, const ctc_t *x,
+extern "C" ct_status ct__cuda_upsample2d(ct_tensor *out_t, const ct_tensor *x_t,
                                          const ct_interp_params *p) {
+  const ctc_view out(out_t), x(x_t);
   return launch(false, out, x, p);
 }
 
-extern "C" ct_status ct__cuda_upsample2d_backward(const ctc_t *gx, const ctc_t *g,
+extern "C" ct_status ct__cuda_upsample2d_backward(ct_tensor *gx_t, const ct_tensor *g_t,
                                                   const ct_interp_params *p) {
+  const ctc_view gx(gx_t), g(g_t);
   return launch(true, gx, g, p);
 }
