@@ -253,7 +253,7 @@ static bool binary_has_kernel(int op, int dt) {
   if (ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
   if (dt == CT_BOOL)
     return op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM;
-  return op != CT_BOP_DIV && op != CT_BOP_ATAN2;
+  return ct__binary_info[op].rule != CT_BRULE_FLOAT; /* FLOAT ops compute integers in f32 */
 }
 static bool checked(int op) {
   return op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_POW || op == CT_BOP_FMOD ||
