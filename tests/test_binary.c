@@ -31,6 +31,11 @@ static double r_rem(double a, double b) { /* Python's a % b */
   double m = fmod(a, b);
   return m != 0 && (b < 0) != (m < 0) ? m + b : m;
 }
+static double r_hypot(double a, double b) { /* in long double: no overflow for doubles */
+  if (isinf(a) || isinf(b)) return INFINITY;
+  long double x = a, y = b;
+  return (double)sqrtl(x * x + y * y);
+}
 
 typedef struct bin_case {
   const char *name;
@@ -62,6 +67,7 @@ static const bin_case cases[] = {
     BCASE(fmod, fmod, -20, 20, 0.5, 6, true, true),
     BCASE(remainder, r_rem, -20, 20, 0.5, 6, true, true),
     BCASE(atan2, atan2, -5, 5, -5, 5, false, false),
+    BCASE(hypot, r_hypot, -10, 10, -10, 10, true, false),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -765,5 +771,43 @@ CT_TEST(binary_gradients_every_differentiable_op) {
     CHECK_GRADIENTS(c->name, call_case, (void *)c, in, 2);
     scalar_call sc = {c, 0.5 * (c->blo + c->bhi) + 0.125};
     CHECK_GRADIENTS(c->name, call_scalar, &sc, in, 1);
+  }
+}
+
+/* ---- IEEE special values (f64): signed zeros, infinities, nan, huge and tiny --------- */
+
+typedef struct special_case {
+  const char *name;
+  ct_tensor *(*fn)(const ct_tensor *, const ct_tensor *);
+  double (*ref)(double, double);
+} special_case;
+static const special_case special_cases[] = {
+    {"hypot", ct_hypot, r_hypot},
+    /* special-values rows end */
+};
+
+CT_TEST(binary_special_values) {
+  static const double sv[] = {0.0,   -0.0,   1.0,   -2.5,   INFINITY, -INFINITY, NAN,
+                              1e300, -1e300, 710.0, -710.0, 1e-310,   -3e-320};
+  enum { N = (int)(sizeof sv / sizeof sv[0]) };
+  double a[N * N], b[N * N];
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) a[i * N + j] = sv[i], b[i * N + j] = sv[j];
+  ct_tensor *ta = ct_test_make(a, CT_SHAPE(N * N), CT_F64, CT_LAYOUT_CONTIG);
+  ct_tensor *tb = ct_test_make(b, CT_SHAPE(N * N), CT_F64, CT_LAYOUT_CONTIG);
+  for (size_t c = 0; c < sizeof special_cases / sizeof special_cases[0]; c++) {
+    const special_case *sc = &special_cases[c];
+    ct_tensor *r = sc->fn(ta, tb);
+    CHECK_MSG(r != NULL, "%s", sc->name);
+    if (!r) continue;
+    double *v = ct_test_values(r);
+    for (int k = 0; k < N * N; k++) {
+      double want = sc->ref(a[k], b[k]), got = v[k];
+      bool same = isnan(want) ? isnan(got)
+                              : (got == want && signbit(got) == signbit(want)) ||
+                                    fabs(got - want) <= 1e-15 * fabs(want);
+      CHECK_MSG(same, "%s(%g, %g) = %.17g, expected %.17g", sc->name, a[k], b[k], got, want);
+    }
+    free(v);
   }
 }

@@ -223,6 +223,13 @@ CT_API ct_tensor *ct_atan2_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_atan2_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_atan2_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_atan2_scalar_(ct_tensor *a, double s);
+/* sqrt(a² + b²) without undue overflow or underflow; inf when either is inf
+ * (even next to a nan); integers compute in f32 */
+CT_API ct_tensor *ct_hypot(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_hypot_scalar_(ct_tensor *a, double s);
 
 /* s - a and s / a. */
 CT_API ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s);

@@ -134,6 +134,12 @@ static void atan2_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
   BW_GRAD(c, 0, bw_mul(c, g_r2, b));
   BW_GRAD(c, 1, bw_neg(c, bw_mul(c, g_r2, a)));
 }
+static void hypot_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* d/da = a / y, d/db = b / y (nan where both are 0, as torch) */
+  ct_tensor *g_y = bw_div(c, g, bw_saved(c, &s->y));
+  BW_GRAD(c, 0, bw_mul(c, g_y, bw_saved(c, &s->a)));
+  BW_GRAD(c, 1, bw_mul(c, g_y, bw_saved(c, &s->b)));
+}
 
 enum { READ_A = CT_BREADS_A, READ_B = CT_BREADS_B, READ_Y = CT_BREADS_Y };
 typedef struct binary_rule {
@@ -240,6 +246,10 @@ static ct_tensor *atan2_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
   ct_tensor *r2 = bw_scalar(c, CT_BOP_ADD, bw_mul(c, x, x), n->s * n->s);
   double num = n->reversed ? -n->s : n->s;
   return bw_mul(c, g, bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, r2, num, true)));
+}
+static ct_tensor *hypot_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* hypot(x, s) and hypot(s, x): x / y */
+  return bw_mul(c, g, bw_div(c, bw_saved(c, &n->x), bw_saved(c, &n->y)));
 }
 
 typedef struct scalar_rule {

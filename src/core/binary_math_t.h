@@ -31,6 +31,9 @@ CT_HOST_DEVICE CT_T CT_FN(ct_bf_remainder)(CT_T x, CT_T y) {
   return mod;
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_bf_atan2)(CT_T x, CT_T y) { return CT_M(atan2)(x, y); }
+/* sqrt(x² + y²) without undue overflow or underflow (C's hypot): inf when
+ * either is inf, even next to a nan, as NumPy and torch. */
+CT_HOST_DEVICE CT_T CT_FN(ct_bf_hypot)(CT_T x, CT_T y) { return CT_M(hypot)(x, y); }
 
 /* x + alpha * y fused, as ATen's add(x, y, alpha) (fmadd). */
 CT_HOST_DEVICE CT_T CT_FN(ct_bf_axpy)(CT_T x, CT_T y, CT_T alpha) { return CT_M(fma)(alpha, y, x); }

@@ -30,6 +30,7 @@ enum {
   CT_BREADS_AB = 3,
   CT_BREADS_Y = 4,
   CT_BREADS_AY = 5,
+  CT_BREADS_BY = 6,
   CT_BREADS_ABY = 7
 };
 
@@ -116,6 +117,7 @@ enum {
   R(X, FMOD, fmod, ARITH, fmod, "FmodBackward", NONE, AB, "FmodBackward", NONE, A)                         \
   R(X, REMAINDER, remainder, ARITH, fmod, "RemainderBackward", NONE, AB, "RemainderBackward", NONE, A)     \
   R(X, ATAN2, atan2, FLOAT, atan2, "Atan2Backward", AB, AB, "Atan2Backward", A, A)                         \
+  R(X, HYPOT, hypot, FLOAT, hypot, "HypotBackward", AY, BY, "HypotBackward", AY, AY) \
   R(X, EQ, eq, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, NE, ne, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, LT, lt, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \

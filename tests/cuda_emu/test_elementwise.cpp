@@ -162,6 +162,9 @@ static int64_t int_op(int op, int64_t x, int64_t y, bool &bad) {
       if (r != 0 && ((r < 0) != (Y < 0))) r += Y;
       return (int64_t)r;
     }
+    case CT_BOP_HYPOT:
+      exact = false;
+      return hypot(x, y);
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:
