@@ -36,6 +36,12 @@ static double r_hypot(double a, double b) { /* in long double: no overflow for d
   long double x = a, y = b;
   return (double)sqrtl(x * x + y * y);
 }
+static double r_logaddexp(double a, double b) { /* in long double */
+  if (isnan(a) || isnan(b)) return NAN;
+  if (isinf(a) || isinf(b)) return a > b ? a : b; /* -inf with -inf is -inf */
+  long double m = a > b ? a : b, d = fabsl((long double)a - (long double)b);
+  return (double)(m + log1pl(expl(-d)));
+}
 
 typedef struct bin_case {
   const char *name;
@@ -68,6 +74,7 @@ static const bin_case cases[] = {
     BCASE(remainder, r_rem, -20, 20, 0.5, 6, true, true),
     BCASE(atan2, atan2, -5, 5, -5, 5, false, false),
     BCASE(hypot, r_hypot, -10, 10, -10, 10, true, false),
+    BCASE(logaddexp, r_logaddexp, -10, 10, -10, 10, true, false),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -782,7 +789,7 @@ typedef struct special_case {
   double (*ref)(double, double);
 } special_case;
 static const special_case special_cases[] = {
-    {"hypot", ct_hypot, r_hypot},
+    {"hypot", ct_hypot, r_hypot}, {"logaddexp", ct_logaddexp, r_logaddexp},
     /* special-values rows end */
 };
 

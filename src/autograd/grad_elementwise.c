@@ -140,6 +140,12 @@ static void hypot_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
   BW_GRAD(c, 0, bw_mul(c, g_y, bw_saved(c, &s->a)));
   BW_GRAD(c, 1, bw_mul(c, g_y, bw_saved(c, &s->b)));
 }
+static void logaddexp_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* the softmax weights: d/da = sigmoid(a - b), d/db = sigmoid(b - a) */
+  const ct_tensor *a = bw_saved(c, &s->a), *b = bw_saved(c, &s->b);
+  BW_GRAD(c, 0, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, a, b))));
+  BW_GRAD(c, 1, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, b, a))));
+}
 
 enum { READ_A = CT_BREADS_A, READ_B = CT_BREADS_B, READ_Y = CT_BREADS_Y };
 typedef struct binary_rule {
@@ -250,6 +256,11 @@ static ct_tensor *atan2_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
 static ct_tensor *hypot_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
   /* hypot(x, s) and hypot(s, x): x / y */
   return bw_mul(c, g, bw_div(c, bw_saved(c, &n->x), bw_saved(c, &n->y)));
+}
+static ct_tensor *logaddexp_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* logaddexp(x, s) and logaddexp(s, x): sigmoid(x - s) */
+  ct_tensor *d = bw_scalar(c, CT_BOP_SUB, bw_saved(c, &n->x), n->s);
+  return bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, d));
 }
 
 typedef struct scalar_rule {

@@ -118,6 +118,7 @@ enum {
   R(X, REMAINDER, remainder, ARITH, fmod, "RemainderBackward", NONE, AB, "RemainderBackward", NONE, A)     \
   R(X, ATAN2, atan2, FLOAT, atan2, "Atan2Backward", AB, AB, "Atan2Backward", A, A)                         \
   R(X, HYPOT, hypot, FLOAT, hypot, "HypotBackward", AY, BY, "HypotBackward", AY, AY) \
+  R(X, LOGADDEXP, logaddexp, FLOAT, logaddexp, "LogaddexpBackward", AB, AB, "LogaddexpBackward", A, A) \
   R(X, EQ, eq, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, NE, ne, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, LT, lt, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \

@@ -165,6 +165,13 @@ static int64_t int_op(int op, int64_t x, int64_t y, bool &bad) {
     case CT_BOP_HYPOT:
       exact = false;
       return hypot(x, y);
+    case CT_BOP_LOGADDEXP: {
+      exact = false;
+      if (x != x || y != y) return NAN;
+      if (std::isinf(x) || std::isinf(y)) return x > y ? x : y;
+      long double m = x > y ? x : y, d = fabsl((long double)x - (long double)y);
+      return C((double)(m + log1pl(expl(-d))));
+    }
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:
