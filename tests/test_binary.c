@@ -42,6 +42,7 @@ static double r_logaddexp(double a, double b) { /* in long double */
   long double m = a > b ? a : b, d = fabsl((long double)a - (long double)b);
   return (double)(m + log1pl(expl(-d)));
 }
+static double r_copysign(double a, double b) { return signbit(b) ? -fabs(a) : fabs(a); }
 
 typedef struct bin_case {
   const char *name;
@@ -75,6 +76,7 @@ static const bin_case cases[] = {
     BCASE(atan2, atan2, -5, 5, -5, 5, false, false),
     BCASE(hypot, r_hypot, -10, 10, -10, 10, true, false),
     BCASE(logaddexp, r_logaddexp, -10, 10, -10, 10, true, false),
+    BCASE(copysign, r_copysign, -10, 10, -10, 10, true, false),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -789,7 +791,9 @@ typedef struct special_case {
   double (*ref)(double, double);
 } special_case;
 static const special_case special_cases[] = {
-    {"hypot", ct_hypot, r_hypot}, {"logaddexp", ct_logaddexp, r_logaddexp},
+    {"hypot", ct_hypot, r_hypot},
+    {"logaddexp", ct_logaddexp, r_logaddexp},
+    {"copysign", ct_copysign, r_copysign},
     /* special-values rows end */
 };
 

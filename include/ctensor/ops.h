@@ -238,6 +238,13 @@ CT_API ct_tensor *ct_logaddexp_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_logaddexp_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_logaddexp_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_logaddexp_scalar_(ct_tensor *a, double s);
+/* |a| with the sign bit of b (-0 and a nan's sign count); integers compute
+ * in f32; the gradient for b is 0, as torch */
+CT_API ct_tensor *ct_copysign(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_copysign_scalar_(ct_tensor *a, double s);
 
 /* s - a and s / a. */
 CT_API ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s);

@@ -50,6 +50,7 @@ STANDARD = {
 
 # Elementwise functions of the extension, by array API name.
 ELEMENTWISE = {
+    "copysign": "copysign",
     "logaddexp": "logaddexp",
     "hypot": "hypot",
     "abs": "abs", "add": "add", "atan2": "atan2", "ceil": "ceil", "cos": "cos", "divide": "div",
@@ -80,7 +81,6 @@ DIRECT = {
 MISSING = {
     "acos": "ct_acos", "acosh": "ct_acosh", "asin": "ct_asin", "asinh": "ct_asinh", "atan": "ct_atan",
     "atanh": "ct_atanh", "cosh": "ct_cosh", "sinh": "ct_sinh", "log10": "ct_log10",
-    "copysign": "ct_copysign",
     "signbit": "ct_signbit", "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
     "bitwise_xor": "integer bitwise ops", "bitwise_invert": "integer bitwise ops",
     "bitwise_left_shift": "integer bitwise ops", "bitwise_right_shift": "integer bitwise ops",

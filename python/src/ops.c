@@ -21,6 +21,7 @@
   X(fmod, false, false, NULL)          \
   X(remainder, false, false, NULL)     \
   X(atan2, false, true, NULL)          \
+  X(copysign, false, true, NULL)       \
   X(logaddexp, true, true, NULL)       \
   X(hypot, true, true, NULL)
 

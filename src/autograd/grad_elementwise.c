@@ -146,6 +146,16 @@ static void logaddexp_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
   BW_GRAD(c, 0, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, a, b))));
   BW_GRAD(c, 1, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, b, a))));
 }
+/* g * d copysign(a, b)/da = g * y / a: 1 where the signs agree, -1 where
+ * not, 0 at a == 0 (as torch). */
+static ct_tensor *copysign_da(ct_bw *c, const ct_tensor *g, const ct_tensor *a,
+                              const ct_tensor *y) {
+  return bw_mul(c, g, bw_where(c, bw_is_zero(c, a), bw_zero(c, g), bw_div(c, y, a)));
+}
+static void copysign_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  BW_GRAD(c, 0, copysign_da(c, g, bw_saved(c, &s->a), bw_saved(c, &s->y)));
+  BW_GRAD(c, 1, bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g))); /* as torch */
+}
 
 enum { READ_A = CT_BREADS_A, READ_B = CT_BREADS_B, READ_Y = CT_BREADS_Y };
 typedef struct binary_rule {
@@ -261,6 +271,11 @@ static ct_tensor *logaddexp_s(ct_bw *c, const scalar_node *n, const ct_tensor *g
   /* logaddexp(x, s) and logaddexp(s, x): sigmoid(x - s) */
   ct_tensor *d = bw_scalar(c, CT_BOP_SUB, bw_saved(c, &n->x), n->s);
   return bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, d));
+}
+static ct_tensor *copysign_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* copysign(x, s): as copysign_grad's; copysign(s, x): 0 */
+  if (n->reversed) return zeros_like_grad(c, g);
+  return copysign_da(c, g, bw_saved(c, &n->x), bw_saved(c, &n->y));
 }
 
 typedef struct scalar_rule {

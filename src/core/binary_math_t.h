@@ -44,6 +44,8 @@ CT_HOST_DEVICE CT_T CT_FN(ct_bf_logaddexp)(CT_T x, CT_T y) {
   if (d <= (CT_T)0) return y + CT_M(log1p)(CT_M(exp)(d));
   return d; /* nan */
 }
+/* |x| with y's sign bit (-0 and a nan's sign included). */
+CT_HOST_DEVICE CT_T CT_FN(ct_bf_copysign)(CT_T x, CT_T y) { return CT_M(copysign)(x, y); }
 
 /* x + alpha * y fused, as ATen's add(x, y, alpha) (fmadd). */
 CT_HOST_DEVICE CT_T CT_FN(ct_bf_axpy)(CT_T x, CT_T y, CT_T alpha) { return CT_M(fma)(alpha, y, x); }

@@ -119,6 +119,7 @@ enum {
   R(X, ATAN2, atan2, FLOAT, atan2, "Atan2Backward", AB, AB, "Atan2Backward", A, A)                         \
   R(X, HYPOT, hypot, FLOAT, hypot, "HypotBackward", AY, BY, "HypotBackward", AY, AY) \
   R(X, LOGADDEXP, logaddexp, FLOAT, logaddexp, "LogaddexpBackward", AB, AB, "LogaddexpBackward", A, A) \
+  R(X, COPYSIGN, copysign, FLOAT, copysign, "CopysignBackward", AY, NONE, "CopysignBackward", AY, NONE) \
   R(X, EQ, eq, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, NE, ne, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, LT, lt, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \

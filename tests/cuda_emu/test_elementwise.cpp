@@ -172,6 +172,8 @@ static int64_t int_op(int op, int64_t x, int64_t y, bool &bad) {
       long double m = x > y ? x : y, d = fabsl((long double)x - (long double)y);
       return C((double)(m + log1pl(expl(-d))));
     }
+    case CT_BOP_COPYSIGN:
+      return std::signbit(y) ? -std::fabs(x) : std::fabs(x);
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:

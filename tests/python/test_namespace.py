@@ -67,6 +67,7 @@ def test_logical_not(device, rng):
 
 
 BINARY = {
+    "copysign": (np.copysign, -3, 3),
     "logaddexp": (np.logaddexp, -3, 3),
     "hypot": (np.hypot, -3, 3),
     "add": (np.add, -3, 3), "subtract": (np.subtract, -3, 3), "multiply": (np.multiply, -3, 3),
