@@ -162,18 +162,6 @@ static int64_t int_op(int op, int64_t x, int64_t y, bool &bad) {
       if (r != 0 && ((r < 0) != (Y < 0))) r += Y;
       return (int64_t)r;
     }
-    case CT_BOP_HYPOT:
-      exact = false;
-      return hypot(x, y);
-    case CT_BOP_LOGADDEXP: {
-      exact = false;
-      if (x != x || y != y) return NAN;
-      if (std::isinf(x) || std::isinf(y)) return x > y ? x : y;
-      long double m = x > y ? x : y, d = fabsl((long double)x - (long double)y);
-      return C((double)(m + log1pl(expl(-d))));
-    }
-    case CT_BOP_COPYSIGN:
-      return std::signbit(y) ? -std::fabs(x) : std::fabs(x);
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:
@@ -238,6 +226,18 @@ static double float_op(int op, double x, double y, bool dbl, bool &exact) {
     case CT_BOP_ATAN2:
       exact = false;
       return atan2(x, y);
+    case CT_BOP_HYPOT:
+      exact = false;
+      return hypot(x, y);
+    case CT_BOP_LOGADDEXP: {
+      exact = false;
+      if (x != x || y != y) return NAN;
+      if (std::isinf(x) || std::isinf(y)) return x > y ? x : y;
+      long double m = x > y ? x : y, d = fabsl((long double)x - (long double)y);
+      return C((double)(m + log1pl(expl(-d))));
+    }
+    case CT_BOP_COPYSIGN:
+      return std::signbit(y) ? -std::fabs(x) : std::fabs(x);
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:
