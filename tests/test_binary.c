@@ -1,9 +1,14 @@
 /* Elementwise binary ops, scalar forms, comparisons, logic, where, allclose,
  * equal and add_scaled: values against float64 references on every dtype and
- * layout, broadcasting, promotion, integer edge cases, in-place/out, errors. */
+ * layout, broadcasting, promotion, integer edge cases, in-place/out, errors;
+ * gradients of every differentiable row by finite differences. The case list
+ * below must have a row per arithmetic op of the op table (checked). */
 #include <stdint.h>
+#include <string.h>
 
+#include "ct_gradcheck.h"
 #include "ct_test.h"
+#include "ops/op_table.h"
 
 CT_TEST_DEVICE_GENERIC
 
@@ -26,6 +31,18 @@ static double r_rem(double a, double b) { /* Python's a % b */
   double m = fmod(a, b);
   return m != 0 && (b < 0) != (m < 0) ? m + b : m;
 }
+static double r_hypot(double a, double b) { /* in long double: no overflow for doubles */
+  if (isinf(a) || isinf(b)) return INFINITY;
+  long double x = a, y = b;
+  return (double)sqrtl(x * x + y * y);
+}
+static double r_logaddexp(double a, double b) { /* in long double */
+  if (isnan(a) || isnan(b)) return NAN;
+  if (isinf(a) || isinf(b)) return a > b ? a : b; /* -inf with -inf is -inf */
+  long double m = a > b ? a : b, d = fabsl((long double)a - (long double)b);
+  return (double)(m + log1pl(expl(-d)));
+}
+static double r_copysign(double a, double b) { return signbit(b) ? -fabs(a) : fabs(a); }
 
 typedef struct bin_case {
   const char *name;
@@ -37,11 +54,14 @@ typedef struct bin_case {
   double (*ref)(double, double);
   double alo, ahi, blo, bhi; /* input ranges; b_signed: b's sign alternates */
   bool b_signed;
-  bool int_exact;            /* integer inputs keep their dtype (else f32) */
+  bool int_exact; /* integer inputs keep their dtype (else f32) */
 } bin_case;
 
-#define BCASE(name, ref, alo, ahi, blo, bhi, bs, ie) \
-  {#name, ct_##name, ct_##name##_, ct_##name##_out, ct_##name##_scalar, ct_##name##_scalar_, ref, alo, ahi, blo, bhi, bs, ie}
+#define BCASE(name, ref, alo, ahi, blo, bhi, bs, ie)                                               \
+  {                                                                                                \
+#name, ct_##name, ct_##name##_, ct_##name##_out, ct_##name##_scalar, ct_##name##_scalar_, ref, \
+        alo, ahi, blo, bhi, bs, ie                                                                 \
+  }
 static const bin_case cases[] = {
     BCASE(add, r_add, -10, 10, -10, 10, false, true),
     BCASE(sub, r_sub, -10, 10, -10, 10, false, true),
@@ -54,8 +74,36 @@ static const bin_case cases[] = {
     BCASE(fmod, fmod, -20, 20, 0.5, 6, true, true),
     BCASE(remainder, r_rem, -20, 20, 0.5, 6, true, true),
     BCASE(atan2, atan2, -5, 5, -5, 5, false, false),
+    BCASE(hypot, r_hypot, -10, 10, -10, 10, true, false),
+    BCASE(logaddexp, r_logaddexp, -10, 10, -10, 10, true, false),
+    BCASE(copysign, r_copysign, -10, 10, -10, 10, true, false),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The op table's arithmetic rows, with their derivative ("NONE": none). */
+static const struct {
+  const char *name, *grad;
+} table_rows[] = {
+#define X(E, n, r, grad, ...) {#n, #grad},
+    CT_BINARY_OPS(X)
+#undef X
+};
+
+static const bin_case *case_named(const char *name) {
+  for (int i = 0; i < NCASES; i++)
+    if (!strcmp(cases[i].name, name)) return &cases[i];
+  return NULL;
+}
+
+CT_TEST(every_arithmetic_op_has_a_case) {
+  int arith = 0;
+#define X(E, n) \
+  arith++;      \
+  CHECK_MSG(case_named(#n) != NULL, "no test row for %s", #n);
+  CT_BINARY_ARITH_OPS(X)
+#undef X
+  CHECK(arith == NCASES);
+}
 
 static const ct_dtype float_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16};
 static const ct_dtype int_dtypes[] = {CT_I8, CT_U8, CT_I16, CT_I32, CT_I64};
@@ -69,12 +117,13 @@ static double *values(int64_t n, double lo, double hi, bool alternate, ct_dtype 
 }
 
 /* f(a, b) with NumPy broadcasting of row-major a (sa) and b (sb). */
-static double *ref_broadcast(double (*f)(double, double), const double *a, const int64_t *sa, int na,
-                             const double *b, const int64_t *sb, int nb, int64_t *n_out) {
+static double *ref_broadcast(double (*f)(double, double), const double *a, const int64_t *sa,
+                             int na, const double *b, const int64_t *sb, int nb, int64_t *n_out) {
   int n = na > nb ? na : nb;
   int64_t so[8], total = 1;
   for (int d = 0; d < n; d++) {
-    int64_t x = d - (n - na) >= 0 ? sa[d - (n - na)] : 1, y = d - (n - nb) >= 0 ? sb[d - (n - nb)] : 1;
+    int64_t x = d - (n - na) >= 0 ? sa[d - (n - na)] : 1,
+            y = d - (n - nb) >= 0 ? sb[d - (n - nb)] : 1;
     so[d] = x == 1 ? y : x;
     total *= so[d];
   }
@@ -97,12 +146,18 @@ static double *ref_broadcast(double (*f)(double, double), const double *a, const
 static double wrap_to(double v, ct_dtype dt) {
   int64_t i = (int64_t)v;
   switch (dt) {
-  case CT_I8: return (int8_t)(uint8_t)(uint64_t)i;
-  case CT_U8: return (uint8_t)(uint64_t)i;
-  case CT_I16: return (int16_t)(uint16_t)(uint64_t)i;
-  case CT_I32: return (int32_t)(uint32_t)(uint64_t)i;
-  case CT_BOOL: return i != 0;
-  default: return (double)i;
+    case CT_I8:
+      return (int8_t)(uint8_t)(uint64_t)i;
+    case CT_U8:
+      return (uint8_t)(uint64_t)i;
+    case CT_I16:
+      return (int16_t)(uint16_t)(uint64_t)i;
+    case CT_I32:
+      return (int32_t)(uint32_t)(uint64_t)i;
+    case CT_BOOL:
+      return i != 0;
+    default:
+      return (double)i;
   }
 }
 
@@ -171,12 +226,13 @@ CT_TEST(binary_integer_values) {
       ct_dtype dt = int_dtypes[di];
       bool is_pow = c->ref == pow;
       double alo = dt == CT_U8 ? 0 : is_pow ? -3 : -20, ahi = is_pow ? 4 : 20;
-      double *a = ct_test_random(24, alo, ahi, (unsigned)ci), *b = ct_test_random(24, 1, 7, 50 + (unsigned)ci);
+      double *a = ct_test_random(24, alo, ahi, (unsigned)ci),
+             *b = ct_test_random(24, 1, 7, 50 + (unsigned)ci);
       for (int i = 0; i < 24; i++) {
         a[i] = floor(a[i]);
         b[i] = floor(b[i]);
         if (c->b_signed && dt != CT_U8 && i % 2) b[i] = -b[i];
-        if (is_pow) b[i] = (double)(i % 5); /* 0..4 */
+        if (is_pow) b[i] = (double)(i % 5);                    /* 0..4 */
         if (!c->b_signed && !is_pow && dt != CT_U8) b[i] -= 4; /* includes 0 and negatives */
       }
       int64_t n;
@@ -188,7 +244,8 @@ CT_TEST(binary_integer_values) {
         ct_tensor *ta = ct_test_make(a, sh, 2, dt, (ct_test_layout)l);
         ct_tensor *tb = ct_test_make(b, sh, 2, dt, (ct_test_layout)((l + 1) % CT_LAYOUT_COUNT));
         ct_tensor *r = c->fn(ta, tb);
-        CHECK_MSG(r && ct_dtype_of(r) == rd, "%s on %s gives %s", c->name, ct_dtype_name(dt), ct_dtype_name(rd));
+        CHECK_MSG(r && ct_dtype_of(r) == rd, "%s on %s gives %s", c->name, ct_dtype_name(dt),
+                  ct_dtype_name(rd));
         CHECK_CLOSE(r, e, c->int_exact ? 0 : 2e-6, 0);
         if (c->int_exact) {
           CHECK(c->fn_(ta, tb) == ta);
@@ -253,11 +310,13 @@ CT_TEST(binary_broadcasting) {
 }
 
 CT_TEST(binary_promotion) {
-  static const struct { ct_dtype a, b, add, div, eq; } t[] = {
-      {CT_I32, CT_F16, CT_F16, CT_F16, CT_BOOL}, {CT_U8, CT_I8, CT_I16, CT_F32, CT_BOOL},
+  static const struct {
+    ct_dtype a, b, add, div, eq;
+  } t[] = {
+      {CT_I32, CT_F16, CT_F16, CT_F16, CT_BOOL},    {CT_U8, CT_I8, CT_I16, CT_F32, CT_BOOL},
       {CT_BOOL, CT_BOOL, CT_BOOL, CT_F32, CT_BOOL}, {CT_I64, CT_F32, CT_F32, CT_F32, CT_BOOL},
-      {CT_F16, CT_BF16, CT_F32, CT_F32, CT_BOOL}, {CT_I32, CT_I32, CT_I32, CT_F32, CT_BOOL},
-      {CT_BOOL, CT_U8, CT_U8, CT_F32, CT_BOOL}, {CT_F64, CT_I8, CT_F64, CT_F64, CT_BOOL},
+      {CT_F16, CT_BF16, CT_F32, CT_F32, CT_BOOL},   {CT_I32, CT_I32, CT_I32, CT_F32, CT_BOOL},
+      {CT_BOOL, CT_U8, CT_U8, CT_F32, CT_BOOL},     {CT_F64, CT_I8, CT_F64, CT_F64, CT_BOOL},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     ct_tensor *a = ct_test_make((double[]){1, 0}, CT_SHAPE(2), t[i].a, CT_LAYOUT_CONTIG);
@@ -290,7 +349,8 @@ CT_TEST(binary_scalar_promotion) {
   CHECK(r && ct_dtype_of(r) == CT_F32);
   CHECK_CLOSE(r, ((double[]){1.5, 3, 4.5}), 0, 0);
   CHECK(ct_dtype_of(ct_add_scalar(i, INFINITY)) == CT_F32);
-  CHECK_ERR_MSG(ct_mul_scalar_(i, 0.5), CT_ERR_DTYPE, "result type f32 can't be cast to the output type i32");
+  CHECK_ERR_MSG(ct_mul_scalar_(i, 0.5), CT_ERR_DTYPE,
+                "result type f32 can't be cast to the output type i32");
   CHECK(ct_mul_scalar_(i, 2) == i);
   CHECK_CLOSE(i, ((double[]){2, 4, 6}), 0, 0);
   ct_tensor *b = ct_test_make((double[]){1, 0}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG);
@@ -313,8 +373,9 @@ CT_TEST(binary_scalar_promotion) {
   CHECK(rd && ct_dtype_of(rd) == CT_F32);
   CHECK_CLOSE(rd, ((double[]){6, 3, 2}), 0, 0);
   /* 1 - bool raises in torch (use logical_not) */
-  CHECK_ERR(ct_rsub_scalar(ct_test_make((double[]){1, 0}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG), 1),
-            CT_ERR_DTYPE);
+  CHECK_ERR(
+      ct_rsub_scalar(ct_test_make((double[]){1, 0}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG), 1),
+      CT_ERR_DTYPE);
 }
 
 /* ---- Integer edge cases --------------------------------------------------------- */
@@ -345,7 +406,8 @@ CT_TEST(integer_edge_cases) {
   CHECK(pr && pr[0] == 0 && pr[1] == 0);
   /* division by zero is an error, not a crash */
   ct_tensor *z = i32s((int32_t[]){1, 0, 3, 4, 5}, 5);
-  CHECK_ERR_MSG(ct_test_synced(ct_floor_divide(a, z)), CT_ERR_ARG, "floor_divide: integer division by zero");
+  CHECK_ERR_MSG(ct_test_synced(ct_floor_divide(a, z)), CT_ERR_ARG,
+                "floor_divide: integer division by zero");
   CHECK_ERR_MSG(ct_test_synced(ct_remainder(a, z)), CT_ERR_ARG, "remainder");
   CHECK_ERR_MSG(ct_test_synced(ct_fmod(a, z)), CT_ERR_ARG, "fmod");
   CHECK_ERR_MSG(ct_floor_divide_scalar(a, 0), CT_ERR_ARG, "division by zero");
@@ -377,8 +439,9 @@ CT_TEST(integer_edge_cases) {
   CHECK_CLOSE(ct_add(c8, d8), ((double[]){-128, 127, 103, 9}), 0, 0);
   CHECK_CLOSE(ct_mul(c8, d8), ((double[]){127, -128, 44, 14}), 0, 0);
   CHECK_CLOSE(ct_pow(ct_abs(d8), ct_abs(d8)), ((double[]){1, 1, 27, -9}), 0, 0); /* 7^7 wraps */
-  CHECK_CLOSE(ct_pow_scalar(ct_test_make((double[]){2, -2}, CT_SHAPE(2), CT_I8, CT_LAYOUT_CONTIG), 7),
-              ((double[]){-128, -128}), 0, 0);
+  CHECK_CLOSE(
+      ct_pow_scalar(ct_test_make((double[]){2, -2}, CT_SHAPE(2), CT_I8, CT_LAYOUT_CONTIG), 7),
+      ((double[]){-128, -128}), 0, 0);
   CHECK_ERR(ct_test_synced(ct_pow(c8, d8)), CT_ERR_ARG); /* -1 exponent */
   ct_tensor *u = ct_test_make((double[]){0, 255, 16}, CT_SHAPE(3), CT_U8, CT_LAYOUT_CONTIG);
   ct_tensor *v = ct_test_make((double[]){1, 1, 16}, CT_SHAPE(3), CT_U8, CT_LAYOUT_CONTIG);
@@ -391,8 +454,10 @@ CT_TEST(integer_edge_cases) {
 CT_TEST(binary_nan_propagation) {
   for (size_t di = 0; di < 4; di++) {
     ct_dtype dt = float_dtypes[di];
-    ct_tensor *a = ct_test_make((double[]){NAN, 1, NAN, INFINITY, -INFINITY}, CT_SHAPE(5), dt, CT_LAYOUT_CONTIG);
-    ct_tensor *b = ct_test_make((double[]){1, NAN, NAN, 1, INFINITY}, CT_SHAPE(5), dt, CT_LAYOUT_SLICED);
+    ct_tensor *a = ct_test_make((double[]){NAN, 1, NAN, INFINITY, -INFINITY}, CT_SHAPE(5), dt,
+                                CT_LAYOUT_CONTIG);
+    ct_tensor *b =
+        ct_test_make((double[]){1, NAN, NAN, 1, INFINITY}, CT_SHAPE(5), dt, CT_LAYOUT_SLICED);
     CHECK_CLOSE(ct_maximum(a, b), ((double[]){NAN, NAN, NAN, INFINITY, INFINITY}), 0, 0);
     CHECK_CLOSE(ct_minimum(a, b), ((double[]){NAN, NAN, NAN, 1, -INFINITY}), 0, 0);
     CHECK_CLOSE(ct_add(a, b), ((double[]){NAN, NAN, NAN, INFINITY, NAN}), 0, 0);
@@ -411,17 +476,22 @@ CT_TEST(inplace_and_out_semantics) {
   ct_tensor *a = ct_ones(CT_SHAPE(2, 3), &o);
   ct_tensor *row = ct_arange(0, 3, 1, &o);
   CHECK_ERR_MSG(ct_add_(row, a), CT_ERR_SHAPE, "(2, 3)"); /* result bigger than a */
-  ct_tensor *ia = ct_zeros(CT_SHAPE(2, 3), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
-  CHECK_ERR_MSG(ct_add_(ia, a), CT_ERR_DTYPE, "result type f32 can't be cast to the output type i64");
+  ct_tensor *ia =
+      ct_zeros(CT_SHAPE(2, 3), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+  CHECK_ERR_MSG(ct_add_(ia, a), CT_ERR_DTYPE,
+                "result type f32 can't be cast to the output type i64");
   CHECK_ERR(ct_add_(ct_expand(row, CT_SHAPE(2, 3)), a), CT_ERR_ARG);
   /* f32 += f64: computed in f64, written back as f32 */
-  ct_tensor *d = ct_full(CT_SHAPE(3), 0.25, &(ct_tensor_opts){.dtype = CT_F64, .device = ct_test_device()});
+  ct_tensor *d =
+      ct_full(CT_SHAPE(3), 0.25, &(ct_tensor_opts){.dtype = CT_F64, .device = ct_test_device()});
   CHECK(ct_add_(row, d) == row);
   CHECK(ct_dtype_of(row) == CT_F32);
   CHECK_CLOSE(row, ((double[]){0.25, 1.25, 2.25}), 0, 0);
   /* i64 += i32 and += bool are fine */
-  CHECK(ct_add_(ia, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG)) == ia);
-  CHECK(ct_add_(ia, ct_test_make((double[]){1, 0, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG)) == ia);
+  CHECK(ct_add_(ia, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG)) ==
+        ia);
+  CHECK(ct_add_(ia, ct_test_make((double[]){1, 0, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG)) ==
+        ia);
   CHECK_CLOSE(ia, ((double[]){2, 2, 4, 2, 2, 4}), 0, 0);
   /* aliasing: a += a, and out overlapping an input by a shift */
   CHECK(ct_add_(a, a) == a);
@@ -472,10 +542,12 @@ typedef struct cmp_case {
   ct_tensor *(*fn_scalar)(const ct_tensor *, double);
   double (*ref)(double, double);
 } cmp_case;
-#define CCASE(name, ref) {#name, ct_##name, ct_##name##_scalar, ref}
+#define CCASE(name, ref) \
+  { #name, ct_##name, ct_##name##_scalar, ref }
 static const cmp_case cmps[] = {
-    CCASE(eq, r_eq), CCASE(ne, r_ne), CCASE(lt, r_lt), CCASE(le, r_le), CCASE(gt, r_gt),
-    CCASE(ge, r_ge), CCASE(logical_and, r_and), CCASE(logical_or, r_or), CCASE(logical_xor, r_xor),
+    CCASE(eq, r_eq),           CCASE(ne, r_ne),         CCASE(lt, r_lt),
+    CCASE(le, r_le),           CCASE(gt, r_gt),         CCASE(ge, r_ge),
+    CCASE(logical_and, r_and), CCASE(logical_or, r_or), CCASE(logical_xor, r_xor),
 };
 
 CT_TEST(comparisons_and_logic_every_dtype) {
@@ -520,8 +592,10 @@ CT_TEST(comparisons_and_logic_every_dtype) {
   CHECK_CLOSE(ct_eq_scalar(i, 2.5), ((double[]){0, 0}), 0, 0);
   ct_tensor *b2 = ct_test_make((double[]){1, 0}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG);
   CHECK_CLOSE(ct_eq_scalar(b2, 2), ((double[]){0, 0}), 0, 0); /* compared as i64, not as bool */
-  ct_tensor *big = ct_test_make((double[]){16777217, 16777216}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
-  ct_tensor *big2 = ct_test_make((double[]){16777216, 16777216}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
+  ct_tensor *big =
+      ct_test_make((double[]){16777217, 16777216}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
+  ct_tensor *big2 =
+      ct_test_make((double[]){16777216, 16777216}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
   CHECK_CLOSE(ct_eq(big, big2), ((double[]){0, 1}), 0, 0); /* exact in i64 */
 }
 
@@ -530,7 +604,8 @@ CT_TEST(where_and_where_scalar) {
   for (int d = 0; d < CT_DTYPE_COUNT; d++) {
     ct_dtype dt = (ct_dtype)d;
     for (int l = 0; l < CT_LAYOUT_COUNT; l++) {
-      ct_tensor *a = ct_test_make((double[]){1, 2, 3, 4, 5, 6}, CT_SHAPE(2, 3), dt, (ct_test_layout)l);
+      ct_tensor *a =
+          ct_test_make((double[]){1, 2, 3, 4, 5, 6}, CT_SHAPE(2, 3), dt, (ct_test_layout)l);
       ct_tensor *b = ct_test_make((double[]){0, 0}, CT_SHAPE(2, 1), dt, (ct_test_layout)l);
       ct_tensor *r = ct_where(c, a, b);
       CHECK_MSG(r && ct_dtype_of(r) == dt, "where on %s", ct_dtype_name(dt));
@@ -551,20 +626,25 @@ CT_TEST(where_and_where_scalar) {
                          ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG)),
                 CT_ERR_SHAPE, "where: shapes");
   /* where_scalar: the scalar rule decides the dtype */
-  ct_tensor *ws = ct_where_scalar(c, ct_test_make((double[]){7, 8, 9}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG), -1);
+  ct_tensor *ws = ct_where_scalar(
+      c, ct_test_make((double[]){7, 8, 9}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG), -1);
   CHECK(ws && ct_dtype_of(ws) == CT_I32);
   CHECK_CLOSE(ws, ((double[]){7, -1, 9}), 0, 0);
-  ws = ct_where_scalar(c, ct_test_make((double[]){7, 8, 9}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG), 0.5);
+  ws = ct_where_scalar(c, ct_test_make((double[]){7, 8, 9}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG),
+                       0.5);
   CHECK(ws && ct_dtype_of(ws) == CT_F32);
   CHECK_CLOSE(ws, ((double[]){7, 0.5, 9}), 0, 0);
-  ws = ct_where_scalar(c, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_F16, CT_LAYOUT_CONTIG), INFINITY);
+  ws = ct_where_scalar(c, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_F16, CT_LAYOUT_CONTIG),
+                       INFINITY);
   CHECK(ws && ct_dtype_of(ws) == CT_F16);
   CHECK_CLOSE(ws, ((double[]){1, INFINITY, 3}), 0, 0);
 }
 
 CT_TEST(allclose_and_equal) {
-  ct_tensor *a = ct_test_make((double[]){1, 2, INFINITY, -INFINITY}, CT_SHAPE(4), CT_F32, CT_LAYOUT_CONTIG);
-  ct_tensor *b = ct_test_make((double[]){1, 2 + 1e-7, INFINITY, -INFINITY}, CT_SHAPE(4), CT_F64, CT_LAYOUT_SLICED);
+  ct_tensor *a =
+      ct_test_make((double[]){1, 2, INFINITY, -INFINITY}, CT_SHAPE(4), CT_F32, CT_LAYOUT_CONTIG);
+  ct_tensor *b = ct_test_make((double[]){1, 2 + 1e-7, INFINITY, -INFINITY}, CT_SHAPE(4), CT_F64,
+                              CT_LAYOUT_SLICED);
   ct_clear_error();
   CHECK(ct_allclose(a, b, 1e-5, 1e-8));
   CHECK(!ct_allclose(a, b, 0, 0));
@@ -580,9 +660,12 @@ CT_TEST(allclose_and_equal) {
   /* broadcasting, integers, mixed dtypes */
   ct_tensor *m = ct_test_make((double[]){3, 3, 3, 3}, CT_SHAPE(2, 2), CT_I64, CT_LAYOUT_TRANSPOSED);
   CHECK(ct_allclose(m, ct_test_make((double[]){3}, NULL, 0, CT_I8, CT_LAYOUT_CONTIG), 0, 0));
-  CHECK(ct_allclose(m, ct_test_make((double[]){3.01}, CT_SHAPE(1), CT_F32, CT_LAYOUT_CONTIG), 0, 0.02));
-  CHECK(!ct_allclose(m, ct_test_make((double[]){3.01}, CT_SHAPE(1), CT_F32, CT_LAYOUT_CONTIG), 0, 0.001));
-  CHECK(ct_equal(m, ct_test_make((double[]){3, 3, 3, 3}, CT_SHAPE(2, 2), CT_F32, CT_LAYOUT_CONTIG)));
+  CHECK(ct_allclose(m, ct_test_make((double[]){3.01}, CT_SHAPE(1), CT_F32, CT_LAYOUT_CONTIG), 0,
+                    0.02));
+  CHECK(!ct_allclose(m, ct_test_make((double[]){3.01}, CT_SHAPE(1), CT_F32, CT_LAYOUT_CONTIG), 0,
+                     0.001));
+  CHECK(
+      ct_equal(m, ct_test_make((double[]){3, 3, 3, 3}, CT_SHAPE(2, 2), CT_F32, CT_LAYOUT_CONTIG)));
   ct_tensor_opts o = ct_test_opts(CT_F32);
   CHECK(ct_allclose(ct_zeros(CT_SHAPE(0, 2), &o), ct_ones(CT_SHAPE(0, 2), &o), 0, 0));
   CHECK(ct_equal(ct_zeros(CT_SHAPE(0, 2), &o), ct_ones(CT_SHAPE(0, 2), &o)));
@@ -600,7 +683,8 @@ CT_TEST(add_scaled_axpy) {
   for (size_t di = 0; di < 4; di++) {
     ct_dtype dt = float_dtypes[di];
     for (int l = 0; l < CT_LAYOUT_COUNT; l++) {
-      ct_tensor *a = ct_test_make((double[]){1, 2, 3, 4, 5, 6}, CT_SHAPE(2, 3), dt, (ct_test_layout)l);
+      ct_tensor *a =
+          ct_test_make((double[]){1, 2, 3, 4, 5, 6}, CT_SHAPE(2, 3), dt, (ct_test_layout)l);
       ct_tensor *b = ct_test_make((double[]){1, -1, 2}, CT_SHAPE(3), dt, (ct_test_layout)l);
       CHECK_CLOSE(ct_add_scaled(a, b, -0.5), ((double[]){0.5, 2.5, 2, 3.5, 5.5, 5}), 0, 0);
       CHECK(ct_add_scaled_(a, b, 2) == a);
@@ -615,8 +699,9 @@ CT_TEST(add_scaled_axpy) {
   CHECK_ERR_MSG(ct_add_scaled(i, j, 0.5), CT_ERR_ARG, "alpha");
   ct_tensor *f = ct_test_make((double[]){0.5, 0.25}, CT_SHAPE(2), CT_F32, CT_LAYOUT_CONTIG);
   CHECK_ERR(ct_add_scaled_(i, f, 1), CT_ERR_DTYPE);
-  CHECK_ERR(ct_add_scaled(i, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG), 1),
-            CT_ERR_SHAPE);
+  CHECK_ERR(
+      ct_add_scaled(i, ct_test_make((double[]){1, 2, 3}, CT_SHAPE(3), CT_I32, CT_LAYOUT_CONTIG), 1),
+      CT_ERR_SHAPE);
   ct_tensor *i8 = ct_test_make((double[]){100, -100}, CT_SHAPE(2), CT_I8, CT_LAYOUT_CONTIG);
   CHECK_CLOSE(ct_add_scaled(i8, i8, 2), ((double[]){44, -44}), 0, 0); /* 300 wraps */
 }
@@ -628,7 +713,8 @@ CT_TEST(device_mismatch) {
   }
   ct_tensor *c = ct_ones(CT_SHAPE(3), NULL);
   ct_tensor *g = ct_ones(CT_SHAPE(3), &(ct_tensor_opts){.device = ct_cuda(0)});
-  CHECK_ERR_MSG(ct_add(g, c), CT_ERR_DEVICE, "add: expected all tensors on the same device, got cuda:0 and cpu");
+  CHECK_ERR_MSG(ct_add(g, c), CT_ERR_DEVICE,
+                "add: expected all tensors on the same device, got cuda:0 and cpu");
   CHECK_ERR(ct_lt(c, g), CT_ERR_DEVICE);
   CHECK_ERR(ct_where(ct_gt_scalar(c, 0), c, g), CT_ERR_DEVICE);
   CHECK_ERR(ct_add_(c, g), CT_ERR_DEVICE);
@@ -668,4 +754,71 @@ CT_TEST(binary_large_parallel) {
   }
   free(a);
   free(b);
+}
+
+/* ---- Gradients: every differentiable row, tensor and scalar forms ----------------- */
+
+static ct_tensor *call_case(ct_tensor *const *in, void *ctx) {
+  return ((const bin_case *)ctx)->fn(in[0], in[1]);
+}
+typedef struct scalar_call {
+  const bin_case *c;
+  double s;
+} scalar_call;
+static ct_tensor *call_scalar(ct_tensor *const *in, void *ctx) {
+  const scalar_call *sc = ctx;
+  return sc->c->fn_scalar(in[0], sc->s);
+}
+
+CT_TEST(binary_gradients_every_differentiable_op) {
+  for (size_t i = 0; i < sizeof table_rows / sizeof table_rows[0]; i++) {
+    const bin_case *c = case_named(table_rows[i].name);
+    if (!c || !strcmp(table_rows[i].grad, "NONE")) continue;
+    unsigned seed = 700 + 3 * (unsigned)i;
+    ct_tensor *in[2] = {ct_gradcheck_input(CT_SHAPE(2, 3), c->alo, c->ahi, seed),
+                        ct_gradcheck_input(CT_SHAPE(3), c->blo, c->bhi, seed + 1)};
+    CHECK_GRADIENTS(c->name, call_case, (void *)c, in, 2);
+    scalar_call sc = {c, 0.5 * (c->blo + c->bhi) + 0.125};
+    CHECK_GRADIENTS(c->name, call_scalar, &sc, in, 1);
+  }
+}
+
+/* ---- IEEE special values (f64): signed zeros, infinities, nan, huge and tiny --------- */
+
+typedef struct special_case {
+  const char *name;
+  ct_tensor *(*fn)(const ct_tensor *, const ct_tensor *);
+  double (*ref)(double, double);
+} special_case;
+static const special_case special_cases[] = {
+    {"hypot", ct_hypot, r_hypot},
+    {"logaddexp", ct_logaddexp, r_logaddexp},
+    {"copysign", ct_copysign, r_copysign},
+    /* special-values rows end */
+};
+
+CT_TEST(binary_special_values) {
+  static const double sv[] = {0.0,   -0.0,   1.0,   -2.5,   INFINITY, -INFINITY, NAN,
+                              1e300, -1e300, 710.0, -710.0, 1e-310,   -3e-320};
+  enum { N = (int)(sizeof sv / sizeof sv[0]) };
+  double a[N * N], b[N * N];
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) a[i * N + j] = sv[i], b[i * N + j] = sv[j];
+  ct_tensor *ta = ct_test_make(a, CT_SHAPE(N * N), CT_F64, CT_LAYOUT_CONTIG);
+  ct_tensor *tb = ct_test_make(b, CT_SHAPE(N * N), CT_F64, CT_LAYOUT_CONTIG);
+  for (size_t c = 0; c < sizeof special_cases / sizeof special_cases[0]; c++) {
+    const special_case *sc = &special_cases[c];
+    ct_tensor *r = sc->fn(ta, tb);
+    CHECK_MSG(r != NULL, "%s", sc->name);
+    if (!r) continue;
+    double *v = ct_test_values(r);
+    for (int k = 0; k < N * N; k++) {
+      double want = sc->ref(a[k], b[k]), got = v[k];
+      bool same = isnan(want) ? isnan(got)
+                              : (got == want && signbit(got) == signbit(want)) ||
+                                    fabs(got - want) <= 1e-15 * fabs(want);
+      CHECK_MSG(same, "%s(%g, %g) = %.17g, expected %.17g", sc->name, a[k], b[k], got, want);
+    }
+    free(v);
+  }
 }

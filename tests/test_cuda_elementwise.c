@@ -64,6 +64,9 @@ static void binary_cases(ct_dtype dt, int64_t n, int off) {
     check("mul_scalar 0.1", dt, n, off, ct_mul_scalar(a, 0.1), ct_mul_scalar(ga, 0.1), -1);
     check("pow", dt, n, off, ct_pow(ct_abs(a), b), ct_pow(ct_abs(ga), gb), tol_of(dt));
     check("atan2", dt, n, off, ct_atan2(a, b), ct_atan2(ga, gb), tol_of(dt));
+    check("hypot", dt, n, off, ct_hypot(a, b), ct_hypot(ga, gb), tol_of(dt));
+    check("logaddexp", dt, n, off, ct_logaddexp(a, b), ct_logaddexp(ga, gb), tol_of(dt));
+    check("copysign", dt, n, off, ct_copysign(a, b), ct_copysign(ga, gb), -1);
   } else {
     check("floor_divide", dt, n, off, ct_floor_divide_scalar(a, 7), ct_floor_divide_scalar(ga, 7), -1);
   }

@@ -223,6 +223,28 @@ CT_API ct_tensor *ct_atan2_(ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_atan2_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_atan2_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_atan2_scalar_(ct_tensor *a, double s);
+/* sqrt(a² + b²) without undue overflow or underflow; inf when either is inf
+ * (even next to a nan); integers compute in f32 */
+CT_API ct_tensor *ct_hypot(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_hypot_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_hypot_scalar_(ct_tensor *a, double s);
+/* log(exp(a) + exp(b)) without overflow (max + log1p(exp(-|a - b|))), as
+ * NumPy: equal infinities give themselves, a nan propagates; integers
+ * compute in f32 */
+CT_API ct_tensor *ct_logaddexp(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logaddexp_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logaddexp_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logaddexp_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_logaddexp_scalar_(ct_tensor *a, double s);
+/* |a| with the sign bit of b (-0 and a nan's sign count); integers compute
+ * in f32; the gradient for b is 0, as torch */
+CT_API ct_tensor *ct_copysign(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_copysign_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_copysign_scalar_(ct_tensor *a, double s);
 
 /* s - a and s / a. */
 CT_API ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s);

@@ -20,7 +20,10 @@
   X(minimum, true, false, NULL)        \
   X(fmod, false, false, NULL)          \
   X(remainder, false, false, NULL)     \
-  X(atan2, false, true, NULL)
+  X(atan2, false, true, NULL)          \
+  X(copysign, false, true, NULL)       \
+  X(logaddexp, true, true, NULL)       \
+  X(hypot, true, true, NULL)
 
 /* bool results: no in-place form; a float scalar compares as it is */
 #define CTPY_COMPARE_OPS(X) \

@@ -19,47 +19,17 @@ typedef struct unary_node {
   ct_saved x, y; /* input, output: whichever the derivative reads */
 } unary_node;
 
-/* What d op / dx reads (the kernels' formulas: backend/cpu/unary_backward.c). */
-enum { READS_NONE, READS_X, READS_Y };
+/* From the op table's rows (ops/op_table.h): the node's name and what
+ * d op / dx reads (CT_READS_*), the same column the backward kernels read. */
 typedef struct unary_rule {
   const char *name; /* NULL: not differentiable (bool results) */
   unsigned char reads;
 } unary_rule;
 
 static const unary_rule UNARY[] = {
-    [CT_UOP_NEG] = {"NegBackward", READS_NONE},
-    [CT_UOP_ABS] = {"AbsBackward", READS_X},
-    [CT_UOP_EXP] = {"ExpBackward", READS_Y},
-    [CT_UOP_EXPM1] = {"Expm1Backward", READS_Y},
-    [CT_UOP_LOG] = {"LogBackward", READS_X},
-    [CT_UOP_LOG1P] = {"Log1PBackward", READS_X},
-    [CT_UOP_LOG2] = {"Log2Backward", READS_X},
-    [CT_UOP_SQRT] = {"SqrtBackward", READS_Y},
-    [CT_UOP_RSQRT] = {"RsqrtBackward", READS_Y},
-    [CT_UOP_SIN] = {"SinBackward", READS_X},
-    [CT_UOP_COS] = {"CosBackward", READS_X},
-    [CT_UOP_TAN] = {"TanBackward", READS_Y},
-    [CT_UOP_TANH] = {"TanhBackward", READS_Y},
-    [CT_UOP_ERF] = {"ErfBackward", READS_X},
-    [CT_UOP_SIGMOID] = {"SigmoidBackward", READS_Y},
-    [CT_UOP_RELU] = {"ReluBackward", READS_Y}, /* y > 0 exactly where x > 0 */
-    [CT_UOP_GELU] = {"GeluBackward", READS_X},
-    [CT_UOP_GELU_TANH] = {"GeluBackward", READS_X},
-    [CT_UOP_SILU] = {"SiluBackward", READS_X},
-    [CT_UOP_SOFTPLUS] = {"SoftplusBackward", READS_X},
-    [CT_UOP_FLOOR] = {"FloorBackward", READS_NONE}, /* zero gradient */
-    [CT_UOP_CEIL] = {"CeilBackward", READS_NONE},
-    [CT_UOP_ROUND] = {"RoundBackward", READS_NONE},
-    [CT_UOP_TRUNC] = {"TruncBackward", READS_NONE},
-    [CT_UOP_SIGN] = {"SignBackward", READS_NONE},
-    [CT_UOP_RECIPROCAL] = {"ReciprocalBackward", READS_Y},
-    [CT_UOP_SQUARE] = {"PowBackward", READS_X},
-    [CT_UOP_CLAMP] = {"ClampBackward", READS_X},
-    [CT_UOP_LEAKY_RELU] = {"LeakyReluBackward", READS_X},
-    [CT_UOP_ISNAN] = {NULL, READS_NONE},
-    [CT_UOP_ISINF] = {NULL, READS_NONE},
-    [CT_UOP_ISFINITE] = {NULL, READS_NONE},
-    [CT_UOP_LOGICAL_NOT] = {NULL, READS_NONE},
+#define X(E, n, r, READS, node) [CT_UOP_##E] = {node, CT_READS_##READS},
+    CT_UNARY_OPS(X)
+#undef X
 };
 _Static_assert(sizeof UNARY / sizeof UNARY[0] == CT_UOP_COUNT,
                "UNARY needs one entry per unary op");
@@ -87,8 +57,8 @@ ct_tensor *ct__ag_unary(ct_tensor *r, int op, const ct_tensor *x, double p0, dou
   if (n) {
     unary_node *s = CT_NODE_STATE(n, unary_node);
     *s = (unary_node){.op = (ct_unary_op)op, .p0 = p0, .p1 = p1};
-    if (rule->reads == READS_X) ct__save(n, &s->x, x);
-    if (rule->reads == READS_Y) ct__save_output(n, &s->y, r);
+    if (rule->reads == CT_READS_IN) ct__save(n, &s->x, x);
+    if (rule->reads == CT_READS_OUT) ct__save_output(n, &s->y, r);
   }
   return ct__ag_record(r, n);
 }
@@ -164,27 +134,45 @@ static void atan2_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
   BW_GRAD(c, 0, bw_mul(c, g_r2, b));
   BW_GRAD(c, 1, bw_neg(c, bw_mul(c, g_r2, a)));
 }
+static void hypot_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* d/da = a / y, d/db = b / y (nan where both are 0, as torch) */
+  ct_tensor *g_y = bw_div(c, g, bw_saved(c, &s->y));
+  BW_GRAD(c, 0, bw_mul(c, g_y, bw_saved(c, &s->a)));
+  BW_GRAD(c, 1, bw_mul(c, g_y, bw_saved(c, &s->b)));
+}
+static void logaddexp_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  /* the softmax weights: d/da = sigmoid(a - b), d/db = sigmoid(b - a) */
+  const ct_tensor *a = bw_saved(c, &s->a), *b = bw_saved(c, &s->b);
+  BW_GRAD(c, 0, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, a, b))));
+  BW_GRAD(c, 1, bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, bw_sub(c, b, a))));
+}
+/* g * d copysign(a, b)/da = g * y / a: 1 where the signs agree, -1 where
+ * not, 0 at a == 0 (as torch). */
+static ct_tensor *copysign_da(ct_bw *c, const ct_tensor *g, const ct_tensor *a,
+                              const ct_tensor *y) {
+  return bw_mul(c, g, bw_where(c, bw_is_zero(c, a), bw_zero(c, g), bw_div(c, y, a)));
+}
+static void copysign_grad(ct_bw *c, const binary_node *s, const ct_tensor *g) {
+  BW_GRAD(c, 0, copysign_da(c, g, bw_saved(c, &s->a), bw_saved(c, &s->y)));
+  BW_GRAD(c, 1, bw_zeros(c, g->shape, g->ndim, g->dtype, ct__device(g))); /* as torch */
+}
 
-enum { READ_A = 1, READ_B = 2, READ_Y = 4 };
+enum { READ_A = CT_BREADS_A, READ_B = CT_BREADS_B, READ_Y = CT_BREADS_Y };
 typedef struct binary_rule {
   const char *name;
   binary_formula grad;        /* NULL: not differentiable */
   unsigned char for_a, for_b; /* what d/da and d/db read */
 } binary_rule;
 
+/* The op table's `grad` column names the formulas: <grad>_grad here, <grad>_s
+ * for the scalar forms; NONE is none. */
+#define NONE_grad NULL
+#define NONE_s NULL
 static const binary_rule BINARY[CT_BOP_COUNT] = {
-    [CT_BOP_ADD] = {"AddBackward", add_grad, 0, 0},
-    [CT_BOP_SUB] = {"SubBackward", sub_grad, 0, 0},
-    [CT_BOP_MUL] = {"MulBackward", mul_grad, READ_B, READ_A},
-    [CT_BOP_DIV] = {"DivBackward", div_grad, READ_B, READ_A | READ_B},
-    [CT_BOP_FLOOR_DIVIDE] = {"FloorDivideBackward", NULL, 0, 0},
-    [CT_BOP_POW] = {"PowBackward", pow_grad, READ_A | READ_B, READ_A | READ_B | READ_Y},
-    [CT_BOP_MAXIMUM] = {"MaximumBackward", maximum_grad, READ_A | READ_B, READ_A | READ_B},
-    [CT_BOP_MINIMUM] = {"MinimumBackward", maximum_grad, READ_A | READ_B, READ_A | READ_B},
-    [CT_BOP_FMOD] = {"FmodBackward", fmod_grad, 0, READ_A | READ_B},
-    [CT_BOP_REMAINDER] = {"RemainderBackward", fmod_grad, 0, READ_A | READ_B},
-    [CT_BOP_ATAN2] = {"Atan2Backward", atan2_grad, READ_A | READ_B, READ_A | READ_B},
-    /* comparisons and logical ops: bool results, never recorded */
+#define X(E, n, r, grad, node, ra, rb, ...) \
+  [CT_BOP_##E] = {node, grad##_grad, CT_BREADS_##ra, CT_BREADS_##rb},
+    CT_BINARY_OPS(X)
+#undef X
 };
 
 static void binary_backward(ct_bw *c, const ct_tensor *g) {
@@ -275,6 +263,20 @@ static ct_tensor *atan2_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
   double num = n->reversed ? -n->s : n->s;
   return bw_mul(c, g, bw_keep(c, ct__binary_scalar(CT_BOP_DIV, NULL, r2, num, true)));
 }
+static ct_tensor *hypot_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* hypot(x, s) and hypot(s, x): x / y */
+  return bw_mul(c, g, bw_div(c, bw_saved(c, &n->x), bw_saved(c, &n->y)));
+}
+static ct_tensor *logaddexp_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* logaddexp(x, s) and logaddexp(s, x): sigmoid(x - s) */
+  ct_tensor *d = bw_scalar(c, CT_BOP_SUB, bw_saved(c, &n->x), n->s);
+  return bw_mul(c, g, bw_unary(c, CT_UOP_SIGMOID, d));
+}
+static ct_tensor *copysign_s(ct_bw *c, const scalar_node *n, const ct_tensor *g) {
+  /* copysign(x, s): as copysign_grad's; copysign(s, x): 0 */
+  if (n->reversed) return zeros_like_grad(c, g);
+  return copysign_da(c, g, bw_saved(c, &n->x), bw_saved(c, &n->y));
+}
 
 typedef struct scalar_rule {
   const char *name;
@@ -283,17 +285,10 @@ typedef struct scalar_rule {
 } scalar_rule;
 
 static const scalar_rule SCALAR[CT_BOP_COUNT] = {
-    [CT_BOP_ADD] = {"AddBackward", add_s, 0, 0},
-    [CT_BOP_SUB] = {"SubBackward", sub_s, 0, 0},
-    [CT_BOP_MUL] = {"MulBackward", mul_s, 0, 0},
-    [CT_BOP_DIV] = {"DivBackward", div_s, 0, READ_Y},
-    [CT_BOP_FLOOR_DIVIDE] = {"FloorDivideBackward", NULL, 0, 0},
-    [CT_BOP_POW] = {"PowBackward", pow_s, READ_A, READ_A | READ_Y},
-    [CT_BOP_MAXIMUM] = {"ClampMinBackward", maximum_s, READ_A, READ_A},
-    [CT_BOP_MINIMUM] = {"ClampMaxBackward", maximum_s, READ_A, READ_A},
-    [CT_BOP_FMOD] = {"FmodBackward", fmod_s, 0, READ_A},
-    [CT_BOP_REMAINDER] = {"RemainderBackward", fmod_s, 0, READ_A},
-    [CT_BOP_ATAN2] = {"Atan2Backward", atan2_s, READ_A, READ_A},
+#define X(E, n, r, grad, node, ra, rb, snode, sr, rsr) \
+  [CT_BOP_##E] = {snode, grad##_s, CT_BREADS_##sr, CT_BREADS_##rsr},
+    CT_BINARY_OPS(X)
+#undef X
 };
 
 static void scalar_backward(ct_bw *c, const ct_tensor *g) {

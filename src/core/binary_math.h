@@ -5,9 +5,10 @@
  * arithmetic wraps; invalid integer operands are reported by the caller
  * (CT_ERR_ARG on the CPU, a device fault on CUDA).
  *
- * Adding a binary op: its enum, name and dtype rule in ops/op_table.h, its
- * public function in ops/arith.c (or compare.c) and ctensor/ops.h, its
- * gradient in autograd/grad_elementwise.c, and here its formulas and lines. */
+ * Adding a binary op: its row in ops/op_table.h (the lists of floating and
+ * comparison formulas below derive from it), its formula here (in
+ * binary_math_t.h), its derivative in autograd/grad_elementwise.c and its
+ * declaration in ctensor/ops.h (docs/architecture.md's checklist). */
 #ifndef CT_CORE_BINARY_MATH_H
 #define CT_CORE_BINARY_MATH_H
 
@@ -16,15 +17,13 @@
 #include <stdint.h>
 
 #include "core/host_device.h"
+#include "ops/op_table.h"
 
 /* ---- Which formulas exist: X(ENUM, name), ENUM as in CT_BOP_ENUM ---------------- */
 
-/* ct_bf_<name>(x, y) for floating x, y (f32, f64; f16/bf16 in f32). */
-#define CT_BINARY_FLOAT_OPS(X)                                                      \
-  X(ADD, add)                                                                       \
-  X(SUB, sub) X(MUL, mul) X(DIV, div) X(FLOOR_DIVIDE, floor_divide) X(POW, pow)     \
-      X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod) X(REMAINDER, remainder) \
-          X(ATAN2, atan2)
+/* ct_bf_<name>(x, y) for floating x, y (f32, f64; f16/bf16 in f32): every
+ * ARITH and FLOAT row of the op table. */
+#define CT_BINARY_FLOAT_OPS(X) CT_BINARY_ARITH_OPS(X)
 /* ct_bi_<name>(x, y) for integers, wrapping. */
 #define CT_BINARY_INT_OPS(X) \
   X(ADD, add) X(SUB, sub) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)
@@ -33,11 +32,8 @@
   X(FLOOR_DIVIDE, floor_divide) X(POW, pow) X(FMOD, fmod) X(REMAINDER, remainder)
 /* The integer formulas that bool takes (or, and). */
 #define CT_BINARY_BOOL_OPS(X) X(ADD, add) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)
-/* ct_bc_<name>(x, y), bool, for every dtype (the COMPARE-rule ops). */
-#define CT_BINARY_COMPARE_OPS(X)                                                \
-  X(EQ, eq)                                                                     \
-  X(NE, ne) X(LT, lt) X(LE, le) X(GT, gt) X(GE, ge) X(LOGICAL_AND, logical_and) \
-      X(LOGICAL_OR, logical_or) X(LOGICAL_XOR, logical_xor)
+/* ct_bc_<name>(x, y), bool, for every dtype: CT_BINARY_COMPARE_OPS, the
+ * COMPARE rows of the op table. */
 
 /* b^e for e >= 0 by squaring, wrapping modulo 2^64 (callers truncate). */
 CT_HOST_DEVICE uint64_t ct_ipow_u64(uint64_t b, uint64_t e) {

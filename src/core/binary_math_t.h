@@ -31,6 +31,21 @@ CT_HOST_DEVICE CT_T CT_FN(ct_bf_remainder)(CT_T x, CT_T y) {
   return mod;
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_bf_atan2)(CT_T x, CT_T y) { return CT_M(atan2)(x, y); }
+/* sqrt(x² + y²) without undue overflow or underflow (C's hypot): inf when
+ * either is inf, even next to a nan, as NumPy and torch. */
+CT_HOST_DEVICE CT_T CT_FN(ct_bf_hypot)(CT_T x, CT_T y) { return CT_M(hypot)(x, y); }
+/* log(exp(x) + exp(y)) as max + log1p(exp(-|x - y|)), as NumPy: equal
+ * operands (infinities of one sign included) give x + log 2, inf and -inf
+ * give inf, a nan propagates. */
+CT_HOST_DEVICE CT_T CT_FN(ct_bf_logaddexp)(CT_T x, CT_T y) {
+  if (x == y) return x + (CT_T)0.693147180559945309417232121458176568;
+  CT_T d = x - y;
+  if (d > (CT_T)0) return x + CT_M(log1p)(CT_M(exp)(-d));
+  if (d <= (CT_T)0) return y + CT_M(log1p)(CT_M(exp)(d));
+  return d; /* nan */
+}
+/* |x| with y's sign bit (-0 and a nan's sign included). */
+CT_HOST_DEVICE CT_T CT_FN(ct_bf_copysign)(CT_T x, CT_T y) { return CT_M(copysign)(x, y); }
 
 /* x + alpha * y fused, as ATen's add(x, y, alpha) (fmadd). */
 CT_HOST_DEVICE CT_T CT_FN(ct_bf_axpy)(CT_T x, CT_T y, CT_T alpha) { return CT_M(fma)(alpha, y, x); }

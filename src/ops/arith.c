@@ -82,8 +82,10 @@ static ct_tensor *run_two(ct_binary_op op, bool axpy, double alpha, ct_tensor *o
   }
   const ct_backend *be = ct__backend_for(name, a);
   if (!be) return NULL;
-  if (axpy) CT_NEED_SLOT(be, axpy, name, a);
-  else CT_NEED_SLOT(be, binary, name, a);
+  if (axpy)
+    CT_NEED_SLOT(be, axpy, name, a);
+  else
+    CT_NEED_SLOT(be, binary, name, a);
   const ct_tensor *ins[2] = {a, b};
   ct_tensor *res = ct__ew_result(name, out, shape, ndim, rd, ct__device(a), ins, 2);
   if (!res) return NULL;
@@ -150,8 +152,8 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
   const ct_backend *be = ct__backend_for(name, a);
   if (!be) return NULL;
   CT_NEED_SLOT(be, binary_scalar, name, a);
-  ct_tensor *res = ct__ew_result(name, out, a->shape, a->ndim, result_of(op, cd), ct__device(a),
-                                 &a, 1);
+  ct_tensor *res =
+      ct__ew_result(name, out, a->shape, a->ndim, result_of(op, cd), ct__device(a), &a, 1);
   if (!res) return NULL;
   ct_tensor *tmp;
   const ct_tensor *xa = ct__ew_operand(a, cd, res, &tmp);
@@ -162,15 +164,11 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
 
 /* ---- Public functions ---------------------------------------------------------------- */
 
-#define ARITH_OPS(X)                                                                     \
-  X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) X(FLOOR_DIVIDE, floor_divide) X(POW, pow) \
-  X(MAXIMUM, maximum) X(MINIMUM, minimum) X(FMOD, fmod) X(REMAINDER, remainder)          \
-  X(ATAN2, atan2)
-
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of a, as PyTorch); _out forms don't
  * record and refuse inputs that require grad. */
-static ct_tensor *binary_inplace(ct_binary_op op, const char *name, ct_tensor *a, const ct_tensor *b) {
+static ct_tensor *binary_inplace(ct_binary_op op, const char *name, ct_tensor *a,
+                                 const ct_tensor *b) {
   ct_inplace ip;
   if (!b || !ct__ag_inplace_begin(&ip, name, a, &b, 1)) return NULL;
   if (ip.record && !ct__ag_binary(a, op, a, b)) return ct__ag_inplace_end(&ip, NULL);
@@ -190,30 +188,34 @@ static ct_tensor *scalar_inplace(ct_binary_op op, const char *name, ct_tensor *a
   return ct__ag_inplace_end(&ip, ct__binary_scalar(op, a, a, s, false));
 }
 
-#define DEFINE_PUBLIC_BINARY(E, name)                                                    \
-  ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                         \
-    return ct__track(ct__ag_binary(ct__binary(CT_BOP_##E, NULL, a, b), CT_BOP_##E, a, b)); \
-  }                                                                                      \
-  ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b) {                            \
-    return binary_inplace(CT_BOP_##E, #name "_", a, b);                                  \
-  }                                                                                      \
-  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {   \
-    return binary_out(CT_BOP_##E, #name "_out", out, a, b);                              \
-  }                                                                                      \
-  ct_tensor *ct_##name##_scalar(const ct_tensor *a, double s) {                          \
+#define DEFINE_PUBLIC_BINARY(E, name)                                                       \
+  ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                            \
+    return ct__track(ct__ag_binary(ct__binary(CT_BOP_##E, NULL, a, b), CT_BOP_##E, a, b));  \
+  }                                                                                         \
+  ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b) {                               \
+    return binary_inplace(CT_BOP_##E, #name "_", a, b);                                     \
+  }                                                                                         \
+  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {      \
+    return binary_out(CT_BOP_##E, #name "_out", out, a, b);                                 \
+  }                                                                                         \
+  ct_tensor *ct_##name##_scalar(const ct_tensor *a, double s) {                             \
     return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_##E, NULL, a, s, false), \
-                                          CT_BOP_##E, a, s, false));                     \
-  }                                                                                      \
-  ct_tensor *ct_##name##_scalar_(ct_tensor *a, double s) {                               \
-    return scalar_inplace(CT_BOP_##E, #name "_scalar_", a, s);                           \
+                                          CT_BOP_##E, a, s, false));                        \
+  }                                                                                         \
+  ct_tensor *ct_##name##_scalar_(ct_tensor *a, double s) {                                  \
+    return scalar_inplace(CT_BOP_##E, #name "_scalar_", a, s);                              \
   }
-ARITH_OPS(DEFINE_PUBLIC_BINARY)
+/* One set per ARITH and FLOAT row of the op table (ops/op_table.h); each
+ * function is declared and documented by name in ctensor/ops.h. */
+CT_BINARY_ARITH_OPS(DEFINE_PUBLIC_BINARY)
 
 ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s) {
-  return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_SUB, NULL, a, s, true), CT_BOP_SUB, a, s, true));
+  return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_SUB, NULL, a, s, true), CT_BOP_SUB,
+                                        a, s, true));
 }
 ct_tensor *ct_rdiv_scalar(const ct_tensor *a, double s) {
-  return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_DIV, NULL, a, s, true), CT_BOP_DIV, a, s, true));
+  return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_DIV, NULL, a, s, true), CT_BOP_DIV,
+                                        a, s, true));
 }
 ct_tensor *ct_add_scaled(const ct_tensor *a, const ct_tensor *b, double alpha) {
   return ct__track(ct__ag_add_scaled(ct__add_scaled(NULL, a, b, alpha), a, b, alpha));

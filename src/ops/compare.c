@@ -7,10 +7,6 @@
 
 /* ---- Comparisons and logic ---------------------------------------------------- */
 
-#define COMPARE_OPS(X)                                                                 \
-  X(EQ, eq) X(NE, ne) X(LT, lt) X(LE, le) X(GT, gt) X(GE, ge) X(LOGICAL_AND, logical_and) \
-  X(LOGICAL_OR, logical_or) X(LOGICAL_XOR, logical_xor)
-
 #define DEFINE_PUBLIC_COMPARE(E, name)                                                 \
   ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                       \
     return ct__track(ct__binary(CT_BOP_##E, NULL, a, b));                              \
@@ -22,7 +18,8 @@
   ct_tensor *ct_##name##_scalar(const ct_tensor *a, double s) {                        \
     return ct__track(ct__binary_scalar(CT_BOP_##E, NULL, a, s, false));                \
   }
-COMPARE_OPS(DEFINE_PUBLIC_COMPARE)
+/* One set per COMPARE row of the op table (ops/op_table.h). */
+CT_BINARY_COMPARE_OPS(DEFINE_PUBLIC_COMPARE)
 
 /* ---- where ----------------------------------------------------------------------- */
 
@@ -67,7 +64,8 @@ ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b) 
   ct_tensor *sb = ct__empty(NULL, 0, sd, ct__device(a));
   if (!sb) return NULL;
   ct_tensor *r = NULL;
-  if (ct__backend_of(sb)->fill(sb, b) == CT_OK) r = ct__ag_where(ct__where(NULL, cond, a, sb), cond, a, sb);
+  if (ct__backend_of(sb)->fill(sb, b) == CT_OK)
+    r = ct__ag_where(ct__where(NULL, cond, a, sb), cond, a, sb);
   ct__release(sb);
   return ct__track(r);
 }

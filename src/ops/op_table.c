@@ -5,7 +5,7 @@
 #include "ops/op_table.h"
 
 const ct_unary_info ct__unary_info[] = {
-#define X(E, n, r) [CT_UOP_##E] = {#n, CT_RULE_##r},
+#define X(E, n, r, ...) [CT_UOP_##E] = {#n, CT_RULE_##r},
     CT_UNARY_OPS(X)
 #undef X
 };
@@ -13,7 +13,7 @@ _Static_assert(sizeof ct__unary_info / sizeof ct__unary_info[0] == CT_UOP_COUNT,
                "ct__unary_info must have one entry per unary op");
 
 const ct_binary_info ct__binary_info[] = {
-#define X(E, n, r) [CT_BOP_##E] = {#n, CT_BRULE_##r},
+#define X(E, n, r, ...) [CT_BOP_##E] = {#n, CT_BRULE_##r},
     CT_BINARY_OPS(X)
 #undef X
 };

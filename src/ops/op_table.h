@@ -14,108 +14,180 @@
  *   BOOL   result is bool for every input (isnan, isinf, isfinite, logical_not) */
 typedef enum { CT_RULE_SAME, CT_RULE_FLOAT, CT_RULE_IDENT, CT_RULE_BOOL } ct_unary_rule;
 
-/* X(ENUM, name, rule) */
-#define CT_UNARY_OPS(X)              \
-  X(NEG, neg, SAME)                  \
-  X(ABS, abs, SAME)                  \
-  X(EXP, exp, FLOAT)                 \
-  X(EXPM1, expm1, FLOAT)             \
-  X(LOG, log, FLOAT)                 \
-  X(LOG1P, log1p, FLOAT)             \
-  X(LOG2, log2, FLOAT)               \
-  X(SQRT, sqrt, FLOAT)               \
-  X(RSQRT, rsqrt, FLOAT)             \
-  X(SIN, sin, FLOAT)                 \
-  X(COS, cos, FLOAT)                 \
-  X(TAN, tan, FLOAT)                 \
-  X(TANH, tanh, FLOAT)               \
-  X(ERF, erf, FLOAT)                 \
-  X(SIGMOID, sigmoid, FLOAT)         \
-  X(RELU, relu, SAME)                \
-  X(GELU, gelu, FLOAT)               \
-  X(GELU_TANH, gelu_tanh, FLOAT)     \
-  X(SILU, silu, FLOAT)               \
-  X(SOFTPLUS, softplus, FLOAT)       \
-  X(FLOOR, floor, IDENT)             \
-  X(CEIL, ceil, IDENT)               \
-  X(ROUND, round, IDENT)             \
-  X(TRUNC, trunc, IDENT)             \
-  X(SIGN, sign, SAME)                \
-  X(RECIPROCAL, reciprocal, FLOAT)   \
-  X(SQUARE, square, SAME)            \
-  X(CLAMP, clamp, SAME)              /* p0 = lo, p1 = hi */ \
-  X(LEAKY_RELU, leaky_relu, SAME)    /* p0 = slope (floating inputs only) */ \
-  X(ISNAN, isnan, BOOL)              \
-  X(ISINF, isinf, BOOL)              \
-  X(ISFINITE, isfinite, BOOL)        \
-  X(LOGICAL_NOT, logical_not, BOOL)
+/* What an op's derivative reads, which the autograd saves and the fused
+ * unary backward kernels stream: the unary tables' READS column
+ *   NONE    neither (neg; floor, sign...: a zero gradient)
+ *   IN      the input x
+ *   OUT     the output y
+ *   NOGRAD  no derivative: bool results, never recorded
+ * and the binary tables' sets of A (the first operand, or the tensor of a
+ * scalar form), B (the second operand) and Y (the output). */
+enum { CT_READS_NONE, CT_READS_IN, CT_READS_OUT, CT_READS_NOGRAD };
+enum {
+  CT_BREADS_NONE = 0,
+  CT_BREADS_A = 1,
+  CT_BREADS_B = 2,
+  CT_BREADS_AB = 3,
+  CT_BREADS_Y = 4,
+  CT_BREADS_AY = 5,
+  CT_BREADS_BY = 6,
+  CT_BREADS_ABY = 7
+};
+
+/* The unary ops, one row each: X(ENUM, name, rule, READS, node)
+ *   rule   the dtype rule above
+ *   READS  what d op/dx reads; the derivative's formula is ct_ud_<...> in
+ *          core/unary_math_t.h, listed in CT_UNARY_GRADS (core/unary_math.h,
+ *          which asserts that the two lists agree)
+ *   node   the autograd node's name (NULL: NOGRAD) */
+/* clang-format off */
+#define CT_UNARY_OPS(X)                                               \
+  X(NEG, neg, SAME, NONE, "NegBackward")                              \
+  X(ABS, abs, SAME, IN, "AbsBackward")                                \
+  X(EXP, exp, FLOAT, OUT, "ExpBackward")                              \
+  X(EXPM1, expm1, FLOAT, OUT, "Expm1Backward")                        \
+  X(LOG, log, FLOAT, IN, "LogBackward")                               \
+  X(LOG1P, log1p, FLOAT, IN, "Log1PBackward")                         \
+  X(LOG2, log2, FLOAT, IN, "Log2Backward")                            \
+  X(SQRT, sqrt, FLOAT, OUT, "SqrtBackward")                           \
+  X(RSQRT, rsqrt, FLOAT, OUT, "RsqrtBackward")                        \
+  X(SIN, sin, FLOAT, IN, "SinBackward")                               \
+  X(COS, cos, FLOAT, IN, "CosBackward")                               \
+  X(TAN, tan, FLOAT, OUT, "TanBackward")                              \
+  X(TANH, tanh, FLOAT, OUT, "TanhBackward")                           \
+  X(ERF, erf, FLOAT, IN, "ErfBackward")                               \
+  X(SIGMOID, sigmoid, FLOAT, OUT, "SigmoidBackward")                  \
+  X(RELU, relu, SAME, OUT, "ReluBackward") /* y > 0 exactly where x > 0 */ \
+  X(GELU, gelu, FLOAT, IN, "GeluBackward")                            \
+  X(GELU_TANH, gelu_tanh, FLOAT, IN, "GeluBackward")                  \
+  X(SILU, silu, FLOAT, IN, "SiluBackward")                            \
+  X(SOFTPLUS, softplus, FLOAT, IN, "SoftplusBackward")                \
+  X(FLOOR, floor, IDENT, NONE, "FloorBackward")                       \
+  X(CEIL, ceil, IDENT, NONE, "CeilBackward")                          \
+  X(ROUND, round, IDENT, NONE, "RoundBackward")                       \
+  X(TRUNC, trunc, IDENT, NONE, "TruncBackward")                       \
+  X(SIGN, sign, SAME, NONE, "SignBackward")                           \
+  X(RECIPROCAL, reciprocal, FLOAT, OUT, "ReciprocalBackward")         \
+  X(SQUARE, square, SAME, IN, "PowBackward")                          \
+  X(CLAMP, clamp, SAME, IN, "ClampBackward") /* p0 = lo, p1 = hi */   \
+  X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
+  X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
+  X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
+  X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
+  X(LOGICAL_NOT, logical_not, BOOL, NOGRAD, NULL)
+/* clang-format on */
 
 typedef enum {
-#define X(E, n, r) CT_UOP_##E,
+#define X(E, ...) CT_UOP_##E,
   CT_UNARY_OPS(X)
 #undef X
-  CT_UOP_COUNT
+      CT_UOP_COUNT
 } ct_unary_op;
 
-/* Binary ops, X(ENUM, name, rule); rules below. */
-#define CT_BINARY_OPS(X)                 \
-  X(ADD, add, ARITH)                     \
-  X(SUB, sub, ARITH)                     \
-  X(MUL, mul, ARITH)                     \
-  X(DIV, div, FLOAT)                     \
-  X(FLOOR_DIVIDE, floor_divide, ARITH)   \
-  X(POW, pow, ARITH)                     \
-  X(MAXIMUM, maximum, ARITH)             \
-  X(MINIMUM, minimum, ARITH)             \
-  X(FMOD, fmod, ARITH)                   \
-  X(REMAINDER, remainder, ARITH)         \
-  X(ATAN2, atan2, FLOAT)                 \
-  X(EQ, eq, COMPARE)                     \
-  X(NE, ne, COMPARE)                     \
-  X(LT, lt, COMPARE)                     \
-  X(LE, le, COMPARE)                     \
-  X(GT, gt, COMPARE)                     \
-  X(GE, ge, COMPARE)                     \
-  X(LOGICAL_AND, logical_and, COMPARE)   \
-  X(LOGICAL_OR, logical_or, COMPARE)     \
-  X(LOGICAL_XOR, logical_xor, COMPARE)
+/* CT_UREADS_<ENUM>: the READS column as constants (CT_READS_*). */
+enum {
+#define X(E, n, r, READS, ...) CT_UREADS_##E = CT_READS_##READS,
+  CT_UNARY_OPS(X)
+#undef X
+};
+
+/* The binary ops, one row each:
+ *   X(ENUM, name, rule, grad, node, a_reads, b_reads, s_node, s_reads, rs_reads)
+ *   rule      the dtype rule below; ARITH and FLOAT ops have a floating formula
+ *             ct_bf_<name> (core/binary_math_t.h) and the public functions
+ *             ct_<name>, _, _out, _scalar, _scalar_ (ops/arith.c); COMPARE
+ *             ops ct_bc_<name> and ct_<name>, _out, _scalar (ops/compare.c)
+ *   grad      the derivative, autograd/grad_elementwise.c: <grad>_grad (tensor
+ *             op tensor) and <grad>_s (scalar forms); NONE: not differentiable
+ *             (recorded, backward fails), as torch
+ *   node      the autograd node's name (NULL: bool result, never recorded)
+ *   a_reads, b_reads     what d/da and d/db read (A, B, Y sets above)
+ *   s_node    the node's name of the scalar forms
+ *   s_reads, rs_reads    what d(x op s)/dx and d(s op x)/dx read (A: x) */
+/* clang-format off */
+#define CT_BINARY_TABLE(R, X)                                                                              \
+  R(X, ADD, add, ARITH, add, "AddBackward", NONE, NONE, "AddBackward", NONE, NONE)                         \
+  R(X, SUB, sub, ARITH, sub, "SubBackward", NONE, NONE, "SubBackward", NONE, NONE)                         \
+  R(X, MUL, mul, ARITH, mul, "MulBackward", B, A, "MulBackward", NONE, NONE)                               \
+  R(X, DIV, div, FLOAT, div, "DivBackward", B, AB, "DivBackward", NONE, Y)                                 \
+  R(X, FLOOR_DIVIDE, floor_divide, ARITH, NONE, "FloorDivideBackward", NONE, NONE, "FloorDivideBackward", NONE, NONE) \
+  R(X, POW, pow, ARITH, pow, "PowBackward", AB, ABY, "PowBackward", A, AY)                                 \
+  R(X, MAXIMUM, maximum, ARITH, maximum, "MaximumBackward", AB, AB, "ClampMinBackward", A, A)             \
+  R(X, MINIMUM, minimum, ARITH, maximum, "MinimumBackward", AB, AB, "ClampMaxBackward", A, A)             \
+  R(X, FMOD, fmod, ARITH, fmod, "FmodBackward", NONE, AB, "FmodBackward", NONE, A)                         \
+  R(X, REMAINDER, remainder, ARITH, fmod, "RemainderBackward", NONE, AB, "RemainderBackward", NONE, A)     \
+  R(X, ATAN2, atan2, FLOAT, atan2, "Atan2Backward", AB, AB, "Atan2Backward", A, A)                         \
+  R(X, HYPOT, hypot, FLOAT, hypot, "HypotBackward", AY, BY, "HypotBackward", AY, AY) \
+  R(X, LOGADDEXP, logaddexp, FLOAT, logaddexp, "LogaddexpBackward", AB, AB, "LogaddexpBackward", A, A) \
+  R(X, COPYSIGN, copysign, FLOAT, copysign, "CopysignBackward", AY, NONE, "CopysignBackward", AY, NONE) \
+  R(X, EQ, eq, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, NE, ne, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, LT, lt, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, LE, le, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, GT, gt, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, GE, ge, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
+  R(X, LOGICAL_AND, logical_and, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                        \
+  R(X, LOGICAL_OR, logical_or, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                          \
+  R(X, LOGICAL_XOR, logical_xor, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)
+
+/* Views of the table: every row, X(ENUM, name, rule, grad, node, ...); the
+ * ARITH and FLOAT rows, X(ENUM, name); the COMPARE rows, X(ENUM, name). */
+#define CT__BROW_ALL(X, ...) X(__VA_ARGS__)
+#define CT__BROW_ARITH(X, E, n, rule, ...) CT__BIF_ARITH_##rule(X, E, n)
+#define CT__BROW_COMPARE(X, E, n, rule, ...) CT__BIF_COMPARE_##rule(X, E, n)
+#define CT__BIF_ARITH_ARITH(X, E, n) X(E, n)
+#define CT__BIF_ARITH_FLOAT(X, E, n) X(E, n)
+#define CT__BIF_ARITH_COMPARE(X, E, n)
+#define CT__BIF_COMPARE_ARITH(X, E, n)
+#define CT__BIF_COMPARE_FLOAT(X, E, n)
+#define CT__BIF_COMPARE_COMPARE(X, E, n) X(E, n)
+/* clang-format on */
+#define CT_BINARY_OPS(X) CT_BINARY_TABLE(CT__BROW_ALL, X)
+#define CT_BINARY_ARITH_OPS(X) CT_BINARY_TABLE(CT__BROW_ARITH, X)
+#define CT_BINARY_COMPARE_OPS(X) CT_BINARY_TABLE(CT__BROW_COMPARE, X)
 
 /* ARITH: result = promoted dtype; FLOAT: promoted, then f32 if not floating;
  * COMPARE: inputs compared in the promoted dtype, result bool. */
 typedef enum { CT_BRULE_ARITH, CT_BRULE_FLOAT, CT_BRULE_COMPARE } ct_binary_rule;
 
 typedef enum {
-#define X(E, n, r) CT_BOP_##E,
+#define X(E, ...) CT_BOP_##E,
   CT_BINARY_OPS(X)
 #undef X
-  CT_BOP_COUNT
+      CT_BOP_COUNT
 } ct_binary_op;
 
 /* Reductions over a set of dims. Accumulation dtype is chosen by the op layer:
  * the kernel's `out` dtype is the result dtype (i64 for integer sum/prod,
  * bool for all/any). */
-#define CT_REDUCE_OPS(X)        \
-  X(SUM, sum)                   \
-  X(MEAN, mean)                 \
-  X(PROD, prod)                 \
-  X(MAX, max)                   \
-  X(MIN, min)                   \
-  X(LOGSUMEXP, logsumexp)       \
-  X(ALL, all)                   \
-  X(ANY, any)                   \
-  X(VAR, var)                   /* p = correction */ \
-  X(STD, std)                   /* p = correction */ \
-  X(NORM, norm)                 /* p = the order */
+#define CT_REDUCE_OPS(X)             \
+  X(SUM, sum)                        \
+  X(MEAN, mean)                      \
+  X(PROD, prod)                      \
+  X(MAX, max)                        \
+  X(MIN, min)                        \
+  X(LOGSUMEXP, logsumexp)            \
+  X(ALL, all)                        \
+  X(ANY, any)                        \
+  X(VAR, var)   /* p = correction */ \
+  X(STD, std)   /* p = correction */ \
+  X(NORM, norm) /* p = the order */
 
 typedef enum {
 #define X(E, n) CT_ROP_##E,
   CT_REDUCE_OPS(X)
 #undef X
-  CT_ROP_COUNT
+      CT_ROP_COUNT
 } ct_reduce_op;
 
-typedef struct ct_unary_info { const char *name; ct_unary_rule rule; } ct_unary_info;
-typedef struct ct_binary_info { const char *name; ct_binary_rule rule; } ct_binary_info;
+typedef struct ct_unary_info {
+  const char *name;
+  ct_unary_rule rule;
+} ct_unary_info;
+typedef struct ct_binary_info {
+  const char *name;
+  ct_binary_rule rule;
+} ct_binary_info;
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -176,12 +176,12 @@ extern "C" size_t ct_dtype_size(ct_dtype dt) {
 }
 extern "C" {
 const ct_unary_info ct__unary_info[CT_UOP_COUNT] = {
-#define X(E, n, r) {#n, CT_RULE_##r},
+#define X(E, n, r, ...) {#n, CT_RULE_##r},
     CT_UNARY_OPS(X)
 #undef X
 };
 const ct_binary_info ct__binary_info[CT_BOP_COUNT] = {
-#define X(E, n, r) {#n, CT_BRULE_##r},
+#define X(E, n, r, ...) {#n, CT_BRULE_##r},
     CT_BINARY_OPS(X)
 #undef X
 };

@@ -226,6 +226,18 @@ static double float_op(int op, double x, double y, bool dbl, bool &exact) {
     case CT_BOP_ATAN2:
       exact = false;
       return atan2(x, y);
+    case CT_BOP_HYPOT:
+      exact = false;
+      return hypot(x, y);
+    case CT_BOP_LOGADDEXP: {
+      exact = false;
+      if (x != x || y != y) return NAN;
+      if (std::isinf(x) || std::isinf(y)) return x > y ? x : y;
+      long double m = x > y ? x : y, d = fabsl((long double)x - (long double)y);
+      return C((double)(m + log1pl(expl(-d))));
+    }
+    case CT_BOP_COPYSIGN:
+      return std::signbit(y) ? -std::fabs(x) : std::fabs(x);
     case CT_BOP_EQ:
       return x == y;
     case CT_BOP_NE:
@@ -253,7 +265,7 @@ static bool binary_has_kernel(int op, int dt) {
   if (ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
   if (dt == CT_BOOL)
     return op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM;
-  return op != CT_BOP_DIV && op != CT_BOP_ATAN2;
+  return ct__binary_info[op].rule != CT_BRULE_FLOAT; /* FLOAT ops compute integers in f32 */
 }
 static bool checked(int op) {
   return op == CT_BOP_FLOOR_DIVIDE || op == CT_BOP_POW || op == CT_BOP_FMOD ||

@@ -15,10 +15,13 @@ static double tol(int dt) {
   return dt == CT_F64 ? 1e-12 : dt == CT_F32 ? 2e-5 : dt == CT_F16 ? 2e-3 : 1.6e-2;
 }
 
+/* Whether the derivative reads the output: the op table's READS column. */
 static bool reads_y(int op) {
   switch (op) {
-    case CT_UOP_EXP: case CT_UOP_EXPM1: case CT_UOP_SQRT: case CT_UOP_RSQRT: case CT_UOP_TAN:
-    case CT_UOP_TANH: case CT_UOP_SIGMOID: case CT_UOP_RECIPROCAL: return true;
+#define X(E, n, r, READS, ...) \
+    case CT_UOP_##E: return (int)CT_READS_##READS == (int)CT_READS_OUT;
+    CT_UNARY_OPS(X)
+#undef X
     default: return false;
   }
 }
@@ -34,6 +37,7 @@ static double fwd(int op, double x) {
     case CT_UOP_TANH: return tanh(x);
     case CT_UOP_SIGMOID: return 1 / (1 + exp(-x));
     case CT_UOP_RECIPROCAL: return 1 / x;
+    case CT_UOP_RELU: return x > 0 ? x : 0;
     default: return 0;
   }
 }
@@ -58,7 +62,7 @@ static double deriv(int op, double g, double x, double y, double p0, double p1, 
     case CT_UOP_TANH: *mag = ag * (1 + y * y); return g * (1 - y * y);
     case CT_UOP_ERF: *mag = ag * 4 * x * x * exp(-x * x); return g * 1.12837916709551257390 * exp(-x * x);
     case CT_UOP_SIGMOID: *mag = ag * fabs(y) * (1 + fabs(y)); return g * y * (1 - y);
-    case CT_UOP_RELU: return x > 0 ? g : 0;
+    case CT_UOP_RELU: return y > 0 ? g : 0; /* reads y: y > 0 exactly where x > 0 */
     case CT_UOP_GELU: {
       double cdf = 0.5 * (1 + erf(x * 0.70710678118654752440));
       double pdf = exp(-0.5 * x * x) * 0.39894228040143267794;

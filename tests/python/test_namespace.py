@@ -67,6 +67,9 @@ def test_logical_not(device, rng):
 
 
 BINARY = {
+    "copysign": (np.copysign, -3, 3),
+    "logaddexp": (np.logaddexp, -3, 3),
+    "hypot": (np.hypot, -3, 3),
     "add": (np.add, -3, 3), "subtract": (np.subtract, -3, 3), "multiply": (np.multiply, -3, 3),
     "divide": (np.divide, 0.5, 3), "floor_divide": (np.floor_divide, 0.5, 3), "pow": (np.power, 0.5, 2),
     "remainder": (np.remainder, 0.5, 3), "maximum": (np.maximum, -3, 3), "minimum": (np.minimum, -3, 3),

@@ -1,9 +1,9 @@
 /* Fused gradients of the elementwise unary ops on the CPU:
  *   grad_x[i] = grad_out[i] * d op / dx at x[i] (or at the output y[i])
- * The derivatives are core/unary_math.h's; each reads one of x and y
- * (CT_UNARY_GRADS), so a kernel streams three operands (grad_x, grad_out and
- * that one) of one shape and one floating dtype, through the strided loop;
- * f16/bf16 through f32 rows. */
+ * The derivatives are core/unary_math.h's; each reads one of x and y (the
+ * op table's READS column, ops/op_table.h), so a kernel streams three operands (grad_x, grad_out
+ * and that one) of one shape and one floating dtype, through the strided loop; f16/bf16 through f32
+ * rows. */
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
 #include "backend/cpu/ew_run.h"
@@ -17,17 +17,16 @@
 
 /* One kernel per (op, type), the derivative a constant. */
 /* clang-format off */
-#define KERNEL(OP, name, READS) \
+#define KERNEL(OP, name) \
   static void ubw_##OP##_f32(char **d, const int64_t *s, int64_t n, void *c) { ubw_row_f32(d, s, n, c, ct_ud_##name##_f32); } \
   static void ubw_##OP##_f64(char **d, const int64_t *s, int64_t n, void *c) { ubw_row_f64(d, s, n, c, ct_ud_##name##_f64); }
 /* clang-format on */
 CT_UNARY_GRADS(KERNEL)
 
-#define ENTRY(OP, name, READS) [CT_UOP_##OP] = {ubw_##OP##_f32, ubw_##OP##_f64, READS_##READS},
-enum { READS_IN = 1, READS_OUT = 2 };
+#define ENTRY(OP, name) [CT_UOP_##OP] = {ubw_##OP##_f32, ubw_##OP##_f64, CT_UREADS_##OP},
 static const struct {
   ct_loop_fn f32, f64;
-  int reads;
+  int reads; /* CT_READS_*: the op table's */
 } kernels[CT_UOP_COUNT] = {CT_UNARY_GRADS(ENTRY)};
 
 ct_status ct__cpu_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_tensor *grad_out,
@@ -36,7 +35,7 @@ ct_status ct__cpu_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_ten
     return ct__fail_status(CT_ERR_STATE, "unary backward: op %s has no gradient",
                            ct__unary_info[op].name);
   ct_ew_ctx c = {.p0 = p0, .p1 = p1};
-  const ct_tensor *ts[3] = {grad_x, grad_out, kernels[op].reads == READS_OUT ? y : x};
+  const ct_tensor *ts[3] = {grad_x, grad_out, kernels[op].reads == CT_READS_OUT ? y : x};
   switch (grad_x->dtype) {
     case CT_F32:
       ct__loop(3, ts, kernels[op].f32, &c);
@@ -52,9 +51,9 @@ ct_status ct__cpu_unary_backward(ct_unary_op op, ct_tensor *grad_x, const ct_ten
       ct__loop(3, ts, ct__half_rows, &h);
       return CT_OK;
     }
-  default:
-    return ct__fail_status(CT_ERR_DTYPE,
-                           "unary backward (%s): gradients need a floating dtype, got %s",
-                           ct__unary_info[op].name, ct_dtype_name(grad_x->dtype));
+    default:
+      return ct__fail_status(CT_ERR_DTYPE,
+                             "unary backward (%s): gradients need a floating dtype, got %s",
+                             ct__unary_info[op].name, ct_dtype_name(grad_x->dtype));
   }
 }

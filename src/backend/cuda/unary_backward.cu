@@ -1,10 +1,9 @@
 /* Fused gradients of the elementwise unary ops on CUDA:
  *   grad_x[i] = grad_out[i] * d op / dx at x[i] (or at the output y[i])
  * The derivatives are core/unary_math.h's, the CPU's; each reads one of x
- * and y (CT_UNARY_GRADS), so one elementwise pass streams three tensors
- * (grad_x, grad_out, x or y) of one floating dtype; f16/bf16 in f32.
- * Decomposition: the 16-byte vector kernel for contiguous operands, else
- * ctc_ew_kernel (common.cuh). */
+ * and y (the op table's READS column, ops/op_table.h), so one elementwise pass streams three
+ * tensors (grad_x, grad_out, x or y) of one floating dtype; f16/bf16 in f32. Decomposition: the
+ * 16-byte vector kernel for contiguous operands, else ctc_ew_kernel (common.cuh). */
 #include "backend/cuda/common.cuh"
 #include "core/unary_math.h"
 
@@ -12,8 +11,8 @@
 template <class T>
 __device__ __forceinline__ T deriv(int op, T g, T v, T p0, T p1) {
   switch (op) {
-#define X(E, name, READS) \
-  case CT_UOP_##E:        \
+#define X(E, name) \
+  case CT_UOP_##E: \
     return ct_ud_##name(g, v, p0, p1);
     CT_UNARY_GRADS(X)
 #undef X
@@ -23,12 +22,11 @@ __device__ __forceinline__ T deriv(int op, T g, T v, T p0, T p1) {
 }
 
 /* Whether op's derivative reads x (else the output y). */
-enum { READS_IN = 1, READS_OUT = 0 };
 static bool uses_x(int op) {
   switch (op) {
-#define X(E, name, READS) \
-  case CT_UOP_##E:        \
-    return READS_##READS;
+#define X(E, name) \
+  case CT_UOP_##E: \
+    return (int)CT_UREADS_##E != (int)CT_READS_OUT;
     CT_UNARY_GRADS(X)
 #undef X
     default:
@@ -45,7 +43,8 @@ struct ubw_dyn {
   __device__ C operator()(C g, C v) const { return deriv<C>(op, g, v, p0, p1); }
 };
 struct ubw_relu {
-  template <class C> __device__ C operator()(C g, C x) const {
+  template <class C>
+  __device__ C operator()(C g, C x) const {
     return deriv<C>(CT_UOP_RELU, g, x, C(0), C(0));
   }
 };

@@ -277,13 +277,13 @@ static const uf_f64_fn uf_f64[CT_UOP_COUNT] = {CT_UNARY_FLOAT_OPS(X)};
 #undef X
 typedef float (*ud_f32_fn)(float, float, float, float);
 typedef double (*ud_f64_fn)(double, double, double, double);
-#define X(E, n, R) [CT_UOP_##E] = ct_ud_##n##_f32,
+#define X(E, n) [CT_UOP_##E] = ct_ud_##n##_f32,
 static const ud_f32_fn ud_f32[CT_UOP_COUNT] = {CT_UNARY_GRADS(X)};
 #undef X
-#define X(E, n, R) [CT_UOP_##E] = ct_ud_##n##_f64,
+#define X(E, n) [CT_UOP_##E] = ct_ud_##n##_f64,
 static const ud_f64_fn ud_f64[CT_UOP_COUNT] = {CT_UNARY_GRADS(X)};
 #undef X
-#define X(E, n, R) [CT_UOP_##E] = R_##R,
+#define X(E, n) [CT_UOP_##E] = (int)CT_UREADS_##E == (int)CT_READS_OUT ? R_OUT : R_IN,
 enum { R_IN = 1, R_OUT = 2 };
 static const int ud_reads[CT_UOP_COUNT] = {CT_UNARY_GRADS(X)};
 #undef X
