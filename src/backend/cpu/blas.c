@@ -22,7 +22,18 @@
  * The file is the build's (CT_BLAS_PATH: the pthread build of OpenBLAS), else
  * the system's libopenblas.so.0. A build that is not thread-safe (Debian's
  * serial flavour: openblas_get_parallel() == 0) is called from one thread at
- * a time. */
+ * a time.
+ *
+ * OpenBLAS built with DYNAMIC_ARCH picks its kernels by CPU model when it
+ * loads, and a release older than the CPU falls back to its generic Prescott
+ * (SSE3) kernels: Debian's 0.3.21 does so on Sapphire Rapids, about 3x slower
+ * in sgemm than its AVX-512 kernels. When the user has not chosen a core
+ * (OPENBLAS_CORETYPE) and the library's pick has narrower vectors than the CPU
+ * offers, the load switches it to the core matching the CPU's features
+ * (Cooperlake with AVX512-BF16, SkylakeX with AVX-512, Haswell with AVX2 and
+ * FMA) through OpenBLAS's own gotoblas_dynamic_quit/init, before any call has
+ * allocated a buffer, and `ctensor info` says so. A pick as wide as the CPU
+ * (a newer release that knows it) is left alone. */
 #define _GNU_SOURCE
 #include "backend/cpu/blas.h"
 
@@ -32,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -52,7 +64,7 @@ static struct {
   ct_status status;
   int max_threads;
   char error[768];
-  char describe[512];
+  char describe[768];
   void *handle; /* the opened library (lapack.c resolves LAPACK there) */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
@@ -196,6 +208,59 @@ CT_GUARDED(dgemv,
             int lda, const double *x, int incx, double beta, double *y, int incy),
            (o, t, M, N, alpha, A, lda, x, incx, beta, y, incy))
 
+/* ---- The kernels OpenBLAS runs (see the top of the file) ---- */
+
+/* 3: AVX-512 with BF16, 2: AVX-512, 1: AVX2 and FMA, 0: older or unknown. */
+static int core_rank(const char *name) {
+  static const char *const by_rank[][4] = {
+      {"Cooperlake", "SapphireRapids", NULL},
+      {"SkylakeX", NULL},
+      {"Haswell", "Zen", "Skylake", NULL},
+  };
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; by_rank[r][i]; i++)
+      if (strcasecmp(name, by_rank[r][i]) == 0) return 3 - r;
+  return 0;
+}
+
+/* The core matching this CPU's (and its OS's) vector features, or NULL. */
+static const char *cpu_core(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl");
+  if (avx512 && __builtin_cpu_supports("avx512bf16")) return "Cooperlake";
+  if (avx512) return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return NULL;
+}
+
+/* Switches the loaded library to cpu_core() when its own pick is narrower
+ * and the user chose none; writes what happened (or "") to note. */
+static void fix_core(void *h, char *note, size_t size) {
+  note[0] = 0;
+  const char *(*corename)(void);
+  void (*quit)(void), (*init)(void);
+  *(void **)&corename = dlsym(h, "openblas_get_corename");
+  *(void **)&quit = dlsym(h, "gotoblas_dynamic_quit");
+  *(void **)&init = dlsym(h, "gotoblas_dynamic_init");
+  const char *want = cpu_core();
+  if (getenv("OPENBLAS_CORETYPE") || !corename || !quit || !init || !want) return;
+  char picked[32];
+  snprintf(picked, sizeof picked, "%s", corename());
+  if (core_rank(picked) >= core_rank(want)) return;
+  setenv("OPENBLAS_CORETYPE", want, 1);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+  snprintf(note, size,
+           "; OpenBLAS picked %s for this CPU (a release older than it), ctensor "
+           "switched it to %s (set OPENBLAS_CORETYPE to choose)",
+           picked, corename());
+}
+
 /* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor,
  * then the program's value back. */
 static void *open_single_threaded(const char *path) {
@@ -251,13 +316,16 @@ static void load(void) {
   *(void **)&parallel = dlsym(h, "openblas_get_parallel");
   *(void **)&config = dlsym(h, "openblas_get_config");
   if (set_threads) set_threads(1);
+  char core_note[192];
+  fix_core(h, core_note, sizeof core_note);
   if (parallel && parallel() == 0) blas.max_threads = 1;
   Dl_info info;
   const char *file = dladdr((void *)real.sgemm, &info) && info.dli_fname ? info.dli_fname : path;
-  snprintf(blas.describe, sizeof blas.describe, "%s (%s), single-threaded, %s",
+  snprintf(blas.describe, sizeof blas.describe, "%s (%s), single-threaded, %s%s",
            config ? config() : "BLAS", file,
            blas.max_threads == 1 ? "called from one thread at a time"
-                                 : "called from each of ctensor's threads");
+                                 : "called from each of ctensor's threads",
+           core_note);
   /* Without a limit there is nothing to guard (a limit set later is checked
    * by the guards only if the load found one; setrlimit after the load is
    * the program's business). */
