@@ -1,0 +1,229 @@
+/* bf16 GEMM with AVX512-BF16's vdpbf16ps (gemm_bf16.h): each instruction
+ * multiplies 16 pairs of bf16 and adds both products into 16 f32 sums, the
+ * work of two f32 FMAs; OpenBLAS 0.3.21 as Debian builds it has no bf16 GEMM
+ * (no cblas_sbgemm), and converting bf16 to f32 for sgemm made autocast
+ * slower than f32.
+ *
+ * GotoBLAS blocking: for each KC x NC block of B, packed as panels of NR = 32
+ * columns holding the K pairs (k, k+1) of each column side by side (what
+ * vdpbf16ps reads), and each MC x KC block of A, packed as panels of MR = 8
+ * rows of pairs, an 8 x 32 micro-kernel keeps C's tile in 16 zmm registers
+ * and reads one B pair-row (2 zmm) and 8 broadcast A pairs per K pair. K is
+ * padded to even, and tiles to 8 x 32, with zeros in the packing; edge tiles
+ * are stored with masks. KC = 256 keeps a B panel (16 KiB) in L1 while the A
+ * block (MC 128 rows, 64 KiB) sits in L2. The packing reads any strides, so
+ * transposed and strided operands cost nothing extra.
+ *
+ * Parallel decomposition as gemm.c: C cut into about twice as many blocks
+ * of rows (or of columns, when C is wider than tall) as threads, each a
+ * product of its own with its own packing. */
+#include "backend/cpu/gemm_bf16.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "core/internal.h"
+#include "core/parallel.h"
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#define CT_HAVE_BF16_KERNEL 1
+#include <immintrin.h>
+#else
+#define CT_HAVE_BF16_KERNEL 0
+#endif
+
+bool ct__gemm_bf16_available(void) {
+#if CT_HAVE_BF16_KERNEL
+  static int ok = -1; /* a race only computes the same answer twice */
+  if (ok < 0) {
+    const char *e = getenv("CTENSOR_CPU_BF16_GEMM");
+    __builtin_cpu_init();
+    ok = __builtin_cpu_supports("avx512bf16") && !(e && strcmp(e, "0") == 0);
+  }
+  return ok;
+#else
+  return false;
+#endif
+}
+
+typedef struct bf16_job {
+  int64_t M, N, K, ars, acs, brs, bcs, ldc, pieces;
+  const uint16_t *A, *B;
+  float *C;
+  bool beta_one, by_rows;
+} bf16_job;
+
+/* C rows [r0, r1) x columns [c0, c1) one element at a time: builds without
+ * the kernel, and a block whose packing buffers could not be allocated. */
+static void scalar_product(const bf16_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  for (int64_t i = r0; i < r1; i++)
+    for (int64_t c = c0; c < c1; c++) {
+      float s = j->beta_one ? j->C[i * j->ldc + c] : 0.0f;
+      for (int64_t p = 0; p < j->K; p++)
+        s += ct_bf16_to_f32(j->A[i * j->ars + p * j->acs]) *
+             ct_bf16_to_f32(j->B[p * j->brs + c * j->bcs]);
+      j->C[i * j->ldc + c] = s;
+    }
+}
+
+#if CT_HAVE_BF16_KERNEL
+
+#define MR 8
+#define NR 32
+#define KC 256
+#define MC 128
+#define NC 1024
+
+/* B rows [p0, p0+kc) x columns [j0, j0+nc) into panels of NR columns: panel
+ * t, pair q holds (B[p0+2q][j], B[p0+2q+1][j]) for its 32 columns j. */
+static void pack_b(const bf16_job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                   uint16_t *dst) {
+  int64_t kp = (kc + 1) / 2;
+  for (int64_t t = 0; t < nc; t += NR) {
+    int64_t w = nc - t < NR ? nc - t : NR;
+    for (int64_t q = 0; q < kp; q++, dst += 2 * NR) {
+      const uint16_t *r0 = j->B + (p0 + 2 * q) * j->brs + (j0 + t) * j->bcs;
+      bool two = 2 * q + 1 < kc;
+      for (int64_t c = 0; c < w; c++) {
+        dst[2 * c] = r0[c * j->bcs];
+        dst[2 * c + 1] = two ? r0[j->brs + c * j->bcs] : 0;
+      }
+      for (int64_t c = w; c < NR; c++) dst[2 * c] = dst[2 * c + 1] = 0;
+    }
+  }
+}
+
+/* A rows [i0, i0+mc) x [p0, p0+kc) into panels of MR rows of pairs. */
+static void pack_a(const bf16_job *j, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   uint16_t *dst) {
+  int64_t kp = (kc + 1) / 2;
+  for (int64_t t = 0; t < mc; t += MR) {
+    int64_t h = mc - t < MR ? mc - t : MR;
+    for (int64_t q = 0; q < kp; q++, dst += 2 * MR) {
+      bool two = 2 * q + 1 < kc;
+      for (int64_t r = 0; r < h; r++) {
+        const uint16_t *a = j->A + (i0 + t + r) * j->ars + (p0 + 2 * q) * j->acs;
+        dst[2 * r] = a[0];
+        dst[2 * r + 1] = two ? a[j->acs] : 0;
+      }
+      for (int64_t r = h; r < MR; r++) dst[2 * r] = dst[2 * r + 1] = 0;
+    }
+  }
+}
+
+/* C tile (mr <= 8 rows, nr <= 32 columns) = or += packed A panel @ B panel. */
+static void micro(int64_t kp, const uint16_t *Ap, const uint16_t *Bp, float *C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool add) {
+  __m512 c0[MR], c1[MR];
+  for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < kp; q++, Ap += 2 * MR, Bp += 2 * NR) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(Bp), b1 = (__m512bh)_mm512_load_si512(Bp + NR);
+    for (int r = 0; r < MR; r++) {
+      int32_t pair;
+      memcpy(&pair, Ap + 2 * r, sizeof pair);
+      __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+      c0[r] = _mm512_dpbf16_ps(c0[r], a, b0);
+      c1[r] = _mm512_dpbf16_ps(c1[r], a, b1);
+    }
+  }
+  __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+  __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+  for (int r = 0; r < mr; r++) {
+    float *c = C + r * ldc;
+    if (add) {
+      c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, c));
+      c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, c + 16));
+    }
+    _mm512_mask_storeu_ps(c, m0, c0[r]);
+    _mm512_mask_storeu_ps(c + 16, m1, c1[r]);
+  }
+}
+
+/* C rows [r0, r1) x columns [c0, c1), single-threaded, with its own packing. */
+static void product(const bf16_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                    uint16_t *abuf, uint16_t *bbuf) {
+  for (int64_t jc = c0; jc < c1; jc += NC) {
+    int64_t nc = c1 - jc < NC ? c1 - jc : NC;
+    for (int64_t pc = 0; pc < j->K; pc += KC) {
+      int64_t kc = j->K - pc < KC ? j->K - pc : KC, kp = (kc + 1) / 2;
+      bool add = pc > 0 || j->beta_one;
+      pack_b(j, pc, kc, jc, nc, bbuf);
+      for (int64_t ic = r0; ic < r1; ic += MC) {
+        int64_t mc = r1 - ic < MC ? r1 - ic : MC;
+        pack_a(j, ic, mc, pc, kc, abuf);
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            micro(kp, abuf + ir * 2 * kp, bbuf + jr * 2 * kp, j->C + (ic + ir) * j->ldc + jc + jr,
+                  j->ldc, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR, add);
+      }
+    }
+  }
+}
+
+#define ABUF_ELEMS ((size_t)MC * (KC + 1))
+#define BBUF_ELEMS ((size_t)NC * (KC + 1))
+
+static void piece(int64_t b, void *vj) {
+  const bf16_job *j = vj;
+  int64_t n = j->by_rows ? j->M : j->N, align = j->by_rows ? MR : NR;
+  int64_t lo = b == 0 ? 0 : (n * b / j->pieces) / align * align;
+  int64_t hi = b == j->pieces - 1 ? n : (n * (b + 1) / j->pieces) / align * align;
+  if (hi <= lo) return;
+  uint16_t *buf = aligned_alloc(64, (ABUF_ELEMS + BBUF_ELEMS) * sizeof(uint16_t));
+  if (!buf) { /* no room for 0.6 MiB: the same product, one element at a time */
+    if (j->by_rows)
+      scalar_product(j, lo, hi, 0, j->N);
+    else
+      scalar_product(j, 0, j->M, lo, hi);
+    return;
+  }
+  if (j->by_rows)
+    product(j, lo, hi, 0, j->N, buf, buf + ABUF_ELEMS);
+  else
+    product(j, 0, j->M, lo, hi, buf, buf + ABUF_ELEMS);
+  free(buf);
+}
+
+#endif
+
+void ct__gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t ars, int64_t acs,
+                   const uint16_t *B, int64_t brs, int64_t bcs, float *C, int64_t ldc,
+                   bool beta_one) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    if (!beta_one)
+      for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(float));
+    return;
+  }
+  bf16_job j = {.M = M,
+                .N = N,
+                .K = K,
+                .ars = ars,
+                .acs = acs,
+                .brs = brs,
+                .bcs = bcs,
+                .ldc = ldc,
+                .A = A,
+                .B = B,
+                .C = C,
+                .beta_one = beta_one,
+                .by_rows = M >= N};
+#if CT_HAVE_BF16_KERNEL
+  /* as gemm.c: one thread below 2^18 multiply-adds, else up to 2 blocks per
+   * thread, each at least 2^16 multiply-adds and one tile wide */
+  double work = (double)M * (double)N * (double)K;
+  int nt = ct__num_threads();
+  int64_t p = nt <= 1 || work < 262144.0 ? 1 : 2 * (int64_t)nt;
+  if ((double)p > work / 65536.0) p = (int64_t)(work / 65536.0);
+  int64_t extent = j.by_rows ? M / MR : N / NR;
+  if (p > extent) p = extent;
+  j.pieces = p > 1 ? p : 1;
+  if (j.pieces == 1)
+    piece(0, &j);
+  else
+    ct__parallel_run(j.pieces, piece, &j);
+#else
+  scalar_product(&j, 0, M, 0, N);
+#endif
+}
