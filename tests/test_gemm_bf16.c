@@ -136,3 +136,50 @@ CT_TEST(bf16_matmul_and_addmm_match_f64) {
   if (y) CHECK_CLOSE(y, ref, ldexp(1, -8), 40 * ldexp(1, -22));
   free(x), free(w), free(bias);
 }
+
+/* conv2d and its gradients on bf16 tensors (the kernel's f32-input form)
+ * against the f64 convolution of the same values, over a padded strided
+ * 3x3, a grouped one and a 1x1: a sum weighted by r makes every output reach
+ * both gradients. */
+static void check_conv(int64_t N, int64_t C, int64_t H, int64_t Co, int64_t k,
+                       const ct_conv2d_opts *o, unsigned seed) {
+  int64_t G = o->groups ? o->groups : 1;
+  double *x = ct_test_random(N * C * H * H, -1, 1, seed);
+  double *w = ct_test_random(Co * (C / G) * k * k, -1, 1, seed + 1);
+  ct_test_round_to(x, N * C * H * H, CT_BF16);
+  ct_test_round_to(w, Co * (C / G) * k * k, CT_BF16);
+  ct_tensor *out[2], *gx[2], *gw[2];
+  ct_dtype dts[2] = {CT_BF16, CT_F64};
+  for (int d = 0; d < 2; d++) {
+    ct_tensor *tx = ct_test_make(x, CT_SHAPE(N, C, H, H), dts[d], CT_LAYOUT_CONTIG);
+    ct_tensor *tw = ct_test_make(w, CT_SHAPE(Co, C / G, k, k), dts[d], CT_LAYOUT_CONTIG);
+    ct_requires_grad_(tx, true);
+    ct_requires_grad_(tw, true);
+    out[d] = ct_conv2d(tx, tw, NULL, o);
+    CHECK_OK(out[d]);
+    if (!out[d]) return;
+    int64_t on = ct_numel(out[d]);
+    double *rv = ct_test_random(on, 0.25, 0.75, seed + 2); /* the same bf16 values in both */
+    ct_test_round_to(rv, on, CT_BF16);
+    ct_tensor *r = ct_test_make(rv, ct_shape(out[d]), 4, dts[d], CT_LAYOUT_CONTIG);
+    free(rv);
+    CHECK_STATUS_OK(ct_backward(ct_sum(ct_mul(out[d], r), NULL), NULL, NULL));
+    gx[d] = ct_grad(tx), gw[d] = ct_grad(tw);
+  }
+  ct_tensor *pairs[3][2] = {{out[0], out[1]}, {gx[0], gx[1]}, {gw[0], gw[1]}};
+  int64_t terms[3] = {(C / G) * k * k, Co * k * k, N * ct_size(out[1], 2) * ct_size(out[1], 3)};
+  for (int i = 0; i < 3; i++) {
+    double *ref = ct_test_values(pairs[i][1]);
+    /* the result's bf16 rounding and f32 accumulation over the terms */
+    CHECK_CLOSE(pairs[i][0], ref, ldexp(1, -8), (double)terms[i] * ldexp(1, -22));
+    free(ref);
+  }
+  free(x), free(w);
+}
+
+CT_TEST(bf16_conv2d_and_gradients_match_f64) {
+  printf("bf16 convolutions multiply on %s\n", path());
+  check_conv(3, 8, 12, 16, 3, &(ct_conv2d_opts){.padding = {1, 1}, .stride = {2, 2}}, 50);
+  check_conv(2, 8, 9, 12, 3, &(ct_conv2d_opts){.padding = {1, 1}, .groups = 2}, 60);
+  check_conv(4, 24, 8, 40, 1, &(ct_conv2d_opts){0}, 70);
+}

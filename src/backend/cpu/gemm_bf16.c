@@ -49,10 +49,15 @@ bool ct__gemm_bf16_available(void) {
 
 typedef struct bf16_job {
   int64_t M, N, K, ars, acs, brs, bcs, ldc, pieces;
-  const uint16_t *A, *B;
+  const void *A, *B; /* bf16, or f32 rounded to bf16 as it is read (f32_in) */
   float *C;
-  bool beta_one, by_rows;
+  bool beta_one, by_rows, f32_in;
 } bf16_job;
+
+/* Element i of A's or B's storage as bf16 bits. */
+static inline uint16_t elem(const bf16_job *j, const void *base, int64_t i) {
+  return j->f32_in ? ct_f32_to_bf16(((const float *)base)[i]) : ((const uint16_t *)base)[i];
+}
 
 /* C rows [r0, r1) x columns [c0, c1) one element at a time: builds without
  * the kernel, and a block whose packing buffers could not be allocated. */
@@ -61,8 +66,8 @@ static void scalar_product(const bf16_job *j, int64_t r0, int64_t r1, int64_t c0
     for (int64_t c = c0; c < c1; c++) {
       float s = j->beta_one ? j->C[i * j->ldc + c] : 0.0f;
       for (int64_t p = 0; p < j->K; p++)
-        s += ct_bf16_to_f32(j->A[i * j->ars + p * j->acs]) *
-             ct_bf16_to_f32(j->B[p * j->brs + c * j->bcs]);
+        s += ct_bf16_to_f32(elem(j, j->A, i * j->ars + p * j->acs)) *
+             ct_bf16_to_f32(elem(j, j->B, p * j->brs + c * j->bcs));
       j->C[i * j->ldc + c] = s;
     }
 }
@@ -83,11 +88,11 @@ static void pack_b(const bf16_job *j, int64_t p0, int64_t kc, int64_t j0, int64_
   for (int64_t t = 0; t < nc; t += NR) {
     int64_t w = nc - t < NR ? nc - t : NR;
     for (int64_t q = 0; q < kp; q++, dst += 2 * NR) {
-      const uint16_t *r0 = j->B + (p0 + 2 * q) * j->brs + (j0 + t) * j->bcs;
+      int64_t r0 = (p0 + 2 * q) * j->brs + (j0 + t) * j->bcs;
       bool two = 2 * q + 1 < kc;
       for (int64_t c = 0; c < w; c++) {
-        dst[2 * c] = r0[c * j->bcs];
-        dst[2 * c + 1] = two ? r0[j->brs + c * j->bcs] : 0;
+        dst[2 * c] = elem(j, j->B, r0 + c * j->bcs);
+        dst[2 * c + 1] = two ? elem(j, j->B, r0 + j->brs + c * j->bcs) : 0;
       }
       for (int64_t c = w; c < NR; c++) dst[2 * c] = dst[2 * c + 1] = 0;
     }
@@ -103,9 +108,9 @@ static void pack_a(const bf16_job *j, int64_t i0, int64_t mc, int64_t p0, int64_
     for (int64_t q = 0; q < kp; q++, dst += 2 * MR) {
       bool two = 2 * q + 1 < kc;
       for (int64_t r = 0; r < h; r++) {
-        const uint16_t *a = j->A + (i0 + t + r) * j->ars + (p0 + 2 * q) * j->acs;
-        dst[2 * r] = a[0];
-        dst[2 * r + 1] = two ? a[j->acs] : 0;
+        int64_t a = (i0 + t + r) * j->ars + (p0 + 2 * q) * j->acs;
+        dst[2 * r] = elem(j, j->A, a);
+        dst[2 * r + 1] = two ? elem(j, j->A, a + j->acs) : 0;
       }
       for (int64_t r = h; r < MR; r++) dst[2 * r] = dst[2 * r + 1] = 0;
     }
@@ -187,15 +192,37 @@ static void piece(int64_t b, void *vj) {
 
 #endif
 
+static void run(bf16_job *j) {
+  int64_t M = j->M, N = j->N;
+  if (M <= 0 || N <= 0) return;
+  if (j->K <= 0) {
+    if (!j->beta_one)
+      for (int64_t i = 0; i < M; i++) memset(j->C + i * j->ldc, 0, (size_t)N * sizeof(float));
+    return;
+  }
+  j->by_rows = M >= N;
+#if CT_HAVE_BF16_KERNEL
+  /* as gemm.c: one thread below 2^18 multiply-adds, else up to 2 blocks per
+   * thread, each at least 2^16 multiply-adds and one tile wide */
+  double work = (double)M * (double)N * (double)j->K;
+  int nt = ct__num_threads();
+  int64_t p = nt <= 1 || work < 262144.0 ? 1 : 2 * (int64_t)nt;
+  if ((double)p > work / 65536.0) p = (int64_t)(work / 65536.0);
+  int64_t extent = j->by_rows ? M / MR : N / NR;
+  if (p > extent) p = extent;
+  j->pieces = p > 1 ? p : 1;
+  if (j->pieces == 1)
+    piece(0, j);
+  else
+    ct__parallel_run(j->pieces, piece, j);
+#else
+  scalar_product(j, 0, M, 0, N);
+#endif
+}
+
 void ct__gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t ars, int64_t acs,
                    const uint16_t *B, int64_t brs, int64_t bcs, float *C, int64_t ldc,
                    bool beta_one) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    if (!beta_one)
-      for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(float));
-    return;
-  }
   bf16_job j = {.M = M,
                 .N = N,
                 .K = K,
@@ -207,23 +234,25 @@ void ct__gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t a
                 .A = A,
                 .B = B,
                 .C = C,
+                .beta_one = beta_one};
+  run(&j);
+}
+
+void ct__gemm_bf16_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, bool beta_one, float *C,
+                       int64_t ldc) {
+  bf16_job j = {.M = M,
+                .N = N,
+                .K = K,
+                .ars = ta ? 1 : lda,
+                .acs = ta ? lda : 1,
+                .brs = tb ? 1 : ldb,
+                .bcs = tb ? ldb : 1,
+                .ldc = ldc,
+                .A = A,
+                .B = B,
+                .C = C,
                 .beta_one = beta_one,
-                .by_rows = M >= N};
-#if CT_HAVE_BF16_KERNEL
-  /* as gemm.c: one thread below 2^18 multiply-adds, else up to 2 blocks per
-   * thread, each at least 2^16 multiply-adds and one tile wide */
-  double work = (double)M * (double)N * (double)K;
-  int nt = ct__num_threads();
-  int64_t p = nt <= 1 || work < 262144.0 ? 1 : 2 * (int64_t)nt;
-  if ((double)p > work / 65536.0) p = (int64_t)(work / 65536.0);
-  int64_t extent = j.by_rows ? M / MR : N / NR;
-  if (p > extent) p = extent;
-  j.pieces = p > 1 ? p : 1;
-  if (j.pieces == 1)
-    piece(0, &j);
-  else
-    ct__parallel_run(j.pieces, piece, &j);
-#else
-  scalar_product(&j, 0, M, 0, N);
-#endif
+                .f32_in = true};
+  run(&j);
 }

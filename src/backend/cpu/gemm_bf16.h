@@ -22,4 +22,12 @@ void ct__gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t a
                    const uint16_t *B, int64_t brs, int64_t bcs, float *C, int64_t ldc,
                    bool beta_one);
 
+/* The same product of f32 operands rounded to bf16 as they are packed (the
+ * rounding autocast's casts would do: exact for values that came from bf16),
+ * in gemm.h's terms: row-major op(A) (M, K), op(B) (K, N), transposed with
+ * ta/tb. Convolutions in bf16 (conv.c) compute on f32 copies this way. */
+void ct__gemm_bf16_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, bool beta_one, float *C,
+                       int64_t ldc);
+
 #endif /* CT_BACKEND_CPU_GEMM_BF16_H */
