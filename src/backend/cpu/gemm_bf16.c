@@ -80,54 +80,69 @@ static void scalar_product(const bf16_job *j, int64_t r0, int64_t r1, int64_t c0
 #define MC 128
 #define NC 1024
 
-/* B rows [p0, p0+kc) x columns [j0, j0+nc) into panels of NR columns: panel
- * t, pair q holds (B[p0+2q][j], B[p0+2q+1][j]) for its 32 columns j. */
-static void pack_b(const bf16_job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
-                   uint16_t *dst) {
-  int64_t kp = (kc + 1) / 2;
-  for (int64_t t = 0; t < nc; t += NR) {
-    int64_t w = nc - t < NR ? nc - t : NR;
-    for (int64_t q = 0; q < kp; q++, dst += 2 * NR) {
-      int64_t r0 = (p0 + 2 * q) * j->brs + (j0 + t) * j->bcs;
-      bool two = 2 * q + 1 < kc;
-      for (int64_t c = 0; c < w; c++) {
-        dst[2 * c] = elem(j, j->B, r0 + c * j->bcs);
-        dst[2 * c + 1] = two ? elem(j, j->B, r0 + j->brs + c * j->bcs) : 0;
-      }
-      for (int64_t c = w; c < NR; c++) dst[2 * c] = dst[2 * c + 1] = 0;
-    }
+/* The packing, once per element type (f32 rounded to bf16, or bf16 as it
+ * is), each 32-bit word one K pair (k, k+1) of one row of A or column of B,
+ * k in the low half. The loops whose reads are contiguous are written apart
+ * so that the compiler vectorizes them.
+ *   pack_b: B rows [p0, p0+kc) x columns [j0, j0+nc) into panels of NR
+ *           columns: panel t, pair q holds its 32 columns' pairs.
+ *   pack_a: A rows [i0, i0+mc) x [p0, p0+kc) into panels of MR rows. */
+static inline uint16_t cvt_f32(float v) { return ct_f32_to_bf16(v); }
+static inline uint16_t cvt_u16(uint16_t v) { return v; }
+#define CT_BF16_PACK(S, T)                                                                      \
+  static void pack_b_##S(const bf16_job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nc,     \
+                         uint32_t *restrict dst) {                                              \
+    const T *B = j->B;                                                                          \
+    int64_t brs = j->brs, bcs = j->bcs, kp = (kc + 1) / 2;                                      \
+    for (int64_t t = 0; t < nc; t += NR) {                                                      \
+      int64_t w = nc - t < NR ? nc - t : NR;                                                    \
+      for (int64_t q = 0; q < kp; q++, dst += NR) {                                             \
+        const T *r0 = B + (p0 + 2 * q) * brs + (j0 + t) * bcs, *r1 = r0 + brs;                  \
+        if (2 * q + 1 == kc)                                                                    \
+          for (int64_t c = 0; c < w; c++) dst[c] = cvt_##S(r0[c * bcs]);                        \
+        else if (bcs == 1)                                                                      \
+          for (int64_t c = 0; c < w; c++)                                                       \
+            dst[c] = cvt_##S(r0[c]) | (uint32_t)cvt_##S(r1[c]) << 16;                           \
+        else                                                                                    \
+          for (int64_t c = 0; c < w; c++)                                                       \
+            dst[c] = cvt_##S(r0[c * bcs]) | (uint32_t)cvt_##S(r1[c * bcs]) << 16;               \
+        for (int64_t c = w; c < NR; c++) dst[c] = 0;                                            \
+      }                                                                                         \
+    }                                                                                           \
+  }                                                                                             \
+  static void pack_a_##S(const bf16_job *j, int64_t i0, int64_t mc, int64_t p0, int64_t kc,     \
+                         uint32_t *restrict dst) {                                              \
+    const T *A = j->A;                                                                          \
+    int64_t ars = j->ars, acs = j->acs, kp = (kc + 1) / 2;                                      \
+    for (int64_t t = 0; t < mc; t += MR, dst += MR * kp) {                                      \
+      int64_t h = mc - t < MR ? mc - t : MR;                                                    \
+      if (h < MR) memset(dst, 0, sizeof(uint32_t) * MR * (size_t)kp);                           \
+      for (int64_t r = 0; r < h; r++) {                                                         \
+        const T *a = A + (i0 + t + r) * ars + p0 * acs;                                         \
+        int64_t full = kc / 2;                                                                  \
+        if (acs == 1)                                                                           \
+          for (int64_t q = 0; q < full; q++)                                                    \
+            dst[q * MR + r] = cvt_##S(a[2 * q]) | (uint32_t)cvt_##S(a[2 * q + 1]) << 16;        \
+        else                                                                                    \
+          for (int64_t q = 0; q < full; q++)                                                    \
+            dst[q * MR + r] = cvt_##S(a[2 * q * acs]) | (uint32_t)cvt_##S(a[(2 * q + 1) * acs]) \
+                                                            << 16;                              \
+        if (kc & 1) dst[full * MR + r] = cvt_##S(a[2 * full * acs]);                            \
+      }                                                                                         \
+    }                                                                                           \
   }
-}
-
-/* A rows [i0, i0+mc) x [p0, p0+kc) into panels of MR rows of pairs. */
-static void pack_a(const bf16_job *j, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   uint16_t *dst) {
-  int64_t kp = (kc + 1) / 2;
-  for (int64_t t = 0; t < mc; t += MR) {
-    int64_t h = mc - t < MR ? mc - t : MR;
-    for (int64_t q = 0; q < kp; q++, dst += 2 * MR) {
-      bool two = 2 * q + 1 < kc;
-      for (int64_t r = 0; r < h; r++) {
-        int64_t a = (i0 + t + r) * j->ars + (p0 + 2 * q) * j->acs;
-        dst[2 * r] = elem(j, j->A, a);
-        dst[2 * r + 1] = two ? elem(j, j->A, a + j->acs) : 0;
-      }
-      for (int64_t r = h; r < MR; r++) dst[2 * r] = dst[2 * r + 1] = 0;
-    }
-  }
-}
+CT_BF16_PACK(f32, float)
+CT_BF16_PACK(u16, uint16_t)
 
 /* C tile (mr <= 8 rows, nr <= 32 columns) = or += packed A panel @ B panel. */
-static void micro(int64_t kp, const uint16_t *Ap, const uint16_t *Bp, float *C, int64_t ldc,
+static void micro(int64_t kp, const uint32_t *Ap, const uint32_t *Bp, float *C, int64_t ldc,
                   int64_t mr, int64_t nr, bool add) {
   __m512 c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
-  for (int64_t q = 0; q < kp; q++, Ap += 2 * MR, Bp += 2 * NR) {
-    __m512bh b0 = (__m512bh)_mm512_load_si512(Bp), b1 = (__m512bh)_mm512_load_si512(Bp + NR);
+  for (int64_t q = 0; q < kp; q++, Ap += MR, Bp += NR) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(Bp), b1 = (__m512bh)_mm512_load_si512(Bp + 16);
     for (int r = 0; r < MR; r++) {
-      int32_t pair;
-      memcpy(&pair, Ap + 2 * r, sizeof pair);
-      __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+      __m512bh a = (__m512bh)_mm512_set1_epi32((int)Ap[r]);
       c0[r] = _mm512_dpbf16_ps(c0[r], a, b0);
       c1[r] = _mm512_dpbf16_ps(c1[r], a, b1);
     }
@@ -147,27 +162,33 @@ static void micro(int64_t kp, const uint16_t *Ap, const uint16_t *Bp, float *C, 
 
 /* C rows [r0, r1) x columns [c0, c1), single-threaded, with its own packing. */
 static void product(const bf16_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                    uint16_t *abuf, uint16_t *bbuf) {
+                    uint32_t *abuf, uint32_t *bbuf) {
   for (int64_t jc = c0; jc < c1; jc += NC) {
     int64_t nc = c1 - jc < NC ? c1 - jc : NC;
     for (int64_t pc = 0; pc < j->K; pc += KC) {
       int64_t kc = j->K - pc < KC ? j->K - pc : KC, kp = (kc + 1) / 2;
       bool add = pc > 0 || j->beta_one;
-      pack_b(j, pc, kc, jc, nc, bbuf);
+      if (j->f32_in)
+        pack_b_f32(j, pc, kc, jc, nc, bbuf);
+      else
+        pack_b_u16(j, pc, kc, jc, nc, bbuf);
       for (int64_t ic = r0; ic < r1; ic += MC) {
         int64_t mc = r1 - ic < MC ? r1 - ic : MC;
-        pack_a(j, ic, mc, pc, kc, abuf);
+        if (j->f32_in)
+          pack_a_f32(j, ic, mc, pc, kc, abuf);
+        else
+          pack_a_u16(j, ic, mc, pc, kc, abuf);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR)
-            micro(kp, abuf + ir * 2 * kp, bbuf + jr * 2 * kp, j->C + (ic + ir) * j->ldc + jc + jr,
-                  j->ldc, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR, add);
+            micro(kp, abuf + ir * kp, bbuf + jr * kp, j->C + (ic + ir) * j->ldc + jc + jr, j->ldc,
+                  mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR, add);
       }
     }
   }
 }
 
-#define ABUF_ELEMS ((size_t)MC * (KC + 1))
-#define BBUF_ELEMS ((size_t)NC * (KC + 1))
+#define ABUF_WORDS ((size_t)MC * (KC / 2))
+#define BBUF_WORDS ((size_t)NC * (KC / 2))
 
 static void piece(int64_t b, void *vj) {
   const bf16_job *j = vj;
@@ -175,7 +196,7 @@ static void piece(int64_t b, void *vj) {
   int64_t lo = b == 0 ? 0 : (n * b / j->pieces) / align * align;
   int64_t hi = b == j->pieces - 1 ? n : (n * (b + 1) / j->pieces) / align * align;
   if (hi <= lo) return;
-  uint16_t *buf = aligned_alloc(64, (ABUF_ELEMS + BBUF_ELEMS) * sizeof(uint16_t));
+  uint32_t *buf = aligned_alloc(64, (ABUF_WORDS + BBUF_WORDS) * sizeof(uint32_t));
   if (!buf) { /* no room for 0.6 MiB: the same product, one element at a time */
     if (j->by_rows)
       scalar_product(j, lo, hi, 0, j->N);
@@ -184,9 +205,9 @@ static void piece(int64_t b, void *vj) {
     return;
   }
   if (j->by_rows)
-    product(j, lo, hi, 0, j->N, buf, buf + ABUF_ELEMS);
+    product(j, lo, hi, 0, j->N, buf, buf + ABUF_WORDS);
   else
-    product(j, 0, j->M, lo, hi, buf, buf + ABUF_ELEMS);
+    product(j, 0, j->M, lo, hi, buf, buf + ABUF_WORDS);
   free(buf);
 }
 
