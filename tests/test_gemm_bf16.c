@@ -9,6 +9,7 @@
  * a bound of K * 2^-23 of sum |a||b| (plus the result's bf16 rounding, 2^-8
  * relative, through ct_matmul). */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/gemm_bf16.h" /* white box: the kernel itself */
 #include "core/half.h"
@@ -182,4 +183,14 @@ CT_TEST(bf16_conv2d_and_gradients_match_f64) {
   check_conv(3, 8, 12, 16, 3, &(ct_conv2d_opts){.padding = {1, 1}, .stride = {2, 2}}, 50);
   check_conv(2, 8, 9, 12, 3, &(ct_conv2d_opts){.padding = {1, 1}, .groups = 2}, 60);
   check_conv(4, 24, 8, 40, 1, &(ct_conv2d_opts){0}, 70);
+}
+
+/* What --amp auto and an explicit --amp consult on the CPU. */
+CT_TEST(cpu_autocast_is_fast_where_the_bf16_kernel_runs) {
+  const char *why = "unset", *why16 = NULL;
+  CHECK(ct_autocast_cpu_is_fast(CT_BF16, &why) == ct__gemm_bf16_available());
+  CHECK(ct__gemm_bf16_available() ? why == NULL : why != NULL && strstr(why, "AVX512-BF16"));
+  CHECK(!ct_autocast_cpu_is_fast(CT_F16, &why16) && why16 && strstr(why16, "f16"));
+  CHECK(!ct_autocast_cpu_is_fast(CT_F32, NULL));
+  printf("bf16 autocast on this CPU: %s\n", why ? why : "faster than f32");
 }
