@@ -22,6 +22,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "core/parallel.h"
 
@@ -165,11 +166,10 @@ static void run_batches_bf16(const mm_job *j, int64_t b0, int64_t b1, float *cbu
     const uint16_t *A = (const uint16_t *)j->a.data + bt * j->a.bs;
     const uint16_t *B = (const uint16_t *)j->b.data + bt * j->b.bs;
     char *c = j->c + (size_t)(bt * nm) * j->es;
-    if (j->beta_one)
-      for (int64_t i = 0; i < nm; i++) cbuf[i] = ct__half_load(c + 2 * i, j->dtype);
+    if (j->beta_one) ct__bf16_to_f32_row(cbuf, (const uint16_t *)c, nm);
     ct__gemm_bf16(j->n, j->m, j->k, A, j->a.rs, j->a.cs, B, j->b.rs, j->b.cs, cbuf, j->m,
                   j->beta_one);
-    for (int64_t i = 0; i < nm; i++) ct__half_store(c + 2 * i, j->dtype, cbuf[i]);
+    ct__bf16_from_f32_row((uint16_t *)c, cbuf, nm);
   }
 }
 
