@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/half.h"
 #include "core/internal.h"
 #include "core/parallel.h"
@@ -196,7 +197,7 @@ static void piece(int64_t b, void *vj) {
   int64_t lo = b == 0 ? 0 : (n * b / j->pieces) / align * align;
   int64_t hi = b == j->pieces - 1 ? n : (n * (b + 1) / j->pieces) / align * align;
   if (hi <= lo) return;
-  uint32_t *buf = aligned_alloc(64, (ABUF_WORDS + BBUF_WORDS) * sizeof(uint32_t));
+  uint32_t *buf = ct__aligned_alloc(64, (ABUF_WORDS + BBUF_WORDS) * sizeof(uint32_t));
   if (!buf) { /* no room for 0.6 MiB: the same product, one element at a time */
     if (j->by_rows)
       scalar_product(j, lo, hi, 0, j->N);
@@ -208,7 +209,7 @@ static void piece(int64_t b, void *vj) {
     product(j, lo, hi, 0, j->N, buf, buf + ABUF_WORDS);
   else
     product(j, 0, j->M, lo, hi, buf, buf + ABUF_WORDS);
-  free(buf);
+  ct__free(buf);
 }
 
 #endif
