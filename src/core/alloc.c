@@ -74,5 +74,4 @@ uint64_t ct__alloc_fault_disarm(void) {
   return atomic_load(&calls);
 }
 
-uint64_t ct__alloc_fault_calls(void) { return atomic_load(&calls); }
 uint64_t ct__alloc_fault_failures(void) { return atomic_load(&failures); }

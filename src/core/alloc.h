@@ -45,8 +45,7 @@ void ct__free(void *p);
 void ct__alloc_fault_arm(uint64_t first, uint64_t count);
 /* Disarms the hook; returns how many allocations were numbered since arming. */
 uint64_t ct__alloc_fault_disarm(void);
-/* Allocations numbered since arming (0 when disarmed), and how many failed. */
-uint64_t ct__alloc_fault_calls(void);
+/* How many allocations failed since arming. */
 uint64_t ct__alloc_fault_failures(void);
 
 #ifdef __cplusplus

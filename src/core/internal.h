@@ -111,11 +111,6 @@ ct_tensor *ct__retain(const ct_tensor *t);
  * public function returning a new tensor passes it through here; internal
  * code works with unregistered tensors and releases them itself. */
 ct_tensor *ct__track(ct_tensor *t);
-/* ct__track for a result that may be a new reference to an input (a no-op
- * cast, contiguous or transfer): such a result becomes a fresh handle (an
- * alias view), so that every tensor a public function returns is a distinct
- * handle that a scope can own. */
-ct_tensor *ct__track_distinct(ct_tensor *result, const ct_tensor *input);
 
 /* Hook used by ct__release to free autograd state (set by the autograd layer
  * when it first attaches state to a tensor). */

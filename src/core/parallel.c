@@ -225,9 +225,3 @@ void ct__parallel_run(int64_t ntasks, ct_task_fn fn, void *ctx) {
   }
   atomic_store_explicit(&pool.busy, false, memory_order_release);
 }
-
-void ct__parallel_shutdown(void) {
-  pthread_mutex_lock(&pool.lifecycle);
-  stop_workers_locked();
-  pthread_mutex_unlock(&pool.lifecycle);
-}

@@ -24,8 +24,4 @@ typedef void (*ct_task_fn)(int64_t task, void *ctx);
 
 void ct__parallel_run(int64_t ntasks, ct_task_fn fn, void *ctx);
 
-/* Stops the workers (they start again on the next parallel call, as many as
- * ct__num_threads() says then). Not while a parallel call runs. */
-void ct__parallel_shutdown(void);
-
 #endif /* CT_CORE_PARALLEL_H */

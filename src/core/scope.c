@@ -130,16 +130,6 @@ ct_tensor *ct__track(ct_tensor *t) {
   return t;
 }
 
-ct_tensor *ct__track_distinct(ct_tensor *result, const ct_tensor *input) {
-  if (result && result == input) {
-    ct_tensor *alias = ct__view_of(result, result->dtype, result->shape, result->strides,
-                                   result->ndim, result->offset);
-    ct__release(result);
-    result = alias;
-  }
-  return ct__track(result);
-}
-
 static void unlink_from_scope(ct_tensor *t) {
   if (t->scope_depth > 0 && t->scope_depth <= tls_depth) {
     scope *s = &tls_scopes[t->scope_depth - 1];

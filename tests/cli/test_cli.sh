@@ -57,6 +57,16 @@ e2e)
     fail "accuracy $acc/200 too low"
   run info 0 "$CT" info && expect_text "info shows BLAS" info.out '^blas: OpenBLAS'
   expect_text "info shows the version" info.out '^ctensor [0-9]+\.[0-9]+\.[0-9]+'
+  # OpenBLAS runs the kernels the CPU allows: an OpenBLAS older than the CPU takes it for a
+  # Prescott (SSE3 only, several times slower) unless ctensor chooses; a core type the user
+  # sets is kept
+  sse_cores='(Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Opteron|Opteron_SSE3|Barcelona|Bobcat|Katmai|Coppermine)'
+  if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
+    ! grep -Eq "^blas: OpenBLAS .* $sse_cores " info.out && pass "OpenBLAS uses AVX2 or AVX-512 kernels on this CPU" ||
+      fail "OpenBLAS runs SSE-only kernels on a CPU with AVX2: $(grep '^blas:' info.out)"
+  fi
+  run infocore 0 env OPENBLAS_CORETYPE=Prescott "$CT" info &&
+    expect_text "OPENBLAS_CORETYPE set by the user is kept" infocore.out '^blas: OpenBLAS .* Prescott '
   # --deterministic sets the library's flag (the header says so); two runs agree bit for bit
   DET=(train --model mlp --epochs 1 --data-dir data --batch-size 32 --limit-train 128 --limit-test 64 --deterministic)
   run det1 0 "$CT" "${DET[@]}" --checkpoint d1.safetensors && pass "train --deterministic exits 0"

@@ -8,7 +8,9 @@
  * matmul must fail with CT_ERR_OOM naming the limit). With room, memory
  * taken after the BLAS was loaded must not make a product hang: new
  * threads multiply at once with the address space nearly full (OpenBLAS
- * would wait forever for new buffers; ctensor's loop runs instead). */
+ * would wait forever for new buffers; ctensor's loop runs instead). The
+ * same for LAPACK's routines, which have no loop of ctensor's: each ends
+ * with its result or CT_ERR_OOM naming the limit. */
 #include <ctensor.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,11 +42,20 @@ static void expect_oom(const void *result, const char *op, const char *says) {
 
 enum { THREADS = 6 };
 static pthread_barrier_t up, go;
+static bool use_lapack; /* the threads invert instead of multiplying */
+static _Atomic int lapack_refused;
 static void *matmul_thread(void *a) {
   ct_free(ct_ones(CT_SHAPE(16), NULL)); /* its malloc arena, before memory is filled */
   pthread_barrier_wait(&up);
   pthread_barrier_wait(&go); /* all at once: more calls than the BLAS has buffers */
-  return ct_matmul(a, a);
+  if (!use_lapack) return ct_matmul(a, a);
+  ct_tensor *inv = ct_linalg_inv(a);
+  if (!inv) { /* a refusal must name the limit (error state is per thread) */
+    EXPECT(ct_last_error() == CT_ERR_OOM && strstr(ct_last_error_message(), "ulimit -v"),
+           "inv refused with another error");
+    lapack_refused++;
+  }
+  return inv;
 }
 
 /* a @ a on THREADS new threads at once (more concurrent BLAS calls than ever
@@ -75,7 +86,8 @@ static void products_with_memory_full(ct_tensor *a, const ct_tensor *expected) {
   pthread_barrier_destroy(&go);
   for (int i = 0; i < n; i++) ct_free(held[i]);
   for (int i = 0; i < THREADS; i++) {
-    EXPECT(got[i] != NULL, "matmul on thread %d with the address space nearly full", i);
+    EXPECT(got[i] != NULL || use_lapack, "matmul on thread %d with the address space nearly full",
+           i);
     if (!got[i]) continue;
     ct_tensor *d = ct_sub(got[i], expected);
     ct_tensor *worst = d ? ct_max(ct_abs(d), NULL) : NULL;
@@ -137,6 +149,17 @@ int main(int argc, char **argv) {
     ct_tensor *b = ct_randn(CT_SHAPE(512, 512), NULL), *bb = b ? ct_matmul(b, b) : NULL;
     EXPECT(bb != NULL, "a 512 x 512 matmul");
     if (bb) products_with_memory_full(b, bb);
+    /* LAPACK (inv: getrf + getrs) the same way: a well-conditioned matrix */
+    ct_tensor *m = ct_mul_scalar(ct_randn(CT_SHAPE(256, 256), NULL), 0.01);
+    ct_tensor *w = m ? ct_add(m, ct_eye(256, 256, NULL)) : NULL, *wi = w ? ct_linalg_inv(w) : NULL;
+    EXPECT(wi != NULL, "inv with room for the BLAS");
+    if (wi) {
+      use_lapack = true;
+      products_with_memory_full(w, wi);
+      use_lapack = false;
+      printf("low_vmem: %d of %d inversions with the memory full refused (CT_ERR_OOM)\n",
+             (int)lapack_refused, THREADS);
+    }
   }
   /* Everything else still works after a refusal. */
   double sum = 0;

@@ -22,18 +22,7 @@
  * The file is the build's (CT_BLAS_PATH: the pthread build of OpenBLAS), else
  * the system's libopenblas.so.0. A build that is not thread-safe (Debian's
  * serial flavour: openblas_get_parallel() == 0) is called from one thread at
- * a time.
- *
- * OpenBLAS built with DYNAMIC_ARCH picks its kernels by CPU model when it
- * loads, and a release older than the CPU falls back to its generic Prescott
- * (SSE3) kernels: Debian's 0.3.21 does so on Sapphire Rapids, about 3x slower
- * in sgemm than its AVX-512 kernels. When the user has not chosen a core
- * (OPENBLAS_CORETYPE) and the library's pick has narrower vectors than the CPU
- * offers, the load switches it to the core matching the CPU's features
- * (Cooperlake with AVX512-BF16, SkylakeX with AVX-512, Haswell with AVX2 and
- * FMA) through OpenBLAS's own gotoblas_dynamic_quit/init, before any call has
- * allocated a buffer, and `ctensor info` says so. A pick as wide as the CPU
- * (a newer release that knows it) is left alone. */
+ * a time. */
 #define _GNU_SOURCE
 #include "backend/cpu/blas.h"
 
@@ -66,6 +55,7 @@ static struct {
   char error[768];
   char describe[768];
   void *handle; /* the opened library (lapack.c resolves LAPACK there) */
+  bool limited; /* an RLIMIT_AS at load: calls are guarded */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
 /* Whether `bytes` more of address space can be mapped now (always, without
@@ -208,72 +198,81 @@ CT_GUARDED(dgemv,
             int lda, const double *x, int incx, double beta, double *y, int incy),
            (o, t, M, N, alpha, A, lda, x, incx, beta, y, incy))
 
-/* ---- The kernels OpenBLAS runs (see the top of the file) ---- */
-
-/* 3: AVX-512 with BF16, 2: AVX-512, 1: AVX2 and FMA, 0: older or unknown. */
-static int core_rank(const char *name) {
-  static const char *const by_rank[][4] = {
-      {"Cooperlake", "SapphireRapids", NULL},
-      {"SkylakeX", NULL},
-      {"Haswell", "Zen", "Skylake", NULL},
-  };
-  for (int r = 0; r < 3; r++)
-    for (int i = 0; by_rank[r][i]; i++)
-      if (strcasecmp(name, by_rank[r][i]) == 0) return 3 - r;
-  return 0;
+/* Sets NAME=value for a dlopen (the library's constructor reads it), and
+ * the program's value back after. */
+typedef struct env_override {
+  const char *name;
+  char *saved; /* NULL: was unset */
+} env_override;
+static env_override env_set(const char *name, const char *value) {
+  const char *old = getenv(name);
+  env_override o = {name, old ? strdup(old) : NULL};
+  setenv(name, value, 1);
+  return o;
+}
+static void env_restore(env_override o) {
+  if (o.saved) {
+    setenv(o.name, o.saved, 1);
+    free(o.saved);
+  } else {
+    unsetenv(o.name);
+  }
 }
 
-/* The core matching this CPU's (and its OS's) vector features, or NULL. */
-static const char *cpu_core(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
+/* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor
+ * (and OPENBLAS_CORETYPE=core unless core is NULL). */
+static void *open_single_threaded(const char *path, const char *core) {
+  env_override threads = env_set("OPENBLAS_NUM_THREADS", "1");
+  env_override coretype = core ? env_set("OPENBLAS_CORETYPE", core) : (env_override){0};
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (core) env_restore(coretype);
+  env_restore(threads);
+  return h;
+}
+
+/* OpenBLAS's DYNAMIC_ARCH chooses its kernels by CPU model, and a release
+ * older than the CPU (Debian 12's 0.3.21 on Sapphire Rapids) falls back to
+ * the SSE3 kernels of the Prescott, several times slower. The kernels the
+ * CPU's own features allow (libgcc checks the OS saves their registers), or
+ * NULL where no faster family applies. */
+static const char *core_for_cpu(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl");
-  if (avx512 && __builtin_cpu_supports("avx512bf16")) return "Cooperlake";
-  if (avx512) return "SkylakeX";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
   return NULL;
 }
 
-/* Switches the loaded library to cpu_core() when its own pick is narrower
- * and the user chose none; writes what happened (or "") to note. */
-static void fix_core(void *h, char *note, size_t size) {
-  note[0] = 0;
-  const char *(*corename)(void);
-  void (*quit)(void), (*init)(void);
-  *(void **)&corename = dlsym(h, "openblas_get_corename");
-  *(void **)&quit = dlsym(h, "gotoblas_dynamic_quit");
-  *(void **)&init = dlsym(h, "gotoblas_dynamic_init");
-  const char *want = cpu_core();
-  if (getenv("OPENBLAS_CORETYPE") || !corename || !quit || !init || !want) return;
-  char picked[32];
-  snprintf(picked, sizeof picked, "%s", corename());
-  if (core_rank(picked) >= core_rank(want)) return;
-  setenv("OPENBLAS_CORETYPE", want, 1);
-  quit();
-  init();
-  unsetenv("OPENBLAS_CORETYPE");
-  snprintf(note, size,
-           "; OpenBLAS picked %s for this CPU (a release older than it), ctensor "
-           "switched it to %s (set OPENBLAS_CORETYPE to choose)",
-           picked, corename());
+/* The SSE-only families OpenBLAS falls back to for a CPU it does not know. */
+static bool sse_only_core(const char *name) {
+  static const char *const sse[] = {"Prescott",  "Core2",  "Penryn",  "Dunnington",
+                                    "Nehalem",   "Atom",   "Opteron", "Opteron_SSE3",
+                                    "Barcelona", "Bobcat", "Katmai",  "Coppermine"};
+  for (size_t i = 0; name && i < sizeof sse / sizeof sse[0]; i++)
+    if (strcasecmp(name, sse[i]) == 0) return true;
+  return false;
 }
 
-/* dlopen with OPENBLAS_NUM_THREADS=1 in the environment for its constructor,
- * then the program's value back. */
-static void *open_single_threaded(const char *path) {
-  const char *old = getenv("OPENBLAS_NUM_THREADS");
-  char *saved = old ? strdup(old) : NULL;
-  setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (saved) {
-    setenv("OPENBLAS_NUM_THREADS", saved, 1);
-    free(saved);
-  } else {
-    unsetenv("OPENBLAS_NUM_THREADS");
-  }
+/* Opens the BLAS; where it chose SSE-only kernels on a CPU with AVX2 or
+ * AVX-512 (and the user set no OPENBLAS_CORETYPE), opens it again with the
+ * family the CPU allows, saying so in `note`. */
+static void *open_blas(const char *path, char *note, size_t cap) {
+  void *h = open_single_threaded(path, NULL);
+  const char *want = core_for_cpu();
+  if (!h || !want || getenv("OPENBLAS_CORETYPE")) return h;
+  char *(*corename)(void);
+  *(void **)&corename = dlsym(h, "openblas_get_corename");
+  const char *chose = corename ? corename() : NULL;
+  if (!sse_only_core(chose)) return h;
+  char was[32];
+  snprintf(was, sizeof was, "%s", chose);
+  dlclose(h); /* unloads it unless the program holds it too (then it stays as it is) */
+  h = open_single_threaded(path, want);
+  snprintf(note, cap, "; %s kernels chosen by ctensor for this CPU (OpenBLAS took it for a %s)",
+           want, was);
   return h;
 }
 
@@ -290,8 +289,10 @@ static void load(void) {
     return;
   }
   blas.max_threads = room_for(lib + (size_t)(nt + 1) * CT_BLAS_BUFFER) ? nt : 1;
-  void *h = open_single_threaded(path);
-  if (!h && strcmp(path, CT_BLAS_SONAME) != 0) h = open_single_threaded(path = CT_BLAS_SONAME);
+  char core_note[160] = "";
+  void *h = open_blas(path, core_note, sizeof core_note);
+  if (!h && strcmp(path, CT_BLAS_SONAME) != 0)
+    h = open_blas(path = CT_BLAS_SONAME, core_note, sizeof core_note);
   if (!h) {
     const char *e = dlerror();
     blas.status = CT_ERR_UNAVAILABLE;
@@ -316,8 +317,6 @@ static void load(void) {
   *(void **)&parallel = dlsym(h, "openblas_get_parallel");
   *(void **)&config = dlsym(h, "openblas_get_config");
   if (set_threads) set_threads(1);
-  char core_note[192];
-  fix_core(h, core_note, sizeof core_note);
   if (parallel && parallel() == 0) blas.max_threads = 1;
   Dl_info info;
   const char *file = dladdr((void *)real.sgemm, &info) && info.dli_fname ? info.dli_fname : path;
@@ -331,6 +330,7 @@ static void load(void) {
    * the program's business). */
   struct rlimit r;
   bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+  blas.limited = limited;
   if (limited) pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
   ct__blas_fns =
       limited ? (ct_blas_fns){guarded_sgemm, guarded_dgemm, guarded_sgemv, guarded_dgemv} : real;
@@ -345,6 +345,23 @@ ct_status ct__blas_load(const char *op) {
 }
 
 void *ct__blas_handle(void) { return blas.handle; }
+
+bool ct__blas_call_begin(bool *holds) {
+  *holds = false;
+  return !blas.limited || begin_call(holds);
+}
+
+void ct__blas_call_end(bool holds) {
+  if (blas.limited) end_call(holds);
+}
+
+ct_status ct__blas_no_room(const char *op) {
+  return ct__fail_status(CT_ERR_OOM,
+                         "%s: the address-space limit (ulimit -v) leaves no room for another "
+                         "%zu MiB buffer of OpenBLAS, which its LAPACK routine would wait for "
+                         "forever: raise the limit or free memory",
+                         op, CT_BLAS_BUFFER >> 20);
+}
 
 int ct__blas_max_threads(void) { return blas.max_threads > 0 ? blas.max_threads : 1; }
 

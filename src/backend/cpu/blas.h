@@ -26,6 +26,16 @@ ct_status ct__blas_load(const char *op);
 /* The dlopen handle of the loaded BLAS (LAPACK's routines are resolved from
  * it: lapack.c). Valid after ct__blas_load. */
 void *ct__blas_handle(void);
+/* Brackets a call into the loaded library other than ct__blas_fns (LAPACK's
+ * routines, which call the BLAS inside and may need a buffer of their own).
+ * false: under the load's address-space limit there is no room for one, and
+ * OpenBLAS would wait for it forever: the caller must not call, and reports
+ * ct__blas_no_room(op). true: call, then ct__blas_call_end(holds). Without a
+ * limit at load both cost a branch. */
+bool ct__blas_call_begin(bool *holds);
+void ct__blas_call_end(bool holds);
+/* Records CT_ERR_OOM: op, and why the call was not made. */
+ct_status ct__blas_no_room(const char *op);
 /* How many threads may call the BLAS at once (1 for a build that is not
  * thread-safe, or when the address-space limit leaves room for fewer buffers
  * than ctensor has threads). Valid after ct__blas_load. */

@@ -11,6 +11,7 @@
  * buffers are per calling thread. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "backend/cpu/blas.h"
@@ -129,6 +130,8 @@ typedef struct lapack_job {
   lapack_int *iwork; /* syevd: liwork per worker */
   lapack_int lwork, liwork;
   int workers;
+  const char *op;
+  atomic_bool no_room; /* a call was not made: ct__blas_call_begin refused it */
 } lapack_job;
 
 static void run_one(const lapack_job *j, int64_t i, int64_t worker) {
@@ -184,8 +187,16 @@ static void run_one(const lapack_job *j, int64_t i, int64_t worker) {
 /* Worker w takes matrices w, w + workers, ...: at most `workers` threads
  * are inside LAPACK at once. */
 static void worker(int64_t w, void *ctx) {
-  const lapack_job *j = ctx;
-  for (int64_t i = w; i < j->batch; i += j->workers) run_one(j, i, w);
+  lapack_job *j = ctx;
+  for (int64_t i = w; i < j->batch; i += j->workers) {
+    bool holds;
+    if (!ct__blas_call_begin(&holds)) {
+      atomic_store(&j->no_room, true);
+      return;
+    }
+    run_one(j, i, w);
+    ct__blas_call_end(holds);
+  }
 }
 
 /* How many threads call LAPACK for j. */
@@ -197,12 +208,15 @@ static int workers_for(const lapack_job *j) {
   return work < 65536.0 || j->batch < 2 ? 1 : (int)(j->batch < nt ? j->batch : nt);
 }
 
-static void run(lapack_job *j) {
+/* Runs j's calls; CT_ERR_OOM when the address-space limit left no room for
+ * one (its matrices are then not all computed). */
+static ct_status run(lapack_job *j) {
   if (!j->workers) j->workers = workers_for(j);
   if (j->workers == 1)
     worker(0, j);
   else
     ct__parallel_run(j->workers, worker, j);
+  return atomic_load(&j->no_room) ? ct__blas_no_room(j->op) : CT_OK;
 }
 
 static ct_status init_job(lapack_job *j, const char *op, job_kind kind, const ct_tensor *a) {
@@ -217,7 +231,8 @@ static ct_status init_job(lapack_job *j, const char *op, job_kind kind, const ct
                     .es = ct_dtype_size(a->dtype),
                     .batch = a->shape[0],
                     .n = (lapack_int)n,
-                    .a = ct__data(a)};
+                    .a = ct__data(a),
+                    .op = op};
   return CT_OK;
 }
 
@@ -227,8 +242,7 @@ ct_status ct__cpu_lu_factor(ct_tensor *a, ct_tensor *piv, ct_tensor *info) {
   if (st != CT_OK) return st;
   j.piv = ct__data(piv);
   j.info = ct__data(info);
-  run(&j);
-  return CT_OK;
+  return run(&j);
 }
 
 ct_status ct__cpu_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor *rhs, bool trans) {
@@ -252,8 +266,7 @@ ct_status ct__cpu_lu_solve(const ct_tensor *lu, const ct_tensor *piv, ct_tensor 
   j.rhs = ct__data(rhs);
   j.shared_lu = shared;
   j.trans = trans ? 'T' : 'N';
-  run(&j);
-  return CT_OK;
+  return run(&j);
 }
 
 ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info) {
@@ -261,8 +274,7 @@ ct_status ct__cpu_cholesky(ct_tensor *a, ct_tensor *info) {
   ct_status st = init_job(&j, "cholesky", JOB_POTRF, a);
   if (st != CT_OK) return st;
   j.info = ct__data(info);
-  run(&j);
-  return CT_OK;
+  return run(&j);
 }
 
 /* The workspace of j (lwork elements, liwork ints) for each of its workers:
@@ -300,9 +312,9 @@ ct_status ct__cpu_eigh(ct_tensor *a, ct_tensor *w, ct_tensor *info, bool upper) 
   j.liwork = iq > 0 ? iq : 1;
   char *buf = workspace(&j, "eigh", lw);
   if (!buf) return ct_last_error();
-  run(&j);
+  st = run(&j);
   ct__free(buf);
-  return CT_OK;
+  return st;
 }
 
 ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, ct_tensor *info,
@@ -331,9 +343,9 @@ ct_status ct__cpu_svd(ct_tensor *a, ct_tensor *s, ct_tensor *u, ct_tensor *vt, c
   j.liwork = 8 * n;
   char *buf = workspace(&j, "svd", j.p ? wq.d : (double)wq.f);
   if (!buf) return ct_last_error();
-  run(&j);
+  st = run(&j);
   ct__free(buf);
-  return CT_OK;
+  return st;
 }
 
 /* geqrf (orgqr: !factor) over a (B, c, r) with tau (B, k). */
@@ -362,9 +374,9 @@ static ct_status householder(const char *op, ct_tensor *a, const ct_tensor *tau,
   j.liwork = 0;
   char *buf = workspace(&j, op, j.p ? wq.d : (double)wq.f);
   if (!buf) return ct_last_error();
-  run(&j);
+  st = run(&j);
   ct__free(buf);
-  return CT_OK;
+  return st;
 }
 
 ct_status ct__cpu_geqrf(ct_tensor *a, ct_tensor *tau) { return householder("qr", a, tau, true); }

@@ -11,6 +11,7 @@
  * depend on the shapes only) and each task allocates its own. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "backend/cpu/blas.h"
@@ -74,7 +75,8 @@ typedef struct lstsq_job {
     double d;
   } rcond;
   lapack_int lwork, liwork; /* per call */
-  bool failed;              /* a task's workspace could not be allocated */
+  atomic_bool failed;       /* a task's workspace could not be allocated */
+  atomic_bool no_room;      /* a call was not made: ct__blas_call_begin refused it */
 } lstsq_job;
 
 /* One driver call on matrix i; work NULL with lwork -1: the workspace query
@@ -109,13 +111,19 @@ static void run_task(int64_t i, void *ctx) {
   size_t bytes = (size_t)j->lwork * j->es + sizeof(lapack_int) * (size_t)(j->liwork + j->n + 1);
   char *w = ct__malloc(bytes);
   if (!w) {
-    j->failed = true;
+    atomic_store(&j->failed, true);
     return;
   }
   lapack_int *iwork = (lapack_int *)(void *)(w + (size_t)j->lwork * j->es);
   lapack_int *jpvt = iwork + j->liwork;
   for (lapack_int c = 0; c < j->n; c++) jpvt[c] = 0; /* every column free to move */
-  call(j, i, w, j->lwork, iwork, jpvt);
+  bool holds;
+  if (ct__blas_call_begin(&holds)) {
+    call(j, i, w, j->lwork, iwork, jpvt);
+    ct__blas_call_end(holds);
+  } else {
+    atomic_store(&j->no_room, true);
+  }
   ct__free(w);
 }
 
@@ -173,7 +181,8 @@ ct_status ct__cpu_lstsq(ct_tensor *a, ct_tensor *b, ct_tensor *rank, ct_tensor *
     for (int64_t i = 0; i < batch; i++) run_task(i, &j);
   else
     ct__parallel_run(batch, run_task, &j);
-  if (j.failed)
+  if (atomic_load(&j.failed))
     return ct__fail_status(CT_ERR_OOM, "%s: out of host memory for LAPACK's workspace", op);
+  if (atomic_load(&j.no_room)) return ct__blas_no_room(op);
   return CT_OK;
 }
