@@ -7,6 +7,8 @@
  *                    malloc'd buffer (what a naive library pays in page faults)
  *   sum_10M_f32      sum of 10M floats, next to an AVX-512/AVX2 C loop
  *   matmul_1024_f32  1024x1024 @ 1024x1024, fresh result
+ *   matmul_1024_bf16 the same in bf16 (autocast's products: the AVX512-BF16
+ *                    kernel where the CPU has it, else sgemm on f32 copies)
  *   add_1elem_f32    per-op cost of a 1-element add, result created and freed
  *   mul_1elem_grad_f32  the same for a 1-element mul whose input requires grad:
  *                    the op plus recording its autograd node (what each op of a
@@ -204,9 +206,10 @@ static void run_ct_matmul(void *p) {
   ct_free(ct_matmul(m->a, m->b));
 }
 
-static void bench_matmul(void) {
-  const char *name = "matmul_1024_f32";
-  mat_ctx m = {ct_rand(CT_SHAPE(N_MAT, N_MAT), NULL), ct_rand(CT_SHAPE(N_MAT, N_MAT), NULL)};
+static void bench_matmul(ct_dtype dtype) {
+  const char *name = dtype == CT_BF16 ? "matmul_1024_bf16" : "matmul_1024_f32";
+  ct_tensor_opts o = {.dtype = dtype};
+  mat_ctx m = {ct_rand(CT_SHAPE(N_MAT, N_MAT), &o), ct_rand(CT_SHAPE(N_MAT, N_MAT), &o)};
   ct_tensor *r = ct_matmul(m.a, m.b);
   if (!r)
     emit_error(name, "ctensor", ct_last_error_message());
@@ -384,7 +387,8 @@ int main(int argc, char **argv) {
     if (bench_want(only, "sum_10M_f32")) bench_sum(&big);
     free_big(&big);
   }
-  if (bench_want(only, "matmul_1024_f32")) bench_matmul();
+  if (bench_want(only, "matmul_1024_f32")) bench_matmul(CT_F32);
+  if (bench_want(only, "matmul_1024_bf16")) bench_matmul(CT_BF16);
   if (bench_want(only, "add_1elem_f32")) bench_small();
   if (bench_want(only, "mul_1elem_grad_f32")) bench_small_grad();
   if (bench_want(only, "linreg_1000")) bench_linreg();

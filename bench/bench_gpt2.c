@@ -2,7 +2,7 @@
  * weights and the batch bench/peers_gpt2.py wrote, so that PyTorch and llm.c
  * train the very same model in the same run (bench/gpt2.sh drives all three).
  *
- *   bench_gpt2 DIR [--threads N] [--steps S] [--B 4] [--T 64]
+ *   bench_gpt2 DIR [--threads N] [--steps S] [--B 4] [--T 64] [--amp bf16]
  *       one JSON line per step: {"bench":"gpt2_124M_train_step","impl":"ctensor",
  *       "step":k,"loss":...,"step_s":...}; DIR holds gpt2_124M.safetensors and
  *       batch.safetensors ("tokens": B*T+1 ids; inputs tokens[:-1], targets
@@ -12,6 +12,8 @@
  * (VmHWM) and its resident memory once the model was loaded: {"bench":"gpt2_124M_peak_memory",
  *       "impl":"fused"|"unfused",...}. --unfused replaces the fused attention by
  *       matmul, mask, softmax, matmul.
+ * --amp bf16 runs the forward pass and the loss under bf16 autocast (impl
+ * "ctensor_bf16"; f32 weights and optimizer, as torch.autocast).
  * AdamW as llm.c's train_gpt2.c: lr 1e-4, betas (0.9, 0.999), eps 1e-8, no
  * weight decay. */
 #include <stdio.h>
@@ -53,7 +55,7 @@ int main(int argc, char **argv) {
   const char *dir = argv[1];
   int threads = 2, steps = 5;
   int64_t B = 4, T = 64;
-  bool memory = false;
+  bool memory = false, bf16 = false;
   gpt2_config cfg = gpt2_124m;
   for (int i = 2; i < argc; i++) {
     bool has_value = i + 1 < argc;
@@ -67,6 +69,8 @@ int main(int argc, char **argv) {
       T = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--memory"))
       memory = true;
+    else if (!strcmp(argv[i], "--amp") && has_value && !strcmp(argv[i + 1], "bf16"))
+      bf16 = true, i++;
     else if (!strcmp(argv[i], "--unfused"))
       cfg.unfused_attention = true;
     else {
@@ -122,17 +126,19 @@ int main(int argc, char **argv) {
     double t0 = bench_now_s(), loss_value = 0;
     ct_scope_begin();
     ct_optimizer_zero_grad(opt);
+    bool region = bf16 && ct_autocast_begin(CT_DEVICE_CPU, CT_BF16, true) == CT_OK;
     ct_tensor *loss = gpt2_loss(gpt, x, y);
-    bool ok = loss && ct_backward(loss, NULL, NULL) == CT_OK && ct_optimizer_step(opt) == CT_OK &&
+    if (region) ct_autocast_end();
+    bool ok = (!bf16 || region) && loss && ct_backward(loss, NULL, NULL) == CT_OK && ct_optimizer_step(opt) == CT_OK &&
               ct_item(loss, &loss_value) == CT_OK;
     ct_scope_end();
     if (!ok) return fail("training step");
     double dt = bench_now_s() - t0;
     if (!memory)
       printf(
-          "{\"bench\":\"gpt2_124M_train_step\",\"impl\":\"ctensor\",\"threads\":%d,\"step\":%d,"
+          "{\"bench\":\"gpt2_124M_train_step\",\"impl\":\"ctensor%s\",\"threads\":%d,\"step\":%d,"
           "\"loss\":%.9g,\"step_s\":%.6f}\n",
-          threads, step, loss_value, dt);
+          bf16 ? "_bf16" : "", threads, step, loss_value, dt);
     fflush(stdout);
   }
   if (memory)

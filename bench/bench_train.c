@@ -13,6 +13,9 @@
  *   train_fashion_cnn_step  Fashion-MNIST CNN, batch 64 of (1, 28, 28):
  *                      Conv(1,32,3)-ReLU-MaxPool2-Conv(32,64,3)-ReLU-MaxPool2-Flatten-
  *                      Linear(1600,128)-ReLU-Linear(128,10), same loss and optimizer
+ *   train_mlp_step_bf16, train_cnn_step_bf16, train_fashion_cnn_step_bf16
+ *                      the same steps with the forward pass and the loss in a
+ *                      bf16 autocast region (as torch.autocast("cpu")); f32 weights
  *   train_fashion_cnn_epoch the same model over a full epoch's worth of steps: 938
  *                      batches of 64 (the last one 32) sliced from a random
  *                      (60000, 1, 28, 28) data set; seconds per epoch
@@ -120,20 +123,24 @@ typedef struct step_ctx {
   ct_optimizer *opt;
   ct_tensor *x, *labels; /* a fixed batch; labels i64 */
   int failed;
+  bool bf16; /* forward and loss under bf16 autocast */
 } step_ctx;
 
 static void run_step(void *p) {
   step_ctx *s = p;
   ct_scope_begin();
   ct_optimizer_zero_grad(s->opt);
+  if (s->bf16 && ct_autocast_begin(dev.type, CT_BF16, true) != CT_OK) s->failed = 1;
   ct_tensor *loss = ct_cross_entropy(ct_module_forward(s->net, s->x), s->labels, NULL);
+  if (s->bf16) ct_autocast_end();
   if (ct_backward(loss, NULL, NULL) != CT_OK || ct_optimizer_step(s->opt) != CT_OK)
     s->failed = 1;
   ct_scope_end();
   if (!sync_dev()) s->failed = 1;
 }
 
-/* Times training steps of `net` on a random batch x of `shape` (takes net). */
+/* Times training steps of `net` on a random batch x of `shape` (takes net);
+ * a name ending in _bf16 runs them under bf16 autocast. */
 static void bench_step(const char *name, ct_module *net, const int64_t *shape, int ndim) {
   enum { MAX_PARAMS = 32 };
   ct_tensor *params[MAX_PARAMS];
@@ -141,7 +148,7 @@ static void bench_step(const char *name, ct_module *net, const int64_t *shape, i
   step_ctx s = {net, NULL, ct_randn(shape, ndim, &(ct_tensor_opts){.device = dev}),
                 ct_randint(0, 10, CT_SHAPE(shape[0]),
                            &(ct_tensor_opts){.dtype = CT_I64, .device = dev}),
-                0};
+                0, strstr(name, "_bf16") != NULL};
   if (n > 0 && n <= MAX_PARAMS)
     s.opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01, .momentum = 0.9});
   ct_memory_stats before = memory_now();
@@ -187,7 +194,7 @@ static void bench_epoch(void) {
   ct_tensor *params[MAX_PARAMS];
   ct_module *net = train_fashion_cnn_new(dev);
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
-  epoch_ctx e = {{net, NULL, NULL, NULL, 0},
+  epoch_ctx e = {{net, NULL, NULL, NULL, 0, false},
                  ct_randn(CT_SHAPE(EPOCH_N, 1, 28, 28), &(ct_tensor_opts){.device = dev}),
                  ct_randint(0, 10, CT_SHAPE(EPOCH_N),
                             &(ct_tensor_opts){.dtype = CT_I64, .device = dev})};
@@ -244,6 +251,13 @@ int main(int argc, char **argv) {
     bench_step("train_cnn_step", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32));
   if (bench_want(only, "train_fashion_cnn_step"))
     bench_step("train_fashion_cnn_step", train_fashion_cnn_new(dev), CT_SHAPE(64, 1, 28, 28));
+  if (bench_want(only, "train_mlp_step_bf16"))
+    bench_step("train_mlp_step_bf16", train_mlp_new(dev), CT_SHAPE(64, 784));
+  if (bench_want(only, "train_cnn_step_bf16"))
+    bench_step("train_cnn_step_bf16", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32));
+  if (bench_want(only, "train_fashion_cnn_step_bf16"))
+    bench_step("train_fashion_cnn_step_bf16", train_fashion_cnn_new(dev),
+               CT_SHAPE(64, 1, 28, 28));
   /* Only when asked for by name: an epoch takes seconds per call. */
   if (only && bench_want(only, "train_fashion_cnn_epoch")) bench_epoch();
   return 0;

@@ -7,6 +7,10 @@
 # faster) and the losses of the first steps against ctensor's.
 #
 #   bench/gpt2.sh BUILD_DIR [--threads N] [--steps S] [--out FILE.jsonl] [--no-memory]
+#                 [--amp] [--peers-python PY]
+# --amp: also the steps under bf16 autocast (ctensor_bf16, pytorch_bf16).
+# --peers-python PY: also PyTorch under that interpreter (bench/peers-venv.sh's,
+# PyTorch 2.x: impl pytorch@pypi), after Debian's.
 #   LLMC_DIR=/path/to/llm.c bench/gpt2.sh BUILD_DIR ...
 #
 # LLMC_DIR: a checkout of karpathy/llm.c. Its train_gpt2.c is built here
@@ -24,12 +28,16 @@ threads=2
 steps=5
 out=""
 memory=1
+amp=0
+py2=""
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-memory) memory=0; shift ;;
+    --amp) amp=1; shift ;;
+    --peers-python) py2=$2; shift 2 ;;
     *) echo "gpt2.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +60,17 @@ echo "# pytorch" >&2
 # passive: libgomp spinning after its regions would take the cores of OpenBLAS threads
 # (bench/peers_util.py)
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} $py "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" | tee -a "$results"
+for p2 in ${py2:+"$py2"}; do
+  OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$p2" "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" --tag pypi 2>/dev/null | tee -a "$results"
+done
+if [ "$amp" = 1 ]; then
+  echo "# bf16 autocast" >&2
+  "$build/bench/bench_gpt2" "$work" --threads "$threads" --steps "$steps" --amp bf16 | tee -a "$results"
+  OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} $py "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" --amp bf16 | tee -a "$results"
+  for p2 in ${py2:+"$py2"}; do
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$p2" "$here/peers_gpt2.py" torch "$work" --threads "$threads" --steps "$steps" --amp bf16 --tag pypi 2>/dev/null | tee -a "$results"
+  done
+fi
 
 if [ -n "${LLMC_DIR:-}" ] && [ -f "$LLMC_DIR/train_gpt2.c" ]; then
   echo "# llm.c ($LLMC_DIR)" >&2

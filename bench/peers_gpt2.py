@@ -84,14 +84,19 @@ def train_torch(d):
     B = arg('--B', 4)
     x, y = tokens[:-1].view(B, -1), tokens[1:].view(B, -1)
     opt = torch.optim.AdamW(model.parameters(), **ADAMW)
+    # --amp bf16: forward and loss under bf16 autocast (impl pytorch_bf16); --tag
+    # SUFFIX names the interpreter's torch (impl pytorch@SUFFIX)
+    bf16 = arg('--amp', '') == 'bf16'
+    impl = 'pytorch' + ('_bf16' if bf16 else '') + ('@' + arg('--tag', '') if '--tag' in sys.argv else '')
     for step in range(steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
-        print(json.dumps({'bench': 'gpt2_124M_train_step', 'impl': 'pytorch', 'threads': torch.get_num_threads(),
+        print(json.dumps({'bench': 'gpt2_124M_train_step', 'impl': impl, 'threads': torch.get_num_threads(),
                           'step': step, 'loss': loss.item(), 'step_s': dt}), flush=True)
 
 

@@ -10,6 +10,10 @@ so its time includes the GPU work (PyTorch eager); a {"meta":"device",...} line
 follows the first meta line. TF32 is off for f32 products and convolutions
 (peers_util.torch_exact_f32), as in ctensor, so both do the same arithmetic.
 Without CUDA: a message on stderr, exit 0, no rows.
+The *_bf16 steps run the forward pass and the loss under
+torch.autocast(device, torch.bfloat16), as bench_train's. With --compile
+(PyTorch 2.x), each step is also timed with the model under torch.compile
+(impl "torch_compile"; its compilation happens in the warm-up, untimed).
 
 Run with Debian's interpreter: /usr/bin/python3 bench/peers_train.py --threads N
 """
@@ -34,6 +38,9 @@ def take_device(argv):
 
 
 DEVICE_NAME = take_device(sys.argv)
+COMPILE = "--compile" in sys.argv
+if COMPILE:
+    sys.argv.remove("--compile")
 
 from peers_util import emit, init, scaled, torch_exact_f32, torch_precision, want  # noqa: E402
 
@@ -82,21 +89,28 @@ def bench_linreg():
     emit("train_linreg_1000", "torch", run, "ms_per_1000", scaled(1e3))
 
 
-def bench_step(name, net, shape):
-    """One step: zero_grad, forward, cross_entropy, backward, SGD(0.01, momentum 0.9)."""
+def bench_step(name, net, shape, bf16=False):
+    """One step: zero_grad, forward, cross_entropy, backward, SGD(0.01, momentum 0.9);
+    with bf16, forward and loss under bf16 autocast. With --compile, again with
+    the model compiled."""
     net = net.to(DEV)
     x = torch.randn(*shape, device=DEV)
     labels = torch.randint(0, 10, (shape[0],), device=DEV)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
-    def run():
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(x), labels)
-        loss.backward()
-        opt.step()
-        sync()
+    def runner(model):
+        def run():
+            opt.zero_grad()
+            with torch.autocast(DEV.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = nn.functional.cross_entropy(model(x), labels)
+            loss.backward()
+            opt.step()
+            sync()
+        return run
 
-    emit(name, "torch", run, "ms_per_step", scaled(1e3))
+    emit(name, "torch", runner(net), "ms_per_step", scaled(1e3))
+    if COMPILE and hasattr(torch, "compile"):
+        emit(name, "torch_compile", runner(torch.compile(net)), "ms_per_step", scaled(1e3))
 
 
 def mlp():
@@ -157,6 +171,12 @@ def main():
         bench_step("train_cnn_step", cnn(), (64, 3, 32, 32))
     if want("train_fashion_cnn_step"):
         bench_step("train_fashion_cnn_step", fashion_cnn(), (64, 1, 28, 28))
+    if want("train_mlp_step_bf16"):
+        bench_step("train_mlp_step_bf16", mlp(), (64, 784), bf16=True)
+    if want("train_cnn_step_bf16"):
+        bench_step("train_cnn_step_bf16", cnn(), (64, 3, 32, 32), bf16=True)
+    if want("train_fashion_cnn_step_bf16"):
+        bench_step("train_fashion_cnn_step_bf16", fashion_cnn(), (64, 1, 28, 28), bf16=True)
     if ARGS.only is not None and want("train_fashion_cnn_epoch"):  # seconds per call
         bench_epoch()
 

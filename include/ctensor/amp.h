@@ -55,6 +55,12 @@ CT_API void ct_autocast_end(void);
 /* Whether ops on device_type tensors autocast here, and to which dtype. */
 CT_API bool ct_autocast_is_enabled(ct_device_type device_type);
 CT_API ct_dtype ct_autocast_dtype(ct_device_type device_type);
+/* Whether autocast to `dtype` (f16 or bf16) makes this CPU's products
+ * faster than f32: bf16 where the CPU has AVX512-BF16 (the library's bf16
+ * GEMM; CTENSOR_CPU_BF16_GEMM=0 turns it off), f16 never (its products run
+ * on f32 copies, and the casts only add time). When not, *why (if not NULL)
+ * points at a static sentence saying why. */
+CT_API bool ct_autocast_cpu_is_fast(ct_dtype dtype, const char **why);
 
 /* ---- Dynamic loss scaling ------------------------------------------------- */
 

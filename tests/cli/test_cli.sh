@@ -162,10 +162,23 @@ amp)
     pass "resumed"
   "$ST" compare a.safetensors b.safetensors >cmp.out 2>&1 && pass "f16: SIGINT+resume = straight, bit for bit ($(cat cmp.out))" ||
     { fail "f16: SIGINT+resume differs from the straight run"; cat cmp.out; }
-  # auto: f16 on a GPU, bf16 on the CPU; it trains.
+  # auto: f16 on a GPU, bf16 on a CPU whose bf16 products beat f32 (else f32,
+  # saying why on the run line); it trains.
   case $CT_DEVICE in cuda*) want=f16 ;; *) want=bf16 ;; esac
   run auto 0 "$CT" train --model mlp --amp auto --epochs 1 --lr 0.005 --data-dir data --limit-train 512 \
-    --limit-test 256 --batch-size 32 && expect_text "--amp auto is $want here" auto.out ", amp $want,"
+    --limit-test 256 --batch-size 32
+  if [ "$want" = bf16 ] && grep -q -- "--amp auto keeps f32: " auto.err; then
+    pass "--amp auto keeps f32 on this CPU, saying why"
+    grep -q ", amp " auto.out && fail "--amp auto kept f32 but the header names an amp dtype"
+  else
+    expect_text "--amp auto is $want here" auto.out ", amp $want,"
+  fi
+  if [ "$want" = bf16 ]; then
+    CTENSOR_CPU_BF16_GEMM=0 run autof32 0 "$CT" train --model mlp --amp auto --epochs 1 --data-dir data \
+      --limit-train 64 --limit-test 32 --batch-size 32 &&
+      expect_text "--amp auto keeps f32 without bf16 products" autof32.err "precision f32 \(--amp auto keeps f32: .*AVX512-BF16"
+    expect_text "an explicit --amp f16 on the CPU warns" straight.err "warning: --amp f16 on the CPU: "
+  fi
   acc=$(sed -nE 's/^test accuracy: [0-9.]+% \(([0-9]+)\/256\)/\1/p' auto.out)
   awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 128) }' && pass "learned with --amp auto ($acc/256)" ||
     fail "accuracy ${acc:-?}/256 too low with --amp auto"

@@ -303,6 +303,22 @@ static int open_data(train_run *r) {
   return CLI_OK;
 }
 
+/* On the CPU, --amp auto keeps f32 where half products would be slower
+ * (the run line says why: amp_why), and an explicit --amp there warns. */
+static char amp_why[256];
+static void resolve_cpu_amp(cli_opts *o, ct_device dev) {
+  const char *why;
+  if (dev.type != CT_DEVICE_CPU || o->amp == AMP_NONE ||
+      ct_autocast_cpu_is_fast(o->amp == AMP_F16 ? CT_F16 : CT_BF16, &why))
+    return;
+  if (o->amp == AMP_AUTO) {
+    snprintf(amp_why, sizeof amp_why, " (--amp auto keeps f32: %s)", why);
+    o->amp = AMP_NONE;
+  } else {
+    fprintf(stderr, "ctensor train: warning: --amp %s on the CPU: %s\n", cli_amp_name(o->amp), why);
+  }
+}
+
 /* Model, optimizer, schedule and scaler, initialized from the seed. */
 static int build_model(train_run *r) {
   cli_opts *o = &r->o;
@@ -311,6 +327,7 @@ static int build_model(train_run *r) {
   ct_manual_seed(o->seed);
   r->model = cli_model_new(o->model, channels, size);
   bool sched_ok = false;
+  resolve_cpu_amp(o, r->dev);
   if (o->amp == AMP_AUTO) o->amp = r->dev.type == CT_DEVICE_CUDA ? AMP_F16 : AMP_BF16;
   if (!r->model || ct_module_to(r->model, r->dev) != CT_OK ||
       !(r->opt = make_optimizer(o, r->model)) ||
@@ -422,10 +439,11 @@ int cmd_train(int argc, char **argv) {
   rc = setup(&r);
   if (rc == CLI_OK && !r.finalize) {
     if (r.rank == 0)
-      cli_print_run_line(&r.o, r.dev, "model %s \u00b7 dataset %s %lld/%lld \u00b7 precision %s",
+      cli_print_run_line(&r.o, r.dev, "model %s \u00b7 dataset %s %lld/%lld \u00b7 precision %s%s",
                          cli_model_name(r.o.model), cli_dataset_name(r.o.dataset),
                          (long long)ct_dataset_length(r.train_ds),
-                         (long long)ct_dataset_length(r.test_ds), cli_precision_name(r.o.amp));
+                         (long long)ct_dataset_length(r.test_ds), cli_precision_name(r.o.amp),
+                         amp_why);
     print_header(&r);
     rc = train_epochs(&r);
   }

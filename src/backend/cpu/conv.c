@@ -20,10 +20,13 @@
  * far below the size where a threaded GEMM pays). When there are fewer
  * samples than threads and each product is large, samples run one after
  * another and each GEMM is split across the pool instead (gemm.c). f32 and
- * f64 natively; f16/bf16 computed in f32. */
+ * f64 natively; f16/bf16 computed on f32 copies, bf16's GEMMs on the
+ * AVX512-BF16 kernel where the CPU has it (gemm_bf16.h: it rounds the f32
+ * copies back to bf16 as it packs them, exactly, at twice sgemm's speed). */
 #include <stdlib.h>
 #include "backend/cpu/conv.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "core/parallel.h"
 
 static conv_geom geom_of(const ct_tensor *x, const ct_tensor *w, const int64_t *oshape,
@@ -79,10 +82,15 @@ static void col2im(ct_dtype dt, const conv_geom *g, const void *col, void *x, in
   else col2im_f64(g, col, x, ld);
 }
 
-/* Row-major C (M, N) = alpha * op(A) @ op(B) + beta * C. */
-static void gemm(ct_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
-                 int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
-  ct__gemm(dt == CT_F64, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+/* Row-major C (M, N) = op(A) @ op(B) + beta * C (beta 0 or 1); bf16: f32
+ * operands multiplied as bf16. */
+static void gemm(ct_dtype dt, bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                 int64_t ldc) {
+  if (bf16)
+    ct__gemm_bf16_f32(ta, tb, M, N, K, A, lda, B, ldb, beta != 0, C, ldc);
+  else
+    ct__gemm(dt == CT_F64, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* Whether to split the batch across threads (each with single-threaded
@@ -182,7 +190,7 @@ static void fwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
         for (int64_t s = 0; s < m; s++)
           im2col(c->dt, g, c->x + (size_t)(((n + s) * g->C + gr * g->Cg) * g->H * g->W) * es,
                  col + (size_t)(s * g->P) * es, ld);
-        gemm(c->dt, false, false, g->Cog, ld, g->K, wg, g->K, col, ld, 0.0, res, ld);
+        gemm(c->dt, c->bf16, false, false, g->Cog, ld, g->K, wg, g->K, col, ld, 0.0, res, ld);
         scatter_rows(c->dt, res, c->out + (size_t)((n * g->Co + gr * g->Cog) * g->P) * es, m,
                      g->Cog, g->P, g->Co * g->P, bg, true);
         continue;
@@ -204,9 +212,17 @@ static void fwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
         im2col(c->dt, g, xg, col, g->P);
         src = col;
       }
-      gemm(c->dt, false, false, g->Cog, g->P, g->K, wg, g->K, src, g->P, bg ? 1.0 : 0.0, og, g->P);
+      gemm(c->dt, c->bf16, false, false, g->Cog, g->P, g->K, wg, g->K, src, g->P, bg ? 1.0 : 0.0, og, g->P);
     }
   }
+}
+
+static ct_status conv2d_run(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
+                            const ct_tensor *bias, const ct_conv2d_params *p, bool bf16);
+
+/* Whether a half convolution's products run on the bf16 kernel. */
+static bool bf16_products(const ct_tensor *x) {
+  return x->dtype == CT_BF16 && ct__gemm_bf16_available();
 }
 
 static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
@@ -214,7 +230,7 @@ static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor
   bool fail = false;
   ct_tensor *xf = ct__nn_f32(x, true, &fail), *wf = ct__nn_f32(w, true, &fail);
   ct_tensor *bf = ct__nn_f32(bias, true, &fail), *of = ct__nn_f32(out, false, &fail);
-  ct_status st = fail ? ct_last_error() : ct__cpu_conv2d(of, xf, wf, bf, p);
+  ct_status st = fail ? ct_last_error() : conv2d_run(of, xf, wf, bf, p, bf16_products(x));
   ct__release(xf), ct__release(wf), ct__release(bf);
   return ct__nn_back(out, of, st);
 }
@@ -222,9 +238,17 @@ static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor
 ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
                          const ct_tensor *bias, const ct_conv2d_params *p) {
   if (ct__is_half(x->dtype)) return conv2d_half(out, x, w, bias, p);
+  return conv2d_run(out, x, w, bias, p, false);
+}
+
+static ct_status conv2d_run(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
+                            const ct_tensor *bias, const ct_conv2d_params *p, bool bf16) {
   ct_status loaded = ct__blas_load("conv2d");
   if (loaded != CT_OK) return loaded;
-  fwd_ctx c = {.g = geom_of(x, w, out->shape, p), .dt = x->dtype, .es = ct__elsize(x->dtype)};
+  fwd_ctx c = {.g = geom_of(x, w, out->shape, p),
+               .dt = x->dtype,
+               .bf16 = bf16,
+               .es = ct__elsize(x->dtype)};
   if (out->numel == 0) return CT_OK;
   c.x = ct__data(x), c.w = ct__data(w), c.b = bias ? ct__data(bias) : NULL, c.out = ct__data(out);
   if (c.g.K == 0) { /* no input channels: bias only */
@@ -286,10 +310,10 @@ static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
         if (gwg) {
           for (int64_t s = 0; s < m; s++)
             im2col(c->dt, g, c->x + xoff + (size_t)s * xstride, col + (size_t)(s * g->P) * es, ld);
-          gemm(c->dt, false, true, g->Cog, g->K, ld, gbuf, ld, col, ld, 1.0, gwg, g->K);
+          gemm(c->dt, c->bf16, false, true, g->Cog, g->K, ld, gbuf, ld, col, ld, 1.0, gwg, g->K);
         }
         if (c->gx) {
-          gemm(c->dt, true, false, g->K, ld, g->Cog, wg, g->K, gbuf, ld, 0.0, col, ld);
+          gemm(c->dt, c->bf16, true, false, g->K, ld, g->Cog, wg, g->K, gbuf, ld, 0.0, col, ld);
           for (int64_t s = 0; s < m; s++) {
             char *gxs = c->gx + xoff + (size_t)s * xstride;
             if (!w1_path(c->dt, g)) memset(gxs, 0, (size_t)(g->Cg * g->H * g->W) * es);
@@ -304,13 +328,13 @@ static void bwd_body(int tid, int64_t n0, int64_t n1, void *vctx) {
           im2col(c->dt, g, c->x + xoff, col, g->P);
           src = col;
         }
-        gemm(c->dt, false, true, g->Cog, g->K, g->P, go, g->P, src, g->P, 1.0, gwg, g->K);
+        gemm(c->dt, c->bf16, false, true, g->Cog, g->K, g->P, go, g->P, src, g->P, 1.0, gwg, g->K);
       }
       if (c->gx) {
         if (g->direct) {
-          gemm(c->dt, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, c->gx + xoff, g->P);
+          gemm(c->dt, c->bf16, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, c->gx + xoff, g->P);
         } else {
-          gemm(c->dt, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, col, g->P);
+          gemm(c->dt, c->bf16, true, false, g->K, g->P, g->Cog, wg, g->K, go, g->P, 0.0, col, g->P);
           if (!w1_path(c->dt, g)) memset(c->gx + xoff, 0, (size_t)(g->Cg * g->H * g->W) * es);
           col2im(c->dt, g, col, c->gx + xoff, g->P);
         }
@@ -364,6 +388,10 @@ static void sum_thread_gw(const bwd_ctx *c, int nt) {
   }
 }
 
+static ct_status conv2d_backward_run(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                     const ct_tensor *grad_out, const ct_tensor *x,
+                                     const ct_tensor *w, const ct_conv2d_params *p, bool bf16);
+
 static ct_status conv2d_backward_half(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
                                       const ct_tensor *grad_out, const ct_tensor *x,
                                       const ct_tensor *w, const ct_conv2d_params *p) {
@@ -372,7 +400,8 @@ static ct_status conv2d_backward_half(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
   ct_tensor *gof = ct__nn_f32(grad_out, true, &fail);
   ct_tensor *gxf = ct__nn_f32(grad_x, false, &fail), *gwf = ct__nn_f32(grad_w, false, &fail);
   ct_tensor *gbf = ct__nn_f32(grad_b, false, &fail);
-  ct_status st = fail ? ct_last_error() : ct__cpu_conv2d_backward(gxf, gwf, gbf, gof, xf, wf, p);
+  ct_status st =
+      fail ? ct_last_error() : conv2d_backward_run(gxf, gwf, gbf, gof, xf, wf, p, bf16_products(x));
   ct__release(xf), ct__release(wf), ct__release(gof);
   st = ct__nn_back(grad_x, gxf, st);
   st = ct__nn_back(grad_w, gwf, st);
@@ -384,9 +413,18 @@ ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tenso
                                   const ct_conv2d_params *p) {
   if (ct__is_half(x->dtype))
     return conv2d_backward_half(grad_x, grad_w, grad_b, grad_out, x, w, p);
+  return conv2d_backward_run(grad_x, grad_w, grad_b, grad_out, x, w, p, false);
+}
+
+static ct_status conv2d_backward_run(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
+                                     const ct_tensor *grad_out, const ct_tensor *x,
+                                     const ct_tensor *w, const ct_conv2d_params *p, bool bf16) {
   ct_status loaded = ct__blas_load("conv2d_backward");
   if (loaded != CT_OK) return loaded;
-  bwd_ctx c = {.g = geom_of(x, w, grad_out->shape, p), .dt = x->dtype, .es = ct__elsize(x->dtype)};
+  bwd_ctx c = {.g = geom_of(x, w, grad_out->shape, p),
+               .dt = x->dtype,
+               .bf16 = bf16,
+               .es = ct__elsize(x->dtype)};
   const conv_geom *g = &c.g;
   c.x = ct__data(x), c.w = ct__data(w), c.gout = ct__data(grad_out);
   c.gx = grad_x ? ct__data(grad_x) : NULL;

@@ -27,6 +27,7 @@ static inline void conv_valid_cols(const conv_geom *g, int64_t off_w, int64_t *o
 typedef struct fwd_ctx {
   conv_geom g;
   ct_dtype dt;
+  bool bf16; /* f32 data from bf16 tensors: products on the bf16 kernel (gemm_bf16.h) */
   size_t es;
   int64_t nb; /* samples per GEMM */
   const char *x, *w, *b;
@@ -37,6 +38,7 @@ typedef struct fwd_ctx {
 typedef struct bwd_ctx {
   conv_geom g;
   ct_dtype dt;
+  bool bf16; /* as fwd_ctx */
   size_t es;
   int64_t nb; /* samples per GEMM */
   const char *x, *w, *gout;

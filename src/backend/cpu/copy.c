@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/cpu_loop.h"
 #include "core/convert.h"
 
@@ -88,10 +89,18 @@ static void convert_via_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
 /* Contiguous f32 <-> half rows (the common casts), vectorizable loops. */
 static void f32_to_half_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   ct_dtype h = *(const ct_dtype *)ctx;
+  if (h == CT_BF16 && s[0] == 2 && s[1] == 4) { /* vectorized (bf16_rows.c) */
+    ct__bf16_from_f32_row((uint16_t *)d[0], (const float *)d[1], n);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) ct__half_store(d[0] + i * s[0], h, *(const float *)(d[1] + i * s[1]));
 }
 static void half_to_f32_row(char **d, const int64_t *s, int64_t n, void *ctx) {
   ct_dtype h = *(const ct_dtype *)ctx;
+  if (h == CT_BF16 && s[0] == 4 && s[1] == 2) {
+    ct__bf16_to_f32_row((float *)d[0], (const uint16_t *)d[1], n);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = ct__half_load(d[1] + i * s[1], h);
 }
 

@@ -1,4 +1,5 @@
 /* The CPU strided loop and the f16/bf16 row adapter. */
+#include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/cpu_loop.h"
 
 #include "core/parallel.h"
@@ -143,7 +144,9 @@ void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *vctx) {
     for (int a = 0; a < c->nargs; a++) {
       char *base = data[a] + done * strides[a];
       if (ct__is_half(c->dtypes[a])) {
-        if (a > 0 || !c->out_is_written)
+        if ((a > 0 || !c->out_is_written) && c->dtypes[a] == CT_BF16 && strides[a] == 2)
+          ct__bf16_to_f32_row(buf[a], (const uint16_t *)base, m); /* vectorized */
+        else if (a > 0 || !c->out_is_written)
           for (int64_t i = 0; i < m; i++)
             buf[a][i] = ct__half_load(base + i * strides[a], c->dtypes[a]);
         ptrs[a] = (char *)buf[a];
@@ -156,8 +159,11 @@ void ct__half_rows(char **data, const int64_t *strides, int64_t n, void *vctx) {
     c->f32_fn(ptrs, st, m, c->f32_ctx);
     if (c->out_is_written && ct__is_half(c->dtypes[0])) {
       char *base = data[0] + done * strides[0];
-      for (int64_t i = 0; i < m; i++)
-        ct__half_store(base + i * strides[0], c->dtypes[0], buf[0][i]);
+      if (c->dtypes[0] == CT_BF16 && strides[0] == 2)
+        ct__bf16_from_f32_row((uint16_t *)base, buf[0], m);
+      else
+        for (int64_t i = 0; i < m; i++)
+          ct__half_store(base + i * strides[0], c->dtypes[0], buf[0][i]);
     }
   }
 }

@@ -4,9 +4,10 @@
  * matrix operand whose strides are row-major (cs 1, rs >= cols) or
  * column-major (rs 1, cs >= rows) is passed to BLAS as it lies (NoTrans or
  * Trans with that leading dimension); only other layouts (steps, broadcast
- * rows) are packed, one matrix at a time into per-worker scratch. f16/bf16
- * operands are converted to f32 in scratch, multiplied by sgemm and the result
- * converted back. Integer dtypes use a plain loop with wrap-around arithmetic.
+ * rows) are packed, one matrix at a time into per-worker scratch. bf16
+ * products go to the AVX512-BF16 kernel (gemm_bf16.c) where the CPU has it,
+ * reading the operands as they lie; other f16/bf16 operands are converted to
+ * f32 in scratch, multiplied by sgemm, and the result converted back. Integer dtypes use a plain loop with wrap-around arithmetic.
  *
  * Parallel decomposition: the BLAS runs single-threaded (blas.c). A large
  * product is split into blocks across ctensor's thread pool, one batch after
@@ -21,6 +22,8 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loop.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/bf16_rows.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "core/parallel.h"
 
 /* Sizes at or below which a product runs on one thread (gemm.c; OpenBLAS
@@ -65,6 +68,7 @@ typedef struct mm_operand {
 typedef struct mm_job {
   ct_dtype dtype;      /* storage dtype of a, b, out */
   bool half;           /* f16/bf16: compute in f32 */
+  bool bf16_kernel;    /* bf16 on gemm_bf16.c's kernel: scratch holds the f32 result only */
   size_t es;           /* storage element size */
   int64_t batches, n, k, m;
   mm_operand a, b;
@@ -154,8 +158,27 @@ static blas_mat operand_for(const mm_job *j, const mm_operand *o, int64_t batch,
   return bm;
 }
 
+/* Batches [b0, b1) of a bf16 product on the bf16 kernel, through an f32
+ * result in scratch. */
+static void run_batches_bf16(const mm_job *j, int64_t b0, int64_t b1, float *cbuf) {
+  int64_t nm = j->n * j->m;
+  for (int64_t bt = b0; bt < b1; bt++) {
+    const uint16_t *A = (const uint16_t *)j->a.data + bt * j->a.bs;
+    const uint16_t *B = (const uint16_t *)j->b.data + bt * j->b.bs;
+    char *c = j->c + (size_t)(bt * nm) * j->es;
+    if (j->beta_one) ct__bf16_to_f32_row(cbuf, (const uint16_t *)c, nm);
+    ct__gemm_bf16(j->n, j->m, j->k, A, j->a.rs, j->a.cs, B, j->b.rs, j->b.cs, cbuf, j->m,
+                  j->beta_one);
+    ct__bf16_from_f32_row((uint16_t *)c, cbuf, nm);
+  }
+}
+
 /* Batches [b0, b1) with this worker's scratch. */
 static void run_batches(const mm_job *j, int64_t b0, int64_t b1, void *scratch) {
+  if (j->bf16_kernel) {
+    run_batches_bf16(j, b0, b1, scratch);
+    return;
+  }
   bool f64 = j->dtype == CT_F64;
   size_t cs = f64 ? sizeof(double) : sizeof(float);
   char *s = scratch;
@@ -216,9 +239,12 @@ static ct_status float_matmul(ct_tensor *out, const ct_tensor *a, const ct_tenso
                            (long long)j.n, (long long)j.k, (long long)j.m);
   init_operand(&j.a, a, j.half);
   init_operand(&j.b, b, j.half);
-  j.scratch_per_worker = (j.a.direct ? 0 : (size_t)(j.n * j.k)) +
-                         (j.b.direct ? 0 : (size_t)(j.k * j.m)) +
-                         (j.half ? (size_t)(j.n * j.m) : 0);
+  /* The kernel's tiles are 8 x 32: thinner products (vectors) stay on sgemv. */
+  j.bf16_kernel = j.dtype == CT_BF16 && j.n >= 8 && j.m >= 16 && ct__gemm_bf16_available();
+  j.scratch_per_worker = j.bf16_kernel ? (size_t)(j.n * j.m)
+                                       : (j.a.direct ? 0 : (size_t)(j.n * j.k)) +
+                                             (j.b.direct ? 0 : (size_t)(j.k * j.m)) +
+                                             (j.half ? (size_t)(j.n * j.m) : 0);
 
   double mnk = (double)j.n * (double)j.m * (double)j.k;
   bool single = (j.n == 1 || j.m == 1) ? mnk < CT_BLAS_SMALL_MV : mnk <= CT_BLAS_SMALL_MNK;
