@@ -61,8 +61,12 @@ int cmd_eval(int argc, char **argv) {
   int64_t limit = o.limit_test_set ? o.limit_test : m->limit_test;
   int64_t channels, size;
   cli_dataset_geometry(ds, &channels, &size);
-  ct_module *model = cli_model_new((cli_model)m->model, channels, size);
+  const cli_data_info *d = &m->data;
+  ct_module *model = d->num_classes > 0 ? cli_model_new_for((cli_model)m->model, d->channels,
+                                                            d->height, d->width, d->num_classes)
+                                        : cli_model_new((cli_model)m->model, channels, size);
   ct_dataset *test = NULL;
+  cli_user_data ud = {0};
   ct_dataloader *dl = NULL;
   rc = CLI_FAIL;
   if (!model || ct_module_to(model, dev) != CT_OK) {
@@ -74,7 +78,15 @@ int cmd_eval(int argc, char **argv) {
             cli_shown(o.checkpoint), cli_model_name((int)m->model), err);
     goto done;
   }
-  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) goto done;
+  if (cli_dataset_is_user(ds)) { /* the test data the checkpoint names, or --test-data */
+    cli_data_info info = *d;
+    o.dataset = ds;
+    o.seed = m->seed;
+    if (cli_user_data_open(&o, true, &info, &ud) != CLI_OK) goto done;
+    test = ud.test;
+  } else if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {
+    goto done;
+  }
   if (cli_require_samples("eval", test, ds, o.data_dir, false) != CLI_OK) goto done;
   dl = ct_dataloader_new(
       test,
@@ -105,7 +117,10 @@ int cmd_eval(int argc, char **argv) {
   rc = CLI_OK;
 done:
   ct_dataloader_free(dl);
-  ct_dataset_free(test);
+  if (ud.base_train || ud.base_test)
+    cli_user_data_free(&ud); /* test is one of its views */
+  else
+    ct_dataset_free(test);
   ct_module_free(model);
   cli_checkpoint_free(&ck);
   return rc;

@@ -158,8 +158,13 @@ static void print_resume_hint(const cli_opts *o) {
 void train_free(train_run *r) {
   ct_dataloader_free(r->train_dl);
   ct_dataloader_free(r->test_dl);
-  ct_dataset_free(r->train_ds);
-  ct_dataset_free(r->test_ds);
+  if (r->user.base_train ||
+      r->user.base_test) { /* your own data: train_ds, test_ds are its views */
+    cli_user_data_free(&r->user);
+  } else {
+    ct_dataset_free(r->train_ds);
+    ct_dataset_free(r->test_ds);
+  }
   ct_lr_scheduler_free(r->sched); /* before the optimizer it borrows */
   ct_optimizer_free(r->opt);
   ct_grad_scaler_free(r->scaler);
@@ -331,7 +336,8 @@ static cli_ckpt_meta checkpoint_meta(const train_run *r) {
                         .amp_scale = scaler_state.scale,
                         .amp_growth_tracker = scaler_state.growth_tracker,
                         .world_size = r->world,
-                        .accuracy = r->last_accuracy};
+                        .accuracy = r->last_accuracy,
+                        .data = r->data};
   ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
   return meta;
 }
@@ -375,6 +381,7 @@ static int end_epoch(train_run *r, const epoch_state *e) {
   }
   double accuracy = ev->total ? (double)ev->correct / (double)ev->total : 0;
   r->last_accuracy = accuracy;
+  if (accuracy > r->best_accuracy) r->best_accuracy = accuracy, r->best_epoch = e->epoch + 1;
   cli_epoch_report rep = {.epoch = e->epoch + 1,
                           .loss = e->samples ? e->loss_sum / (double)e->samples : NAN,
                           .accuracy = accuracy,
@@ -443,8 +450,28 @@ static int stop_after_epoch(train_run *r, int64_t epoch) {
   return 128 + g_interrupted;
 }
 
+/* The program's last words: what the run reached, how long it took and
+ * where the model is (one line, rank 0). */
+static void print_summary(const train_run *r) {
+  const cli_opts *o = &r->o;
+  int64_t epochs = o->epochs - r->start_epoch;
+  printf("done: %lld epoch(s) in %.1f s; ", (long long)epochs, cli_now() - r->t_start);
+  if (cli_dataset_is_text(o->dataset))
+    printf("final validation loss %.4f nats/byte", r->ev.loss);
+  else
+    printf("final test accuracy %.2f%%, best %.2f%% (epoch %lld)",
+           100.0 * (double)r->ev.correct / (double)r->ev.total, 100 * r->best_accuracy,
+           (long long)r->best_epoch);
+  if (o->checkpoint)
+    printf("; checkpoint %s\n", cli_shown(o->checkpoint));
+  else
+    printf("; no checkpoint saved (--checkpoint PATH keeps the model)\n");
+}
+
 int train_epochs(train_run *r) {
   r->ev = (cli_eval_result){.loss = NAN};
+  r->best_accuracy = -1;
+  r->t_start = cli_now();
   for (int64_t epoch = r->start_epoch; epoch < r->o.epochs; epoch++) {
     epoch_state e;
     int rc;
@@ -463,6 +490,7 @@ int train_epochs(train_run *r) {
     printf("test accuracy: %.2f%% (%lld/%lld)\n",
            100.0 * (double)r->ev.correct / (double)r->ev.total, (long long)r->ev.correct,
            (long long)r->ev.total);
+  if (r->ev.total && r->rank == 0) print_summary(r);
   r->finalize = true;
   return CLI_OK;
 }
