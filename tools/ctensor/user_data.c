@@ -271,9 +271,9 @@ int cli_user_data_open(const cli_opts *o, bool eval, cli_data_info *info, cli_us
     snprintf(train_dir, sizeof train_dir, "%s/train", src);
     snprintf(test_dir, sizeof test_dir, "%s/test", src);
     const char *test_src = o->test_data;
-    if (folder && !test_src && is_dir(train_dir) && is_dir(test_dir)) {
+    if (folder && is_dir(train_dir) && is_dir(test_dir)) { /* DIR/train and DIR/test */
       src = train_dir;
-      test_src = test_dir;
+      if (!test_src) test_src = test_dir;
     }
     *info = (cli_data_info){0};
     if (!copy_path(info->source, src) || !copy_path(info->test_source, test_src)) return CLI_FAIL;
