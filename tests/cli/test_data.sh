@@ -7,7 +7,7 @@
 #
 # Cases: csv (train on csv:FILE with --target: a separable task learned in 3
 # epochs, the summary line, eval = the last epoch, predict on rows of another
-# column order, --test-data, bad files and options), folder (train a cnn on
+# column order, --test-data, --limit-*, bad files and options), folder (train a cnn on
 # folder:DIR with DIR/train and DIR/test, eval, predict on PNG and JPEG files,
 # a --val-split of a folder without test data, an empty folder, a corrupt
 # image named), messages (a missing built-in dataset says where its files come
@@ -53,6 +53,8 @@ csv)
     --checkpoint own.safetensors --quiet && expect_text "--test-data: all 99 rows test" own.out '\([0-9]+/99\)$'
   run eval_other 0 "$CT" eval --checkpoint ck.safetensors --test-data other.csv &&
     expect_text "eval --test-data" eval_other.out '^test accuracy: [0-9.]+% \([0-9]+/99\)'
+  run limits 0 "$CT" train --dataset csv:train.csv --limit-train 30 --limit-test 10 --epochs 1 --quiet &&
+    expect_text "--limit-train 30 --limit-test 10" limits.err 'dataset csv 30/10 '
   # bad input: exit 1 with the file, line, column and value; bad usage: exit 2
   run no_col 1 "$CT" train --dataset csv:train.csv --target colour --epochs 1 &&
     expect_text "an unknown --target" no_col.err "train.csv has no target column 'colour' \(columns: petal, sepal, species\)"

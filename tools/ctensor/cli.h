@@ -233,6 +233,7 @@ typedef struct cli_data_info {
 typedef struct cli_user_data {
   ct_dataset *base_train, *base_test; /* the files as opened */
   ct_dataset *split[2];               /* a random split's parts (base_train's, base_test's) */
+  ct_dataset *limited[2];             /* --limit-train, --limit-test: the first N of each */
   ct_dataset *train, *test;           /* what the loaders read (borrowed from the above) */
 } cli_user_data;
 
@@ -241,8 +242,8 @@ bool cli_dataset_is_user(cli_dataset d); /* csv or folder */
  * data (--test-data, DIR/train + DIR/test, or a seeded --val-split), and
  * fills *info from the training data. Evaluation (info given, eval true):
  * the test data the checkpoint names (or o->test_data), with the
- * checkpoint's class names and normalization. CLI_OK, or CLI_FAIL after the
- * message. */
+ * checkpoint's class names and normalization. --limit-train and --limit-test
+ * keep the first N samples of each. CLI_OK, or CLI_FAIL after the message. */
 int cli_user_data_open(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud);
 void cli_user_data_free(cli_user_data *ud);
 /* The n names of a '\n'-separated list: an array of pointers into *copy

@@ -82,6 +82,7 @@ int cmd_eval(int argc, char **argv) {
     cli_data_info info = *d;
     o.dataset = ds;
     o.seed = m->seed;
+    o.limit_test = limit;
     if (cli_user_data_open(&o, true, &info, &ud) != CLI_OK) goto done;
     test = ud.test;
   } else if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {

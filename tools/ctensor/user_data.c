@@ -28,6 +28,8 @@ const char *cli_data_name(const char *list, int64_t i, char *buf, size_t size) {
 }
 
 void cli_user_data_free(cli_user_data *ud) {
+  ct_dataset_free(ud->limited[0]);
+  ct_dataset_free(ud->limited[1]);
   ct_dataset_free(ud->split[0]);
   ct_dataset_free(ud->split[1]);
   ct_dataset_free(ud->base_train);
@@ -261,7 +263,31 @@ static int split_sources(cli_user_data *ud, double fraction, uint64_t seed) {
   return CLI_OK;
 }
 
+/* The first `limit` samples of *ds (limit > 0 and below its length), kept in *slot. */
+static int apply_limit(ct_dataset **ds, int64_t limit, ct_dataset **slot) {
+  int64_t n = ct_dataset_length(*ds);
+  if (limit <= 0 || limit >= n) return CLI_OK;
+  int64_t *idx = malloc(sizeof *idx * (size_t)limit);
+  if (!idx) return fprintf(stderr, "ctensor: out of memory\n"), CLI_FAIL;
+  for (int64_t i = 0; i < limit; i++) idx[i] = i;
+  *slot = ct_subset_new(*ds, idx, limit);
+  free(idx);
+  if (!*slot) return fail("keeping the first samples (--limit-*)");
+  *ds = *slot;
+  return CLI_OK;
+}
+
+static int open_sets(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud);
+
 int cli_user_data_open(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud) {
+  int rc = open_sets(o, eval, info, ud);
+  if (rc == CLI_OK && ud->train && !eval)
+    rc = apply_limit(&ud->train, o->limit_train, &ud->limited[0]);
+  if (rc == CLI_OK) rc = apply_limit(&ud->test, o->limit_test, &ud->limited[1]);
+  return rc;
+}
+
+static int open_sets(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud) {
   *ud = (cli_user_data){0};
   const bool folder = o->dataset == DATASET_FOLDER;
   int rc = CLI_OK;
