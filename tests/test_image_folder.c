@@ -246,6 +246,16 @@ CT_TEST(image_folder_gray_resize_crop_normalize) {
     CHECK(ct_size(t, 0) == 1 && ct_size(t, 1) == 4 && ct_size(t, 2) == 4);
     ct_free(t);
   }
+  /* ct_image_load turns a random crop into a center crop of its size */
+  t = ct_image_load(path_of("a/x.png"), &(ct_image_folder_opts){.transforms = {.random_crop = 3}});
+  CHECK_OK(t);
+  if (t) {
+    CHECK(ct_size(t, 0) == 3 && ct_size(t, 1) == 3 && ct_size(t, 2) == 3);
+    double *v = values(t); /* (0, 0) is the 4 x 5 image's (0, 1) */
+    CHECK_MSG(fabs(v[0] - pattern(1, 0, 1, 0) / 255.0) < 1e-6, "center crop: %g", v[0]);
+    free(v);
+    ct_free(t);
+  }
   /* random flip: the same (seed, epoch, index) gives the same image; over
    * epochs both orientations occur */
   o = (ct_image_folder_opts){.transforms = {.random_hflip = true, .seed = 3}};

@@ -197,8 +197,9 @@ typedef struct ct_image_folder_info {
 CT_API const ct_image_folder_info *ct_image_folder_info_of(const ct_dataset *d);
 
 /* Decodes one PNG or JPEG file to (channels, H, W) f32 with the folder
- * options' resize, crop and normalization (no random transforms): what
- * prediction on a single image needs. */
+ * options' resize, crop and normalization, without random transforms (a
+ * random crop becomes a center crop of its size): what prediction on a
+ * single image needs. */
 CT_API ct_tensor *ct_image_load(const char *path, const ct_image_folder_opts *opts);
 
 /* The samples indices[0..n) of d, in that order (indices are checked:

@@ -399,7 +399,11 @@ const ct_image_folder_info *ct_image_folder_info_of(const ct_dataset *d) {
 ct_tensor *ct_image_load(const char *path, const ct_image_folder_opts *opts) {
   if (!path) return ct__fail(CT_ERR_ARG, "image_load: path is NULL");
   image_folder f = {.opts = opts ? *opts : (ct_image_folder_opts){0}};
-  f.opts.transforms.random_crop = 0; /* prediction: no random transforms */
+  /* Prediction: no random transforms; a random crop becomes a center crop of its size. */
+  if (f.opts.transforms.random_crop > 0 &&
+      (f.opts.center_crop == 0 || f.opts.center_crop > f.opts.transforms.random_crop))
+    f.opts.center_crop = f.opts.transforms.random_crop;
+  f.opts.transforms.random_crop = 0;
   f.opts.transforms.crop_padding = 0;
   f.opts.transforms.random_hflip = false;
   if (folder_geometry(&f, path) != CT_OK) return NULL;

@@ -37,6 +37,10 @@ csv)
   run eval 0 "$CT" eval --checkpoint ck.safetensors && pass "eval exits 0"
   expect_text "eval = the last epoch ($acc/60: the same seeded split)" eval.out "^test accuracy: [0-9.]+% \($acc/60\)"
   expect_text "eval names the data" eval.out 'model mlp, dataset csv, 3 epoch'
+  # --resume finds the data the checkpoint names
+  cp ck.safetensors rs.safetensors
+  run resume 0 "$CT" train --resume --checkpoint rs.safetensors --epochs 4 &&
+    expect_text "--resume reopens csv:FILE" resume.out '^resuming from rs\.safetensors at epoch 4'
   # predict: feature columns found by name in another order, no target column
   printf 'sepal,petal\n0.1,3.1\n2.9,0.2\n-0.2,0.1\n' >new.csv
   run predict 0 "$CT" predict --checkpoint ck.safetensors new.csv && pass "predict exits 0"

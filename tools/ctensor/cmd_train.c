@@ -259,9 +259,10 @@ static int load_resume(train_run *r) {
     fprintf(stderr, "ctensor train: cannot resume from %s: %s\n", cli_shown(o->checkpoint), err);
     return CLI_FAIL;
   }
-  int rc = adopt_checkpoint(o, &r->ck.meta);
-  if (rc != CLI_OK) return rc;
+  /* r->resumed outlives the checkpoint's tensors: the options may point into it (data paths). */
   r->resumed = r->ck.meta;
+  int rc = adopt_checkpoint(o, &r->resumed);
+  if (rc != CLI_OK) return rc;
   r->start_epoch = r->resumed.epoch;
   r->start_batch = r->resumed.batch;
   if (r->start_batch > 0 && r->resumed.world_size != r->world) {
