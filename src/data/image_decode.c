@@ -57,6 +57,7 @@ static ct_status read_file(const char *real_path, const char *path, uint8_t **da
   return CT_OK;
 }
 
+#if defined(CT_HAVE_PNG) || defined(CT_HAVE_JPEG)
 static ct_status check_size(const char *path, int64_t h, int64_t w) {
   if (h < 1 || w < 1 || h > CT_IMAGE_MAX_PIXELS / w)
     return ct__fail_status(CT_ERR_FORMAT,
@@ -65,6 +66,7 @@ static ct_status check_size(const char *path, int64_t h, int64_t w) {
                            path, (long long)w, (long long)h, (long long)CT_IMAGE_MAX_PIXELS);
   return CT_OK;
 }
+#endif
 
 #ifdef CT_HAVE_PNG
 static ct_status decode_png(const char *path, const uint8_t *data, size_t size, uint8_t **pixels,
