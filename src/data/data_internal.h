@@ -81,8 +81,8 @@ ct_status ct__cifar_read_batch(const char *path, int64_t records, uint8_t *pixel
 void ct__transform_image(const ct__image_store *s, int64_t index, int64_t epoch, float *out);
 /* The same for the (c, h, w) bytes at src, which need not be in s->pixels
  * (the image folder decodes each sample into a buffer of its own). */
-void ct__transform_pixels(const ct__image_store *s, const uint8_t *src, int64_t index, int64_t epoch,
-                          float *out);
+void ct__transform_pixels(const ct__image_store *s, const uint8_t *src, int64_t index,
+                          int64_t epoch, float *out);
 
 /* ---- Image files (image_decode.c) -------------------------------------------------- */
 
