@@ -4,6 +4,8 @@
  *                                  "petal,sepal,species", N rows around three
  *                                  centers (setosa (0, 0), versicolor (3, 0),
  *                                  virginica (0, 3))
+ *   make_user_data regression FILE N   "a,b,price": price = 3a - 2b + 1 plus
+ *                                  noise of +-0.05, a and b in [0, 1)
  *   make_user_data folder DIR N    DIR/train/{down,up}/ and DIR/test/{down,up}/:
  *                                  N (train) and N / 2 (test) images per class,
  *                                  bright in the top or bottom half, 12 to 20
@@ -35,6 +37,17 @@ static int write_csv(const char *path, int n) {
   for (int i = 0; i < n; i++) {
     int k = i % 3;
     fprintf(f, "%.4f,%.4f,%s\n", cx[k] + uniform() - 0.5, cy[k] + uniform() - 0.5, species[k]);
+  }
+  return fclose(f) != 0;
+}
+
+static int write_regression(const char *path, int n) {
+  FILE *f = fopen(path, "w");
+  if (!f) return perror(path), 1;
+  fprintf(f, "a,b,price\n");
+  for (int i = 0; i < n; i++) {
+    double a = uniform(), b = uniform();
+    fprintf(f, "%.4f,%.4f,%.4f\n", a, b, 3 * a - 2 * b + 1 + 0.1 * (uniform() - 0.5));
   }
   return fclose(f) != 0;
 }
@@ -108,6 +121,7 @@ static int write_folder(const char *dir, int n) {
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "csv")) return write_csv(argv[2], atoi(argv[3]));
   if (argc == 4 && !strcmp(argv[1], "folder")) return write_folder(argv[2], atoi(argv[3]));
-  fprintf(stderr, "usage: make_user_data csv FILE N | folder DIR N\n");
+  if (argc == 4 && !strcmp(argv[1], "regression")) return write_regression(argv[2], atoi(argv[3]));
+  fprintf(stderr, "usage: make_user_data csv FILE N | regression FILE N | folder DIR N\n");
   return 2;
 }

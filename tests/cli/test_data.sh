@@ -7,7 +7,8 @@
 #
 # Cases: csv (train on csv:FILE with --target: a separable task learned in 3
 # epochs, the summary line, eval = the last epoch, predict on rows of another
-# column order, --test-data, --limit-*, bad files and options), folder (train a cnn on
+# column order, --regression (values fitted, eval, predict), --test-data,
+# --limit-*, bad files and options), folder (train a cnn on
 # folder:DIR with DIR/train and DIR/test, eval, predict on PNG and JPEG files,
 # a --val-split of a folder without test data, an empty folder, a corrupt
 # image named), messages (a missing built-in dataset says where its files come
@@ -57,6 +58,21 @@ csv)
     --checkpoint own.safetensors --quiet && expect_text "--test-data: all 99 rows test" own.out '\([0-9]+/99\)$'
   run eval_other 0 "$CT" eval --checkpoint ck.safetensors --test-data other.csv &&
     expect_text "eval --test-data" eval_other.out '^test accuracy: [0-9.]+% \([0-9]+/99\)'
+  # --regression: a number to fit; eval and predict give values
+  "$MAKE" regression reg.csv 400 || fail "cannot make the regression CSV"
+  run reg 0 "$CT" train --dataset csv:reg.csv --target price --regression --epochs 20 --batch-size 16 \
+    --lr 0.01 --checkpoint reg.safetensors && pass "train --regression exits 0"
+  rmse=$(sed -nE 's/^test rmse: ([0-9.]+) \(80 samples\)$/\1/p' reg.out)
+  awk -v r="${rmse:-9}" 'BEGIN { exit !(r < 0.2) }' && pass "fits price = 3a - 2b + 1 (test rmse $rmse)" ||
+    fail "test rmse ${rmse:-none} too high"
+  expect_text "the regression summary" reg.out '^done: 20 epoch\(s\) in [0-9.]+ s; final test rmse [0-9.]+, best [0-9.]+ \(epoch [0-9]+\); checkpoint reg\.safetensors$'
+  run reg_eval 0 "$CT" eval --checkpoint reg.safetensors &&
+    expect_text "eval = the last epoch's rmse" reg_eval.out "^test rmse: $rmse[0-9]* \(80 samples\)"
+  printf 'b,a\n0,1\n1,0\n' >regnew.csv
+  run reg_predict 0 "$CT" predict --checkpoint reg.safetensors regnew.csv &&
+    awk '/^regnew\.csv row 1: price / { a = $5 } /^regnew\.csv row 2: price / { b = $5 }
+         END { exit !(a > 3.7 && a < 4.3 && b > -1.3 && b < -0.7) }' reg_predict.out &&
+    pass "predict: values near 4 and -1 ($(tr '\n' ' ' <reg_predict.out))" || fail "predicted $(cat reg_predict.out)"
   run limits 0 "$CT" train --dataset csv:train.csv --limit-train 30 --limit-test 10 --epochs 1 --quiet &&
     expect_text "--limit-train 30 --limit-test 10" limits.err 'dataset csv 30/10 '
   # bad input: exit 1 with the file, line, column and value; bad usage: exit 2
@@ -75,7 +91,7 @@ csv)
   run split_bad 2 "$CT" train --dataset csv:train.csv --val-split 1.5 &&
     expect_text "--val-split out of range" split_bad.err "val-split: expected a fraction"
   run target_builtin 2 "$CT" train --target species &&
-    expect_text "--target needs csv" target_builtin.err "target applies to --dataset csv:FILE only"
+    expect_text "--target needs csv" target_builtin.err "target and --regression apply to --dataset csv:FILE only"
   ;;
 
 folder)

@@ -331,7 +331,7 @@ static bool read_data_info(const cli_ckpt *ck, cli_data_info *info, char *err, s
   info->height = geometry[2];
   info->width = geometry[3];
   info->num_stats = geometry[4];
-  if (info->num_classes < 2 || info->num_classes > 1000000 || info->channels < 1 ||
+  if (info->num_classes < 1 || info->num_classes > 1000000 || info->channels < 1 ||
       info->channels > 3 || info->height < 1 || info->height > 4096 || info->width < 1 ||
       info->width > 1 << 20 || info->num_stats < 1 || info->num_stats > CLI_DATA_MAX_STATS) {
     snprintf(err, errsz, "meta.data.geometry has a value out of range");

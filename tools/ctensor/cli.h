@@ -83,6 +83,7 @@ typedef struct cli_opts {
    * split off when there is no test data of its own), --test-data FILE|DIR,
    * --image-size N (folder: images resized to N x N). */
   const char *target;
+  bool regression; /* --regression: the csv target is a number (mean squared error) */
   double val_split;
   const char *test_data;
   int64_t image_size;
@@ -217,7 +218,7 @@ enum { CLI_DATA_TEXT = 8192, CLI_DATA_PATH = 1024, CLI_DATA_MAX_STATS = 512 };
  * eval and predict: where the data came from, the sample geometry, the class
  * names and the normalization. num_classes 0: a built-in dataset. */
 typedef struct cli_data_info {
-  int64_t num_classes;
+  int64_t num_classes;               /* 1: regression (one output, the value) */
   int64_t channels, height, width;   /* a sample: images (C, H, W); csv (1, 1, features) */
   double val_split;                  /* the test fraction split off the training data; 0: none */
   char source[CLI_DATA_PATH];        /* the FILE or DIR trained on */
@@ -383,6 +384,8 @@ typedef struct cli_eval_result {
   int64_t correct, total;
   double seconds;
 } cli_eval_result;
-ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli_eval_result *out);
+/* regression: the loss is the squared error of one output per sample, correct stays 0. */
+ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, bool regression,
+                       cli_eval_result *out);
 
 #endif /* CTENSOR_CLI_H */

@@ -6,7 +6,8 @@
 
 #include "cli.h"
 
-ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli_eval_result *out) {
+ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, bool regression,
+                       cli_eval_result *out) {
   *out = (cli_eval_result){0};
   double t0 = cli_now(), loss_sum = 0;
   ct_status st = ct_dataloader_start_epoch(test, 0, 0);
@@ -22,8 +23,15 @@ ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli
     ct_tensor *x = ct_to(b.inputs, dev, &(ct_to_opts){.non_blocking = true});
     ct_tensor *y = ct_to(b.targets, dev, &(ct_to_opts){.non_blocking = true});
     ct_tensor *logits = ct_module_forward(model, x);
-    ct_tensor *loss = ct_cross_entropy(logits, y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
-    ct_tensor *correct = ct_sum(ct_eq(ct_argmax(logits, 1, false), y), NULL);
+    ct_tensor *loss, *correct;
+    if (regression) { /* (B, 1) values against (B) targets */
+      loss =
+          ct_mse_loss(ct_flatten(logits, 0, -1), y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
+      correct = ct_scalar(0, NULL);
+    } else {
+      loss = ct_cross_entropy(logits, y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
+      correct = ct_sum(ct_eq(ct_argmax(logits, 1, false), y), NULL);
+    }
     if (!loss || !correct || ct_item(loss, &l) != CT_OK || ct_item(correct, &c) != CT_OK)
       st = ct_last_error() != CT_OK ? ct_last_error() : CT_ERR_INTERNAL;
     ct_scope_end();
@@ -107,13 +115,17 @@ int cmd_eval(int argc, char **argv) {
            ct_device_name(dev));
   }
   cli_eval_result ev;
-  if (cli_evaluate(model, dl, dev, &ev) != CT_OK) {
+  bool regression = d->num_classes == 1;
+  if (cli_evaluate(model, dl, dev, regression, &ev) != CT_OK) {
     cli_error("evaluating");
     goto done;
   }
-  printf("test accuracy: %.2f%% (%lld/%lld)\n",
-         ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0, (long long)ev.correct,
-         (long long)ev.total);
+  if (regression)
+    printf("test rmse: %.6f (%lld samples)\n", sqrt(ev.loss), (long long)ev.total);
+  else
+    printf("test accuracy: %.2f%% (%lld/%lld)\n",
+           ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0, (long long)ev.correct,
+           (long long)ev.total);
   printf("test loss: %.6f\n", ev.loss);
   rc = CLI_OK;
 done:

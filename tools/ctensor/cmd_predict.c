@@ -28,14 +28,17 @@ static void predict_usage(FILE *f) {
 /* Prints the classes of the rows of probs (n, k) f32 on any device. */
 static bool print_classes(const ct_tensor *logits, const char *input, int64_t first_row, bool rows,
                           const cli_data_info *info) {
-  ct_tensor *p = ct_softmax(logits, 1);
+  ct_tensor *p = info->num_classes == 1 ? ct_contiguous(logits) : ct_softmax(logits, 1);
   int64_t n = p ? ct_size(p, 0) : 0, k = info->num_classes;
   float *v = p ? malloc(sizeof(float) * (size_t)(n * k)) : NULL;
   if (!v || ct_copy_to_host(p, v, sizeof(float) * (size_t)(n * k)) != CT_OK) {
     free(v);
     return false;
   }
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = 0; i < n && k == 1; i++) /* regression: the value */
+    printf("%s row %lld: %s %g\n", cli_shown(input), (long long)(first_row + i + 1),
+           cli_shown(info->target_name), v[i]);
+  for (int64_t i = 0; i < n && k > 1; i++) {
     int64_t best = 0;
     for (int64_t c = 1; c < k; c++)
       if (v[i * k + c] > v[i * k + best]) best = c;

@@ -104,6 +104,7 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
   /* Your own data: the files it was trained on, unless named again. */
   if (cli_dataset_is_user(o->dataset)) {
     if (!o->data_dir) o->data_dir = m->data.source;
+    o->regression = m->data.num_classes == 1;
     if (!o->test_data && m->data.test_source[0]) o->test_data = m->data.test_source;
     if (!o->val_split_set && m->data.val_split > 0) o->val_split = m->data.val_split;
     if (!o->image_size_set && o->dataset == DATASET_FOLDER) o->image_size = m->data.height;

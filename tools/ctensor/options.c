@@ -160,6 +160,8 @@ void cli_usage(FILE *f) {
       "  --target COLUMN                      csv: the class column, by name or index (default "
       "the\n"
       "                                       last); every other column is a feature\n"
+      "  --regression                         csv: the target is a number: mean squared error,\n"
+      "                                       one output (default: class labels)\n"
       "  --test-data FILE|DIR                 csv/folder: test data of its own (folder: DIR/test\n"
       "                                       is used when DIR/train and DIR/test exist)\n"
       "  --val-split F                        csv/folder without test data: the test fraction "
@@ -255,7 +257,8 @@ enum {
   OPT_TARGET,
   OPT_VAL_SPLIT,
   OPT_TEST_DATA,
-  OPT_IMAGE_SIZE
+  OPT_IMAGE_SIZE,
+  OPT_REGRESSION
 };
 
 static const struct option train_long[] = {
@@ -290,6 +293,7 @@ static const struct option train_long[] = {
     {"val-split", required_argument, NULL, OPT_VAL_SPLIT},
     {"test-data", required_argument, NULL, OPT_TEST_DATA},
     {"image-size", required_argument, NULL, OPT_IMAGE_SIZE},
+    {"regression", no_argument, NULL, OPT_REGRESSION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -346,6 +350,9 @@ static int model_option(const char *cmd, int c, const char *arg, cli_opts *o) {
     case OPT_TARGET:
       if (!*arg) return bad(cmd, "--target: empty column name%s%s", "", "");
       o->target = arg;
+      return CLI_OK;
+    case OPT_REGRESSION:
+      o->regression = true;
       return CLI_OK;
     case OPT_VAL_SPLIT:
       if (!cli_parse_f64(arg, 0, 1, &o->val_split) || o->val_split <= 0 || o->val_split >= 1)
@@ -543,8 +550,8 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
   if (o->dataset == DATASET_CSV && !o->model_set && !o->resume) o->model = MODEL_MLP;
   /* A resumed run takes its checkpoint's optimizer. */
   if (!o->optim_set && !o->resume) o->optim = cli_model_default_optim(o->model);
-  if (o->target && o->dataset != DATASET_CSV && !o->resume)
-    return bad(cmd, "--target applies to --dataset csv:FILE only%s%s", "", "");
+  if ((o->target || o->regression) && o->dataset != DATASET_CSV && !o->resume)
+    return bad(cmd, "--target and --regression apply to --dataset csv:FILE only%s%s", "", "");
   if (o->image_size_set && o->dataset != DATASET_FOLDER && !o->resume)
     return bad(cmd, "--image-size applies to --dataset folder:DIR only%s%s", "", "");
   if (!is_eval && (o->val_split_set || o->test_data) && !cli_dataset_is_user(o->dataset) &&

@@ -231,7 +231,10 @@ static bool train_step(train_run *r, const ct_batch *b, int64_t n) {
   ct_tensor *y = ct_to(b->targets, r->dev, &(ct_to_opts){.non_blocking = true});
   if (o->amp != AMP_NONE)
     ct_autocast_begin(r->dev.type, o->amp == AMP_F16 ? CT_F16 : CT_BF16, true);
-  ct_tensor *loss = ct_cross_entropy(ct_module_forward(r->model, x), y, &loss_opts);
+  ct_tensor *out = ct_module_forward(r->model, x);
+  ct_tensor *loss = r->data.num_classes == 1 /* regression: one output, the value */
+                        ? ct_mse_loss(ct_flatten(out, 0, -1), y, NULL)
+                        : ct_cross_entropy(out, y, &loss_opts);
   if (o->amp != AMP_NONE) ct_autocast_end();
   ct_optimizer_zero_grad(r->opt);
   bool ok = loss && ct_backward(ct_grad_scaler_scale(r->scaler, loss), NULL, NULL) == CT_OK &&
@@ -375,13 +378,17 @@ static int save_mid_epoch(train_run *r, const epoch_state *e) {
 static int end_epoch(train_run *r, const epoch_state *e) {
   const cli_opts *o = &r->o;
   cli_eval_result *ev = &r->ev;
-  if (cli_evaluate(r->model, r->test_dl, r->dev, ev) != CT_OK) {
+  const bool regression = r->data.num_classes == 1;
+  if (cli_evaluate(r->model, r->test_dl, r->dev, regression, ev) != CT_OK) {
     cli_error("evaluating");
     return CLI_FAIL;
   }
   double accuracy = ev->total ? (double)ev->correct / (double)ev->total : 0;
   r->last_accuracy = accuracy;
-  if (accuracy > r->best_accuracy) r->best_accuracy = accuracy, r->best_epoch = e->epoch + 1;
+  /* The best epoch: the highest accuracy, or for regression the lowest test loss (kept negated). */
+  double score = regression ? -ev->loss : accuracy;
+  if (r->best_epoch == 0 || score > r->best_accuracy)
+    r->best_accuracy = score, r->best_epoch = e->epoch + 1;
   cli_epoch_report rep = {.epoch = e->epoch + 1,
                           .loss = e->samples ? e->loss_sum / (double)e->samples : NAN,
                           .accuracy = accuracy,
@@ -402,6 +409,11 @@ static int end_epoch(train_run *r, const epoch_state *e) {
         (long long)rep.epoch, (long long)o->epochs, rep.loss, rep.loss / log(2.0), ev->loss,
         ev->loss / log(2.0), r->unigram, r->unigram / log(2.0), 100 * accuracy, e->seconds,
         rep.images_per_second * GPT_CONTEXT);
+    fflush(stdout);
+  } else if (!o->quiet && regression) {
+    printf("epoch %lld/%lld: loss %.4f, test loss %.4f, test rmse %.4f, %.1f s\n",
+           (long long)rep.epoch, (long long)o->epochs, rep.loss, ev->loss, sqrt(ev->loss),
+           e->seconds);
     fflush(stdout);
   } else if (!o->quiet) {
     printf(
@@ -458,6 +470,9 @@ static void print_summary(const train_run *r) {
   printf("done: %lld epoch(s) in %.1f s; ", (long long)epochs, cli_now() - r->t_start);
   if (cli_dataset_is_text(o->dataset))
     printf("final validation loss %.4f nats/byte", r->ev.loss);
+  else if (r->data.num_classes == 1)
+    printf("final test rmse %.4f, best %.4f (epoch %lld)", sqrt(r->ev.loss),
+           sqrt(-r->best_accuracy), (long long)r->best_epoch);
   else
     printf("final test accuracy %.2f%%, best %.2f%% (epoch %lld)",
            100.0 * (double)r->ev.correct / (double)r->ev.total, 100 * r->best_accuracy,
@@ -486,6 +501,8 @@ int train_epochs(train_run *r) {
         "validation loss: %.4f nats/byte (%.4f bits/byte); unigram baseline %.4f nats/byte "
         "(%.4f bits/byte)\n",
         r->ev.loss, r->ev.loss / log(2.0), r->unigram, r->unigram / log(2.0));
+  else if (r->ev.total && r->rank == 0 && r->data.num_classes == 1)
+    printf("test rmse: %.4f (%lld samples)\n", sqrt(r->ev.loss), (long long)r->ev.total);
   else if (r->ev.total && r->rank == 0)
     printf("test accuracy: %.2f%% (%lld/%lld)\n",
            100.0 * (double)r->ev.correct / (double)r->ev.total, (long long)r->ev.correct,

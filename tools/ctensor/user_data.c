@@ -114,12 +114,14 @@ static ct_dataset *csv_open_with(const char *path, const cli_data_info *info) {
   const char **features = cli_data_names(info->feature_names, nf, &fcopy);
   const char **classes = cli_data_names(info->class_names, info->num_classes, &ccopy);
   ct_dataset *d = NULL;
+  const bool regression = info->num_classes == 1;
   if (features && classes)
     d = ct_csv_dataset_open(path, &(ct_csv_opts){.target = info->target_name,
                                                  .features = features,
                                                  .num_features = nf,
-                                                 .class_names = classes,
-                                                 .num_classes = info->num_classes,
+                                                 .regression = regression,
+                                                 .class_names = regression ? NULL : classes,
+                                                 .num_classes = regression ? 0 : info->num_classes,
                                                  .normalize = true,
                                                  .mean = info->mean,
                                                  .std = info->std});
@@ -138,14 +140,16 @@ static int csv_info(const ct_dataset *d, cli_data_info *info) {
             (long long)ci->num_features, CLI_DATA_MAX_STATS);
     return CLI_FAIL;
   }
-  if (ci->num_classes < 2) {
+  if (ci->regression) {
+    info->num_classes = 1; /* one output, the value */
+  } else if (ci->num_classes < 2) {
     fprintf(stderr,
             "ctensor: the target column '%s' holds %lld class(es): classification needs 2 "
             "or more\n",
             cli_shown(ci->target_name), (long long)ci->num_classes);
     return CLI_FAIL;
   }
-  info->num_classes = ci->num_classes;
+  if (!ci->regression) info->num_classes = ci->num_classes;
   info->channels = info->height = 1;
   info->width = ci->num_features;
   info->num_stats = ci->num_features;
@@ -307,8 +311,8 @@ static int open_sets(const cli_opts *o, bool eval, cli_data_info *info, cli_user
     if (folder) {
       if ((rc = folder_info(src, o->image_size, info)) != CLI_OK) return rc;
     } else {
-      ct_dataset *d =
-          ct_csv_dataset_open(src, &(ct_csv_opts){.target = o->target, .normalize = true});
+      ct_dataset *d = ct_csv_dataset_open(
+          src, &(ct_csv_opts){.target = o->target, .regression = o->regression, .normalize = true});
       if (!d) return fail("reading the CSV file");
       rc = csv_info(d, info);
       ct_dataset_free(d);
