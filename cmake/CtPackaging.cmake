@@ -51,8 +51,14 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libctensor-dev)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "ctensor: development files\n Headers, the static library, CMake (find_package(ctensor)) and pkg-config\n files. Static linking needs the libraries of the backends built into\n libctensor.a (pkg-config --static --libs ctensor lists them).")
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
-# ctensor.pc names zlib (Requires.private).
+# ctensor.pc names zlib (Requires.private), and libpng / libjpeg where built with them.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "zlib1g-dev")
+if(PNG_FOUND)
+  string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libpng-dev")
+endif()
+if(JPEG_FOUND)
+  string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libjpeg62-turbo-dev")
+endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 
 set(CPACK_DEBIAN_PROGRAM_PACKAGE_NAME ctensor)

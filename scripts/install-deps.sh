@@ -22,6 +22,8 @@ need=(
   "libopenblas0-pthread:/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
   "zlib1g-dev:/usr/include/zlib.h"
   "libdlpack-dev:/usr/include/dlpack/dlpack.h"
+  # PNG and JPEG decoding of the image-folder dataset (optional at build time).
+  "libpng-dev:/usr/include/png.h" "libjpeg62-turbo-dev:/usr/include/jpeglib.h"
 )
 if [ "$want_tests" = 1 ]; then
   # PyTorch and NumPy serve as oracles in the tests.

@@ -97,6 +97,125 @@ CT_API ct_dataset *ct_cifar10_open(const char *dir, bool train,
  * passes its own epoch to its workers and also sets this one). */
 CT_API void ct_dataset_set_epoch(ct_dataset *d, int64_t epoch);
 
+/* ---- Your own data: CSV files and image folders ------------------------------- */
+
+/* Header handling of ct_csv_dataset_open. */
+typedef enum ct_csv_header {
+  CT_CSV_HEADER_AUTO = 0, /* a first line with a non-numeric cell in a numeric column is a header */
+  CT_CSV_HEADER_YES,
+  CT_CSV_HEADER_NO        /* columns are then named by their index: "0", "1", ... */
+} ct_csv_header;
+
+/* Options of ct_csv_dataset_open; a zeroed struct (or NULL) reads a
+ * comma-separated file with header detection, the last column as a class
+ * label and every other column as a feature, normalized with statistics
+ * computed on the file. Columns are given by name (header) or by 0-based
+ * index written as a decimal string ("3"). */
+typedef struct ct_csv_opts {
+  char delimiter;              /* 0 means ',' */
+  ct_csv_header header;
+  const char *target;          /* the target column; NULL: the last one */
+  bool no_target;              /* the file has no target (prediction inputs): targets are 0 */
+  const char *const *features; /* the feature columns in this order; NULL: all but the target */
+  int64_t num_features;
+  bool regression;             /* target is a float (f32, shape ()); else class labels */
+  /* Classification: labels (strings or integers) map to 0..k-1 in sorted
+   * order (numerically when every label is an integer, else bytewise), unless
+   * class_names gives the mapping (e.g. a training set's, for its test file):
+   * then a label not among them is CT_ERR_FORMAT. */
+  const char *const *class_names;
+  int64_t num_classes;
+  /* Features become (x - mean) / std per column. mean and std (num_features
+   * values each, std > 0) are used as given; else they are computed on the
+   * file (population std; a constant column gets std 1). */
+  bool normalize;
+  const double *mean, *std;
+} ct_csv_opts;
+
+/* A CSV file read into memory: samples are (F) f32 feature rows and a 0-d
+ * i64 class index (or f32 value for regression). Cells may be quoted ("a,b",
+ * "" for a quote); blank lines are skipped. A missing file is CT_ERR_IO; a
+ * ragged row, a non-numeric feature cell, a non-numeric regression target,
+ * an unknown column or an empty file is CT_ERR_FORMAT naming the file, the
+ * line, the column and the value. */
+CT_API ct_dataset *ct_csv_dataset_open(const char *path, const ct_csv_opts *opts);
+
+/* What a CSV dataset knows about its columns: pointers into the dataset
+ * (valid while it lives); save them with a model to predict on new rows.
+ * NULL (CT_ERR_ARG) when d is not a CSV dataset. */
+typedef struct ct_csv_info {
+  int64_t num_features;
+  const char *const *feature_names;
+  const char *target_name;         /* NULL with no_target */
+  bool regression;
+  int64_t num_classes;             /* 0 for regression */
+  const char *const *class_names;  /* class index -> label text */
+  bool normalized;
+  const double *mean, *std;        /* num_features each (0 and 1 without normalize) */
+} ct_csv_info;
+CT_API const ct_csv_info *ct_csv_dataset_info(const ct_dataset *d);
+
+/* Options of ct_image_folder_open. Every image is decoded, converted to
+ * `channels` (1: grayscale by ITU-R 601 luma; 3: RGB, gray images
+ * replicated), resized (bilinear, pixel centers aligned as torchvision's
+ * Resize without antialiasing) to resize_h x resize_w, center-cropped to
+ * center_crop x center_crop, then given the transforms of the built-in
+ * readers (normalize, random crop with padding, random flip; ct_transform_opts). */
+typedef struct ct_image_folder_opts {
+  int channels;             /* 1 or 3; 0 means 3 */
+  int64_t resize_h, resize_w; /* 0, 0: no resize (every image must then have the first one's size) */
+  int64_t center_crop;      /* 0: none */
+  ct_transform_opts transforms;
+  /* The class names in index order (e.g. a training folder's, for its test
+   * folder): a subfolder not among them is CT_ERR_FORMAT. NULL: the
+   * subfolders, sorted bytewise. */
+  const char *const *class_names;
+  int64_t num_classes;
+} ct_image_folder_opts;
+
+/* An image-classification folder: dir/CLASS/IMAGE, one subfolder per class
+ * (sorted bytewise; hidden entries skipped), images are files ending in .png,
+ * .jpg or .jpeg (any case; other files are skipped). Only the file list is
+ * read here (and the first image, for its size when there is no resize):
+ * images are decoded in ct_dataset_get, so the loader's workers decode in
+ * parallel. Samples: (channels, H, W) f32 and a 0-d i64 class index. No
+ * class folder, a class folder without images or a bad option is CT_ERR_FORMAT
+ * / CT_ERR_ARG at open; a corrupt or mis-sized image is CT_ERR_FORMAT naming
+ * the file at get. PNG needs libpng, JPEG libjpeg(-turbo) at build time;
+ * a library built without one returns CT_ERR_UNAVAILABLE saying so. */
+CT_API ct_dataset *ct_image_folder_open(const char *dir, const ct_image_folder_opts *opts);
+
+/* What an image folder holds; pointers valid while the dataset lives. NULL
+ * (CT_ERR_ARG) when d is not an image folder. */
+typedef struct ct_image_folder_info {
+  int64_t num_classes;
+  const char *const *class_names;
+  int64_t channels, height, width; /* of a sample */
+  const char *const *paths;        /* sample index -> file path */
+  const int64_t *labels;           /* sample index -> class index */
+} ct_image_folder_info;
+CT_API const ct_image_folder_info *ct_image_folder_info_of(const ct_dataset *d);
+
+/* Decodes one PNG or JPEG file to (channels, H, W) f32 with the folder
+ * options' resize, crop and normalization, without random transforms (a
+ * random crop becomes a center crop of its size): what prediction on a
+ * single image needs. */
+CT_API ct_tensor *ct_image_load(const char *path, const ct_image_folder_opts *opts);
+
+/* The samples indices[0..n) of d, in that order (indices are checked:
+ * CT_ERR_ARG). Keeps a pointer to d, which must outlive it. */
+CT_API ct_dataset *ct_subset_new(ct_dataset *d, const int64_t *indices, int64_t n);
+/* The parts one after the other (count >= 1; pointers kept, the parts must
+ * outlive it). CT_ERR_SHAPE / CT_ERR_DTYPE when the parts' samples differ
+ * (checked on their first samples). */
+CT_API ct_dataset *ct_concat_dataset_new(ct_dataset *const *parts, int64_t count);
+/* Splits d into count subsets of lengths[0..count) samples (summing to
+ * ct_dataset_length(d)) over a random permutation that depends only on seed
+ * (as the loader's shuffle at epoch 0). Writes out[0..count); on failure
+ * none is left allocated. Free each with ct_dataset_free before d. */
+CT_API ct_status ct_random_split(ct_dataset *d, const int64_t *lengths, int64_t count, uint64_t seed,
+                                 ct_dataset **out);
+
 typedef struct ct_dataloader ct_dataloader;
 
 typedef struct ct_dataloader_opts {

@@ -79,5 +79,18 @@ ct_status ct__cifar_read_batch(const char *path, int64_t records, uint8_t *pixel
 /* Writes image `index` after transforms (random choices from (seed, epoch,
  * index)) into out, (c, out_h, out_w) f32 contiguous. */
 void ct__transform_image(const ct__image_store *s, int64_t index, int64_t epoch, float *out);
+/* The same for the (c, h, w) bytes at src, which need not be in s->pixels
+ * (the image folder decodes each sample into a buffer of its own). */
+void ct__transform_pixels(const ct__image_store *s, const uint8_t *src, int64_t index,
+                          int64_t epoch, float *out);
+
+/* ---- Image files (image_decode.c) -------------------------------------------------- */
+
+/* Decodes the PNG or JPEG file at path (told apart by their signatures) into
+ * *pixels: h * w * 3 bytes, RGB interleaved (gray images replicated, alpha
+ * composed on black), ct__malloc'd. CT_ERR_IO for a file that cannot be read,
+ * CT_ERR_FORMAT naming the file for anything else wrong in it,
+ * CT_ERR_UNAVAILABLE when the library was built without its decoder. */
+ct_status ct__image_decode(const char *path, uint8_t **pixels, int64_t *h, int64_t *w);
 
 #endif /* CT_DATA_INTERNAL_H */

@@ -51,8 +51,13 @@ static int64_t pick(uint32_t w, int64_t range) {
 }
 
 void ct__transform_image(const ct__image_store *s, int64_t index, int64_t epoch, float *out) {
+  ct__transform_pixels(s, s->pixels + (size_t)index * (size_t)(s->c * s->h * s->w), index, epoch,
+                       out);
+}
+
+void ct__transform_pixels(const ct__image_store *s, const uint8_t *src, int64_t index,
+                          int64_t epoch, float *out) {
   const int64_t c = s->c, h = s->h, w = s->w, oh = s->out_h, ow = s->out_w;
-  const uint8_t *src = s->pixels + (size_t)index * (size_t)(c * h * w);
   /* Output pixel (y, x) reads source (y + y0, x0 + x) or, flipped,
    * (y + y0, x0 + ow - 1 - x); sources outside the image are padding (0). */
   int64_t y0 = 0, x0 = 0;

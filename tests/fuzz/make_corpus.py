@@ -130,3 +130,11 @@ put("checkpoint", "truncated", checkpoint()[:-3])
 put("checkpoint", "resnet_meta", checkpoint(i64={"model": 4}))
 put("checkpoint", "vit_meta", checkpoint(i64={"model": 5, "optimizer": 3}))
 put("checkpoint", "gpt_meta", checkpoint(i64={"model": 6, "dataset": 4, "optimizer": 3}))
+
+# CSV files: byte 0 picks the options (fuzz_csv.c: bit 0 ';', bits 1-2 the
+# header mode, bit 3 regression, bit 4 normalize).
+put("csv", "labels", b"\x00x1,x2,y\n1,2,a\n3,4,b\n")
+put("csv", "regression_semicolon", b"\x09a;b;t\n1;2;0.5\n\"3\";4;1e3\n")
+put("csv", "ragged", b"\x10\"q \"\"x\"\"\",b,c\n1,2,3\n4,5\n")
+put("csv", "no_header_crlf", b"\x04\n\n1,2,3\r\n4,5,6\r\n")
+put("csv", "unclosed", b"\x00a,b\n1,\"open\n")

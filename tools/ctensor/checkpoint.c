@@ -6,7 +6,11 @@
  * "sched.state" (ct_lr_scheduler_state; absent without a schedule and from
  * earlier checkpoints), and the metadata as 0-d tensors "meta.*" (i64,
  * or f64 for real numbers): ct_save_safetensors writes no "__metadata__" map,
- * and tensors keep the file readable by any safetensors reader.
+ * and tensors keep the file readable by any safetensors reader. A model
+ * trained on your own data (csv:FILE, folder:DIR) also has "meta.data.*":
+ * the class names and CSV columns as '\n'-separated u8 text, the sample
+ * geometry, the normalization statistics and where the data came from (what
+ * eval and predict need); checkpoints without them load as before.
  *
  * Saving is ct_save_safetensors: "<path>.tmp.<pid>", fsync, rename over
  * <path>, fsync of the folder; so a crash or kill -9 at any moment leaves the
@@ -90,6 +94,42 @@ static ct_tensor *text_tensor(const char *s) {
   return ct_from_data(s, &n, 1, &(ct_tensor_opts){.dtype = CT_U8});
 }
 
+/* ---- Your own data's fields (meta.data.*) ---------------------------------------- */
+
+#define DATA_TENSORS 9
+
+/* The meta.data.* tensors of info into t/names (DATA_TENSORS of them). */
+static void data_tensors(const cli_data_info *info, ct_tensor **t, const char **names) {
+  int64_t geometry[5] = {info->num_classes, info->channels, info->height, info->width,
+                         info->num_stats};
+  int64_t five = 5, ns = info->num_stats;
+  names[0] = "meta.data.geometry";
+  t[0] = ct_from_data(geometry, &five, 1, &(ct_tensor_opts){.dtype = CT_I64});
+  names[1] = "meta.data.val_split";
+  t[1] = scalar_tensor(&info->val_split, CT_F64);
+  names[2] = "meta.data.mean";
+  t[2] = ct_from_data(info->mean, &ns, 1, &(ct_tensor_opts){.dtype = CT_F64});
+  names[3] = "meta.data.std";
+  t[3] = ct_from_data(info->std, &ns, 1, &(ct_tensor_opts){.dtype = CT_F64});
+  /* Text fields with a leading byte, so that none is empty: '=' then the text. */
+  const char *texts[5] = {info->source, info->test_source, info->class_names, info->feature_names,
+                          info->target_name};
+  static const char *text_names[5] = {"meta.data.source", "meta.data.test_source",
+                                      "meta.data.class_names", "meta.data.feature_names",
+                                      "meta.data.target_name"};
+  for (int i = 0; i < 5; i++) {
+    size_t len = strlen(texts[i]);
+    char *buf = malloc(len + 2);
+    names[4 + i] = text_names[i];
+    t[4 + i] = NULL;
+    if (!buf) continue;
+    buf[0] = '=';
+    memcpy(buf + 1, texts[i], len + 1);
+    t[4 + i] = text_tensor(buf);
+    free(buf);
+  }
+}
+
 /* ---- Saving -------------------------------------------------------------------- */
 
 /* Whether a save could create its temporary "<path>.tmp.<pid>" next to
@@ -154,11 +194,12 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
   int n_model = ct_module_state(model, NULL, NULL, 0);
   int n_opt = opt ? ct_optimizer_state(opt, NULL, NULL, 0) : 0;
   if (n_model < 0 || n_opt < 0) return ct_last_error() ? ct_last_error() : CT_ERR_INTERNAL;
-  int total = n_model + n_opt + NMETA + (sched != NULL);
+  const int n_data = meta->data.num_classes > 0 ? DATA_TENSORS : 0;
+  int total = n_model + n_opt + NMETA + (sched != NULL) + n_data;
   ct_tensor **tensors = calloc((size_t)total, sizeof *tensors);
   const char **names = calloc((size_t)total, sizeof *names);
-  char **owned = calloc((size_t)(n_opt + 1), sizeof *owned); /* "optim." names */
-  ct_tensor **made = calloc(NMETA + 1, sizeof *made);        /* meta (and sched) tensors */
+  char **owned = calloc((size_t)(n_opt + 1), sizeof *owned);         /* "optim." names */
+  ct_tensor **made = calloc(NMETA + 1 + DATA_TENSORS, sizeof *made); /* meta, sched, data */
   ct_status st = CT_OK;
   if (!tensors || !names || !owned || !made) {
     st = CT_ERR_OOM;
@@ -195,6 +236,11 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
     made[nm++] = sched_tensor(sched);
     names[k++] = SCHED_STATE;
   }
+  if (n_data) {
+    data_tensors(&meta->data, made + nm, names + k);
+    nm += n_data;
+    k += n_data;
+  }
   for (int i = 0; i < nm; i++) {
     if (!made[i]) {
       st = ct_last_error();
@@ -205,7 +251,7 @@ ct_status cli_checkpoint_save(const char *path, ct_module *model, ct_optimizer *
 
   st = ct_save_safetensors(path, tensors, names, total);
 done:
-  for (int i = 0; i < NMETA + 1 && made; i++) ct_free(made[i]);
+  for (int i = 0; i < NMETA + 1 + DATA_TENSORS && made; i++) ct_free(made[i]);
   for (int i = 0; i < n_opt && owned; i++) free(owned[i]);
   free(made);
   free(owned);
@@ -244,6 +290,85 @@ static bool read_meta(const cli_ckpt *ck, const char *name, ct_dtype dtype, void
     return false;
   }
   return true;
+}
+
+/* A meta.data text tensor ('=' + text) into out (size bytes). */
+static bool read_data_text(const cli_ckpt *ck, const char *name, char *out, size_t size, char *err,
+                           size_t errsz) {
+  int i = find(ck, name);
+  const ct_tensor *t = i >= 0 ? ck->tensors[i] : NULL;
+  int64_t n = t ? ct_numel(t) : 0;
+  char *buf = t && ct_dtype_of(t) == CT_U8 && ct_ndim(t) == 1 && n >= 1 && (size_t)n <= size
+                  ? malloc((size_t)n)
+                  : NULL;
+  bool ok = buf && ct_copy_to_host(t, buf, (size_t)n) == CT_OK && buf[0] == '=' &&
+            memchr(buf, 0, (size_t)n) == NULL;
+  if (ok) {
+    memcpy(out, buf + 1, (size_t)n - 1);
+    out[n - 1] = 0;
+  } else {
+    snprintf(err, errsz, "%s should be u8 text of at most %zu bytes starting with '='", name,
+             size - 1);
+  }
+  free(buf);
+  return ok;
+}
+
+/* The optional meta.data.* fields (none: num_classes stays 0). */
+static bool read_data_info(const cli_ckpt *ck, cli_data_info *info, char *err, size_t errsz) {
+  *info = (cli_data_info){0};
+  int g = find(ck, "meta.data.geometry");
+  if (g < 0) return true;
+  int64_t geometry[5];
+  const ct_tensor *t = ck->tensors[g];
+  if (ct_dtype_of(t) != CT_I64 || ct_numel(t) != 5 ||
+      ct_copy_to_host(t, geometry, sizeof geometry) != CT_OK) {
+    snprintf(err, errsz, "meta.data.geometry should be 5 i64 values");
+    return false;
+  }
+  info->num_classes = geometry[0];
+  info->channels = geometry[1];
+  info->height = geometry[2];
+  info->width = geometry[3];
+  info->num_stats = geometry[4];
+  if (info->num_classes < 1 || info->num_classes > 1000000 || info->channels < 1 ||
+      info->channels > 3 || info->height < 1 || info->height > 4096 || info->width < 1 ||
+      info->width > 1 << 20 || info->num_stats < 1 || info->num_stats > CLI_DATA_MAX_STATS) {
+    snprintf(err, errsz, "meta.data.geometry has a value out of range");
+    return false;
+  }
+  if (!read_meta(ck, "meta.data.val_split", CT_F64, &info->val_split, err, errsz)) return false;
+  if (!(info->val_split >= 0 && info->val_split < 1)) {
+    snprintf(err, errsz, "meta.data.val_split has a value out of range");
+    return false;
+  }
+  const char *stat_names[2] = {"meta.data.mean", "meta.data.std"};
+  double *stats[2] = {info->mean, info->std};
+  for (int s = 0; s < 2; s++) {
+    int i = find(ck, stat_names[s]);
+    t = i >= 0 ? ck->tensors[i] : NULL;
+    if (!t || ct_dtype_of(t) != CT_F64 || ct_numel(t) != info->num_stats ||
+        ct_copy_to_host(t, stats[s], sizeof(double) * (size_t)info->num_stats) != CT_OK) {
+      snprintf(err, errsz, "%s should be %lld f64 values", stat_names[s],
+               (long long)info->num_stats);
+      return false;
+    }
+  }
+  for (int64_t k = 0; k < info->num_stats; k++)
+    if (!isfinite(info->mean[k]) || !(info->std[k] > 0) || !isfinite(info->std[k])) {
+      snprintf(err, errsz, "meta.data.mean/std: entry %lld is not finite with std > 0",
+               (long long)k);
+      return false;
+    }
+  return read_data_text(ck, "meta.data.source", info->source, sizeof info->source, err, errsz) &&
+         read_data_text(ck, "meta.data.test_source", info->test_source, sizeof info->test_source,
+                        err, errsz) &&
+         read_data_text(ck, "meta.data.class_names", info->class_names, sizeof info->class_names,
+                        err, errsz) &&
+         read_data_text(ck, "meta.data.feature_names", info->feature_names,
+                        sizeof info->feature_names, err, errsz) &&
+         read_data_text(ck, "meta.data.target_name", info->target_name, sizeof info->target_name,
+                        err, errsz);
 }
 
 bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz) {
@@ -313,6 +438,14 @@ bool cli_checkpoint_load(const char *path, cli_ckpt *ck, char *err, size_t errsz
   }
   if (bad) {
     snprintf(err, errsz, "%s: %s has a value out of range", cli_shown(path), bad);
+    goto fail;
+  }
+  if (!read_data_info(ck, &ck->meta.data, err, errsz)) goto fail;
+  if (cli_dataset_is_user((cli_dataset)m->dataset) != (m->data.num_classes > 0)) {
+    snprintf(err, errsz, "%s: meta.dataset %s %s meta.data.*", cli_shown(path),
+             cli_dataset_name((int)m->dataset),
+             m->data.num_classes > 0 ? "is a built-in dataset, but the checkpoint has"
+                                     : "is your own data, but the checkpoint lacks");
     goto fail;
   }
   return true;

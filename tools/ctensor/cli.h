@@ -29,7 +29,10 @@ typedef enum cli_dataset {
   DATASET_FASHION_MNIST = 1,
   DATASET_MNIST = 2,
   DATASET_CIFAR10 = 3,
-  DATASET_FORTUNES = 4 /* bytes of text (text_data.c) */
+  DATASET_FORTUNES = 4, /* bytes of text (text_data.c) */
+  /* Your own data (user_data.c): --dataset csv:FILE, --dataset folder:DIR. */
+  DATASET_CSV = 5,
+  DATASET_FOLDER = 6
 } cli_dataset;
 typedef enum cli_optim { OPTIM_SGD = 1, OPTIM_ADAM = 2, OPTIM_ADAMW = 3 } cli_optim;
 typedef enum cli_schedule { SCHED_NONE = 1, SCHED_STEP = 2, SCHED_COSINE = 3 } cli_schedule;
@@ -70,18 +73,26 @@ typedef struct cli_opts {
   double label_smoothing; /* --label-smoothing; < 0: the model's default */
   cli_amp amp;            /* --amp (default none) */
   int workers;
-  int threads; /* --threads: the library's CPU threads; 0: its default */
+  int threads;        /* --threads: the library's CPU threads; 0: its default */
   bool deterministic; /* --deterministic: ct_use_deterministic_algorithms(true) */
   uint64_t seed;
   const char *checkpoint; /* NULL: none */
   bool resume;
   const char *metrics; /* NULL: none */
+  /* Your own data: --target COLUMN (csv), --val-split F (the test fraction
+   * split off when there is no test data of its own), --test-data FILE|DIR,
+   * --image-size N (folder: images resized to N x N). */
+  const char *target;
+  bool regression; /* --regression: the csv target is a number (mean squared error) */
+  double val_split;
+  const char *test_data;
+  int64_t image_size;
   int64_t limit_train; /* 0: all */
   int64_t limit_test;  /* 0: all */
   bool quiet;
   bool model_set, dataset_set, optim_set, batch_size_set, lr_set, momentum_set, weight_decay_set,
       seed_set, limit_train_set, limit_test_set, schedule_set, step_size_set, gamma_set,
-      augment_set, label_smoothing_set, amp_set;
+      augment_set, label_smoothing_set, amp_set, val_split_set, image_size_set;
 } cli_opts;
 
 /* Parses the options of `train` (is_eval false) or `eval`; argv[0] is the
@@ -166,6 +177,10 @@ ct_module *cli_gpt_new(void);
 /* A new model for inputs (channels, size, size) with 10 classes, on the CPU,
  * initialized from the default generator. NULL with the library's error. */
 ct_module *cli_model_new(cli_model m, int64_t channels, int64_t size);
+/* The same for inputs (channels, height, width) and `classes` outputs (the
+ * mlp flattens any input: a CSV row is (1, 1, features)). */
+ct_module *cli_model_new_for(cli_model m, int64_t channels, int64_t height, int64_t width,
+                             int64_t classes);
 /* The optimizer a model trains with unless --optimizer says otherwise. */
 cli_optim cli_model_default_optim(cli_model m);
 
@@ -182,7 +197,8 @@ typedef struct cli_resnet_spec {
   int64_t classes;
 } cli_resnet_spec;
 ct_module *cli_resnet_new(const cli_resnet_spec *s);
-ct_module *cli_resnet_default(int64_t channels); /* `--model resnet` */
+ct_module *cli_resnet_default(int64_t channels);              /* `--model resnet` */
+ct_module *cli_resnet_for(int64_t channels, int64_t classes); /* ... with `classes` outputs */
 
 /* Vision transformer (model_vit.c): patch embedding (conv patch x patch,
  * stride patch; size divisible by patch), learned position embeddings,
@@ -193,6 +209,49 @@ typedef struct cli_vit_spec {
 } cli_vit_spec;
 ct_module *cli_vit_new(const cli_vit_spec *s);
 ct_module *cli_vit_default(int64_t channels, int64_t size); /* `--model vit` */
+ct_module *cli_vit_for(int64_t channels, int64_t size, int64_t classes);
+
+/* ---- Your own data (user_data.c) ---------------------------------------------- */
+
+enum { CLI_DATA_TEXT = 8192, CLI_DATA_PATH = 1024, CLI_DATA_MAX_STATS = 512 };
+/* What a checkpoint of a model trained on csv:FILE or folder:DIR records for
+ * eval and predict: where the data came from, the sample geometry, the class
+ * names and the normalization. num_classes 0: a built-in dataset. */
+typedef struct cli_data_info {
+  int64_t num_classes;               /* 1: regression (one output, the value) */
+  int64_t channels, height, width;   /* a sample: images (C, H, W); csv (1, 1, features) */
+  double val_split;                  /* the test fraction split off the training data; 0: none */
+  char source[CLI_DATA_PATH];        /* the FILE or DIR trained on */
+  char test_source[CLI_DATA_PATH];   /* its test data (--test-data, DIR/test); "" for a split */
+  char class_names[CLI_DATA_TEXT];   /* '\n'-separated, in class order */
+  char feature_names[CLI_DATA_TEXT]; /* csv: '\n'-separated, in input order */
+  char target_name[256];             /* csv */
+  int64_t num_stats;                 /* csv: per feature; folder: per channel */
+  double mean[CLI_DATA_MAX_STATS], std[CLI_DATA_MAX_STATS];
+} cli_data_info;
+
+/* The datasets of one run over your own data (freed by cli_user_data_free). */
+typedef struct cli_user_data {
+  ct_dataset *base_train, *base_test; /* the files as opened */
+  ct_dataset *split[2];               /* a random split's parts (base_train's, base_test's) */
+  ct_dataset *limited[2];             /* --limit-train, --limit-test: the first N of each */
+  ct_dataset *train, *test;           /* what the loaders read (borrowed from the above) */
+} cli_user_data;
+
+bool cli_dataset_is_user(cli_dataset d); /* csv or folder */
+/* Training: opens o->data_dir (the FILE or DIR of --dataset) and the test
+ * data (--test-data, DIR/train + DIR/test, or a seeded --val-split), and
+ * fills *info from the training data. Evaluation (info given, eval true):
+ * the test data the checkpoint names (or o->test_data), with the
+ * checkpoint's class names and normalization. --limit-train and --limit-test
+ * keep the first N samples of each. CLI_OK, or CLI_FAIL after the message. */
+int cli_user_data_open(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud);
+void cli_user_data_free(cli_user_data *ud);
+/* The n names of a '\n'-separated list: an array of pointers into *copy
+ * (free both; NULL when out of memory). */
+const char **cli_data_names(const char *list, int64_t n, char **copy);
+/* The i-th name of a '\n'-separated list into buf ("" when absent). */
+const char *cli_data_name(const char *list, int64_t i, char *buf, size_t size);
 
 /* ---- Checkpoints (checkpoint.c) -------------------------------------------- */
 
@@ -221,6 +280,8 @@ typedef struct cli_ckpt_meta {
   int64_t epoch_samples;
   double epoch_seconds, epoch_wait_seconds;
   double accuracy; /* last test accuracy, < 0 if none yet */
+  /* Optional: your own data (meta.data.*; num_classes 0 when absent). */
+  cli_data_info data;
 } cli_ckpt_meta;
 
 /* Writes model state, "optim."-prefixed optimizer state (opt may be NULL),
@@ -315,6 +376,7 @@ int cmd_info(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv); /* cmd_generate.c */
+int cmd_predict(int argc, char **argv);  /* cmd_predict.c */
 
 /* Evaluates model on the test loader (no grad, eval mode). */
 typedef struct cli_eval_result {
@@ -322,6 +384,8 @@ typedef struct cli_eval_result {
   int64_t correct, total;
   double seconds;
 } cli_eval_result;
-ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli_eval_result *out);
+/* regression: the loss is the squared error of one output per sample, correct stays 0. */
+ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, bool regression,
+                       cli_eval_result *out);
 
 #endif /* CTENSOR_CLI_H */

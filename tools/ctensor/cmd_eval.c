@@ -6,7 +6,8 @@
 
 #include "cli.h"
 
-ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli_eval_result *out) {
+ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, bool regression,
+                       cli_eval_result *out) {
   *out = (cli_eval_result){0};
   double t0 = cli_now(), loss_sum = 0;
   ct_status st = ct_dataloader_start_epoch(test, 0, 0);
@@ -22,8 +23,15 @@ ct_status cli_evaluate(ct_module *model, ct_dataloader *test, ct_device dev, cli
     ct_tensor *x = ct_to(b.inputs, dev, &(ct_to_opts){.non_blocking = true});
     ct_tensor *y = ct_to(b.targets, dev, &(ct_to_opts){.non_blocking = true});
     ct_tensor *logits = ct_module_forward(model, x);
-    ct_tensor *loss = ct_cross_entropy(logits, y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
-    ct_tensor *correct = ct_sum(ct_eq(ct_argmax(logits, 1, false), y), NULL);
+    ct_tensor *loss, *correct;
+    if (regression) { /* (B, 1) values against (B) targets */
+      loss =
+          ct_mse_loss(ct_flatten(logits, 0, -1), y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
+      correct = ct_scalar(0, NULL);
+    } else {
+      loss = ct_cross_entropy(logits, y, &(ct_loss_opts){.reduction = CT_REDUCTION_SUM});
+      correct = ct_sum(ct_eq(ct_argmax(logits, 1, false), y), NULL);
+    }
     if (!loss || !correct || ct_item(loss, &l) != CT_OK || ct_item(correct, &c) != CT_OK)
       st = ct_last_error() != CT_OK ? ct_last_error() : CT_ERR_INTERNAL;
     ct_scope_end();
@@ -61,8 +69,12 @@ int cmd_eval(int argc, char **argv) {
   int64_t limit = o.limit_test_set ? o.limit_test : m->limit_test;
   int64_t channels, size;
   cli_dataset_geometry(ds, &channels, &size);
-  ct_module *model = cli_model_new((cli_model)m->model, channels, size);
+  const cli_data_info *d = &m->data;
+  ct_module *model = d->num_classes > 0 ? cli_model_new_for((cli_model)m->model, d->channels,
+                                                            d->height, d->width, d->num_classes)
+                                        : cli_model_new((cli_model)m->model, channels, size);
   ct_dataset *test = NULL;
+  cli_user_data ud = {0};
   ct_dataloader *dl = NULL;
   rc = CLI_FAIL;
   if (!model || ct_module_to(model, dev) != CT_OK) {
@@ -74,7 +86,16 @@ int cmd_eval(int argc, char **argv) {
             cli_shown(o.checkpoint), cli_model_name((int)m->model), err);
     goto done;
   }
-  if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) goto done;
+  if (cli_dataset_is_user(ds)) { /* the test data the checkpoint names, or --test-data */
+    cli_data_info info = *d;
+    o.dataset = ds;
+    o.seed = m->seed;
+    o.limit_test = limit;
+    if (cli_user_data_open(&o, true, &info, &ud) != CLI_OK) goto done;
+    test = ud.test;
+  } else if (!(test = cli_open_dataset(ds, o.data_dir, false, limit, m->seed, 0, NULL))) {
+    goto done;
+  }
   if (cli_require_samples("eval", test, ds, o.data_dir, false) != CLI_OK) goto done;
   dl = ct_dataloader_new(
       test,
@@ -94,18 +115,25 @@ int cmd_eval(int argc, char **argv) {
            ct_device_name(dev));
   }
   cli_eval_result ev;
-  if (cli_evaluate(model, dl, dev, &ev) != CT_OK) {
+  bool regression = d->num_classes == 1;
+  if (cli_evaluate(model, dl, dev, regression, &ev) != CT_OK) {
     cli_error("evaluating");
     goto done;
   }
-  printf("test accuracy: %.2f%% (%lld/%lld)\n",
-         ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0, (long long)ev.correct,
-         (long long)ev.total);
+  if (regression)
+    printf("test rmse: %.6f (%lld samples)\n", sqrt(ev.loss), (long long)ev.total);
+  else
+    printf("test accuracy: %.2f%% (%lld/%lld)\n",
+           ev.total ? 100.0 * (double)ev.correct / (double)ev.total : 0.0, (long long)ev.correct,
+           (long long)ev.total);
   printf("test loss: %.6f\n", ev.loss);
   rc = CLI_OK;
 done:
   ct_dataloader_free(dl);
-  ct_dataset_free(test);
+  if (ud.base_train || ud.base_test)
+    cli_user_data_free(&ud); /* test is one of its views */
+  else
+    ct_dataset_free(test);
   ct_module_free(model);
   cli_checkpoint_free(&ck);
   return rc;

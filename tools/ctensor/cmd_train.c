@@ -101,6 +101,14 @@ static int adopt_checkpoint(cli_opts *o, const cli_ckpt_meta *m) {
   o->augment = (int)m->augment;
   o->label_smoothing = m->label_smoothing;
   o->amp = (cli_amp)m->amp;
+  /* Your own data: the files it was trained on, unless named again. */
+  if (cli_dataset_is_user(o->dataset)) {
+    if (!o->data_dir) o->data_dir = m->data.source;
+    o->regression = m->data.num_classes == 1;
+    if (!o->test_data && m->data.test_source[0]) o->test_data = m->data.test_source;
+    if (!o->val_split_set && m->data.val_split > 0) o->val_split = m->data.val_split;
+    if (!o->image_size_set && o->dataset == DATASET_FOLDER) o->image_size = m->data.height;
+  }
   return CLI_OK;
 }
 
@@ -143,6 +151,25 @@ static void fill_defaults(cli_opts *o) {
 /* The gpt reads text, the other models images; random image transforms
  * apply to images only. CLI_OK or CLI_USAGE after the message. */
 static int check_model_dataset(const cli_opts *o) {
+  if (o->dataset == DATASET_CSV && o->model != MODEL_MLP) {
+    fprintf(stderr, "ctensor train: --model %s cannot train on CSV rows: they train the mlp\n",
+            cli_model_name(o->model));
+    return CLI_USAGE;
+  }
+  if (o->dataset == DATASET_FOLDER && (o->model == MODEL_SIMPLECNN || o->model == MODEL_GPT)) {
+    fprintf(stderr,
+            "ctensor train: --model %s cannot train on an image folder (use cnn, resnet, "
+            "vit or mlp)\n",
+            cli_model_name(o->model));
+    return CLI_USAGE;
+  }
+  if (o->dataset == DATASET_FOLDER && o->model == MODEL_VIT && o->image_size % 4) {
+    fprintf(stderr,
+            "ctensor train: --model vit needs an --image-size divisible by its patch "
+            "size 4 (got %lld)\n",
+            (long long)o->image_size);
+    return CLI_USAGE;
+  }
   bool text = cli_dataset_is_text(o->dataset);
   if ((o->model == MODEL_GPT) == text && !(text && o->augment)) return CLI_OK;
   if (text && o->model == MODEL_GPT)
@@ -233,9 +260,10 @@ static int load_resume(train_run *r) {
     fprintf(stderr, "ctensor train: cannot resume from %s: %s\n", cli_shown(o->checkpoint), err);
     return CLI_FAIL;
   }
-  int rc = adopt_checkpoint(o, &r->ck.meta);
-  if (rc != CLI_OK) return rc;
+  /* r->resumed outlives the checkpoint's tensors: the options may point into it (data paths). */
   r->resumed = r->ck.meta;
+  int rc = adopt_checkpoint(o, &r->resumed);
+  if (rc != CLI_OK) return rc;
   r->start_epoch = r->resumed.epoch;
   r->start_batch = r->resumed.batch;
   if (r->start_batch > 0 && r->resumed.world_size != r->world) {
@@ -273,11 +301,19 @@ static int unigram_baseline(train_run *r) {
  * cli_open_dataset, saying how to get it; an empty one is refused. */
 static int open_data(train_run *r) {
   const cli_opts *o = &r->o;
-  r->train_ds = cli_open_dataset(o->dataset, o->data_dir, true, o->limit_train, o->seed, o->augment,
-                                 &r->train_base);
-  r->test_ds = r->train_ds ? cli_open_dataset(o->dataset, o->data_dir, false, o->limit_test,
-                                              o->seed, 0, NULL)
-                           : NULL;
+  if (cli_dataset_is_user(o->dataset)) {
+    if (cli_user_data_open(o, false, &r->data, &r->user) != CLI_OK) return CLI_FAIL;
+    /* Not owned: cli_user_data_free frees them (train_free). */
+    r->train_ds = r->user.train;
+    r->test_ds = r->user.test;
+    r->train_base = r->user.train;
+  } else {
+    r->train_ds = cli_open_dataset(o->dataset, o->data_dir, true, o->limit_train, o->seed,
+                                   o->augment, &r->train_base);
+    r->test_ds = r->train_ds ? cli_open_dataset(o->dataset, o->data_dir, false, o->limit_test,
+                                                o->seed, 0, NULL)
+                             : NULL;
+  }
   if (!r->train_ds || !r->test_ds) return CLI_FAIL; /* cli_open_dataset said why */
   if (cli_require_samples("train", r->train_ds, o->dataset, o->data_dir, true) != CLI_OK ||
       cli_require_samples("train", r->test_ds, o->dataset, o->data_dir, false) != CLI_OK)
@@ -325,7 +361,10 @@ static int build_model(train_run *r) {
   int64_t channels, size;
   cli_dataset_geometry(o->dataset, &channels, &size);
   ct_manual_seed(o->seed);
-  r->model = cli_model_new(o->model, channels, size);
+  const cli_data_info *d = &r->data;
+  r->model = d->num_classes > 0
+                 ? cli_model_new_for(o->model, d->channels, d->height, d->width, d->num_classes)
+                 : cli_model_new(o->model, channels, size);
   bool sched_ok = false;
   resolve_cpu_amp(o, r->dev);
   if (o->amp == AMP_AUTO) o->amp = r->dev.type == CT_DEVICE_CUDA ? AMP_F16 : AMP_BF16;

@@ -10,12 +10,49 @@ const char *cli_default_data_dir(cli_dataset d) {
       return "/usr/share/datasets/fashion-mnist";
     case DATASET_MNIST:
       return "/usr/share/datasets/mnist";
-    case DATASET_CIFAR10:
-      return "/usr/share/datasets/cifar-10";
+    case DATASET_CIFAR10: /* /usr/share/datasets/<dataset>, as --help says */
+      return "/usr/share/datasets/cifar10";
     case DATASET_FORTUNES:
       return "/usr/share/games/fortunes"; /* Debian package fortunes */
+    case DATASET_CSV:                     /* named by --dataset csv:FILE / folder:DIR */
+    case DATASET_FOLDER:
+      break;
   }
   return ".";
+}
+
+/* Where a missing built-in dataset comes from: the files the program looks
+ * for in dir and how to get them. */
+static void print_data_source(cli_dataset d, const char *dir) {
+  switch (d) {
+    case DATASET_FASHION_MNIST:
+      fprintf(stderr,
+              "ctensor: fashion-mnist is read from %s (train-images-idx3-ubyte.gz, "
+              "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz): "
+              "install the Debian package dataset-fashion-mnist (scripts/install-deps.sh --data), "
+              "or download them from https://github.com/zalandoresearch/fashion-mnist and pass "
+              "their folder with --data-dir\n",
+              cli_shown(dir));
+      break;
+    case DATASET_MNIST:
+      fprintf(stderr,
+              "ctensor: mnist is read from %s (train-images-idx3-ubyte.gz, "
+              "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz, "
+              "gzip or raw): download them from https://yann.lecun.com/exdb/mnist/ and pass their "
+              "folder with --data-dir\n",
+              cli_shown(dir));
+      break;
+    case DATASET_CIFAR10:
+      fprintf(stderr,
+              "ctensor: cifar10 is read from %s (data_batch_1.bin .. data_batch_5.bin, "
+              "test_batch.bin): download the binary version (cifar-10-binary.tar.gz) from "
+              "https://www.cs.toronto.edu/~kriz/cifar.html, extract it and pass its "
+              "cifar-10-batches-bin folder with --data-dir\n",
+              cli_shown(dir));
+      break;
+    default:
+      break;
+  }
 }
 
 bool cli_dataset_is_text(cli_dataset d) { return d == DATASET_FORTUNES; }
@@ -83,7 +120,11 @@ ct_dataset *cli_open_dataset(cli_dataset d, const char *dir, bool train, int64_t
       return NULL;
   }
   if (base) *base = ds;
-  if (!ds) cli_error("loading the dataset");
+  if (!ds) {
+    bool missing = ct_last_error() == CT_ERR_IO;
+    cli_error("loading the dataset");
+    if (missing) print_data_source(d, dir);
+  }
   if (!ds || limit <= 0 || limit >= ct_dataset_length(ds)) return ds;
   limit_ds *s = malloc(sizeof *s);
   if (!s) {

@@ -1,5 +1,5 @@
 /* main.c: the `ctensor` program: dispatches to a command (info, train, eval,
- * generate).
+ * generate, predict).
  * Each command parses its own options with getopt_long (options.c). */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@ static int run_command(int argc, char **argv) {
   if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
   if (!strcmp(cmd, "eval")) return cmd_eval(argc - 1, argv + 1);
   if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
+  if (!strcmp(cmd, "predict")) return cmd_predict(argc - 1, argv + 1);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
     cli_usage(stdout);
     return CLI_OK;

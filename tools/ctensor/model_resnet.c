@@ -134,13 +134,15 @@ ct_module *cli_resnet_new(const cli_resnet_spec *s) {
 
 /* The program's resnet: 16-32-64 channels, two blocks per stage (ResNet-14),
  * stride 2 between stages: 28x28 -> 28, 14, 7 (32x32 -> 32, 16, 8). */
-ct_module *cli_resnet_default(int64_t channels) {
+ct_module *cli_resnet_default(int64_t channels) { return cli_resnet_for(channels, 10); }
+
+ct_module *cli_resnet_for(int64_t channels, int64_t classes) {
   cli_resnet_spec s = {.in_channels = channels,
                        .stem = 16,
                        .nstages = 3,
                        .widths = {16, 32, 64},
                        .blocks = {2, 2, 2},
                        .strides = {1, 2, 2},
-                       .classes = 10};
+                       .classes = classes};
   return cli_resnet_new(&s);
 }

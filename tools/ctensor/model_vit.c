@@ -79,6 +79,10 @@ ct_module *cli_vit_new(const cli_vit_spec *s) {
 /* The program's vit: patches of 4x4, width 96, 4 pre-norm layers of 4 heads,
  * feed-forward 192 (about 310k parameters). */
 ct_module *cli_vit_default(int64_t channels, int64_t size) {
+  return cli_vit_for(channels, size, 10);
+}
+
+ct_module *cli_vit_for(int64_t channels, int64_t size, int64_t classes) {
   cli_vit_spec s = {.in_channels = channels,
                     .size = size,
                     .patch = 4,
@@ -86,6 +90,6 @@ ct_module *cli_vit_default(int64_t channels, int64_t size) {
                     .depth = 4,
                     .heads = 4,
                     .mlp = 192,
-                    .classes = 10};
+                    .classes = classes};
   return cli_vit_new(&s);
 }

@@ -67,9 +67,14 @@ cli_optim cli_model_default_optim(cli_model kind) {
 }
 
 ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
+  return cli_model_new_for(kind, c, size, size, 10);
+}
+
+ct_module *cli_model_new_for(cli_model kind, int64_t c, int64_t size, int64_t width,
+                             int64_t classes) {
   if (kind == MODEL_GPT) return cli_gpt_new(); /* bytes, not images: model_gpt.c */
-  if (kind == MODEL_RESNET) return cli_resnet_default(c);
-  if (kind == MODEL_VIT) return cli_vit_default(c, size);
+  if (kind == MODEL_RESNET) return cli_resnet_for(c, classes);
+  if (kind == MODEL_VIT) return cli_vit_for(c, size, classes);
   net *n = calloc(1, sizeof *n);
   if (!n) return NULL;
   n->kind = kind;
@@ -86,18 +91,19 @@ ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
   switch (kind) {
     case MODEL_MLP:
       ok = (n->fc1 = ct_module_register_module(m, "fc1",
-                                               ct_linear_new(c * size * size, 128, true, NULL))) &&
-           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
+                                               ct_linear_new(c * size * width, 128, true, NULL))) &&
+           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, classes, true, NULL)));
       break;
     case MODEL_CNN: {
-      int64_t s = ((size - 2) / 2 - 2) / 2; /* two (3x3 valid conv, 2x2 pool) stages */
+      /* two (3x3 valid conv, 2x2 pool) stages */
+      int64_t s = ((size - 2) / 2 - 2) / 2, sw = ((width - 2) / 2 - 2) / 2;
       ok = (n->conv1 =
                 ct_module_register_module(m, "conv1", ct_conv2d_new(c, 32, 3, NULL, true, NULL))) &&
            (n->conv2 = ct_module_register_module(m, "conv2",
                                                  ct_conv2d_new(32, 64, 3, NULL, true, NULL))) &&
            (n->fc1 =
-                ct_module_register_module(m, "fc1", ct_linear_new(64 * s * s, 128, true, NULL))) &&
-           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL)));
+                ct_module_register_module(m, "fc1", ct_linear_new(64 * s * sw, 128, true, NULL))) &&
+           (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, classes, true, NULL)));
       break;
     }
     case MODEL_SIMPLECNN: {
@@ -112,7 +118,7 @@ ct_module *cli_model_new(cli_model kind, int64_t c, int64_t size) {
            (n->fc1 =
                 ct_module_register_module(m, "fc1", ct_linear_new(16 * 5 * 5, 120, true, NULL))) &&
            (n->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(120, 84, true, NULL))) &&
-           (n->fc3 = ct_module_register_module(m, "fc3", ct_linear_new(84, 10, true, NULL)));
+           (n->fc3 = ct_module_register_module(m, "fc3", ct_linear_new(84, classes, true, NULL)));
       break;
     }
     default:

@@ -22,7 +22,9 @@ static const name_code models[] = {
 static const name_code datasets[] = {{"fashion-mnist", DATASET_FASHION_MNIST},
                                      {"mnist", DATASET_MNIST},
                                      {"cifar10", DATASET_CIFAR10},
-                                     {"fortunes", DATASET_FORTUNES}};
+                                     {"fortunes", DATASET_FORTUNES},
+                                     {"csv", DATASET_CSV},
+                                     {"folder", DATASET_FOLDER}};
 static const name_code optims[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {"adamw", OPTIM_ADAMW}};
 static const name_code schedules[] = {
@@ -135,6 +137,9 @@ void cli_usage(FILE *f) {
       "  info                 devices, threads, BLAS, build and library versions\n"
       "  train [options]      train a model (defaults: a CNN on Fashion-MNIST on the best device)\n"
       "  eval --checkpoint P  test accuracy and loss of a checkpoint\n"
+      "  predict --checkpoint P INPUT...\n"
+      "                       the class (index and name) of each image file or CSV row\n"
+      "                       (ctensor predict --help)\n"
       "  generate --checkpoint P [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K]\n"
       "           [--seed S] [--device D] [--threads N]\n"
       "                       sample bytes from a --model gpt checkpoint (ctensor generate "
@@ -143,11 +148,26 @@ void cli_usage(FILE *f) {
       "train options:\n"
       "  --model mlp|cnn|simplecnn|resnet|vit|gpt\n"
       "                                       model (default cnn)\n"
-      "  --dataset fashion-mnist|mnist|cifar10|fortunes\n"
-      "                                       dataset (default fashion-mnist; fortunes for gpt)\n"
+      "  --dataset fashion-mnist|mnist|cifar10|fortunes|csv:FILE|folder:DIR\n"
+      "                                       dataset (default fashion-mnist; fortunes for gpt);\n"
+      "                                       csv:FILE: rows of features and a class column "
+      "(mlp);\n"
+      "                                       folder:DIR: DIR/CLASS/*.png|jpg (cnn, resnet, vit, "
+      "mlp)\n"
       "  --data-dir DIR                       dataset files (default "
       "/usr/share/datasets/<dataset>;\n"
       "                                       fortunes: /usr/share/games/fortunes)\n"
+      "  --target COLUMN                      csv: the class column, by name or index (default "
+      "the\n"
+      "                                       last); every other column is a feature\n"
+      "  --regression                         csv: the target is a number: mean squared error,\n"
+      "                                       one output (default: class labels)\n"
+      "  --test-data FILE|DIR                 csv/folder: test data of its own (folder: DIR/test\n"
+      "                                       is used when DIR/train and DIR/test exist)\n"
+      "  --val-split F                        csv/folder without test data: the test fraction "
+      "split\n"
+      "                                       off at random (seeded by --seed; default 0.2)\n"
+      "  --image-size N                       folder: images resized to N x N (default 32)\n"
       "  --device auto|cpu|cuda[:N]           device (default auto: CT_DEVICE, else cuda:0, else "
       "cpu)\n"
       "  --disable-cuda                       run on the CPU\n"
@@ -194,7 +214,8 @@ void cli_usage(FILE *f) {
       "  --quiet                              print only the final accuracy\n"
       "\n"
       "eval options:\n"
-      "  --checkpoint PATH (required), --data-dir DIR, --device D, --disable-cuda,\n"
+      "  --checkpoint PATH (required), --data-dir DIR, --test-data FILE|DIR (csv/folder\n"
+      "  checkpoints: other labeled data), --device D, --disable-cuda,\n"
       "  --batch-size N (default 500; gpt 64), --workers N, --limit-test N (default: as in "
       "training), "
       "--quiet\n"
@@ -232,7 +253,12 @@ enum {
   OPT_LABEL_SMOOTHING,
   OPT_AMP,
   OPT_THREADS,
-  OPT_DETERMINISTIC
+  OPT_DETERMINISTIC,
+  OPT_TARGET,
+  OPT_VAL_SPLIT,
+  OPT_TEST_DATA,
+  OPT_IMAGE_SIZE,
+  OPT_REGRESSION
 };
 
 static const struct option train_long[] = {
@@ -263,6 +289,11 @@ static const struct option train_long[] = {
     {"limit-train", required_argument, NULL, OPT_LIMIT_TRAIN},
     {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"target", required_argument, NULL, OPT_TARGET},
+    {"val-split", required_argument, NULL, OPT_VAL_SPLIT},
+    {"test-data", required_argument, NULL, OPT_TEST_DATA},
+    {"image-size", required_argument, NULL, OPT_IMAGE_SIZE},
+    {"regression", no_argument, NULL, OPT_REGRESSION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -273,6 +304,7 @@ static const struct option eval_long[] = {{"checkpoint", required_argument, NULL
                                           {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
                                           {"workers", required_argument, NULL, OPT_WORKERS},
                                           {"limit-test", required_argument, NULL, OPT_LIMIT_TEST},
+                                          {"test-data", required_argument, NULL, OPT_TEST_DATA},
                                           {"quiet", no_argument, NULL, OPT_QUIET},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -300,10 +332,38 @@ static int model_option(const char *cmd, int c, const char *arg, cli_opts *o) {
       o->model_set = true;
       return CLI_OK;
     case OPT_DATASET:
-      if (!cli_dataset_parse(arg, &o->dataset))
-        return bad(cmd, "--dataset: expected fashion-mnist, mnist, cifar10 or fortunes, got '%s'%s",
+      /* Your own data: csv:FILE or folder:DIR (the path goes where --data-dir does). */
+      if (!strncmp(arg, "csv:", 4) || !strncmp(arg, "folder:", 7)) {
+        o->dataset = arg[0] == 'c' ? DATASET_CSV : DATASET_FOLDER;
+        o->data_dir = strchr(arg, ':') + 1;
+        if (!*o->data_dir) return bad(cmd, "--dataset %s: the path is empty%s", arg, "");
+        o->dataset_set = true;
+        return CLI_OK;
+      }
+      if (!cli_dataset_parse(arg, &o->dataset) || cli_dataset_is_user(o->dataset))
+        return bad(cmd,
+                   "--dataset: expected fashion-mnist, mnist, cifar10, fortunes, csv:FILE or "
+                   "folder:DIR, got '%s'%s",
                    arg, "");
       o->dataset_set = true;
+      return CLI_OK;
+    case OPT_TARGET:
+      if (!*arg) return bad(cmd, "--target: empty column name%s%s", "", "");
+      o->target = arg;
+      return CLI_OK;
+    case OPT_REGRESSION:
+      o->regression = true;
+      return CLI_OK;
+    case OPT_VAL_SPLIT:
+      if (!cli_parse_f64(arg, 0, 1, &o->val_split) || o->val_split <= 0 || o->val_split >= 1)
+        return bad(cmd, "--val-split: expected a fraction between 0 and 1 (exclusive), got '%s'%s",
+                   arg, "");
+      o->val_split_set = true;
+      return CLI_OK;
+    case OPT_IMAGE_SIZE:
+      if (!cli_parse_i64(arg, 8, 1024, &o->image_size))
+        return bad(cmd, "--image-size: expected an integer from 8 to 1024, got '%s'%s", arg, "");
+      o->image_size_set = true;
       return CLI_OK;
     case OPT_OPTIMIZER:
       if (!cli_optim_parse(arg, &o->optim))
@@ -373,6 +433,10 @@ static int run_option(const char *cmd, int c, const char *arg, cli_opts *o) {
     case OPT_DATA_DIR:
       if (!*arg) return bad(cmd, "--data-dir: empty path%s%s", "", "");
       o->data_dir = arg;
+      return CLI_OK;
+    case OPT_TEST_DATA:
+      if (!*arg) return bad(cmd, "--test-data: empty path%s%s", "", "");
+      o->test_data = arg;
       return CLI_OK;
     case OPT_DEVICE:
       o->device = arg;
@@ -451,6 +515,8 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
                   .augment = -1,
                   .label_smoothing = -1,
                   .workers = 2,
+                  .val_split = 0.2,
+                  .image_size = 32,
                   .seed = 1};
   optind = 0; /* glibc: full reinitialization */
   opterr = 0;
@@ -480,8 +546,18 @@ int cli_parse_options(int argc, char **argv, bool is_eval, cli_opts *o) {
     }
   }
   if (optind < argc) return bad(cmd, "unexpected argument '%s'%s", argv[optind], "");
+  /* CSV rows train the mlp unless told otherwise. */
+  if (o->dataset == DATASET_CSV && !o->model_set && !o->resume) o->model = MODEL_MLP;
   /* A resumed run takes its checkpoint's optimizer. */
   if (!o->optim_set && !o->resume) o->optim = cli_model_default_optim(o->model);
+  if ((o->target || o->regression) && o->dataset != DATASET_CSV && !o->resume)
+    return bad(cmd, "--target and --regression apply to --dataset csv:FILE only%s%s", "", "");
+  if (o->image_size_set && o->dataset != DATASET_FOLDER && !o->resume)
+    return bad(cmd, "--image-size applies to --dataset folder:DIR only%s%s", "", "");
+  if (!is_eval && (o->val_split_set || o->test_data) && !cli_dataset_is_user(o->dataset) &&
+      !o->resume)
+    return bad(cmd, "--val-split and --test-data apply to csv:FILE and folder:DIR only%s%s", "",
+               "");
   if (o->resume && !o->checkpoint) return bad(cmd, "--resume needs --checkpoint PATH%s%s", "", "");
   if (is_eval && !o->checkpoint) return bad(cmd, "--checkpoint PATH is required%s%s", "", "");
   if (o->momentum_set && o->optim != OPTIM_SGD && !o->resume)

@@ -42,6 +42,11 @@ typedef struct train_run {
   double unigram;          /* text: entropy of the training bytes, nats/byte (the baseline) */
   cli_eval_result ev;      /* the last evaluation */
   bool finalize;           /* ended by design (done or stopped): close the process group */
+  cli_user_data user;   /* --dataset csv:FILE / folder:DIR: the datasets behind train_ds, test_ds */
+  cli_data_info data;   /* ... and what the checkpoint records of them */
+  double best_accuracy; /* the best test accuracy of this run's epochs (regression: -loss) */
+  int64_t best_epoch;   /* its epoch, 1-based (0: none yet) */
+  double t_start;       /* cli_now() when training started: the summary's wall time */
 } train_run;
 
 /* --lr-step-size, or a third of --epochs (rounded up). */

@@ -158,8 +158,13 @@ static void print_resume_hint(const cli_opts *o) {
 void train_free(train_run *r) {
   ct_dataloader_free(r->train_dl);
   ct_dataloader_free(r->test_dl);
-  ct_dataset_free(r->train_ds);
-  ct_dataset_free(r->test_ds);
+  if (r->user.base_train ||
+      r->user.base_test) { /* your own data: train_ds, test_ds are its views */
+    cli_user_data_free(&r->user);
+  } else {
+    ct_dataset_free(r->train_ds);
+    ct_dataset_free(r->test_ds);
+  }
   ct_lr_scheduler_free(r->sched); /* before the optimizer it borrows */
   ct_optimizer_free(r->opt);
   ct_grad_scaler_free(r->scaler);
@@ -226,7 +231,10 @@ static bool train_step(train_run *r, const ct_batch *b, int64_t n) {
   ct_tensor *y = ct_to(b->targets, r->dev, &(ct_to_opts){.non_blocking = true});
   if (o->amp != AMP_NONE)
     ct_autocast_begin(r->dev.type, o->amp == AMP_F16 ? CT_F16 : CT_BF16, true);
-  ct_tensor *loss = ct_cross_entropy(ct_module_forward(r->model, x), y, &loss_opts);
+  ct_tensor *out = ct_module_forward(r->model, x);
+  ct_tensor *loss = r->data.num_classes == 1 /* regression: one output, the value */
+                        ? ct_mse_loss(ct_flatten(out, 0, -1), y, NULL)
+                        : ct_cross_entropy(out, y, &loss_opts);
   if (o->amp != AMP_NONE) ct_autocast_end();
   ct_optimizer_zero_grad(r->opt);
   bool ok = loss && ct_backward(ct_grad_scaler_scale(r->scaler, loss), NULL, NULL) == CT_OK &&
@@ -331,7 +339,8 @@ static cli_ckpt_meta checkpoint_meta(const train_run *r) {
                         .amp_scale = scaler_state.scale,
                         .amp_growth_tracker = scaler_state.growth_tracker,
                         .world_size = r->world,
-                        .accuracy = r->last_accuracy};
+                        .accuracy = r->last_accuracy,
+                        .data = r->data};
   ct_generator_get_state(ct_default_generator(), &meta.rng_seed, &meta.rng_offset);
   return meta;
 }
@@ -369,12 +378,17 @@ static int save_mid_epoch(train_run *r, const epoch_state *e) {
 static int end_epoch(train_run *r, const epoch_state *e) {
   const cli_opts *o = &r->o;
   cli_eval_result *ev = &r->ev;
-  if (cli_evaluate(r->model, r->test_dl, r->dev, ev) != CT_OK) {
+  const bool regression = r->data.num_classes == 1;
+  if (cli_evaluate(r->model, r->test_dl, r->dev, regression, ev) != CT_OK) {
     cli_error("evaluating");
     return CLI_FAIL;
   }
   double accuracy = ev->total ? (double)ev->correct / (double)ev->total : 0;
   r->last_accuracy = accuracy;
+  /* The best epoch: the highest accuracy, or for regression the lowest test loss (kept negated). */
+  double score = regression ? -ev->loss : accuracy;
+  if (r->best_epoch == 0 || score > r->best_accuracy)
+    r->best_accuracy = score, r->best_epoch = e->epoch + 1;
   cli_epoch_report rep = {.epoch = e->epoch + 1,
                           .loss = e->samples ? e->loss_sum / (double)e->samples : NAN,
                           .accuracy = accuracy,
@@ -395,6 +409,11 @@ static int end_epoch(train_run *r, const epoch_state *e) {
         (long long)rep.epoch, (long long)o->epochs, rep.loss, rep.loss / log(2.0), ev->loss,
         ev->loss / log(2.0), r->unigram, r->unigram / log(2.0), 100 * accuracy, e->seconds,
         rep.images_per_second * GPT_CONTEXT);
+    fflush(stdout);
+  } else if (!o->quiet && regression) {
+    printf("epoch %lld/%lld: loss %.4f, test loss %.4f, test rmse %.4f, %.1f s\n",
+           (long long)rep.epoch, (long long)o->epochs, rep.loss, ev->loss, sqrt(ev->loss),
+           e->seconds);
     fflush(stdout);
   } else if (!o->quiet) {
     printf(
@@ -443,8 +462,31 @@ static int stop_after_epoch(train_run *r, int64_t epoch) {
   return 128 + g_interrupted;
 }
 
+/* The program's last words: what the run reached, how long it took and
+ * where the model is (one line, rank 0). */
+static void print_summary(const train_run *r) {
+  const cli_opts *o = &r->o;
+  int64_t epochs = o->epochs - r->start_epoch;
+  printf("done: %lld epoch(s) in %.1f s; ", (long long)epochs, cli_now() - r->t_start);
+  if (cli_dataset_is_text(o->dataset))
+    printf("final validation loss %.4f nats/byte", r->ev.loss);
+  else if (r->data.num_classes == 1)
+    printf("final test rmse %.4f, best %.4f (epoch %lld)", sqrt(r->ev.loss),
+           sqrt(-r->best_accuracy), (long long)r->best_epoch);
+  else
+    printf("final test accuracy %.2f%%, best %.2f%% (epoch %lld)",
+           100.0 * (double)r->ev.correct / (double)r->ev.total, 100 * r->best_accuracy,
+           (long long)r->best_epoch);
+  if (o->checkpoint)
+    printf("; checkpoint %s\n", cli_shown(o->checkpoint));
+  else
+    printf("; no checkpoint saved (--checkpoint PATH keeps the model)\n");
+}
+
 int train_epochs(train_run *r) {
   r->ev = (cli_eval_result){.loss = NAN};
+  r->best_accuracy = -1;
+  r->t_start = cli_now();
   for (int64_t epoch = r->start_epoch; epoch < r->o.epochs; epoch++) {
     epoch_state e;
     int rc;
@@ -459,10 +501,13 @@ int train_epochs(train_run *r) {
         "validation loss: %.4f nats/byte (%.4f bits/byte); unigram baseline %.4f nats/byte "
         "(%.4f bits/byte)\n",
         r->ev.loss, r->ev.loss / log(2.0), r->unigram, r->unigram / log(2.0));
+  else if (r->ev.total && r->rank == 0 && r->data.num_classes == 1)
+    printf("test rmse: %.4f (%lld samples)\n", sqrt(r->ev.loss), (long long)r->ev.total);
   else if (r->ev.total && r->rank == 0)
     printf("test accuracy: %.2f%% (%lld/%lld)\n",
            100.0 * (double)r->ev.correct / (double)r->ev.total, (long long)r->ev.correct,
            (long long)r->ev.total);
+  if (r->ev.total && r->rank == 0) print_summary(r);
   r->finalize = true;
   return CLI_OK;
 }
