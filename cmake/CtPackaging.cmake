@@ -5,6 +5,9 @@
 #   libctensor<soversion>-cuda   cuda     libctensor-cuda.so, the CUDA backend
 #   libctensor<soversion>-nccl   nccl     libctensor-nccl.so, the NCCL engine
 #   libctensor<soversion>-mpi    mpi      libctensor-mpi.so, the MPI engine
+#   libctensor-<p>-dev           <p>dev   libctensor-<p>.a and its CMake and
+#                                         pkg-config files: plugin <p> for
+#                                         static programs (needs its -dev libs)
 #   ctensor                      program  the ctensor program
 # Dependencies: dpkg-shlibdeps for the libraries Debian packages (libc, libgomp,
 # OpenBLAS, zlib, Open MPI), CPack's component dependencies between these
@@ -35,6 +38,9 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://invalid/ctensor")
 set(CPACK_SET_DESTDIR OFF)
 
 set(CPACK_COMPONENTS_ALL lib dev program ${CT_PLUGINS})
+foreach(p ${CT_PLUGINS})
+  list(APPEND CPACK_COMPONENTS_ALL ${p}dev)
+endforeach()
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libctensor${CT_SOVERSION})
 set(CPACK_COMPONENT_LIB_DESCRIPTION
     "ctensor: tensors and neural-network training in C (shared library)\n The core library: CPU backend (OpenBLAS), autograd, modules,\n optimizers, data loading. The CUDA backend and the MPI and NCCL engines are\n separate packages, loaded at run time when present.")
@@ -49,9 +55,10 @@ endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libctensor-dev)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "ctensor: development files\n Headers, the static library, CMake (find_package(ctensor)) and pkg-config\n files. Static linking needs the libraries of the backends built into\n libctensor.a (pkg-config --static --libs ctensor lists them).")
+    "ctensor: development files\n Headers, the static library, CMake (find_package(ctensor)) and pkg-config\n files. The static libctensor.a is the core alone (CPU backend): it needs\n no MPI, NCCL or CUDA library. The libctensor-<p>-dev packages add the\n CUDA backend and the MPI and NCCL engines for static programs.")
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
-# ctensor.pc names zlib (Requires.private), and libpng / libjpeg where built with them.
+# ctensor.pc and ctensor-static.pc name zlib, and libpng / libjpeg where built
+# with them; libctensor.a needs nothing else beyond libc (libm, libpthread, libdl).
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "zlib1g-dev")
 if(PNG_FOUND)
   string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libpng-dev")
@@ -95,6 +102,48 @@ foreach(p ${CT_PLUGINS})
   if(DEFINED CTENSOR_DEB_${P}_DEPENDS AND CTENSOR_DEB_${P}_DEPENDS)
     set(CPACK_DEBIAN_${P}_PACKAGE_DEPENDS "${CTENSOR_DEB_${P}_DEPENDS}")
   endif()
+endforeach()
+# The plugins' static archives: their libraries are linked by path, from the
+# -dev packages that own them (dpkg -S at configure time), else the names of
+# NVIDIA's repository or Debian's defaults.
+function(ct_dev_depends var file default)
+  set(owner "")
+  if(file)
+    execute_process(COMMAND dpkg -S ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0)
+      string(REGEX REPLACE ":.*" "" owner "${out}")
+      string(REGEX REPLACE ":[a-z0-9]+$" "" owner "${owner}")
+    endif()
+  endif()
+  if(owner)
+    set(default "${owner}")
+  endif()
+  string(TOUPPER ${var} V)
+  set(CTENSOR_DEB_${V}DEV_DEPENDS "${default}" CACHE STRING
+      "Debian dependencies of libctensor-${var}-dev (the libraries libctensor-${var}.a links)")
+endfunction()
+if(CT_USE_MPI)
+  list(GET MPI_C_LIBRARIES 0 _ct_mpi_lib)
+  ct_dev_depends(mpi "${_ct_mpi_lib}" "libopenmpi-dev")
+endif()
+if(CT_USE_CUDA)
+  ct_dev_depends(cuda "" "cuda-cudart-dev-${_ct_cuda_mm}, libcublas-dev-${_ct_cuda_mm}, libcusolver-dev-${_ct_cuda_mm}, libcudnn9-dev-cuda-${CUDAToolkit_VERSION_MAJOR}")
+endif()
+if(CT_USE_NCCL)
+  ct_dev_depends(nccl "" "libnccl-dev")
+endif()
+foreach(p ${CT_PLUGINS})
+  string(TOUPPER ${p} P)
+  set(CPACK_DEBIAN_${P}DEV_PACKAGE_NAME libctensor-${p}-dev)
+  set(CPACK_DEBIAN_${P}DEV_PACKAGE_SECTION libdevel)
+  set(CPACK_COMPONENT_${P}DEV_DEPENDS dev)
+  foreach(need ${CT_PLUGIN_${p}_NEEDS})
+    list(APPEND CPACK_COMPONENT_${P}DEV_DEPENDS ${need}dev)
+  endforeach()
+  set(CPACK_DEBIAN_${P}DEV_PACKAGE_DEPENDS "${CTENSOR_DEB_${P}DEV_DEPENDS}")
+  set(CPACK_COMPONENT_${P}DEV_DESCRIPTION
+      "ctensor: ${CT_PLUGIN_${p}_WHAT} for static programs\n libctensor-${p}.a, CMake's ctensor::${p}_static and pkg-config's ctensor-${p}:\n ${CT_PLUGIN_${p}_WHAT} linked into a program on the static libctensor.a.")
 endforeach()
 set(CPACK_COMPONENT_CUDA_DESCRIPTION
     "ctensor: the CUDA backend\n libctensor-cuda.so: tensors on NVIDIA GPUs (CUDA runtime, cuBLAS, cuDNN),\n loaded by libctensor when a GPU is asked for.")

@@ -65,7 +65,10 @@ static ct_module *cifar_net_new(void) {
   ct_sequential_add(net, ct_relu_new());
   /* The last add's result tells whether every add (and the sequential) worked:
    * a failed add leaves an error and a NULL. */
-  if (!ct_sequential_add(net, ct_linear_new(84, 10, true, NULL))) return ct_module_free(net), NULL;
+  if (!ct_sequential_add(net, ct_linear_new(84, 10, true, NULL))) {
+    ct_module_free(net);
+    return NULL;
+  }
   return net;
 }
 
@@ -104,7 +107,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) count += ct_numel(params[i]);
   printf("CIFAR-10 Net on %s: %d parameter tensors, %lld parameters; SGD lr %g momentum 0.9\n",
          ct_device_name(device), n, (long long)count, lr);
-  ct_optimizer *optimizer = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = lr, .momentum = 0.9});
+  ct_sgd_opts sgd = {.lr = lr, .momentum = 0.9};
+  ct_optimizer *optimizer = ct_sgd_new(params, n, &sgd);
   if (!optimizer) return ct_module_free(net), fail("the optimizer");
 
   /* The "dataset", on the CPU: batches x (64, 3, 32, 32) images in [-1, 1]
@@ -113,8 +117,9 @@ int main(int argc, char **argv) {
   ct_tensor *images = ct_uniform(-1, 1, CT_SHAPE(batches, BATCH, 3, 32, 32), NULL);
   ct_tensor *proj = ct_randn(CT_SHAPE(3 * 4 * 4, 10), NULL);
   ct_scope_begin();
+  ct_pool2d_opts pool = {.kernel = {8, 8}};
   ct_tensor *pooled = ct_avg_pool2d(ct_reshape(images, CT_SHAPE(batches * BATCH, 3, 32, 32)),
-                                    &(ct_pool2d_opts){.kernel = {8, 8}});
+                                    &pool);
   ct_tensor *labels = ct_keep(ct_reshape(ct_argmax(ct_matmul(ct_flatten(pooled, 1, -1), proj), 1, false),
                                          CT_SHAPE(batches, BATCH)));
   ct_scope_end();

@@ -62,9 +62,11 @@ int main(int argc, char **argv) {
   printf("leaf on cpu, computation on %s\n", ct_device_name(device));
 
   const float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, ones[3] = {1, 1, 1};
-  ct_tensor *cpu_tensor = ct_from_data(a, CT_SHAPE(3), &(ct_tensor_opts){.requires_grad = true});
+  ct_tensor_opts opts = {.requires_grad = true};
+  ct_tensor *cpu_tensor = ct_from_data(a, CT_SHAPE(3), &opts);
+  ct_tensor_opts opts2 = {.device = device, .requires_grad = true};
   ct_tensor *gpu_tensor =
-      ct_from_data(b, CT_SHAPE(3), &(ct_tensor_opts){.device = device, .requires_grad = true});
+      ct_from_data(b, CT_SHAPE(3), &opts2);
   if (!cpu_tensor || !gpu_tensor) return ct_free(cpu_tensor), ct_free(gpu_tensor), fail("creating the leaves");
 
   int rc = 0;
@@ -72,7 +74,8 @@ int main(int argc, char **argv) {
   ct_scope_begin();
   ct_tensor *gpu_tensor2 = ct_to(cpu_tensor, device, NULL);
   ct_tensor *result = ct_add(gpu_tensor, gpu_tensor2);
-  ct_tensor *upstream = ct_from_data(ones, CT_SHAPE(3), &(ct_tensor_opts){.device = device});
+  ct_tensor_opts opts3 = {.device = device};
+  ct_tensor *upstream = ct_from_data(ones, CT_SHAPE(3), &opts3);
   if (ct_backward(result, upstream, NULL) != CT_OK) rc = fail("backward of the sum");
   ct_scope_end();
   if (!rc) {

@@ -40,7 +40,8 @@ static double now_ms(void) {
 /* Tensors on devices and the current device. */
 static int show_devices(ct_device dev) {
   const float v[2] = {1.0f, 2.0f};
-  ct_tensor *x = ct_from_data(v, CT_SHAPE(2), &(ct_tensor_opts){.device = dev});
+  ct_tensor_opts opts = {.device = dev};
+  ct_tensor *x = ct_from_data(v, CT_SHAPE(2), &opts);
   ct_tensor *y = ct_to(ct_from_data(v, CT_SHAPE(2), NULL), dev, NULL);
   ct_tensor *z = ct_add(x, y);
   if (!z) return fail("x + y");
@@ -51,7 +52,8 @@ static int show_devices(ct_device dev) {
     ct_device cuda;
     if (ct_cuda_set_device(1) != CT_OK || ct_device_parse("cuda", &cuda) != CT_OK)
       return fail("selecting cuda:1");
-    ct_tensor *a = ct_from_data(v, CT_SHAPE(2), &(ct_tensor_opts){.device = cuda});
+    ct_tensor_opts opts2 = {.device = cuda};
+    ct_tensor *a = ct_from_data(v, CT_SHAPE(2), &opts2);
     ct_tensor *z2 = ct_add(x, y); /* its operands' device, not the current one */
     if (!a || !z2) return fail("work under cuda:1");
     printf("with cuda:1 current: a on %s, x + y still on %s\n", ct_device_name(ct_device_of(a)),
@@ -75,8 +77,10 @@ static int show_devices(ct_device dev) {
 /* Enqueueing returns at once; events time the device's work. */
 static int time_with_events(ct_device dev, int64_t n) {
   ct_manual_seed(0);
-  ct_tensor *a = ct_randn(CT_SHAPE(n, n), &(ct_tensor_opts){.device = dev});
-  ct_tensor *b = ct_randn(CT_SHAPE(n, n), &(ct_tensor_opts){.device = dev});
+  ct_tensor_opts opts3 = {.device = dev};
+  ct_tensor *a = ct_randn(CT_SHAPE(n, n), &opts3);
+  ct_tensor_opts opts4 = {.device = dev};
+  ct_tensor *b = ct_randn(CT_SHAPE(n, n), &opts4);
   ct_event *start = ct_event_new(dev, true), *end = ct_event_new(dev, true);
   if (!a || !b || !start || !end) return fail("setting up");
   ct_tensor *c = ct_matmul(a, b); /* warm-up: library handles, kernels */

@@ -38,12 +38,14 @@ static int fail(const char *what) {
 static ct_dataset *blobs(int64_t n) {
   static const float centre[4][2] = {{2, 2}, {-2, 2}, {-2, -2}, {2, -2}};
   ct_generator *gen = ct_generator_new(42);
-  ct_tensor *x = ct_randn(CT_SHAPE(n, 2), &(ct_tensor_opts){.generator = gen});
-  ct_tensor *y = ct_empty(CT_SHAPE(n), &(ct_tensor_opts){.dtype = CT_I64});
+  ct_tensor_opts opts = {.generator = gen};
+  ct_tensor *x = ct_randn(CT_SHAPE(n, 2), &opts);
+  ct_tensor_opts opts2 = {.dtype = CT_I64};
+  ct_tensor *y = ct_empty(CT_SHAPE(n), &opts2);
   ct_generator_free(gen);
   if (!x || !y) return NULL;
-  float *px = ct_data_ptr(x);
-  int64_t *py = ct_data_ptr(y);
+  float *px = (float *)ct_data_ptr(x);
+  int64_t *py = (int64_t *)ct_data_ptr(y);
   for (int64_t i = 0; i < n; i++) {
     py[i] = i % 4;
     px[2 * i] += centre[i % 4][0];
@@ -75,10 +77,9 @@ int main(int argc, char **argv) {
   /* Started by a launcher: join the job. A CUDA device means one GPU per
    * rank (cuda:local_rank) and NCCL when it is built in. */
   bool dist = ct_dist_env_world_size() > 1;
-  if (dist &&
-      ct_dist_init(&(ct_dist_opts){
-          .device = device, .device_from_local_rank = device.type == CT_DEVICE_CUDA}) != CT_OK)
-    return fail("dist_init");
+  ct_dist_opts dist_opts = {.device = device,
+                            .device_from_local_rank = device.type == CT_DEVICE_CUDA};
+  if (dist && ct_dist_init(&dist_opts) != CT_OK) return fail("dist_init");
   if (dist) device = ct_dist_device();
   int rank = ct_dist_rank(), world = ct_dist_world_size();
   if (rank == 0)
@@ -96,21 +97,24 @@ int main(int argc, char **argv) {
   if (dist && ct_dist_broadcast_module_(model, 0) != CT_OK) return fail("broadcast_module");
   ct_tensor *params[8];
   int n = ct_module_parameters(model, params, NULL, 8);
-  ct_optimizer *opt = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.1, .momentum = 0.9});
+  ct_sgd_opts sgd = {.lr = 0.1, .momentum = 0.9};
+  ct_optimizer *opt = ct_sgd_new(params, n, &sgd);
   /* 32 samples per rank and step; each rank reads 1/world of every epoch */
-  ct_dataloader *dl = ct_dataloader_new(ds, &(ct_dataloader_opts){.batch_size = 32,
-                                                                  .shuffle = true,
-                                                                  .seed = 1,
-                                                                  .device = device,
-                                                                  .shard_rank = rank,
-                                                                  .shard_count = world});
+  ct_dataloader_opts loader = {.batch_size = 32,
+                               .shuffle = true,
+                               .seed = 1,
+                               .shard_rank = rank,
+                               .shard_count = world,
+                               .device = device};
+  ct_dataloader *dl = ct_dataloader_new(ds, &loader);
   if (!opt || !dl) return fail("setup");
 
   double accuracy = 0;
   for (int epoch = 0; epoch < epochs; epoch++) {
     if (ct_dataloader_start_epoch(dl, epoch, 0) != CT_OK) return fail("start_epoch");
     /* sums over this rank's batches: loss, correct, seen (averaged over ranks below) */
-    ct_tensor *stats = ct_zeros(CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_F64, .device = device});
+    ct_tensor_opts opts3 = {.dtype = CT_F64, .device = device};
+    ct_tensor *stats = ct_zeros(CT_SHAPE(3), &opts3);
     ct_batch b;
     ct_status st;
     while ((st = ct_dataloader_next(dl, &b)) == CT_OK && b.inputs) {
@@ -123,11 +127,10 @@ int main(int argc, char **argv) {
       if (st == CT_OK) st = ct_optimizer_step(opt);
       ct_no_grad_begin();
       ct_tensor *right = ct_sum(ct_eq(ct_argmax(logits, 1, false), b.targets), NULL);
-      ct_tensor *row = ct_stack(
-          (ct_tensor *[]){ct_cast(loss, CT_F64), ct_cast(right, CT_F64),
-                          ct_full_like(right, (double)ct_size(b.targets, 0),
-                                       &(ct_tensor_opts){.dtype = CT_F64, .device = device})},
-          3, 0);
+      ct_tensor_opts opts4 = {.dtype = CT_F64, .device = device};
+      ct_tensor *parts[] = {ct_cast(loss, CT_F64), ct_cast(right, CT_F64),
+                            ct_full_like(right, (double)ct_size(b.targets, 0), &opts4)};
+      ct_tensor *row = ct_stack(parts, 3, 0);
       if (!row || !ct_add_(stats, row)) st = ct_last_error();
       ct_no_grad_end();
       ct_scope_end();

@@ -55,7 +55,7 @@ static ct_tensor *chain_round_trips(const ct_tensor *x_cpu, ct_device dev) {
 
 /* Largest |r[i] - sqrt(2 x[i] + 1)| over n f32 elements. */
 static double chain_error(const ct_tensor *x, const ct_tensor *r, int64_t n) {
-  const float *xs = ct_data_ptr(x), *rs = ct_data_ptr(r);
+  const float *xs = (const float *)ct_data_ptr(x), *rs = (const float *)ct_data_ptr(r);
   double worst = 0;
   for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(rs[i] - sqrtf(xs[i] * 2.0f + 1.0f)));
   return worst;

@@ -37,8 +37,10 @@ int main(int argc, char **argv) {
   ct_manual_seed(1);
   ct_scope_begin();
   /* Random arrays in host memory (f64, as NumPy's). */
-  ct_tensor *x_cpu = ct_rand(&n, 1, &(ct_tensor_opts){.dtype = CT_F64});
-  ct_tensor *y_cpu = ct_rand(&n, 1, &(ct_tensor_opts){.dtype = CT_F64});
+  ct_tensor_opts opts = {.dtype = CT_F64};
+  ct_tensor *x_cpu = ct_rand(&n, 1, &opts);
+  ct_tensor_opts opts2 = {.dtype = CT_F64};
+  ct_tensor *y_cpu = ct_rand(&n, 1, &opts2);
   /* Host -> device, compute there, device -> host. */
   ct_tensor *x_dev = ct_to(x_cpu, dev, NULL);
   ct_tensor *y_dev = ct_to(y_cpu, dev, NULL);
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
   if (!result_cpu) return fail("computing x + y");
 
   /* Check against the host computation. */
-  const double *x = ct_data_ptr(x_cpu), *y = ct_data_ptr(y_cpu), *r = ct_data_ptr(result_cpu);
+  const double *x = (const double *)ct_data_ptr(x_cpu), *y = (const double *)ct_data_ptr(y_cpu), *r = (const double *)ct_data_ptr(result_cpu);
   double max_err = 0;
   for (int64_t i = 0; i < n; i++) max_err = fmax(max_err, fabs(r[i] - (x[i] + y[i])));
   printf("device %s: %lld sums, first %.6f + %.6f = %.6f, max error vs host %g\n",

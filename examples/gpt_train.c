@@ -39,7 +39,7 @@ static char *read_file(const char *path, long *len) {
   if (!f) return NULL;
   char *buf = NULL;
   if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-      (buf = malloc((size_t)*len + 1)) && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+      (buf = (char *)malloc((size_t)*len + 1)) && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
     free(buf);
     buf = NULL;
   }
@@ -69,7 +69,7 @@ static void make_batch(const int64_t *ids, long n, int64_t *x, int64_t *y) {
 /* Extends context (its last BLOCK ids) by one id drawn from the model's
  * next-character distribution; -1 on error. */
 static int64_t sample_next(ct_module *gpt, const int64_t *context, int64_t len) {
-  int64_t t = len < BLOCK ? len : BLOCK;
+  int64_t t = len < BLOCK ? len : (int64_t)BLOCK;
   ct_scope_begin();
   ct_no_grad_begin();
   ct_tensor *idx = ct_from_data(context + len - t, CT_SHAPE(1, t), NULL);
@@ -78,7 +78,7 @@ static int64_t sample_next(ct_module *gpt, const int64_t *context, int64_t len) 
   ct_no_grad_end();
   int64_t next = -1;
   if (probs) {
-    const float *p = ct_data_ptr(probs);
+    const float *p = (const float *)ct_data_ptr(probs);
     double coin = uniform(), cdf = 0;
     int64_t v = ct_numel(probs);
     for (next = 0; next < v - 1 && (cdf += p[next]) <= coin; next++) {
@@ -120,17 +120,15 @@ int main(int argc, char **argv) {
   for (long i = 0; i < n; i++) id_of[src[i]] = 0;
   for (int c = 0; c < 256; c++)
     if (id_of[c] == 0) char_of[vocab] = (unsigned char)c, id_of[c] = vocab++;
-  int64_t *ids = malloc((size_t)n * sizeof *ids);
+  int64_t *ids = (int64_t *)malloc((size_t)n * sizeof *ids);
   if (!ids) return fprintf(stderr, "gpt_train: out of memory\n"), 1;
   for (long i = 0; i < n; i++) ids[i] = id_of[src[i]];
   printf("%ld characters, %d distinct\n", n, vocab);
 
   /* The model: GPT-2's architecture, small. */
   ct_manual_seed(1337);
-  ct_module *gpt = gpt2_new(
-      &(gpt2_config){
-          .vocab_size = vocab, .block_size = BLOCK, .n_layer = 2, .n_head = 4, .n_embd = 64},
-      NULL);
+  gpt2_config cfg = {.vocab_size = vocab, .block_size = BLOCK, .n_layer = 2, .n_head = 4, .n_embd = 64};
+  ct_module *gpt = gpt2_new(&cfg, NULL);
   if (!gpt) return fail("building the model");
   printf("GPT: %lld parameters\n", (long long)ct_module_num_parameters(gpt, true));
 
@@ -145,9 +143,9 @@ int main(int argc, char **argv) {
   int warmup = steps > 2 * WARMUP ? WARMUP : 1;
   ct_lr_scheduler *warm = opt ? ct_linear_lr_new(opt, 0.1, 1.0, warmup) : NULL;
   ct_lr_scheduler *decay = warm ? ct_cosine_lr_new(opt, steps - warmup, adam.lr / 10) : NULL;
-  ct_lr_scheduler *schedule =
-      decay ? ct_sequential_lr_new(opt, (ct_lr_scheduler *[]){warm, decay}, 2, (int64_t[]){warmup})
-            : NULL;
+  ct_lr_scheduler *phases[] = {warm, decay};
+  int64_t milestones[] = {warmup};
+  ct_lr_scheduler *schedule = decay ? ct_sequential_lr_new(opt, phases, 2, milestones) : NULL;
   if (!schedule) return fail("the optimizer and its schedule");
 
   int64_t x[BATCH * BLOCK], y[BATCH * BLOCK];
@@ -169,7 +167,7 @@ int main(int argc, char **argv) {
   }
 
   /* Sampling: start from the text's first character, draw one at a time. */
-  int64_t *context = malloc((size_t)(sample + 1) * sizeof *context);
+  int64_t *context = (int64_t *)malloc((size_t)(sample + 1) * sizeof *context);
   if (!context) return fprintf(stderr, "gpt_train: out of memory\n"), 1;
   context[0] = ids[0];
   printf("sample: %c", char_of[context[0]]);

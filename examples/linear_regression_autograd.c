@@ -36,8 +36,10 @@ static int fail(const char *what) {
 /* Trains and reports; *first and *last receive the first and last losses. */
 static int train_raw(ct_device dev, const ct_tensor *X, const ct_tensor *y, int epochs,
                      double *first, double *last) {
-  ct_tensor *W = ct_rand(CT_SHAPE(10, 1), &(ct_tensor_opts){.device = dev, .requires_grad = true});
-  ct_optimizer *optimizer = W ? ct_sgd_new(&W, 1, &(ct_sgd_opts){.lr = 0.01}) : NULL;
+  ct_tensor_opts opts = {.device = dev, .requires_grad = true};
+  ct_tensor *W = ct_rand(CT_SHAPE(10, 1), &opts);
+  ct_sgd_opts sgd = {.lr = 0.01};
+  ct_optimizer *optimizer = W ? ct_sgd_new(&W, 1, &sgd) : NULL;
   if (!optimizer) return ct_free(W), fail("creating W and the optimizer");
   for (int epoch = 0; epoch < epochs; epoch++) {
     ct_scope_begin(); /* frees the body's temporaries (and the graph) at the end */
@@ -60,10 +62,12 @@ static int train_raw(ct_device dev, const ct_tensor *X, const ct_tensor *y, int 
 
 static int train_module(ct_device dev, const ct_tensor *X, const ct_tensor *y, int epochs,
                         double *first, double *last) {
-  ct_module *model = ct_linear_new(10, 1, true, &(ct_module_opts){.device = dev});
+  ct_module_opts mopts = {.device = dev};
+  ct_module *model = ct_linear_new(10, 1, true, &mopts);
   ct_tensor *params[2];
   int n = model ? ct_module_parameters(model, params, NULL, 2) : 0;
-  ct_optimizer *optimizer = model ? ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01}) : NULL;
+  ct_sgd_opts sgd2 = {.lr = 0.01};
+  ct_optimizer *optimizer = model ? ct_sgd_new(params, n, &sgd2) : NULL;
   if (!optimizer) return ct_module_free(model), fail("creating the model and the optimizer");
   for (int epoch = 0; epoch < epochs; epoch++) {
     ct_scope_begin();
@@ -112,8 +116,10 @@ int main(int argc, char **argv) {
   printf("device %s, %d epochs, SGD lr 0.01\n", ct_device_name(dev), epochs);
 
   ct_manual_seed(0);
-  ct_tensor *X = ct_rand(CT_SHAPE(100, 10), &(ct_tensor_opts){.device = dev});
-  ct_tensor *y = ct_rand(CT_SHAPE(100, 1), &(ct_tensor_opts){.device = dev});
+  ct_tensor_opts opts2 = {.device = dev};
+  ct_tensor *X = ct_rand(CT_SHAPE(100, 10), &opts2);
+  ct_tensor_opts opts3 = {.device = dev};
+  ct_tensor *y = ct_rand(CT_SHAPE(100, 1), &opts3);
   if (!X || !y) return fail("creating the data");
 
   int rc = 0;

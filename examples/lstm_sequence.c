@@ -60,14 +60,16 @@ int main(int argc, char **argv) {
   }
   ct_manual_seed(0);
   ct_module_opts mo = {.device = dev};
+  ct_rnn_opts rnn = {.input_size = 1, .hidden_size = HIDDEN, .batch_first = true};
   ct_module *lstm =
-      ct_lstm_new(&(ct_rnn_opts){.input_size = 1, .hidden_size = HIDDEN, .batch_first = true}, &mo);
+      ct_lstm_new(&rnn, &mo);
   ct_module *head = ct_linear_new(HIDDEN, 1, true, &mo);
   ct_tensor *params[6];
   if (!lstm || !head) return fail("creating the model");
   ct_module_parameters(lstm, params, NULL, 4);
   ct_module_parameters(head, params + 4, NULL, 2);
-  ct_optimizer *opt = ct_adam_new(params, 6, &(ct_adam_opts){.lr = 0.01});
+  ct_adam_opts adam = {.lr = 0.01};
+  ct_optimizer *opt = ct_adam_new(params, 6, &adam);
   if (!opt) return fail("creating the optimizer");
   double loss_v = NAN;
   for (int step = 0; step < steps; step++) {

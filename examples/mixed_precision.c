@@ -63,12 +63,15 @@ int main(int argc, char **argv) {
   if (!model || ct_module_to(model, device) != CT_OK) return ct_module_free(model), fail("model");
   ct_tensor *params[4];
   int n = ct_module_parameters(model, params, NULL, 4);
-  ct_optimizer *optimizer = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = 0.01});
+  ct_sgd_opts sgd = {.lr = 0.01};
+  ct_optimizer *optimizer = ct_sgd_new(params, n, &sgd);
   /* The loss scaler is for f16's narrow range; bf16 has f32's and needs none. */
-  ct_grad_scaler *scaler = ct_grad_scaler_new(&(ct_grad_scaler_opts){.disabled = half != CT_F16});
+  ct_grad_scaler_opts scaler_opts = {.disabled = half != CT_F16};
+  ct_grad_scaler *scaler = ct_grad_scaler_new(&scaler_opts);
 
   ct_tensor *input_cpu = ct_randn(CT_SHAPE(64, 784), NULL);
-  ct_tensor *target_cpu = ct_randint(0, 10, CT_SHAPE(64), &(ct_tensor_opts){.dtype = CT_I64});
+  ct_tensor_opts opts = {.dtype = CT_I64};
+  ct_tensor *target_cpu = ct_randint(0, 10, CT_SHAPE(64), &opts);
   ct_tensor *input = ct_to(input_cpu, device, NULL);
   ct_tensor *target = ct_to(target_cpu, device, NULL);
   ct_free(input_cpu);

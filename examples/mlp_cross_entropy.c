@@ -44,7 +44,7 @@ typedef struct simple_nn {
 
 static ct_tensor *simple_nn_forward(ct_module *m, void *self, const ct_tensor *x) {
   (void)m;
-  simple_nn *s = self;
+  simple_nn *s = (simple_nn *)self;
   ct_tensor *h = ct_relu(ct_module_forward(s->fc1, x)); /* (N, 128) */
   return ct_module_forward(s->fc2, h);                  /* (N, 10) logits */
 }
@@ -54,12 +54,18 @@ static const ct_module_vtable simple_nn_vtable = {
 
 /* __init__: registers the children; NULL (with the library's error) on failure. */
 static ct_module *simple_nn_new(void) {
-  simple_nn *s = calloc(1, sizeof *s);
+  simple_nn *s = (simple_nn *)calloc(1, sizeof *s);
   ct_module *m = s ? ct_module_new(&simple_nn_vtable, s) : NULL;
-  if (!m) return free(s), NULL;
+  if (!m) {
+    free(s);
+    return NULL;
+  }
   s->fc1 = ct_module_register_module(m, "fc1", ct_linear_new(784, 128, true, NULL));
   s->fc2 = ct_module_register_module(m, "fc2", ct_linear_new(128, 10, true, NULL));
-  if (!s->fc1 || !s->fc2) return ct_module_free(m), NULL;
+  if (!s->fc1 || !s->fc2) {
+    ct_module_free(m);
+    return NULL;
+  }
   return m;
 }
 
@@ -98,11 +104,13 @@ int main(int argc, char **argv) {
     printf(" %s %s", names[i], ct_shape_format(ct_shape(params[i]), ct_ndim(params[i]), shape, sizeof shape));
   }
   printf("\n");
-  ct_optimizer *optimizer = ct_sgd_new(params, n, &(ct_sgd_opts){.lr = lr});
+  ct_sgd_opts sgd = {.lr = lr};
+  ct_optimizer *optimizer = ct_sgd_new(params, n, &sgd);
 
   /* One batch, made on the CPU and moved, as the seed does. */
   ct_tensor *input_cpu = ct_randn(CT_SHAPE(64, 784), NULL);
-  ct_tensor *target_cpu = ct_randint(0, 10, CT_SHAPE(64), &(ct_tensor_opts){.dtype = CT_I64});
+  ct_tensor_opts opts = {.dtype = CT_I64};
+  ct_tensor *target_cpu = ct_randint(0, 10, CT_SHAPE(64), &opts);
   ct_tensor *input = ct_to(input_cpu, device, NULL);
   ct_tensor *target = ct_to(target_cpu, device, NULL);
   ct_free(input_cpu);

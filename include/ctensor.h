@@ -47,7 +47,8 @@
  *   }
  *
  * Threads. Any number of threads may call ctensor at once, under these rules
- * (held by tests/test_threads_contract.c under ThreadSanitizer):
+ * (held by tests/test_threads_contract.c and tests/test_threads_stress.c
+ * under ThreadSanitizer):
  *   Shared freely: tensors that no thread writes (reading, and ops that read
  *     them); a module for inference (ct_module_forward inside ct_no_grad, in
  *     eval mode: training-mode batch norm writes its running statistics), and
@@ -65,9 +66,17 @@
  *   A data loader (ct_dataloader_next, ct_dataloader_start_epoch) may be read
  *     by several threads: each batch goes once, in order, to whichever thread
  *     asks next.
- *   Per thread: the last error (error.h), the scope stack (tensor.h),
+ *   Per thread: the last error (error.h), the scope stack (tensor.h; the
+ *     scope ct_module_forward opens for a forward is the calling thread's, so
+ *     threads sharing a module share none of each other's intermediates),
  *     ct_no_grad regions, autocast regions (amp.h), the current stream and
- *     CUDA device (device.h).
+ *     CUDA device (device.h). A random stream is per thread when each thread
+ *     has its own generator (ct_generator_new, passed in ct_tensor_opts and
+ *     ct_module_opts): its draws then depend on its seed alone.
+ *   Independent: separate trainings, each with its own module, optimizer,
+ *     data loader and generator, run side by side with no lock of the
+ *     caller's, and each ends where it ends alone (the library's thread
+ *     pool and allocator are shared and synchronized).
  *   Not synchronized (the caller orders them): writes to a tensor (in-place
  *     ops, optimizer steps, copies into it) against any other use of it;
  *     changing a module (registering, ct_module_to, train/eval, loading a

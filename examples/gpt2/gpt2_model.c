@@ -23,13 +23,14 @@ typedef struct gpt2_attn {
  * the (B, H, T, T) scores and probabilities held for the backward pass. */
 static ct_tensor *attention_unfused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v) {
   int64_t T = ct_shape(q)[2], D = ct_shape(q)[3];
-  bool *upper = malloc((size_t)(T * T) * sizeof *upper); /* true above the diagonal: masked */
+  bool *upper = (bool *)malloc((size_t)(T * T) * sizeof *upper); /* true above the diagonal: masked */
   if (!upper) return NULL;
   for (int64_t i = 0; i < T; i++)
     for (int64_t j = 0; j < T; j++) upper[i * T + j] = j > i;
+  ct_tensor_opts opts = {.dtype = CT_BOOL, .device = ct_device_of(q)};
   ct_tensor *mask =
       ct_from_data_typed(upper, CT_BOOL, CT_SHAPE(T, T),
-                         &(ct_tensor_opts){.dtype = CT_BOOL, .device = ct_device_of(q)});
+                         &opts);
   free(upper);
   ct_tensor *scores = ct_mul_scalar(ct_matmul(q, ct_transpose(k, 2, 3)), 1.0 / sqrt((double)D));
   ct_tensor *probs = ct_softmax(ct_masked_fill(scores, mask, -INFINITY), 3);
@@ -38,7 +39,7 @@ static ct_tensor *attention_unfused(const ct_tensor *q, const ct_tensor *k, cons
 
 static ct_tensor *attn_forward(ct_module *m, void *self, const ct_tensor *x) {
   (void)m;
-  gpt2_attn *a = self;
+  gpt2_attn *a = (gpt2_attn *)self;
   if (!x || ct_ndim(x) < 2) return ct_module_forward(a->c_proj, x); /* NULL, or linear's error */
   int nd = ct_ndim(x); /* x (..., T, E): the leading dims are the batch */
   int64_t T = ct_shape(x)[nd - 2], E = ct_shape(x)[nd - 1], H = a->n_head;
@@ -65,7 +66,7 @@ typedef struct gpt2_mlp {
 
 static ct_tensor *mlp_forward(ct_module *m, void *self, const ct_tensor *x) {
   (void)m;
-  gpt2_mlp *p = self;
+  gpt2_mlp *p = (gpt2_mlp *)self;
   return ct_module_forward(p->c_proj, ct_gelu_tanh(ct_module_forward(p->c_fc, x)));
 }
 
@@ -79,7 +80,7 @@ typedef struct gpt2_block {
 
 static ct_tensor *block_forward(ct_module *m, void *self, const ct_tensor *x) {
   (void)m;
-  gpt2_block *b = self;
+  gpt2_block *b = (gpt2_block *)self;
   ct_tensor *h = ct_add(x, ct_module_forward(b->attn, ct_module_forward(b->ln_1, x)));
   return ct_add(h, ct_module_forward(b->mlp, ct_module_forward(b->ln_2, h)));
 }
@@ -95,12 +96,13 @@ typedef struct gpt2 {
 
 static ct_tensor *gpt_forward(ct_module *m, void *self, const ct_tensor *idx) {
   (void)m;
-  gpt2 *g = self;
+  gpt2 *g = (gpt2 *)self;
   if (!idx) return NULL;
   int64_t T = ct_ndim(idx) > 0 ? ct_shape(idx)[ct_ndim(idx) - 1] : 1; /* idx (..., T) */
   ct_scope_begin(); /* the activations live on in the autograd graph, not here */
+  ct_tensor_opts opts2 = {.dtype = CT_I64, .device = ct_device_of(idx)};
   ct_tensor *pos =
-      ct_arange(0, (double)T, 1, &(ct_tensor_opts){.dtype = CT_I64, .device = ct_device_of(idx)});
+      ct_arange(0, (double)T, 1, &opts2);
   ct_tensor *x =
       ct_add(ct_module_forward(g->wte, idx), ct_module_forward(g->wpe, pos)); /* (B, T, E) */
   x = ct_module_forward(g->ln_f, ct_module_forward(g->h, x));
@@ -182,17 +184,24 @@ static bool build_block(ct_module *h, int index, const gpt2_config *c, const ct_
 }
 
 ct_module *gpt2_new(const gpt2_config *cfg, const ct_module_opts *opts) {
-  const ct_module_opts o = opts ? *opts : (ct_module_opts){0};
+  static const ct_module_opts defaults = {CT_F32}; /* the zero value: f32 on the CPU */
+  const ct_module_opts o = opts ? *opts : defaults;
   if (!cfg || cfg->vocab_size <= 0 || cfg->block_size <= 0 || cfg->n_layer <= 0 ||
       cfg->n_head <= 0 || cfg->n_embd <= 0 || cfg->n_embd % cfg->n_head != 0)
     return NULL;
-  gpt2 *g = calloc(1, sizeof *g);
+  gpt2 *g = (gpt2 *)calloc(1, sizeof *g);
   ct_module *m = g ? ct_module_new(&gpt_vtable, g) : NULL;
-  if (!m) return free(g), NULL;
+  if (!m) {
+    free(g);
+    return NULL;
+  }
   g->cfg = *cfg;
   void *unused;
   ct_module *tr = child(m, "transformer", &container_vtable, 1, &unused);
-  if (!tr) return ct_module_free(m), NULL;
+  if (!tr) {
+    ct_module_free(m);
+    return NULL;
+  }
   g->wte = ct_module_register_module(tr, "wte", ct_embedding_new(cfg->vocab_size, cfg->n_embd, &o));
   g->wpe = ct_module_register_module(tr, "wpe", ct_embedding_new(cfg->block_size, cfg->n_embd, &o));
   g->h = ct_module_register_module(tr, "h", ct_sequential_new());
@@ -207,12 +216,15 @@ ct_module *gpt2_new(const gpt2_config *cfg, const ct_module_opts *opts) {
   /* torch: self.lm_head.weight = self.transformer.wte.weight */
   if (!g->lm_head ||
       ct_module_tie_parameter(m, "lm_head.weight", ct_module_get(g->wte, "weight")) != CT_OK)
-    return ct_module_free(m), NULL;
+    {
+    ct_module_free(m);
+    return NULL;
+  }
   return m;
 }
 
 const gpt2_config *gpt2_config_of(ct_module *gpt) {
-  gpt2 *g = ct_module_self(gpt);
+  gpt2 *g = (gpt2 *)ct_module_self(gpt);
   return &g->cfg;
 }
 

@@ -149,8 +149,17 @@ CT_API ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, boo
 typedef struct ct_module ct_module;
 
 /* How a user-defined module behaves. forward receives the module's `self`
- * pointer (given to ct_module_new) and returns a new tensor (tracked as any op
- * result). destroy frees self (may be NULL). */
+ * pointer (given to ct_module_new) and returns a new tensor. destroy frees
+ * self (may be NULL).
+ *
+ * Scopes: ct_module_forward runs forward in a scope of its own and hands
+ * back only its output. Every tensor the forward creates and does not
+ * return is released when it returns (autograd keeps what backward needs),
+ * so forward need not free its intermediates. The output goes to the
+ * caller's scope, or, called outside any scope, to the caller, who frees it:
+ * 1,000 calls outside a scope leave only the outputs not yet freed. A tensor
+ * that must outlive the call other than as the output (a cache in `self`)
+ * needs a reference of its own (ct_retain; destroy frees it). */
 typedef struct ct_module_vtable {
   const char *type_name; /* "SimpleNN" */
   ct_tensor *(*forward)(ct_module *m, void *self, const ct_tensor *x);
@@ -172,6 +181,8 @@ CT_API ct_tensor *ct_module_register_buffer(ct_module *m, const char *name, ct_t
 CT_API ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *child);
 
 CT_API void ct_module_free(ct_module *m); /* NULL is a no-op */
+/* Runs m's forward on x in a scope of its own (above): a new reference to
+ * the output, in the caller's scope if one is open; NULL on error. */
 CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x);
 /* The module's own `self` pointer (user modules) or NULL. */
 CT_API void *ct_module_self(ct_module *m);

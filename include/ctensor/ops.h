@@ -308,11 +308,20 @@ CT_API ct_tensor *ct_zero_(ct_tensor *t);
 typedef struct ct_reduce_opts {
   int dims[CT_MAX_DIMS]; /* negative dims count from the end */
   int ndims;
-  bool keepdim;          /* keep reduced dims with size 1 */
+  bool keepdim; /* keep reduced dims with size 1 */
 } ct_reduce_opts;
+/* CT_DIMS(0, 2): a pointer to options reducing dims 0 and 2; CT_DIMS_KEEP
+ * keeps them with size 1. C: a compound literal (lives to the end of the
+ * block); C++: a temporary (ct__dims, below), which lives to the end of the
+ * full expression, so pass it to the call directly. */
+#ifndef __cplusplus
 #define CT_DIMS(...) (&(ct_reduce_opts){.dims = {__VA_ARGS__}, .ndims = CT__NARGS(__VA_ARGS__)})
 #define CT_DIMS_KEEP(...) \
   (&(ct_reduce_opts){.dims = {__VA_ARGS__}, .ndims = CT__NARGS(__VA_ARGS__), .keepdim = true})
+#else
+#define CT_DIMS(...) (ct__dims(__VA_ARGS__).get(false))
+#define CT_DIMS_KEEP(...) (ct__dims(__VA_ARGS__).get(true))
+#endif
 
 /* sum and prod of integers/bool give i64; mean, var, std and norm need
  * floating input; logsumexp of integers/bool computes in f32 (as torch). f32
@@ -415,5 +424,18 @@ CT_API ct_tensor *ct_triu_(ct_tensor *x, int64_t k);
 
 #ifdef __cplusplus
 }
+/* CT_DIMS in C++: the options in a temporary, valid to the end of the full
+ * expression that names it. */
+struct ct__dims {
+  ct_reduce_opts opts;
+  template <typename... T>
+  constexpr ct__dims(T... d) : opts{{static_cast<int>(d)...}, (int)sizeof...(T), false} {
+    static_assert(sizeof...(T) <= CT_MAX_DIMS, "CT_DIMS: more than CT_MAX_DIMS dims");
+  }
+  ct_reduce_opts *get(bool keepdim) {
+    opts.keepdim = keepdim;
+    return &opts;
+  }
+};
 #endif
 #endif /* CTENSOR_OPS_H */

@@ -46,10 +46,18 @@ typedef struct ct_tensor ct_tensor;
 typedef struct ct_generator ct_generator;
 
 /* CT_SHAPE(2, 3) expands to the pair (const int64_t *shape, int ndim).
- * CT_SHAPE() is a scalar shape. (C: compound literal; C++ users pass arrays.) */
+ * CT_SHAPE() is a scalar shape. C: a compound literal, which lives to the end
+ * of the enclosing block. C++ (17 and later): a temporary (ct__shape, at the
+ * end of this header), which lives to the end of the full expression: pass
+ * CT_SHAPE(...) to the call directly, as in C. */
+#ifndef __cplusplus
 #define CT__NARGS_(_0, _1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
 #define CT__NARGS(...) CT__NARGS_(0, ##__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define CT_SHAPE(...) ((const int64_t[CT_MAX_DIMS]){__VA_ARGS__}), CT__NARGS(__VA_ARGS__)
+#else
+#define CT__NARGS(...) ct__nargs(__VA_ARGS__)
+#define CT_SHAPE(...) ct__shape(__VA_ARGS__).dims, ct__nargs(__VA_ARGS__)
+#endif
 
 /* Options of creation functions; NULL or a zeroed struct means f32 on the CPU
  * (as PyTorch: creation goes to the CPU unless a device is named). */
@@ -236,5 +244,20 @@ CT_API char *ct_shape_format(const int64_t *shape, int ndim, char *buf, size_t s
 
 #ifdef __cplusplus
 }
+/* The C++ forms of CT_SHAPE and CT_DIMS (C++ has no compound literals):
+ * each value converted as the C initializer would (to int64_t, int), more
+ * than CT_MAX_DIMS values a compile error. */
+template <typename... T>
+constexpr int ct__nargs(T...) {
+  static_assert(sizeof...(T) <= CT_MAX_DIMS, "more than CT_MAX_DIMS values");
+  return (int)sizeof...(T);
+}
+struct ct__shape {
+  int64_t dims[CT_MAX_DIMS];
+  template <typename... T>
+  constexpr ct__shape(T... d) : dims{static_cast<int64_t>(d)...} {
+    static_assert(sizeof...(T) <= CT_MAX_DIMS, "CT_SHAPE: more than CT_MAX_DIMS dims");
+  }
+};
 #endif
 #endif /* CTENSOR_TENSOR_H */

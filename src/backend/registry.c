@@ -2,8 +2,12 @@
  * exist and where they come from (backend/plugin.h).
  *
  * The CPU backend is part of the core. The CUDA backend, the NCCL engine and
- * the MPI engine are plugins. A static library (compiled with CT_BUILTIN_*)
- * has the ones it was built with linked in. A shared library loads each on
+ * the MPI engine are plugins. The static registry (CT_STATIC_REGISTRY, in
+ * libctensor.a) refers to each plugin's descriptor weakly: a static program
+ * has the ones it linked (libctensor-<p>.a, whose pkg-config and CMake
+ * targets add -Wl,-u,ct__<p>_plugin), and libctensor.a alone needs no MPI,
+ * NCCL or CUDA library. CT_BUILTIN_* names a plugin compiled into the same
+ * library (the CUDA emulator's test library). A shared library loads each on
  * first use from a shared object, searched in:
  *   1. the directories of CT_BACKEND_PATH (':'-separated), in order;
  *   2. the directory of libctensor itself (dladdr), where the build and the
@@ -47,17 +51,29 @@ typedef struct plugin_slot {
   char error[1024];
 } plugin_slot;
 
-#ifdef CT_BUILTIN_CUDA
+#if defined(CT_BUILTIN_CUDA)
+#define CT_CUDA_ENTRY ct__cuda_plugin
+#elif defined(CT_STATIC_REGISTRY)
+/* NULL unless the program linked libctensor-cuda.a */
+extern const ct_plugin *ct__cuda_plugin(void) __attribute__((weak));
 #define CT_CUDA_ENTRY ct__cuda_plugin
 #else
 #define CT_CUDA_ENTRY NULL
 #endif
-#ifdef CT_BUILTIN_NCCL
+#if defined(CT_BUILTIN_NCCL)
+#define CT_NCCL_ENTRY ct__nccl_plugin
+#elif defined(CT_STATIC_REGISTRY)
+/* NULL unless the program linked libctensor-nccl.a */
+extern const ct_plugin *ct__nccl_plugin(void) __attribute__((weak));
 #define CT_NCCL_ENTRY ct__nccl_plugin
 #else
 #define CT_NCCL_ENTRY NULL
 #endif
-#ifdef CT_BUILTIN_MPI
+#if defined(CT_BUILTIN_MPI)
+#define CT_MPI_ENTRY ct__mpi_plugin
+#elif defined(CT_STATIC_REGISTRY)
+/* NULL unless the program linked libctensor-mpi.a */
+extern const ct_plugin *ct__mpi_plugin(void) __attribute__((weak));
 #define CT_MPI_ENTRY ct__mpi_plugin
 #else
 #define CT_MPI_ENTRY NULL
@@ -327,11 +343,13 @@ static void load(plugin_slot *s) {
     s->plugin = check(s, s->builtin(), "built in");
   } else {
 #ifdef CT_STATIC_REGISTRY
-    /* A plugin links the shared core: loading one here would bring a second
-     * copy of the library into the process. */
+    /* A plugin's shared object links the shared core: loading one here
+     * would bring a second copy of the library into the process. */
     snprintf(s->error, sizeof s->error,
-             "%s is not available: this static build of ctensor was built without %s", s->what,
-             s->lib);
+             "%s is not available: this program was linked with the static libctensor.a without "
+             "libctensor-%s.a (link it: pkg-config --libs ctensor-static ctensor-%s, or CMake's "
+             "ctensor::%s_static)",
+             s->what, s->name, s->name, s->name);
 #else
     search(s);
 #endif

@@ -125,6 +125,9 @@ ct_tensor *ct__view_of(const ct_tensor *base, ct_dtype dtype, const int64_t *sha
 /* Drops one reference without touching scopes (internal temporaries). */
 void ct__release(ct_tensor *t);
 ct_tensor *ct__retain(const ct_tensor *t);
+/* Tensor handles alive in the process (all threads): for the tests that
+ * check that a pattern of calls leaks none (tests/test_module_scope.c). */
+int64_t ct__live_tensors(void);
 
 /* Registers a new tensor in the current scope (if any) and returns it. Every
  * public function returning a new tensor passes it through here; internal

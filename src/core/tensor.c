@@ -6,9 +6,20 @@
 
 void (*ct__autograd_meta_free)(struct ct_autograd_meta *meta) = NULL;
 
+/* Handles made and not yet freed (ct__live_tensors); relaxed: a count only. */
+static atomic_llong live_tensors;
+
+int64_t ct__live_tensors(void) { return atomic_load_explicit(&live_tensors, memory_order_relaxed); }
+
+static void tensor_free(ct_tensor *t) {
+  atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
+  free(t);
+}
+
 static ct_tensor *tensor_alloc(void) {
   ct_tensor *t = ct__malloc(sizeof *t);
   if (!t) return ct__fail(CT_ERR_OOM, "out of host memory allocating a tensor handle");
+  atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
   atomic_init(&t->refcount, 1);
   t->autograd = NULL;
   t->scope_depth = 0;
@@ -21,13 +32,13 @@ static ct_tensor *empty_impl(const int64_t *shape, int ndim, ct_dtype dtype, ct_
   int64_t numel = ct__shape_numel(shape, ndim);
   size_t es = ct_dtype_size(dtype);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / es / 2)
-    return ct__fail(CT_ERR_OOM, "empty: %lld elements of %s do not fit in memory",
-                    (long long)numel, ct_dtype_name(dtype));
+    return ct__fail(CT_ERR_OOM, "empty: %lld elements of %s do not fit in memory", (long long)numel,
+                    ct_dtype_name(dtype));
   ct_tensor *t = tensor_alloc();
   if (!t) return NULL;
   t->storage = ct__storage_new(device, (size_t)numel * es, pinned);
   if (!t->storage) {
-    free(t);
+    tensor_free(t);
     return NULL;
   }
   t->dtype = dtype;
@@ -80,7 +91,7 @@ void ct__release(ct_tensor *t) {
   if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
   if (t->autograd && ct__autograd_meta_free) ct__autograd_meta_free(t->autograd);
   ct__storage_release(t->storage);
-  free(t);
+  tensor_free(t);
 }
 
 ct_tensor *ct_retain(ct_tensor *t) { return ct__retain(t); }

@@ -221,10 +221,22 @@ ct_module *ct_module_register_module(ct_module *m, const char *name, ct_module *
 
 /* ---- Queries ------------------------------------------------------------- */
 
+/* The forward runs in a scope of its own, which releases its intermediates
+ * when it returns; the output alone leaves it, into the caller's scope (or
+ * to the caller, untracked, outside any scope). Without this a user-written
+ * forward called outside a scope would leak every intermediate. An output
+ * the scope does not own (x itself, a parameter, a tensor the forward kept)
+ * is handed back as the forward made it. Where the scope could not be
+ * opened (no host memory beyond the first levels), its tensors belong to
+ * the caller's scope already, and the output stays there. */
 ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x) {
   if (!m) return ct__fail(CT_ERR_ARG, "module_forward: module is NULL");
   if (!x) return NULL;
-  return m->vt->forward(m, m->self, x);
+  bool own_scope = ct_scope_begin() == CT_OK;
+  ct_tensor *y = m->vt->forward(m, m->self, x);
+  if (y && own_scope) ct_keep(y);
+  ct_scope_end();
+  return y;
 }
 
 void *ct_module_self(ct_module *m) { return m && !m->builtin ? m->self : NULL; }

@@ -12,15 +12,18 @@
 #     on a tiny synthetic dataset; the CUDA backend unpacked beside the core
 #     must say which CUDA library is missing;
 #  4. apt installs the development package and gcc; a C program compiled
-#     with pkg-config against it runs.
+#     with pkg-config against it runs, and one linked with ctensor-static
+#     (libctensor.a) runs without MPI, which the root does not have.
+# The core, program and -dev packages must not depend on MPI, NCCL or CUDA;
+# libctensor-mpi-dev (libctensor-mpi.a) depends on MPI's -dev package.
 # Exits 77 (skipped) where it cannot run: not root, no debootstrap, or no
 # cached root and no mirror to make one from.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 make_idx=$3
-cache=${CT_PACKAGES_CACHE:-${HOME:-/root}/.cache/ctensor-packages}
 skip() { echo "skipped: $*"; exit 77; }
+. "$(dirname "$0")/clean_root.sh"
 say() { echo "packages: $*"; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (chroot)"
@@ -29,18 +32,6 @@ command -v dpkg-deb >/dev/null || skip "no dpkg-deb"
 suite=${VERSION_CODENAME:-}
 [ -n "$suite" ] || skip "no VERSION_CODENAME in /etc/os-release"
 arch=$(dpkg --print-architecture)
-
-# The mirror of this machine's apt sources for $suite (deb822 or one-line).
-mirror() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    awk -v s="$suite" 'BEGIN{RS=""} $0 ~ "Suites:[^\n]*(^|[ \t])" s "([ \t]|$)" {
-      for (i = 1; i <= NF; i++) if ($i == "URIs:") { print $(i+1); exit } }' "$f"
-  done
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    sed -nE "s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([a-z]+:\/\/[^ ]+)[[:space:]]+$suite[[:space:]].*/\2/p"
-}
 
 tmp=$(mktemp -d)
 root=$tmp/root
@@ -61,32 +52,27 @@ program_deb=$(deb ctensor)
 dev_deb=$(deb libctensor-dev)
 cuda_deb=$(ls "$debs"/libctensor*-cuda_*.deb 2>/dev/null | head -n1 || true)
 [ -n "$lib_deb" ] && [ -n "$program_deb" ] && [ -n "$dev_deb" ] || { say "packages missing"; exit 1; }
-for d in "$lib_deb" "$program_deb" "$dev_deb" $cuda_deb; do
+plugin_devs=$(ls "$debs"/libctensor-*-dev_*.deb 2>/dev/null || true)
+for d in "$lib_deb" "$program_deb" "$dev_deb" $cuda_deb $plugin_devs; do
   say "$(basename "$d"): Depends: $(dpkg-deb -f "$d" Depends)"
 done
-
-# 2. The clean root, from the cache or debootstrap.
-stamp=v1-$suite-$arch-minbase
-tarball=$cache/root-$stamp.tar.gz
-mkdir -p "$cache/archives" "$root"
-if [ ! -f "$tarball" ]; then
-  command -v debootstrap >/dev/null || skip "no debootstrap (scripts/install-deps.sh --tests installs it)"
-  url=$(mirror 2>/dev/null | head -n1 || true)
-  [ -n "$url" ] || skip "no Debian mirror for $suite in /etc/apt/sources.list*"
-  say "debootstrap --variant=minbase $suite from $url (cached in $cache)"
-  if ! debootstrap --variant=minbase "$suite" "$root" "$url" >"$tmp/debootstrap.log" 2>&1; then
-    tail -5 "$tmp/debootstrap.log"
-    skip "debootstrap failed (no network to $url?)"
+# The core's packages need no MPI, NCCL or CUDA package; the static archive
+# of a plugin declares the -dev package of the library it links.
+for d in "$lib_deb" "$program_deb" "$dev_deb"; do
+  if dpkg-deb -f "$d" Depends | grep -Eiq 'mpi|nccl|cuda|cudnn|cublas'; then
+    say "$(basename "$d") depends on MPI, NCCL or CUDA"; exit 1
   fi
-  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-  chroot "$root" apt-get update -qq >"$tmp/update.log" 2>&1 || { tail -5 "$tmp/update.log"; skip "apt-get update failed in the root"; }
-  chroot "$root" apt-get clean
-  tar -C "$root" -czf "$tarball.part" . && mv "$tarball.part" "$tarball"
-else
-  say "clean root from $tarball"
-  tar -C "$root" -xzf "$tarball"
+done
+mpi_dev=$(ls "$debs"/libctensor-mpi-dev_*.deb 2>/dev/null | head -n1 || true)
+if [ -n "$mpi_dev" ]; then
+  dpkg-deb -c "$mpi_dev" | grep -q 'libctensor-mpi\.a$' || { say "libctensor-mpi-dev has no libctensor-mpi.a"; exit 1; }
+  dpkg-deb -f "$mpi_dev" Depends | grep -Eq 'mpi.*-dev|mpi-default-dev' ||
+    { say "libctensor-mpi-dev does not depend on an MPI -dev package"; exit 1; }
 fi
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+
+# 2. The clean root, from the cache or debootstrap (clean_root.sh).
+ct_clean_root "$root"
+cache=$ct_cache
 mount -t proc proc "$root/proc" 2>/dev/null || true
 # apt's downloads of earlier runs; the root's own cache is emptied again below.
 cp "$cache"/archives/*.deb "$root/var/cache/apt/archives/" 2>/dev/null || true
@@ -146,4 +132,7 @@ save_downloads
 cp "$src/tests/install/consumer/main.c" "$root/tmp/prog/main.c"
 in_root sh -c 'cd /tmp/prog && gcc main.c -o consumer $(pkg-config --cflags --libs ctensor) && ./consumer' ||
   { say "the C program against libctensor-dev failed"; exit 1; }
+in_root sh -c 'cd /tmp/prog && gcc main.c -o consumer_static $(pkg-config --cflags --libs ctensor-static) &&
+  ! ldd consumer_static | grep -E "libctensor|libmpi" && ./consumer_static' ||
+  { say "the static C program against libctensor-dev failed"; exit 1; }
 say "core, program and development packages passed in a clean $suite root"
