@@ -1,6 +1,10 @@
-/* The op tables: one entry per elementwise/reduction op, the single source of
- * truth for names and dtype rules. Backends index their kernels by these
- * enums; every table indexed by them carries a static_assert on its length. */
+/* The op tables: one row per elementwise/reduction op, the single source of
+ * truth for names, dtype rules and, for elementwise ops, what the derivative
+ * reads and the autograd nodes. Backends index their kernels by these enums;
+ * every table indexed by them carries a static_assert on its length. Adding
+ * an elementwise op starts with its row here: docs/architecture.md,
+ * "Checklists", lists the few other places (formula, derivative, declaration,
+ * test row). */
 #ifndef CT_OPS_OP_TABLE_H
 #define CT_OPS_OP_TABLE_H
 
