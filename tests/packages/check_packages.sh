@@ -65,7 +65,7 @@ for d in "$lib_deb" "$program_deb" "$dev_deb"; do
 done
 mpi_dev=$(ls "$debs"/libctensor-mpi-dev_*.deb 2>/dev/null | head -n1 || true)
 if [ -n "$mpi_dev" ]; then
-  dpkg-deb -c "$mpi_dev" | grep -q 'libctensor-mpi\.a$' || { say "libctensor-mpi-dev has no libctensor-mpi.a"; exit 1; }
+  dpkg-deb -c "$mpi_dev" | grep 'libctensor-mpi\.a$' >/dev/null || { say "libctensor-mpi-dev has no libctensor-mpi.a"; exit 1; }
   dpkg-deb -f "$mpi_dev" Depends | grep -Eq 'mpi.*-dev|mpi-default-dev' ||
     { say "libctensor-mpi-dev does not depend on an MPI -dev package"; exit 1; }
 fi
