@@ -147,6 +147,11 @@ typedef struct ctpy_binop {
  * Tensor or a Python scalar that asarray refuses gives NotImplemented (the
  * number protocol) instead of the TypeError of a function. */
 PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_operator);
+/* The standard's promotion (NumPy 2, NEP 50) of two tensor operands: a 0-d tensor next to a
+ * dimensioned one is not weak (the C library keeps PyTorch's rule, where it is), so when
+ * exactly one is 0-d both are cast to ct_promote_types first. *x, *y may be replaced by casts
+ * (owned[0], owned[1]: the references to free). 0, or -1 with the error raised. */
+int ctpy_promote_pair(const ct_tensor **x, const ct_tensor **y, ct_tensor **owned);
 /* a op= b (a is a Tensor). */
 PyObject *ctpy_binary_inplace(PyObject *a, PyObject *b, const ctpy_binop *op);
 

@@ -249,7 +249,10 @@ static PyObject *f_where(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   } else {
     a = ctpy_operand(args[1], dev, &oa);
     b = a ? ctpy_operand(args[2], dev, &ob) : NULL;
-    r = b ? ct_where(c, a, b) : NULL;
+    ct_tensor *cast[2] = {NULL, NULL};
+    if (b && ctpy_promote_pair(&a, &b, cast) == 0) r = ct_where(c, a, b);
+    ct_free(cast[0]);
+    ct_free(cast[1]);
   }
   ct_free(tmp);
   ct_free(oc);
