@@ -650,7 +650,19 @@ static PyObject *f_astype(PyObject *m, PyObject *args) {
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 #define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+/* _set_tensor_attr(name, value): puts a Python-level method or attribute on Tensor (a static
+ * type, which Python code cannot modify), so that NumPy's meanings of methods and the NumPy
+ * protocols (__array_ufunc__, __array_function__, __array__) live in ctensor/_numpy_compat.py. */
+static PyObject *f_set_tensor_attr(PyObject *m, PyObject *const *args, Py_ssize_t n) {
+  if (n != 2 || !PyUnicode_Check(args[0]))
+    return PyErr_Format(PyExc_TypeError, "_set_tensor_attr(name: str, value)");
+  if (PyDict_SetItem(CtpyTensor_Type.tp_dict, args[0], args[1]) < 0) return NULL;
+  PyType_Modified(&CtpyTensor_Type);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef ctpy_function_methods[] = {
+    {"_set_tensor_attr", FASTCALL(f_set_tensor_attr), "_set_tensor_attr(name, value)"},
     {"sum", KWARGS(f_sum), "sum(x, /, *, axis=None, keepdims=False, dtype=None)"},
     {"prod", KWARGS(f_prod), "prod(x, /, *, axis=None, keepdims=False, dtype=None)"},
     {"mean", KWARGS(f_mean), "mean(x, /, *, axis=None, keepdims=False)"},

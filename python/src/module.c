@@ -119,6 +119,15 @@ static PyObject *dtype_richcompare(PyObject *a, PyObject *b, int op) {
     bool given;
     eq = ctpy_parse_dtype(b, &d, &given) == 0 && d == ((CtpyDType *)a)->d;
     PyErr_Clear();
+  } else if (b != Py_None) {
+    /* NumPy's and PyTorch's dtypes and scalar types (np.float32, np.dtype('float32')) */
+    ct_dtype d;
+    bool given;
+    if (ctpy_parse_dtype(b, &d, &given) < 0 || !given) {
+      PyErr_Clear();
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    eq = d == ((CtpyDType *)a)->d;
   } else {
     Py_RETURN_NOTIMPLEMENTED;
   }
