@@ -361,11 +361,11 @@ def tensordot(x1, x2, /, *, axes=2):
         a2 = [a % x2.ndim for a in axes[1]]
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
-    k = 1
-    for a in a1:
-        k *= x1.shape[a]
-    m1 = _C.reshape(_C.permute_dims(x1, free1 + a1), (-1, k))
-    m2 = _C.reshape(_C.permute_dims(x2, a2 + free2), (k, -1))
+    k = _math.prod(x1.shape[a] for a in a1)  # sizes, not -1: a zero-length axis gives zeros
+    m = _math.prod(x1.shape[a] for a in free1)
+    n = _math.prod(x2.shape[a] for a in free2)
+    m1 = _C.reshape(_C.permute_dims(x1, free1 + a1), (m, k))
+    m2 = _C.reshape(_C.permute_dims(x2, a2 + free2), (k, n))
     shape = tuple(x1.shape[a] for a in free1) + tuple(x2.shape[a] for a in free2)
     return _C.reshape(_C.matmul(m1, m2), shape)
 

@@ -151,6 +151,15 @@ static int basic_pass(const ct_tensor *t, PyObject *key, index_state *s) {
     } else if (!tens[i]) { /* an integer */
       int64_t k = int_index(it, shape[d], d);
       if (k == INT64_MIN || step(s, ct_select(s->v, d, k)) < 0) goto done;
+    } else if (ct_dtype_of(tens[i]) == CT_BOOL && ct_ndim(tens[i]) == 0) {
+      /* a 0-d mask (NumPy): a new axis holding the tensor once (true) or not at all (false) */
+      PyObject *v = ctpy_item(tens[i]);
+      int keep = v ? PyObject_IsTrue(v) : -1;
+      Py_XDECREF(v);
+      if (keep < 0 || step(s, ct_unsqueeze(s->v, d)) < 0 ||
+          step(s, ct_slice(s->v, d, 0, keep, 1)) < 0)
+        goto done;
+      d++;
     } else if (ct_dtype_of(tens[i]) != CT_BOOL && ct_ndim(tens[i]) == 0) {
       /* a 0-d integer tensor indexes as an integer */
       PyObject *v = ctpy_item(tens[i]);

@@ -1,0 +1,734 @@
+"""NumPy's meanings for NumPy's names, and the NumPy protocols.
+
+The top-level namespace is NumPy's and the array API standard's: where PyTorch gives a NumPy name
+another meaning (transpose swapping two axes, cumsum needing an axis, dot of vectors only, round
+without decimals, pad taking torch's flat list), the name here means what NumPy says, and the
+array's methods follow. The functions NumPy users reach for that are not single C calls
+(concatenate, unique, median, percentile, histogram, cov, diff...) are compositions of ctensor
+functions, listed in python/README.md. `install()` puts the NumPy protocols on Tensor:
+`__array_ufunc__` and `__array_function__` (numpy.exp(x) runs in ctensor, as with CuPy; what
+ctensor lacks raises NumPy's TypeError naming the function) and `__array__` (a tensor that
+requires grad is refused, as torch's .numpy() refuses it).
+"""
+
+import builtins as _b
+import math as _math
+
+from . import _C
+from . import _api
+
+asarray = _C.asarray
+_f32 = _C._dtypes["float32"]
+_f64 = _C._dtypes["float64"]
+_i64 = _C._dtypes["int64"]
+_boolean = _C._dtypes["bool"]
+
+
+class AxisError(ValueError, IndexError):
+    """An axis out of range (NumPy's AxisError: both a ValueError and an IndexError)."""
+
+
+def _axis(axis, ndim, what):
+    if not -_b.max(ndim, 1) <= axis < _b.max(ndim, 1):
+        raise AxisError(f"{what}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def _axes(axis, ndim, what):
+    if axis is None:
+        return None
+    if isinstance(axis, int):
+        return _axis(axis, ndim, what)
+    return tuple(_axis(a, ndim, what) for a in axis)
+
+
+def _float(x):
+    """x in a floating dtype: integers and bool in the default float (float32)."""
+    return x if x.dtype.is_floating_point else _C.astype(x, _f32)
+
+
+# ---- Reductions with NumPy's results ----------------------------------------------------------------
+
+
+def _reduction(name, fn):
+    def reduce(x, /, *, axis=None, keepdims=False, dtype=None, **kw):
+        x = asarray(x)
+        if "dim" in kw:
+            axis = kw.pop("dim")
+        if "keepdim" in kw:
+            keepdims = kw.pop("keepdim")
+        axis = _axes(axis, x.ndim, name)
+        if dtype is not None and x.dtype != dtype:
+            x = _C.astype(x, dtype)  # accumulate in the dtype asked for
+        if dtype is not None:
+            kw["dtype"] = dtype
+        r = fn(x, axis=axis, keepdims=keepdims, **kw)
+        return r if dtype is None or r.dtype == dtype else _C.astype(r, dtype)
+    reduce.__name__ = name
+    reduce.__doc__ = fn.__doc__
+    return reduce
+
+
+sum = _reduction("sum", _C.sum)  # noqa: A001
+prod = _reduction("prod", _C.prod)
+
+
+def _plain_reduction(name, fn, result=None):
+    def reduce(x, /, *, axis=None, keepdims=False, **kw):
+        x = asarray(x)
+        if "dim" in kw:
+            axis = kw.pop("dim")
+        if "keepdim" in kw:
+            keepdims = kw.pop("keepdim")
+        axes = _axes(axis, x.ndim, name)
+        if axes == () and name in ("std", "var"):
+            # no axis reduced: each element against itself
+            c = kw.get("correction", 0)
+            r = _C.sub(_float(x), _float(x))
+            return r if c == 0 else _C.div(r, r)  # 0/0: NaN where n - correction <= 0
+        r = fn(x, axis=axes, keepdims=keepdims, **kw)
+        return r if result is None or r.dtype == result else _C.astype(r, result)
+    reduce.__name__ = name
+    reduce.__doc__ = fn.__doc__
+    return reduce
+
+
+mean = _plain_reduction("mean", _C.mean)
+std = _plain_reduction("std", _C.std)
+var = _plain_reduction("var", _C.var)
+max = _plain_reduction("max", _C.max)  # noqa: A001
+min = _plain_reduction("min", _C.min)  # noqa: A001
+all = _plain_reduction("all", _C.all, _boolean)  # noqa: A001
+any = _plain_reduction("any", _C.any, _boolean)  # noqa: A001
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    x = asarray(x)
+    return _C.argmax(x, axis=_axes(axis, x.ndim, "argmax"), keepdims=keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    x = asarray(x)
+    return _C.argmin(x, axis=_axes(axis, x.ndim, "argmin"), keepdims=keepdims)
+
+
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """numpy.count_nonzero: how many elements are not zero (int64)."""
+    a = asarray(a)
+    return _C.sum(_C.ne(a, 0), axis=_axes(axis, a.ndim, "count_nonzero"), keepdims=keepdims, dtype=_i64)
+
+
+# ---- Creation with NumPy's edge cases ---------------------------------------------------------------
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    """Values from start up to stop by step; empty when step goes away from stop (NumPy)."""
+    lo, hi = (0, start) if stop is None else (start, stop)
+    if step != 0 and (hi - lo) * step <= 0:
+        if dtype is None:
+            dtype = _f32 if _b.any(isinstance(v, float) for v in (lo, hi, step)) else _i64
+        return _C.empty((0,), dtype=dtype, device=device)
+    return _C.arange(start, stop, step, dtype=dtype, device=device)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """The identity (ones on diagonal k) of n_rows x n_cols; n_cols=0 gives no columns."""
+    if n_rows == 0 or n_cols == 0:
+        return _C.zeros((n_rows, n_rows if n_cols is None else n_cols), dtype=dtype, device=device)
+    return _C.eye(n_rows, n_cols, k=k, dtype=dtype, device=device)
+
+
+# ---- Manipulation --------------------------------------------------------------------------------
+
+
+def broadcast_to(x, /, shape):
+    """x broadcast to shape (a view)."""
+    return _C.broadcast_to(x, shape)
+
+
+def permute_dims(x, /, axes):
+    """x with its axes in the order given (a view)."""
+    return _C.permute_dims(x, axes)
+
+
+def transpose(a, axes=None):
+    """numpy.transpose: axes reversed (axes=None), else permuted as given."""
+    a = asarray(a)
+    if axes is None:
+        return _C.permute_dims(a, tuple(range(a.ndim))[::-1])
+    return _C.permute_dims(a, tuple(axes))
+
+
+def _ravel(a):
+    return _C.reshape(asarray(a), (-1,))
+
+
+def ravel(a):
+    """The elements in row-major order, 1-d (a view when the strides allow one)."""
+    return _ravel(a)
+
+
+def concatenate(arrays, axis=0, *, dtype=None):
+    """numpy.concatenate: joins arrays along an existing axis (axis=None: flattened first)."""
+    arrays = [asarray(a) for a in arrays]
+    if dtype is not None:
+        arrays = [_C.astype(a, dtype) for a in arrays]
+    return _api.concat(arrays, axis=axis)
+
+
+def _atleast(a, n):
+    a = asarray(a)
+    if a.ndim >= n:
+        return a
+    if n == 1 or a.ndim == 0:
+        return _C.reshape(a, (1,) * n)
+    if n == 2:
+        return _C.reshape(a, (1, a.shape[0]))
+    return _C.reshape(a, (1,) + a.shape + (1,) * (3 - a.ndim - 1))
+
+
+def atleast_1d(a):
+    return _atleast(a, 1)
+
+
+def atleast_2d(a):
+    return _atleast(a, 2)
+
+
+def vstack(tup):
+    """Rows stacked: 1-d arrays become rows."""
+    return _C.cat([_atleast(a, 2) for a in tup], axis=0)
+
+
+def hstack(tup):
+    """Columns stacked (1-d arrays joined end to end)."""
+    arrays = [_atleast(a, 1) for a in tup]
+    return _C.cat(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+
+
+def column_stack(tup):
+    """1-d arrays as the columns of a 2-d array (2-d ones joined as they are)."""
+    cols = []
+    for a in tup:
+        a = asarray(a)
+        cols.append(_C.reshape(a, (-1, 1)) if a.ndim < 2 else a)
+    return _C.cat(cols, axis=1)
+
+
+def cumsum(a, axis=None, dtype=None, **kw):
+    """numpy.cumsum: running sums along axis, over the flattened array when axis is None."""
+    axis = kw.pop("dim", axis)
+    a = asarray(a)
+    if axis is None:
+        a, axis = _ravel(a), 0
+    return _C.cumsum(a, _axis(axis, a.ndim, "cumsum"), dtype=dtype)
+
+
+def cumprod(a, axis=None, dtype=None, **kw):
+    """numpy.cumprod: running products along axis, over the flattened array when axis is None."""
+    axis = kw.pop("dim", axis)
+    a = asarray(a)
+    if axis is None:
+        a, axis = _ravel(a), 0
+    return _C.cumprod(a, _axis(axis, a.ndim, "cumprod"), dtype=dtype)
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """numpy.diff: n-th differences along axis (bool: whether neighbours differ)."""
+    a = asarray(a)
+    axis = _axis(axis, a.ndim, "diff")
+    parts = []
+    for extra in (prepend, None, append):
+        if extra is None:
+            continue
+        e = asarray(extra, device=a.device)
+        if e.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            e = _C.broadcast_to(e, tuple(shape))
+        parts.append(e)
+    if parts:
+        pieces = ([parts[0]] if prepend is not None else []) + [a] + ([parts[-1]] if append is not None else [])
+        a = _C.cat(pieces, axis=axis)
+    for _ in range(n):
+        hi = [slice(None)] * a.ndim
+        lo = [slice(None)] * a.ndim
+        hi[axis] = slice(1, None)
+        lo[axis] = slice(None, -1)
+        h, l_ = a[tuple(hi)], a[tuple(lo)]
+        a = _C.ne(h, l_) if a.dtype == _boolean else _C.sub(h, l_)
+    return a
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kw):
+    """numpy.pad: pad_width is an int, (before, after), or one pair per axis; modes 'constant'
+    (constant_values), 'edge', 'reflect'. (ctensor.nn.functional.pad is PyTorch's.)"""
+    a = asarray(array)
+    if isinstance(pad_width, int):
+        pairs = [(pad_width, pad_width)] * a.ndim
+    else:
+        pw = [tuple(p) if not isinstance(p, int) else (p, p) for p in
+              (pad_width if not isinstance(pad_width[0], int) else [pad_width])]
+        pairs = pw * a.ndim if len(pw) == 1 else pw
+    if len(pairs) != a.ndim:
+        raise ValueError(f"pad: {len(pairs)} (before, after) pairs for an array of dimension {a.ndim}")
+    flat = []
+    for before, after in reversed(pairs):  # torch's order: the last axis first
+        if before < 0 or after < 0:
+            raise ValueError(f"pad: negative pad width ({before}, {after})")
+        flat += [before, after]
+    torch_mode = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}.get(mode)
+    if torch_mode is None:
+        raise ValueError(f"pad: mode {mode!r} (ctensor has 'constant', 'edge', 'reflect')")
+    if torch_mode == "constant":
+        return _C.pad(a, flat, "constant", constant_values)
+    return _C.pad(a, flat, torch_mode)
+
+
+def round(x, decimals=0):  # noqa: A001
+    """numpy.round: to `decimals` places (half to even), as NumPy: round(x * 10**d) / 10**d."""
+    x = asarray(x)
+    if decimals == 0:
+        return _C.round(x)
+    if not x.dtype.is_floating_point:
+        if decimals > 0:
+            return x.clone()
+        f = 10 ** (-decimals)
+        return _C.mul(_C.astype(_C.round(_C.div(_C.astype(x, _f64), f)), x.dtype), f)
+    f = 10.0 ** decimals
+    return _C.div(_C.round(_C.mul(x, f)), f) if decimals > 0 else _C.mul(_C.round(_C.div(x, 10.0 ** -decimals)), 10.0 ** -decimals)
+
+
+around = round
+
+
+# ---- Products ---------------------------------------------------------------------------------
+
+
+tensordot = _api.tensordot
+
+
+def dot(a, b):
+    """numpy.dot: products for 0-d operands, the inner product of vectors, matmul of 2-d
+    arrays, else a sum over a's last axis and b's second-to-last."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return _C.mul(a, b)
+    if a.ndim == 1 and b.ndim == 1:
+        return _C.dot(a, b)
+    if b.ndim == 1:
+        return tensordot(a, b, axes=([-1], [0]))
+    return tensordot(a, b, axes=([-1], [-2]))
+
+
+def vdot(a, b):
+    """The inner product of a and b flattened."""
+    return _C.dot(_ravel(a), _ravel(b))
+
+
+def inner(a, b):
+    """Sums of products over the last axes of a and b."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return _C.mul(a, b)
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def outer(a, b):
+    """numpy.outer: every product of a's and b's elements (both flattened)."""
+    return _C.mul(_C.reshape(asarray(a), (-1, 1)), _C.reshape(asarray(b), (1, -1)))
+
+
+power = _C.pow
+true_divide = _C.div
+absolute = _C.abs
+mod = _C.remainder
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """numpy.isclose: |a - b| <= atol + rtol * |b| elementwise (infinities close to themselves)."""
+    a, b = asarray(a), asarray(b)
+    if not a.dtype.is_floating_point:
+        a = _float(a)
+    if not b.dtype.is_floating_point:
+        b = _float(b)
+    close = _C.le(_C.abs(_C.sub(a, b)), _C.add(_C.mul(_C.abs(b), rtol), atol))
+    close = _C.logical_or(_C.logical_and(close, _C.isfinite(_C.sub(a, b))), _C.eq(a, b))
+    if equal_nan:
+        close = _C.logical_or(close, _C.logical_and(_C.isnan(a), _C.isnan(b)))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """numpy.allclose: whether every element is close (a Python bool)."""
+    return builtins_bool(_C.all(isclose(a, b, rtol, atol, equal_nan)))
+
+
+builtins_bool = _b.bool
+
+
+# ---- Searching ------------------------------------------------------------------------------------
+
+
+def where(condition, x=None, y=None, /):
+    """where(c, x, y): x where c else y; where(c): the indices of c's nonzero elements (nonzero)."""
+    if x is None and y is None:
+        return _C.nonzero(asarray(condition))
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y should be given")
+    return _C.where(condition, x, y)
+
+
+def argwhere(a):
+    """numpy.argwhere: the indices of the nonzero elements, one row each (n, ndim)."""
+    a = asarray(a)
+    if a.ndim == 0:
+        return _C.zeros((1 if builtins_bool(a) else 0, 0), dtype=_i64, device=a.device)
+    return _C.stack(list(_C.nonzero(a)), axis=1)
+
+
+def flatnonzero(a):
+    """The indices of the nonzero elements of a flattened."""
+    return _C.nonzero(_ravel(a))[0]
+
+
+# ---- Sets ---------------------------------------------------------------------------------------
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """numpy.unique: the sorted distinct values of ar flattened (nans as one value, after every
+    number), and on request the index of each one's first occurrence, the index of each
+    element's value (1-d) and the counts."""
+    if axis is not None:
+        raise NotImplementedError("unique: axis= is not in ctensor yet (the values of ar flattened only)")
+    a = _ravel(ar)
+    values, index, inverse, counts = _C.unique(a, indices=return_index, inverse=return_inverse,
+                                               counts=return_counts)
+    out = [values]
+    if return_index:
+        out.append(index)
+    if return_inverse:
+        out.append(_C.reshape(inverse, (-1,)))
+    if return_counts:
+        out.append(counts)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---- Statistics ---------------------------------------------------------------------------------
+
+
+def _sorted_along(a, axis):
+    a = _float(asarray(a))
+    if axis is None:
+        return _C.sort(_ravel(a), axis=0), 0
+    axis = _axis(axis, a.ndim, "quantile")
+    return _C.sort(a, axis=axis), axis
+
+
+def quantile(a, q, axis=None, *, keepdims=False, method="linear"):
+    """numpy.quantile (method 'linear'): q in [0, 1], a number or 1-d; NaN propagates."""
+    if method != "linear":
+        raise ValueError(f"quantile: method {method!r} (ctensor has 'linear')")
+    src = asarray(a)
+    s, ax = _sorted_along(src, axis)
+    n = s.shape[ax]
+    if n == 0:
+        raise ValueError("quantile: an empty axis has no quantiles")
+    qs = asarray(q, dtype=_f64)
+    if builtins_bool(_C.any(_C.logical_or(_C.lt(qs, 0), _C.gt(qs, 1)))):
+        raise ValueError("quantile: q must be in [0, 1]")
+    outs = []
+    last = s.dtype
+    for qv in (qs.tolist() if qs.ndim else [qs.item()]):
+        pos = qv * (n - 1)
+        lo = _b.int(_math.floor(pos))
+        hi = _b.min(lo + 1, n - 1)
+        g = pos - lo
+        key_lo = [slice(None)] * s.ndim
+        key_hi = [slice(None)] * s.ndim
+        key_lo[ax], key_hi[ax] = lo, hi
+        vlo, vhi = s[tuple(key_lo)], s[tuple(key_hi)]
+        r = _C.add(vlo, _C.mul(_C.sub(vhi, vlo), g)) if g else vlo
+        # nan sorts last: a slice holding one gives nan (NumPy's propagation)
+        key_last = [slice(None)] * s.ndim
+        key_last[ax] = n - 1
+        r = _C.where(_C.isnan(s[tuple(key_last)]), s[tuple(key_last)], r)
+        if keepdims:
+            r = _C.unsqueeze(r, ax) if axis is not None else _C.reshape(r, (1,) * src.ndim)
+        outs.append(_C.astype(r, last) if r.dtype != last else r)
+    return _C.stack(outs, axis=0) if qs.ndim else outs[0]
+
+
+def percentile(a, q, axis=None, *, keepdims=False, method="linear"):
+    """numpy.percentile: quantile of q / 100."""
+    qs = asarray(q, dtype=_f64)
+    return quantile(a, _C.div(qs, 100.0) if qs.ndim else qs.item() / 100.0, axis, keepdims=keepdims,
+                    method=method)
+
+
+def median(a, axis=None, *, keepdims=False):
+    """numpy.median: the middle value (the mean of the two middle ones); NaN propagates."""
+    return quantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None):
+    """numpy.average: the mean, or the weighted mean along axis."""
+    a = _float(asarray(a))
+    if weights is None:
+        return mean(a, axis=axis)
+    w = _float(asarray(weights))
+    if w.shape != a.shape:
+        if axis is None or w.ndim != 1:
+            raise ValueError("average: weights of another shape need a 1-d weights and an axis")
+        shape = [1] * a.ndim
+        shape[_axis(axis, a.ndim, "average")] = w.shape[0]
+        w = _C.reshape(w, shape)
+    return _C.div(sum(_C.mul(a, w), axis=axis), sum(_C.broadcast_to(w, a.shape), axis=axis))
+
+
+def histogram(a, bins=10, range=None, density=False, weights=None):  # noqa: A002
+    """numpy.histogram: counts in `bins` equal bins over range (default: min to max), the last
+    bin closed; or in the bins whose edges are given. Returns (hist, bin_edges)."""
+    a = _ravel(a)
+    if isinstance(bins, int):
+        if range is None:
+            lo, hi = (float(_C.min(a)), float(_C.max(a))) if a.shape[0] else (0.0, 1.0)
+        else:
+            lo, hi = float(range[0]), float(range[1])
+        if lo > hi:
+            raise ValueError(f"histogram: max must be larger than min in range ({lo}, {hi})")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _C.linspace(lo, hi, bins + 1, dtype=_f64, device=a.device)
+    else:
+        edges = _C.astype(asarray(bins, device=a.device), _f64)
+        bins = edges.shape[0] - 1
+    x = _C.astype(a, _f64)
+    idx = _C.sub(_api.searchsorted(edges, x, side="right"), 1)
+    last = float(edges[bins])
+    idx = _C.where(_C.eq(x, last), bins - 1, idx)  # the last bin includes its right edge
+    inside = _C.logical_and(_C.ge(idx, 0), _C.lt(idx, bins))
+    idx = _C.where(inside, idx, 0)
+    if weights is None:
+        w = _C.astype(inside, _i64)
+        hist = _C.zeros((bins,), dtype=_i64, device=a.device)
+    else:
+        wt = _ravel(weights)
+        w = _C.where(inside, wt, 0)
+        hist = _C.zeros((bins,), dtype=w.dtype, device=a.device)
+    hist = _C.scatter_add(hist, 0, idx, w)
+    if density:
+        widths = _C.sub(edges[1:], edges[:-1])
+        hist = _C.div(_C.div(_C.astype(hist, _f64), widths), float(_C.sum(hist)))
+    # the edges in a's floating dtype (float64 for integers), as NumPy
+    return hist, (_C.astype(edges, a.dtype) if a.dtype.is_floating_point else edges)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None):
+    """numpy.cov: the covariance matrix of the variables (rows when rowvar), a 0-d array for one
+    variable."""
+    x = _float(asarray(m))
+    if x.ndim == 1:
+        x = _C.reshape(x, (1, -1))
+    elif not rowvar:
+        x = x.mT
+    if y is not None:
+        yy = _float(asarray(y))
+        yy = _C.reshape(yy, (1, -1)) if yy.ndim == 1 else (yy if rowvar else yy.mT)
+        x = _C.cat([x, yy], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = x.shape[1]
+    xc = _C.sub(x, _C.mean(x, axis=1, keepdims=True))
+    c = _C.div(_C.matmul(xc, xc.mT), float(n - ddof))
+    return _C.reshape(c, ()) if c.shape == (1, 1) else c
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """numpy.corrcoef: the correlation coefficients (cov over the outer product of the standard
+    deviations), clipped to [-1, 1]."""
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return _C.div(c, c)
+    d = _C.sqrt(_C.diagonal(c))
+    r = _C.div(_C.div(c, _C.reshape(d, (-1, 1))), _C.reshape(d, (1, -1)))
+    return _C.clamp(r, -1.0, 1.0)
+
+
+# ---- Array methods with NumPy's meanings -----------------------------------------------------------
+
+
+def _m_transpose(self, *axes):
+    """x.transpose(*axes): NumPy's: axes reversed when none are given; x.transpose(1, 0) or
+    x.transpose((1, 0)) permutes. (For a 2-d tensor PyTorch's x.transpose(0, 1) is the same.)"""
+    if not axes:
+        return transpose(self)
+    if len(axes) == 1 and not isinstance(axes[0], int):
+        axes = tuple(axes[0])
+    if len(axes) == 2 and self.ndim != 2:
+        # PyTorch's two-axis swap, kept for tensors that are not 2-d (NumPy would refuse)
+        return _C.transpose(self, axes[0], axes[1])
+    return _C.permute_dims(self, axes)
+
+
+def _m_cumsum(self, axis=None, dtype=None, **kw):
+    return cumsum(self, kw.pop("dim", axis), dtype)
+
+
+def _m_cumprod(self, axis=None, dtype=None, **kw):
+    return cumprod(self, kw.pop("dim", axis), dtype)
+
+
+def _m_round(self, decimals=0):
+    return round(self, decimals)
+
+
+def _m_dot(self, b):
+    return dot(self, b)
+
+
+def _method(fn):
+    # x.sum(0), x.sum(0, 1) and x.sum((0, 1)) name axes positionally, as NumPy's and torch's methods
+    def method(self, *axes, **kwargs):
+        if axes:
+            kwargs["axis"] = axes[0] if len(axes) == 1 else axes
+        return fn(self, **kwargs)
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _m_ravel(self):
+    return _ravel(self)
+
+
+def _m_nonzero(self):
+    return _C.nonzero(self)
+
+
+def _m_clip(self, min=None, max=None):  # noqa: A002
+    return _api.clip(self, min, max)
+
+
+# ---- The NumPy protocols ----------------------------------------------------------------------------
+
+# numpy ufunc name -> ctensor function (for method '__call__')
+_UFUNCS = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "true_divide": "divide", "floor_divide": "floor_divide", "power": "pow", "remainder": "remainder",
+    "mod": "remainder", "fmod": "fmod", "negative": "negative", "positive": "positive",
+    "absolute": "abs", "fabs": "abs", "sign": "sign", "exp": "exp", "expm1": "expm1", "log": "log",
+    "log1p": "log1p", "log2": "log2", "sqrt": "sqrt", "square": "square", "sin": "sin", "cos": "cos",
+    "tan": "tan", "tanh": "tanh", "arctan2": "atan2", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "rint": "round", "maximum": "maximum", "minimum": "minimum", "equal": "equal",
+    "not_equal": "not_equal", "less": "less", "less_equal": "less_equal", "greater": "greater",
+    "greater_equal": "greater_equal", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_xor": "logical_xor", "logical_not": "logical_not", "isnan": "isnan", "isinf": "isinf",
+    "isfinite": "isfinite", "reciprocal": "reciprocal", "matmul": "matmul",
+}
+# numpy ufunc name -> ctensor reduction (for method 'reduce')
+_REDUCES = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "logical_and": "all",
+            "logical_or": "any"}
+_ACCUMULATES = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _namespace():
+    import sys
+    return sys.modules["ctensor"]
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NumPy's ufuncs applied to ctensor arrays run in ctensor (as CuPy's do); others raise
+    NumPy's TypeError naming the ufunc."""
+    if kwargs.get("out") is not None or kwargs.get("where", True) is not True:
+        return NotImplemented
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("casting", None)
+    kwargs.pop("order", None)
+    kwargs.pop("out", None)
+    kwargs.pop("where", None)
+    ns = _namespace()
+    if method == "__call__":
+        name = _UFUNCS.get(ufunc.__name__)
+        if name is None or kwargs:
+            return NotImplemented
+        r = getattr(ns, name)(*inputs)
+    elif method == "reduce" and ufunc.__name__ in _REDUCES and len(inputs) == 1:
+        axis = kwargs.pop("axis", 0)
+        keepdims = kwargs.pop("keepdims", False)
+        if kwargs:
+            return NotImplemented
+        r = getattr(ns, _REDUCES[ufunc.__name__])(inputs[0], axis=axis, keepdims=keepdims)
+    elif method == "accumulate" and ufunc.__name__ in _ACCUMULATES and len(inputs) == 1:
+        r = getattr(ns, _ACCUMULATES[ufunc.__name__])(inputs[0], kwargs.pop("axis", 0))
+    else:
+        return NotImplemented
+    return r if dtype is None else _api.astype(r, dtype)
+
+
+# numpy functions that run as the ctensor function of the same name
+_FUNCTIONS = {
+    "sum", "prod", "mean", "std", "var", "max", "min", "amax", "amin", "all", "any", "argmax", "argmin",
+    "cumsum", "cumprod", "transpose", "reshape", "ravel", "concatenate", "stack", "vstack", "hstack",
+    "column_stack", "expand_dims", "squeeze", "moveaxis", "flip", "roll", "repeat", "tile", "where",
+    "argwhere", "nonzero", "flatnonzero", "count_nonzero", "sort", "argsort", "searchsorted", "unique",
+    "clip", "dot", "vdot", "inner", "outer", "tensordot", "matmul", "einsum", "isclose", "allclose",
+    "array_equal", "median", "percentile", "quantile", "average", "histogram", "cov", "corrcoef", "diff",
+    "pad", "round", "around", "around", "zeros_like", "ones_like", "empty_like", "full_like",
+    "broadcast_to", "broadcast_arrays", "tril", "triu", "take", "linalg.norm", "linalg.solve", "linalg.inv",
+    "linalg.det", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.cholesky", "trace", "diagonal",
+    "atleast_1d", "atleast_2d", "meshgrid",
+}
+_NP_NAMES = {"amax": "max", "amin": "min"}
+
+
+def _array_function(self, func, types, args, kwargs):
+    """NumPy's functions applied to ctensor arrays run in ctensor (as CuPy's); those ctensor lacks
+    return NotImplemented, so NumPy raises its TypeError naming the function."""
+    from . import Tensor
+    if not _b.all(issubclass(t, Tensor) or t.__module__.startswith("numpy") for t in types):
+        return NotImplemented
+    module = getattr(func, "__module__", "") or ""
+    name = func.__name__
+    qual = "linalg." + name if module.endswith("linalg") else name
+    if qual not in _FUNCTIONS:
+        return NotImplemented
+    ns = _namespace()
+    target = getattr(ns.linalg, name) if qual.startswith("linalg.") else getattr(ns, _NP_NAMES.get(name, name))
+    if kwargs.get("out") is not None:
+        return NotImplemented
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    return target(*args, **kwargs)
+
+
+def _array(self, dtype=None, copy=None):
+    """numpy.asarray(x): the values as a NumPy array; refused for a tensor that requires grad
+    (torch's .numpy() refuses it too: the array would not be tracked)."""
+    if self.requires_grad:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach() first.")
+    r = self.get()
+    return r if dtype is None else r.astype(dtype)
+
+
+def install():
+    """Puts NumPy's method meanings and the NumPy protocols on Tensor."""
+    methods = {
+        "transpose": _m_transpose, "cumsum": _m_cumsum, "cumprod": _m_cumprod, "round": _m_round,
+        "dot": _m_dot, "ravel": _m_ravel, "nonzero": _m_nonzero, "clip": _m_clip,
+        "sum": _method(sum), "prod": _method(prod), "mean": _method(mean), "std": _method(std),
+        "var": _method(var), "max": _method(max), "min": _method(min), "all": _method(all),
+        "any": _method(any), "argmax": _method(argmax), "argmin": _method(argmin),
+        "__array_ufunc__": _array_ufunc, "__array_function__": _array_function, "__array__": _array,
+    }
+    for name, fn in methods.items():
+        _C._set_tensor_attr(name, fn)
+
+
+__all__ = [
+    "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax", "argmin",
+    "count_nonzero", "arange", "eye", "broadcast_to", "permute_dims", "transpose", "ravel", "concatenate",
+    "atleast_1d", "atleast_2d", "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad",
+    "round", "around", "tensordot", "dot", "vdot", "inner", "outer", "power", "true_divide", "absolute",
+    "mod", "isclose", "allclose", "where", "argwhere", "flatnonzero", "unique", "quantile", "percentile",
+    "median", "average", "histogram", "cov", "corrcoef",
+]
