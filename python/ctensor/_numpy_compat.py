@@ -81,6 +81,8 @@ def _plain_reduction(name, fn, result=None):
         if "keepdim" in kw:
             keepdims = kw.pop("keepdim")
         axes = _axes(axis, x.ndim, name)
+        if "ddof" in kw:  # NumPy's name of the correction
+            kw["correction"] = kw.pop("ddof")
         if axes == () and name in ("std", "var"):
             # no axis reduced: each element against itself
             c = kw.get("correction", 0)
@@ -149,6 +151,21 @@ def broadcast_to(x, /, shape):
 def permute_dims(x, /, axes):
     """x with its axes in the order given (a view)."""
     return _C.permute_dims(x, axes)
+
+
+def expand_dims(a, axis=0):
+    """x with a new axis of size 1 at axis (a view; axis positional as in NumPy)."""
+    return _C.unsqueeze(a, axis)
+
+
+def tril(m, k=0):
+    """The lower triangle (on and below diagonal k); k positional as in NumPy."""
+    return _C.tril(m, k=k)
+
+
+def triu(m, k=0):
+    """The upper triangle (on and above diagonal k); k positional as in NumPy."""
+    return _C.triu(m, k=k)
 
 
 def transpose(a, axes=None):
@@ -321,6 +338,11 @@ def dot(a, b):
     return tensordot(a, b, axes=([-1], [-2]))
 
 
+def trace(a, offset=0, axis1=0, axis2=1):
+    """numpy.trace: the sum of the diagonal (offset) over axis1 and axis2."""
+    return _C.sum(_C.diagonal(asarray(a), offset, axis1, axis2), axis=-1)
+
+
 def vdot(a, b):
     """The inner product of a and b flattened."""
     return _C.dot(_ravel(a), _ravel(b))
@@ -404,6 +426,16 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     a = _ravel(ar)
     values, index, inverse, counts = _C.unique(a, indices=return_index, inverse=return_inverse,
                                                counts=return_counts)
+    if a.dtype.is_floating_point and values.shape[0] and builtins_bool(_C.isnan(values[-1])):
+        # NumPy's equal_nan: the nans (each distinct in ctensor, all last) are one value
+        first = _b.int(_C.sum(_C.logical_not(_C.isnan(values))))
+        if return_index:
+            index = _C.cat([index[:first], _C.min(index[first:], axis=0, keepdims=True)], axis=0)
+        if return_inverse:
+            inverse = _C.clamp(inverse, None, first)
+        if return_counts:
+            counts = _C.cat([counts[:first], _C.sum(counts[first:], axis=0, keepdims=True)], axis=0)
+        values = values[:first + 1]
     out = [values]
     if return_index:
         out.append(index)
@@ -726,9 +758,9 @@ def install():
 
 __all__ = [
     "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax", "argmin",
-    "count_nonzero", "arange", "eye", "broadcast_to", "permute_dims", "transpose", "ravel", "concatenate",
+    "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to", "permute_dims", "transpose", "ravel", "concatenate",
     "atleast_1d", "atleast_2d", "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad",
-    "round", "around", "tensordot", "dot", "vdot", "inner", "outer", "power", "true_divide", "absolute",
+    "round", "around", "tensordot", "dot", "trace", "vdot", "inner", "outer", "power", "true_divide", "absolute",
     "mod", "isclose", "allclose", "where", "argwhere", "flatnonzero", "unique", "quantile", "percentile",
     "median", "average", "histogram", "cov", "corrcoef",
 ]

@@ -182,7 +182,7 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_op
     if (ctpy_scalar(other, &s, &is_float) && !int_scalar_fits(ctpy_t(tobj), other, op)) return NULL;
     /* an int64 beyond 2^53 is exact only as a tensor: the scalar forms take a double */
     if (ctpy_scalar(other, &s, &is_float) &&
-        !(!is_float && fabs(s) > 9007199254740992.0 && ct_dtype_of(ctpy_t(tobj)) == CT_I64)) {
+        !(!is_float && fabs(s) >= 9007199254740992.0 && ct_dtype_of(ctpy_t(tobj)) == CT_I64)) {
       const ctpy_binop *m = ta ? NULL : mirror(op);
       if (m) return scalar_op(ctpy_t(tobj), s, is_float, m, false);
       return scalar_op(ctpy_t(tobj), s, is_float, op, !ta);
