@@ -81,6 +81,8 @@ def _plain_reduction(name, fn, result=None):
         if "keepdim" in kw:
             keepdims = kw.pop("keepdim")
         axes = _axes(axis, x.ndim, name)
+        if name in ("mean", "std", "var") and not x.dtype.is_floating_point:
+            x = _float(x)  # NumPy: integers average in the default float
         if "ddof" in kw:  # NumPy's name of the correction
             kw["correction"] = kw.pop("ddof")
         if axes == () and name in ("std", "var"):

@@ -219,6 +219,7 @@ PyObject *ctpy_binary_inplace(PyObject *a, PyObject *b, const ctpy_binop *op) {
   if (ctpy_is_tensor(b)) {
     CTPY_CALL(r, ctpy_is_big(x, NULL), op->tt_(x, ctpy_t(b)));
   } else if (ctpy_scalar(b, &s, &is_float)) {
+    if (!int_scalar_fits(x, b, op)) return NULL;
     if (is_float && !ct_dtype_is_floating(ct_dtype_of(x)))
       return ctpy_raise_code(CT_ERR_DTYPE,
                              "%s_: a float result cannot be written into the %s tensor in place",
@@ -356,17 +357,18 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   return ctpy_operand(o, ctpy_default_device(), owned);
 }
 
-#define CTPY_UNARY_OPS(X)                                                                      \
-  X(neg)                                                                                       \
-  X(abs)                                                                                       \
-  X(exp)                                                                                       \
-  X(expm1)                                                                                     \
-  X(log)                                                                                       \
-  X(log1p)                                                                                     \
-  X(log2)                                                                                      \
-  X(sqrt)                                                                                      \
-  X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-      X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
+#define CTPY_UNARY_OPS(X)                                                                         \
+  X(neg)                                                                                          \
+  X(abs)                                                                                          \
+  X(exp)                                                                                          \
+  X(expm1)                                                                                        \
+  X(log)                                                                                          \
+  X(log1p)                                                                                        \
+  X(log2)                                                                                         \
+  X(sqrt)                                                                                         \
+  X(rsqrt)                                                                                        \
+  X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) \
+      X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

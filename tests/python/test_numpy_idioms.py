@@ -93,6 +93,8 @@ IDIOMS = [
     ("prod int16 dtype", lambda xp, d: xp.prod(d["i8"], dtype=xp.int16), None),
     ("mean", lambda xp, d: d["a"].mean(), None),
     ("mean axis", lambda xp, d: d["a"].mean(axis=0), None),
+    ("mean int", lambda xp, d: xp.mean(d["v"]), F),
+    ("std int", lambda xp, d: d["v"].std(), F),
     ("max", lambda xp, d: d["a"].max(), None),
     ("min axis", lambda xp, d: d["a"].min(axis=1), None),
     ("argmax", lambda xp, d: d["b"].argmax(), None),

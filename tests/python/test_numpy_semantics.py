@@ -45,6 +45,11 @@ def test_python_scalars_are_weak():
     with pytest.raises(OverflowError):
         ct.asarray([1], dtype=ct.uint8) - (-1)
     assert vals(x < 300) == [True, True]  # comparisons take the exact value
+    with pytest.raises(OverflowError):
+        x += 300
+    assert vals(x) == [1, 2]
+    x += 3
+    assert vals(x) == [4, 5]
 
 
 def test_python_ints_beyond_2_53_are_exact():
