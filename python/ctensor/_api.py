@@ -149,7 +149,9 @@ def can_cast(from_, to, /):
 
 
 def result_type(*arrays_and_dtypes):
-    """The dtype of an operation on these tensors and dtypes (PyTorch's promotion)."""
+    """The dtype of an operation on these tensors, dtypes and Python scalars, as the operators
+    promote (NEP 50): tensors (0-d ones too) and dtypes by promote_types, Python scalars weak
+    (a float with only integer or bool dtypes gives the default float, float32)."""
     kinds = [a.dtype if isinstance(a, Tensor) else a for a in arrays_and_dtypes
              if not isinstance(a, (int, float))]
     if not kinds:
@@ -157,6 +159,8 @@ def result_type(*arrays_and_dtypes):
     r = kinds[0]
     for k in kinds[1:]:
         r = _C.promote_types(r, k)
+    if not r.is_floating_point and _b.any(isinstance(a, float) for a in arrays_and_dtypes):
+        r = float32
     return r
 
 

@@ -30,6 +30,14 @@ def test_zero_d_arrays_are_not_weak():
     assert (ct.asarray([1], dtype=ct.uint8) + ct.asarray([1], dtype=ct.int8)).dtype == ct.int16
 
 
+def test_result_type_says_what_the_operators_do():
+    i8, i16 = ct.asarray([1], dtype=ct.int8), ct.asarray(300, dtype=ct.int16)
+    assert ct.result_type(i8, i16) == (i8 + i16).dtype == ct.int16
+    assert ct.result_type(i8, 1) == (i8 + 1).dtype == ct.int8
+    assert ct.result_type(i8, 1.5) == (i8 + 1.5).dtype == ct.float32
+    assert ct.result_type(ct.float16, 2.0) == ct.float16
+
+
 def test_where_promotes_its_branches():
     r = ct.where(ct.asarray(False), ct.asarray([0], dtype=ct.int8), ct.asarray(128, dtype=ct.int16))
     assert r.dtype == ct.int16 and vals(r) == [128]
