@@ -234,6 +234,118 @@ def column_stack(tup):
     return _C.cat(cols, axis=1)
 
 
+def array_split(ary, indices_or_sections, axis=0):
+    """numpy.array_split: n nearly equal parts (the first ones one longer), or the parts between
+    the given indices (views)."""
+    a = asarray(ary)
+    axis = _axis(axis, a.ndim, "array_split")
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0:
+            raise ValueError(f"array_split: number sections must be larger than 0, got {k}")
+        size, extra = divmod(n, k)
+        bounds = [0]
+        for i in range(k):
+            bounds.append(bounds[-1] + size + (1 if i < extra else 0))
+    else:
+        bounds = [0] + [_b.min(_b.max(i if i >= 0 else n + i, 0), n) for i in indices_or_sections] + [n]
+    key = [slice(None)] * a.ndim
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key[axis] = slice(lo, _b.max(lo, hi))
+        out.append(a[tuple(key)])
+    return out
+
+
+def split(ary, indices_or_sections, axis=0):
+    """numpy.split: `indices_or_sections` equal parts (which must divide the axis), or the parts
+    between the given indices. (PyTorch's split by part size is x.split(size).)"""
+    a = asarray(ary)
+    if isinstance(indices_or_sections, int) and a.shape[_axis(axis, a.ndim, "split")] % indices_or_sections:
+        raise ValueError("split: array split does not result in an equal division")
+    return array_split(a, indices_or_sections, axis)
+
+
+def diag(v, k=0):
+    """numpy.diag: the matrix with 1-d v on diagonal k, or the diagonal k of a 2-d v."""
+    v = asarray(v)
+    if v.ndim == 2:
+        return _C.diagonal(v, k, 0, 1)
+    if v.ndim != 1:
+        raise ValueError(f"diag: input must be 1-d or 2-d, got {v.ndim}-d")
+    n = v.shape[0] + _b.abs(k)
+    out = _C.zeros((n, n), dtype=v.dtype, device=v.device)
+    if v.shape[0]:
+        rows = _C.arange(v.shape[0], device=v.device)
+        cols = _C.add(rows, k) if k >= 0 else rows
+        rows = rows if k >= 0 else _C.add(rows, -k)
+        out[rows, cols] = v
+    return out
+
+
+def identity(n, dtype=None, *, device=None):
+    """numpy.identity: the n x n identity."""
+    return eye(n, dtype=dtype, device=device)
+
+
+def isin(element, test_elements, *, invert=False):
+    """numpy.isin: whether each element of `element` is among test_elements."""
+    e = asarray(element)
+    t = _C.reshape(asarray(test_elements, device=e.device), (-1,))
+    r = _C.any(_C.eq(_C.unsqueeze(e, -1), t), axis=-1) if t.shape[0] else _C.zeros(e.shape, dtype=_boolean,
+                                                                                        device=e.device)
+    return _C.logical_not(r) if invert else r
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """numpy.nan_to_num: nan, +inf and -inf replaced (by 0 and the dtype's largest numbers)."""
+    x = asarray(x)
+    if not x.dtype.is_floating_point:
+        return x.clone()
+    big = _api.finfo(x.dtype).max
+    x = _C.where(_C.isnan(x), nan, x)
+    x = _C.where(_C.eq(x, _math.inf), big if posinf is None else posinf, x)
+    return _C.where(_C.eq(x, -_math.inf), -big if neginf is None else neginf, x)
+
+
+def _nan_fill(a, value):
+    a = asarray(a)
+    return _C.where(_C.isnan(a), value, a) if a.dtype.is_floating_point else a
+
+
+def nansum(a, axis=None, *, keepdims=False):
+    """numpy.nansum: the sum, nans counted as zero."""
+    return sum(_nan_fill(a, 0.0), axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, *, keepdims=False):
+    """numpy.nanmean: the mean of the numbers that are not nan (nan where there are none)."""
+    a = _float(asarray(a))
+    n = sum(_C.logical_not(_C.isnan(a)), axis=axis, keepdims=keepdims)
+    return _C.div(nansum(a, axis=axis, keepdims=keepdims), _C.astype(n, a.dtype))
+
+
+def nanmax(a, axis=None, *, keepdims=False):
+    """numpy.nanmax: the largest number that is not nan (nan where there are none)."""
+    a = asarray(a)
+    r = max(_nan_fill(a, -_math.inf), axis=axis, keepdims=keepdims)
+    if not a.dtype.is_floating_point:
+        return r
+    none = all(_C.isnan(a), axis=axis, keepdims=keepdims)
+    return _C.where(none, _math.nan, r)
+
+
+def nanmin(a, axis=None, *, keepdims=False):
+    """numpy.nanmin: the smallest number that is not nan (nan where there are none)."""
+    a = asarray(a)
+    r = min(_nan_fill(a, _math.inf), axis=axis, keepdims=keepdims)
+    if not a.dtype.is_floating_point:
+        return r
+    none = all(_C.isnan(a), axis=axis, keepdims=keepdims)
+    return _C.where(none, _math.nan, r)
+
+
 def cumsum(a, axis=None, dtype=None, **kw):
     """numpy.cumsum: running sums along axis, over the flattened array when axis is None."""
     axis = kw.pop("dim", axis)
@@ -711,7 +823,8 @@ _FUNCTIONS = {
     "pad", "round", "around", "around", "zeros_like", "ones_like", "empty_like", "full_like",
     "broadcast_to", "broadcast_arrays", "tril", "triu", "take", "linalg.norm", "linalg.solve", "linalg.inv",
     "linalg.det", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.cholesky", "trace", "diagonal",
-    "atleast_1d", "atleast_2d", "meshgrid",
+    "atleast_1d", "atleast_2d", "meshgrid", "split", "array_split", "diag", "identity", "isin", "nan_to_num",
+    "nansum", "nanmean", "nanmax", "nanmin",
 }
 _NP_NAMES = {"amax": "max", "amin": "min"}
 
@@ -761,7 +874,8 @@ def install():
 __all__ = [
     "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax", "argmin",
     "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to", "permute_dims", "transpose", "ravel", "concatenate",
-    "atleast_1d", "atleast_2d", "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad",
+    "array_split", "split", "diag", "identity", "isin", "nan_to_num", "nansum", "nanmean", "nanmax",
+    "nanmin", "atleast_1d", "atleast_2d", "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad",
     "round", "around", "tensordot", "dot", "trace", "vdot", "inner", "outer", "power", "true_divide", "absolute",
     "mod", "isclose", "allclose", "where", "argwhere", "flatnonzero", "unique", "quantile", "percentile",
     "median", "average", "histogram", "cov", "corrcoef",
