@@ -379,8 +379,9 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
             e = _C.broadcast_to(e, tuple(shape))
         parts.append(e)
     if parts:
-        pieces = ([parts[0]] if prepend is not None else []) + [a] + ([parts[-1]] if append is not None else [])
-        a = _C.cat(pieces, axis=axis)
+        before = [parts[0]] if prepend is not None else []
+        after = [parts[-1]] if append is not None else []
+        a = _C.cat(before + [a] + after, axis=axis)
     for _ in range(n):
         hi = [slice(None)] * a.ndim
         lo = [slice(None)] * a.ndim
@@ -426,8 +427,11 @@ def round(x, decimals=0):  # noqa: A001
             return x.clone()
         f = 10 ** (-decimals)
         return _C.mul(_C.astype(_C.round(_C.div(_C.astype(x, _f64), f)), x.dtype), f)
-    f = 10.0 ** decimals
-    return _C.div(_C.round(_C.mul(x, f)), f) if decimals > 0 else _C.mul(_C.round(_C.div(x, 10.0 ** -decimals)), 10.0 ** -decimals)
+    if decimals > 0:
+        f = 10.0 ** decimals
+        return _C.div(_C.round(_C.mul(x, f)), f)
+    f = 10.0 ** -decimals
+    return _C.mul(_C.round(_C.div(x, f)), f)
 
 
 around = round
@@ -841,7 +845,10 @@ def _array_function(self, func, types, args, kwargs):
     if qual not in _FUNCTIONS:
         return NotImplemented
     ns = _namespace()
-    target = getattr(ns.linalg, name) if qual.startswith("linalg.") else getattr(ns, _NP_NAMES.get(name, name))
+    if qual.startswith("linalg."):
+        target = getattr(ns.linalg, name)
+    else:
+        target = getattr(ns, _NP_NAMES.get(name, name))
     if kwargs.get("out") is not None:
         return NotImplemented
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
@@ -872,11 +879,12 @@ def install():
 
 
 __all__ = [
-    "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax", "argmin",
-    "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to", "permute_dims", "transpose", "ravel", "concatenate",
-    "array_split", "split", "diag", "identity", "isin", "nan_to_num", "nansum", "nanmean", "nanmax",
-    "nanmin", "atleast_1d", "atleast_2d", "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad",
-    "round", "around", "tensordot", "dot", "trace", "vdot", "inner", "outer", "power", "true_divide", "absolute",
-    "mod", "isclose", "allclose", "where", "argwhere", "flatnonzero", "unique", "quantile", "percentile",
-    "median", "average", "histogram", "cov", "corrcoef",
+    "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax",
+    "argmin", "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to",
+    "permute_dims", "transpose", "ravel", "concatenate", "array_split", "split", "diag", "identity",
+    "isin", "nan_to_num", "nansum", "nanmean", "nanmax", "nanmin", "atleast_1d", "atleast_2d",
+    "vstack", "hstack", "column_stack", "cumsum", "cumprod", "diff", "pad", "round", "around",
+    "tensordot", "dot", "trace", "vdot", "inner", "outer", "power", "true_divide", "absolute",
+    "mod", "isclose", "allclose", "where", "argwhere", "flatnonzero", "unique", "quantile",
+    "percentile", "median", "average", "histogram", "cov", "corrcoef",
 ]
