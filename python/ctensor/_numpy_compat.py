@@ -125,6 +125,13 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 # ---- Creation with NumPy's edge cases ---------------------------------------------------------------
 
 
+_EXACT = 2 ** 53  # ints of this magnitude or more are not exact as doubles
+
+
+def _big(*values):
+    return _b.any(isinstance(v, int) and not isinstance(v, _b.bool) and _b.abs(v) >= _EXACT for v in values)
+
+
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     """Values from start up to stop by step; empty when step goes away from stop (NumPy)."""
     lo, hi = (0, start) if stop is None else (start, stop)
@@ -132,7 +139,21 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         if dtype is None:
             dtype = _f32 if _b.any(isinstance(v, float) for v in (lo, hi, step)) else _i64
         return _C.empty((0,), dtype=dtype, device=device)
+    if _big(lo, hi, step) and _b.all(isinstance(v, int) for v in (lo, hi, step)) and dtype in (None, _i64):
+        # exact int64: the count in Python ints, the values as lo + step * i in int64
+        n = -((lo - hi) // step)
+        i = _C.arange(0, n, 1, dtype=_i64, device=device)
+        return _C.add(_C.mul(i, asarray(step, dtype=_i64, device=device)), asarray(lo, dtype=_i64, device=device))
     return _C.arange(start, stop, step, dtype=dtype, device=device)
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    """shape filled with fill_value (an int of 2^53 or more stays exact in int64)."""
+    if _big(fill_value) and dtype in (None, _i64):
+        r = _C.empty(shape, dtype=_i64, device=device)
+        r[...] = fill_value
+        return r
+    return _C.full(shape, fill_value, dtype=dtype, device=device)
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
@@ -879,6 +900,7 @@ def install():
 
 
 __all__ = [
+    "full",
     "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax",
     "argmin", "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to",
     "permute_dims", "transpose", "ravel", "concatenate", "array_split", "split", "diag", "identity",

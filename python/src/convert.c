@@ -2,6 +2,8 @@
  * buffer protocol without a copy, DLPack, nested sequences, scalars), the
  * buffer protocol of CPU tensors (so NumPy views them without a copy), and
  * values back to Python (item, tolist). */
+#include <math.h>
+
 #include "ctpy.h"
 
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float) {
@@ -21,6 +23,10 @@ bool ctpy_scalar(PyObject *o, double *value, bool *is_float) {
     return true;
   }
   return false;
+}
+
+bool ctpy_scalar_exact(PyObject *o, double *value, bool *is_float) {
+  return ctpy_scalar(o, value, is_float) && (*is_float || fabs(*value) < 9007199254740992.0);
 }
 
 PyObject *ctpy_sequence_tuple(PyObject *o, const char *msg) {

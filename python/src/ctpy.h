@@ -101,6 +101,9 @@ int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
 /* A Python scalar (int, float, bool; not a Tensor): true with the value. */
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
+/* ctpy_scalar, but false for an int of magnitude 2^53 or more, which a double would round:
+ * callers then take it as a tensor (asarray keeps it exact in int64). */
+bool ctpy_scalar_exact(PyObject *o, double *value, bool *is_float);
 /* The items of a sequence or iterable as a tuple (a new reference; NULL with
  * TypeError(msg)). Its items stay alive and in place while Python code runs
  * on them (__index__, __float__, conversions), which PySequence_Fast of a

@@ -228,7 +228,8 @@ static PyObject *f_where(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   ct_device dev = ct_device_of(c);
   double sa, sb;
   bool fa, fb;
-  bool a_scalar = ctpy_scalar(args[1], &sa, &fa), b_scalar = ctpy_scalar(args[2], &sb, &fb);
+  bool a_scalar = ctpy_scalar_exact(args[1], &sa, &fa),
+       b_scalar = ctpy_scalar_exact(args[2], &sb, &fb);
   if (a_scalar && b_scalar) {
     ct_dtype d = fa || fb                                         ? CTPY_DEFAULT_FLOAT
                  : PyBool_Check(args[1]) && PyBool_Check(args[2]) ? CT_BOOL

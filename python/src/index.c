@@ -412,7 +412,7 @@ PyObject *ctpy_getitem(PyObject *self, PyObject *key) {
 static int assign_view(ct_tensor *target, PyObject *value) {
   double v;
   bool is_float;
-  if (ctpy_scalar(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
+  if (ctpy_scalar_exact(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
   ct_tensor *owned;
   const ct_tensor *src = ctpy_operand(value, ct_device_of(target), &owned);
   if (!src) return -1;
@@ -424,7 +424,7 @@ static int assign_view(ct_tensor *target, PyObject *value) {
 static int advanced_set(index_state *s, PyObject *value) {
   double v;
   bool is_float;
-  bool scalar = ctpy_scalar(value, &v, &is_float);
+  bool scalar = ctpy_scalar_exact(value, &v, &is_float);
   /* one mask and a number: masked_fill_ with the mask shaped to broadcast */
   if (s->nadv == 1 && s->adv[0].mask && scalar) {
     advanced *a = &s->adv[0];

@@ -65,6 +65,14 @@ def test_python_ints_beyond_2_53_are_exact():
     assert vals(ct.asarray([0]) + big) == [big]
     assert vals(big - ct.asarray([0])) == [big]
     assert ct.asarray([big]).tolist() == [big]
+    assert ct.full((2,), big).tolist() == [big, big]
+    assert ct.arange(big, big + 2).tolist() == [big, big + 1]
+    assert ct.arange(-big, -big - 5, -2).tolist() == [-big, -big - 2, -big - 4]
+    x = ct.zeros(3, dtype=ct.int64)
+    x[0] = big
+    x[ct.asarray([False, True, False])] = big + 2
+    assert x.tolist() == [big, big + 2, 0]
+    assert ct.where(ct.asarray([True, False]), big, ct.asarray([0, 1])).tolist() == [big, 1]
 
 
 # ---- Reductions ---------------------------------------------------------------------------------
