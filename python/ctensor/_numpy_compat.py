@@ -143,7 +143,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         # exact int64: the count in Python ints, the values as lo + step * i in int64
         n = -((lo - hi) // step)
         i = _C.arange(0, n, 1, dtype=_i64, device=device)
-        return _C.add(_C.mul(i, asarray(step, dtype=_i64, device=device)), asarray(lo, dtype=_i64, device=device))
+        step_t = asarray(step, dtype=_i64, device=device)
+        return _C.add(_C.mul(i, step_t), asarray(lo, dtype=_i64, device=device))
     return _C.arange(start, stop, step, dtype=dtype, device=device)
 
 
@@ -365,6 +366,57 @@ def nanmin(a, axis=None, *, keepdims=False):
         return r
     none = all(_C.isnan(a), axis=axis, keepdims=keepdims)
     return _C.where(none, _math.nan, r)
+
+
+def ndim(a):
+    """numpy.ndim: the number of axes of a (an array, a sequence or a number)."""
+    return asarray(a).ndim
+
+
+def shape(a):
+    """numpy.shape: the shape of a."""
+    return asarray(a).shape
+
+
+def size(a, axis=None):
+    """numpy.size: the number of elements of a (along axis when given)."""
+    a = asarray(a)
+    return a.size if axis is None else a.shape[_axis(axis, a.ndim, "size")]
+
+
+def copy(a):
+    """numpy.copy: a new array with a's values."""
+    return asarray(a).clone()
+
+
+def isscalar(element):
+    """numpy.isscalar: whether element is a scalar (a Python or NumPy number, a str, bytes)."""
+    import numbers
+    return isinstance(element, (numbers.Number, str, bytes))
+
+
+def swapaxes(a, axis1, axis2):
+    """numpy.swapaxes: a with two axes exchanged (a view)."""
+    return _C.transpose(asarray(a), axis1, axis2)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, *, dtype=None, device=None):
+    """numpy.logspace: base ** linspace(start, stop, num, endpoint)."""
+    e = _C.linspace(start, stop, num, endpoint=endpoint, dtype=dtype, device=device)
+    return _C.pow(asarray(base, dtype=e.dtype, device=e.device), e)
+
+
+def clip(a, a_min=None, a_max=None, **kw):
+    """numpy.clip: a limited to [a_min, a_max] (the standard's min=/max= too); float bounds with
+    an integer array give the default float, as NumPy gives a float."""
+    a_min, a_max = kw.pop("min", a_min), kw.pop("max", a_max)
+    a = asarray(a)
+    if not a.dtype.is_floating_point and (isinstance(a_min, float) or isinstance(a_max, float)):
+        a = _float(a)
+    return _api.clip(a, a_min, a_max)
+
+
+arctan2 = _C.atan2
 
 
 def cumsum(a, axis=None, dtype=None, **kw):
@@ -778,7 +830,16 @@ def _m_nonzero(self):
 
 
 def _m_clip(self, min=None, max=None):  # noqa: A002
-    return _api.clip(self, min, max)
+    return clip(self, min, max)
+
+
+def _m_fill(self, value):
+    """x.fill(value): NumPy's in-place fill (returns None)."""
+    self.fill_(value)
+
+
+def _m_swapaxes(self, axis1, axis2):
+    return swapaxes(self, axis1, axis2)
 
 
 # ---- The NumPy protocols ----------------------------------------------------------------------------
@@ -849,7 +910,7 @@ _FUNCTIONS = {
     "broadcast_to", "broadcast_arrays", "tril", "triu", "take", "linalg.norm", "linalg.solve", "linalg.inv",
     "linalg.det", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.cholesky", "trace", "diagonal",
     "atleast_1d", "atleast_2d", "meshgrid", "split", "array_split", "diag", "identity", "isin", "nan_to_num",
-    "nansum", "nanmean", "nanmax", "nanmin",
+    "nansum", "nanmean", "nanmax", "nanmin", "ndim", "shape", "size", "copy", "swapaxes", "clip",
 }
 _NP_NAMES = {"amax": "max", "amin": "min"}
 
@@ -889,7 +950,8 @@ def install():
     """Puts NumPy's method meanings and the NumPy protocols on Tensor."""
     methods = {
         "transpose": _m_transpose, "cumsum": _m_cumsum, "cumprod": _m_cumprod, "round": _m_round,
-        "dot": _m_dot, "ravel": _m_ravel, "nonzero": _m_nonzero, "clip": _m_clip,
+        "dot": _m_dot, "ravel": _m_ravel, "fill": _m_fill, "swapaxes": _m_swapaxes, "nonzero": _m_nonzero,
+        "clip": _m_clip,
         "sum": _method(sum), "prod": _method(prod), "mean": _method(mean), "std": _method(std),
         "var": _method(var), "max": _method(max), "min": _method(min), "all": _method(all),
         "any": _method(any), "argmax": _method(argmax), "argmin": _method(argmin),
@@ -900,7 +962,7 @@ def install():
 
 
 __all__ = [
-    "full",
+    "full", "ndim", "shape", "size", "copy", "isscalar", "swapaxes", "logspace", "clip", "arctan2",
     "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax",
     "argmin", "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to",
     "permute_dims", "transpose", "ravel", "concatenate", "array_split", "split", "diag", "identity",
