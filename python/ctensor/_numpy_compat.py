@@ -24,8 +24,9 @@ _i64 = _C._dtypes["int64"]
 _boolean = _C._dtypes["bool"]
 
 
-class AxisError(ValueError, IndexError):
-    """An axis out of range (NumPy's AxisError: both a ValueError and an IndexError)."""
+# An axis out of range: an ArgumentError (a ValueError) that is also an IndexError, as NumPy's
+# AxisError; the extension raises it for the C library's "dim N out of range" errors too.
+AxisError = _C.AxisError
 
 
 def _axis(axis, ndim, what):

@@ -104,6 +104,12 @@ def test_bad_axis_is_index_error():
     with pytest.raises(ValueError):  # NumPy's AxisError is both
         ct.mean(ct.ones((2, 2)), axis=-3)
     assert issubclass(ct.AxisError, IndexError) and issubclass(ct.AxisError, ValueError)
+    assert issubclass(ct.AxisError, ct.ArgumentError)
+    for bad in (lambda: ct.flip(ct.ones(3), axis=1), lambda: ct.sort(ct.ones(3), axis=-2),
+                lambda: ct.stack([ct.ones(3)], axis=3), lambda: ct.expand_dims(ct.ones(3), 5),
+                lambda: ct.cumsum(ct.ones(3), axis=1)):
+        with pytest.raises(IndexError, match="out of"):
+            bad()
 
 
 # ---- Empty and edge cases -----------------------------------------------------------------------
