@@ -784,7 +784,9 @@ def corrcoef(x, y=None, rowvar=True):
 
 def _m_transpose(self, *axes):
     """x.transpose(*axes): NumPy's: axes reversed when none are given; x.transpose(1, 0) or
-    x.transpose((1, 0)) permutes. (For a 2-d tensor PyTorch's x.transpose(0, 1) is the same.)"""
+    x.transpose((1, 0)) permutes, so for a 2-d tensor x.transpose(0, 1) is the identity
+    permutation, not PyTorch's swap (that is x.T, x.mT or x.swapaxes(0, 1)). Two axes of a
+    tensor that is not 2-d, which NumPy refuses, swap as in PyTorch."""
     if not axes:
         return transpose(self)
     if len(axes) == 1 and not isinstance(axes[0], int):

@@ -155,6 +155,9 @@ def test_transpose_cumsum_dot_round_pad():
     assert ct.transpose(x).shape == (4, 3, 2) and x.transpose().shape == (4, 3, 2)
     assert x.transpose(1, 2, 0).shape == (3, 4, 2) and x.transpose((1, 2, 0)).shape == (3, 4, 2)
     assert x.transpose(0, 2).shape == (4, 3, 2)  # PyTorch's two-axis swap, kept when not 2-d
+    m2 = ct.asarray(a[0])
+    assert vals(m2.transpose(0, 1)) == a[0].transpose(0, 1).tolist()  # NumPy: the same order
+    assert vals(m2.transpose(1, 0)) == a[0].T.tolist()
     assert vals(ct.cumsum(x)) == np.cumsum(a).tolist() and vals(x.cumsum(dim=1)) == np.cumsum(a, 1).tolist()
     m = a[0]
     assert vals(ct.dot(ct.asarray(m), ct.asarray(m.T))) == np.dot(m, m.T).tolist()
