@@ -422,8 +422,9 @@ ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
   if (ctpy_scalar(obj, &s, &is_float)) {
     ct_dtype d = o->has_dtype        ? o->dtype
                  : PyBool_Check(obj) ? CT_BOOL
-                 : is_float          ? CTPY_DEFAULT_FLOAT
+                 : is_float          ? (PyFloat_CheckExact(obj) ? CTPY_DEFAULT_FLOAT : CT_F64)
                                      : CTPY_DEFAULT_INT;
+    /* (a float subclass is numpy.float64: float64 data, as numpy.asarray keeps it) */
     if (!is_float && ct_dtype_is_integral(d)) { /* exact, not through a double; in int64's range */
       long long v = PyLong_AsLongLong(obj);
       if (v == -1 && PyErr_Occurred()) return NULL;

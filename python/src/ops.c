@@ -180,9 +180,11 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_op
   if (ta || tb) {
     PyObject *tobj = ta ? a : b, *other = ta ? b : a;
     if (ctpy_scalar(other, &s, &is_float) && !int_scalar_fits(ctpy_t(tobj), other, op)) return NULL;
-    /* an int64 beyond 2^53 is exact only as a tensor: the scalar forms take a double */
+    /* an int64 beyond 2^53 is exact only as a tensor: the scalar forms take a double; a
+     * numpy.float64 (a float subclass) is a NumPy scalar, strong as a 0-d array (NEP 50) */
     if (ctpy_scalar(other, &s, &is_float) &&
-        !(!is_float && fabs(s) >= 9007199254740992.0 && ct_dtype_of(ctpy_t(tobj)) == CT_I64)) {
+        !(!is_float && fabs(s) >= 9007199254740992.0 && ct_dtype_of(ctpy_t(tobj)) == CT_I64) &&
+        !(is_float && !PyFloat_CheckExact(other))) {
       const ctpy_binop *m = ta ? NULL : mirror(op);
       if (m) return scalar_op(ctpy_t(tobj), s, is_float, m, false);
       return scalar_op(ctpy_t(tobj), s, is_float, op, !ta);
@@ -357,17 +359,18 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   return ctpy_operand(o, ctpy_default_device(), owned);
 }
 
-#define CTPY_UNARY_OPS(X)                                                                         \
-  X(neg)                                                                                          \
-  X(abs)                                                                                          \
-  X(exp)                                                                                          \
-  X(expm1)                                                                                        \
-  X(log)                                                                                          \
-  X(log1p)                                                                                        \
-  X(log2)                                                                                         \
-  X(sqrt)                                                                                         \
-  X(rsqrt)                                                                                        \
-  X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) \
+#define CTPY_UNARY_OPS(X)                                                                  \
+  X(neg)                                                                                   \
+  X(abs)                                                                                   \
+  X(exp)                                                                                   \
+  X(expm1)                                                                                 \
+  X(log)                                                                                   \
+  X(log1p)                                                                                 \
+  X(log2)                                                                                  \
+  X(sqrt)                                                                                  \
+  X(rsqrt)                                                                                 \
+  X(sin)                                                                                   \
+  X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) \
       X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 

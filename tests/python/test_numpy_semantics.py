@@ -60,6 +60,15 @@ def test_python_scalars_are_weak():
     assert vals(x) == [4, 5]
 
 
+def test_numpy_scalars_are_strong():
+    # NEP 50: a NumPy scalar is a 0-d array, not a weak Python number
+    assert (ct.ones(2) + np.float64(1.5)).dtype == ct.float64
+    assert (np.float64(1.5) * ct.ones(2)).dtype == ct.float64
+    assert (ct.asarray([1], dtype=ct.int8) + np.int16(300)).tolist() == [301]
+    assert (ct.ones(2, dtype=ct.float16) + np.float32(1)).dtype == ct.float32
+    assert ct.asarray(np.float64(0.1)).dtype == ct.float64 and ct.asarray(0.1).dtype == ct.float32
+
+
 def test_python_ints_beyond_2_53_are_exact():
     big = 2 ** 53 + 1
     assert vals(ct.asarray([0]) + big) == [big]
