@@ -13,6 +13,7 @@ requires grad is refused, as torch's .numpy() refuses it).
 
 import builtins as _b
 import math as _math
+import operator as _operator
 
 from . import _C
 from . import _api
@@ -38,9 +39,9 @@ def _axis(axis, ndim, what):
 def _axes(axis, ndim, what):
     if axis is None:
         return None
-    if isinstance(axis, int):
-        return _axis(axis, ndim, what)
-    return tuple(_axis(a, ndim, what) for a in axis)
+    if not isinstance(axis, (tuple, list)):
+        return _axis(_operator.index(axis), ndim, what)  # an int, numpy.int64, a 0-d tensor
+    return tuple(_axis(_operator.index(a), ndim, what) for a in axis)
 
 
 def _float(x):
@@ -52,7 +53,7 @@ def _float(x):
 
 
 def _reduction(name, fn):
-    def reduce(x, /, *, axis=None, keepdims=False, dtype=None, **kw):
+    def reduce(x, /, axis=None, dtype=None, *, keepdims=False, **kw):
         x = asarray(x)
         if "dim" in kw:
             axis = kw.pop("dim")
@@ -75,7 +76,7 @@ prod = _reduction("prod", _C.prod)
 
 
 def _plain_reduction(name, fn, result=None):
-    def reduce(x, /, *, axis=None, keepdims=False, **kw):
+    def reduce(x, /, axis=None, *, keepdims=False, **kw):
         x = asarray(x)
         if "dim" in kw:
             axis = kw.pop("dim")
@@ -107,12 +108,12 @@ all = _plain_reduction("all", _C.all, _boolean)  # noqa: A001
 any = _plain_reduction("any", _C.any, _boolean)  # noqa: A001
 
 
-def argmax(x, /, *, axis=None, keepdims=False):
+def argmax(x, /, axis=None, *, keepdims=False):
     x = asarray(x)
     return _C.argmax(x, axis=_axes(axis, x.ndim, "argmax"), keepdims=keepdims)
 
 
-def argmin(x, /, *, axis=None, keepdims=False):
+def argmin(x, /, axis=None, *, keepdims=False):
     x = asarray(x)
     return _C.argmin(x, axis=_axes(axis, x.ndim, "argmin"), keepdims=keepdims)
 
