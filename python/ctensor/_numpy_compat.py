@@ -536,6 +536,18 @@ def trace(a, offset=0, axis1=0, axis2=1):
     return _C.sum(_C.diagonal(asarray(a), offset, axis1, axis2), axis=-1)
 
 
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """numpy.diagonal: the diagonal (offset) over axis1 and axis2, which default to the first two
+    axes as NumPy's (linalg.diagonal takes the last two), as the last axis of the result."""
+    return _C.diagonal(asarray(a), offset, axis1, axis2)
+
+
+def take(a, indices, axis=None):
+    """numpy.take: elements at integer indices along axis, of a flattened when axis is None."""
+    a = asarray(a)
+    return _api.take(_ravel(a) if axis is None else a, indices, axis=0 if axis is None else axis)
+
+
 def vdot(a, b):
     """The inner product of a and b flattened."""
     return _C.dot(_ravel(a), _ravel(b))
@@ -837,6 +849,16 @@ def _m_clip(self, min=None, max=None):  # noqa: A002
     return clip(self, min, max)
 
 
+def _m_diagonal(self, offset=0, axis1=0, axis2=1):
+    return diagonal(self, offset, axis1, axis2)
+
+
+def _m_repeat(self, repeats, axis=None):
+    """x.repeat(repeats, axis=None): NumPy's (each element repeated; PyTorch's x.repeat(*sizes)
+    is tile(x, sizes))."""
+    return _C.repeat(self, repeats, axis=axis)
+
+
 def _m_fill(self, value):
     """x.fill(value): NumPy's in-place fill (returns None)."""
     self.fill_(value)
@@ -955,7 +977,7 @@ def install():
     methods = {
         "transpose": _m_transpose, "cumsum": _m_cumsum, "cumprod": _m_cumprod, "round": _m_round,
         "dot": _m_dot, "ravel": _m_ravel, "fill": _m_fill, "swapaxes": _m_swapaxes, "nonzero": _m_nonzero,
-        "clip": _m_clip,
+        "clip": _m_clip, "diagonal": _m_diagonal, "repeat": _m_repeat,
         "sum": _method(sum), "prod": _method(prod), "mean": _method(mean), "std": _method(std),
         "var": _method(var), "max": _method(max), "min": _method(min), "all": _method(all),
         "any": _method(any), "argmax": _method(argmax), "argmin": _method(argmin),
@@ -966,7 +988,7 @@ def install():
 
 
 __all__ = [
-    "full", "ndim", "shape", "size", "copy", "isscalar", "swapaxes", "logspace", "clip", "arctan2",
+    "full", "diagonal", "take", "ndim", "shape", "size", "copy", "isscalar", "swapaxes", "logspace", "clip", "arctan2",
     "AxisError", "sum", "prod", "mean", "std", "var", "max", "min", "all", "any", "argmax",
     "argmin", "count_nonzero", "arange", "eye", "expand_dims", "tril", "triu", "broadcast_to",
     "permute_dims", "transpose", "ravel", "concatenate", "array_split", "split", "diag", "identity",
