@@ -359,19 +359,16 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   return ctpy_operand(o, ctpy_default_device(), owned);
 }
 
-#define CTPY_UNARY_OPS(X)                                                                  \
-  X(neg)                                                                                   \
-  X(abs)                                                                                   \
-  X(exp)                                                                                   \
-  X(expm1)                                                                                 \
-  X(log)                                                                                   \
-  X(log1p)                                                                                 \
-  X(log2)                                                                                  \
-  X(sqrt)                                                                                  \
-  X(rsqrt)                                                                                 \
-  X(sin)                                                                                   \
-  X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) X(softplus) \
-      X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
+#define CTPY_UNARY_OPS(X)                                                                      \
+  X(neg)                                                                                       \
+  X(abs)                                                                                       \
+  X(exp)                                                                                       \
+  X(expm1)                                                                                     \
+  X(log)                                                                                       \
+  X(log1p)                                                                                     \
+  X(log2)                                                                                      \
+  X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) \
+      X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \
