@@ -23,6 +23,10 @@ _f32 = _C._dtypes["float32"]
 _f64 = _C._dtypes["float64"]
 _i64 = _C._dtypes["int64"]
 _boolean = _C._dtypes["bool"]
+_Tensor = _C.Tensor
+_FLOATS = frozenset(_C._dtypes[n] for n in ("float16", "bfloat16", "float32", "float64"))
+_BOOLS = frozenset([_boolean])
+_ALL_DTYPES = frozenset(_C._dtypes.values())
 
 
 # An axis out of range: an ArgumentError (a ValueError) that is also an IndexError, as NumPy's
@@ -54,6 +58,8 @@ def _float(x):
 
 def _reduction(name, fn):
     def reduce(x, /, axis=None, dtype=None, *, keepdims=False, **kw):
+        if axis is None and dtype is None and not kw and not keepdims and type(x) is _Tensor:
+            return fn(x)  # the common case, at the C function's cost
         x = asarray(x)
         if "dim" in kw:
             axis = kw.pop("dim")
@@ -76,7 +82,11 @@ prod = _reduction("prod", _C.prod)
 
 
 def _plain_reduction(name, fn, result=None):
+    # dtypes whose result needs no adjustment (an integer mean is computed as a float)
+    fast = _FLOATS if name in ("mean", "std", "var") else _BOOLS if result is not None else _ALL_DTYPES
     def reduce(x, /, axis=None, *, keepdims=False, **kw):
+        if axis is None and not kw and not keepdims and type(x) is _Tensor and x.dtype in fast:
+            return fn(x)  # the common case, at the C function's cost
         x = asarray(x)
         if "dim" in kw:
             axis = kw.pop("dim")
