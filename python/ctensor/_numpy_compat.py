@@ -947,6 +947,7 @@ _FUNCTIONS = {
     "linalg.det", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.cholesky", "trace", "diagonal",
     "atleast_1d", "atleast_2d", "meshgrid", "split", "array_split", "diag", "identity", "isin", "nan_to_num",
     "nansum", "nanmean", "nanmax", "nanmin", "ndim", "shape", "size", "copy", "swapaxes", "clip",
+    "take", "linalg.eigvalsh", "linalg.matrix_rank", "linalg.pinv", "linalg.matrix_power",
 }
 _NP_NAMES = {"amax": "max", "amin": "min"}
 

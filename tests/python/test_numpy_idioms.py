@@ -314,6 +314,9 @@ NUMPY_CALLS = [
     ("cumsum", lambda np_, x: np_.cumsum(x)),
     ("median", lambda np_, x: np_.median(x)),
     ("sort", lambda np_, x: np_.sort(x, axis=1)),
+    ("diagonal", lambda np_, x: np_.diagonal(x)),
+    ("take", lambda np_, x: np_.take(x, [0, 5])),
+    ("linalg.pinv", lambda np_, x: np_.linalg.pinv(x)),
 ]
 
 
