@@ -25,7 +25,23 @@ inv = _C.linalg_inv
 det = _C.linalg_det
 eigvalsh = _C.linalg_eigvalsh
 svdvals = _C.linalg_svdvals
-solve = _C.linalg_solve
+
+
+def _floating(*xs):
+    """The operands as one floating dtype: integers become the default float (float32, as
+    numpy.linalg does with float64), mixed floats promote (f32 with f64 gives f64)."""
+    xs = [asarray(x) for x in xs]
+    d = xs[0].dtype
+    for x in xs[1:]:
+        d = _C.promote_types(d, x.dtype)
+    if not d.is_floating_point:
+        d = _C._dtypes["float32"]
+    return [x if x.dtype == d else _C.astype(x, d) for x in xs]
+
+
+def solve(x1, x2, /):
+    """x with x1 @ x = x2 (x2 a vector only when 1-d); mixed float dtypes promote."""
+    return _C.linalg_solve(*_floating(x1, x2))
 
 
 def cholesky(x, /, *, upper=False):
@@ -149,8 +165,8 @@ def outer(x1, x2, /):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm: the 2-norm of a vector (or of all elements), the matrix norm of ord
-    over a pair of axes."""
-    x = asarray(x)
+    over a pair of axes. Integer input is computed in the default float (float32)."""
+    (x,) = _floating(x)
     if axis is None and ord is not None and x.ndim == 2:
         axis = (0, 1)
     if ord is None or (ord == "fro" and not (isinstance(axis, tuple) and len(axis) == 2)):

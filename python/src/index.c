@@ -151,6 +151,15 @@ static int basic_pass(const ct_tensor *t, PyObject *key, index_state *s) {
     } else if (!tens[i]) { /* an integer */
       int64_t k = int_index(it, shape[d], d);
       if (k == INT64_MIN || step(s, ct_select(s->v, d, k)) < 0) goto done;
+    } else if (ct_dtype_of(tens[i]) == CT_BOOL && ct_ndim(tens[i]) == 0) {
+      /* a 0-d mask (NumPy): a new axis holding the tensor once (true) or not at all (false) */
+      PyObject *v = ctpy_item(tens[i]);
+      int keep = v ? PyObject_IsTrue(v) : -1;
+      Py_XDECREF(v);
+      if (keep < 0 || step(s, ct_unsqueeze(s->v, d)) < 0 ||
+          step(s, ct_slice(s->v, d, 0, keep, 1)) < 0)
+        goto done;
+      d++;
     } else if (ct_dtype_of(tens[i]) != CT_BOOL && ct_ndim(tens[i]) == 0) {
       /* a 0-d integer tensor indexes as an integer */
       PyObject *v = ctpy_item(tens[i]);
@@ -403,7 +412,7 @@ PyObject *ctpy_getitem(PyObject *self, PyObject *key) {
 static int assign_view(ct_tensor *target, PyObject *value) {
   double v;
   bool is_float;
-  if (ctpy_scalar(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
+  if (ctpy_scalar_exact(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
   ct_tensor *owned;
   const ct_tensor *src = ctpy_operand(value, ct_device_of(target), &owned);
   if (!src) return -1;
@@ -415,7 +424,7 @@ static int assign_view(ct_tensor *target, PyObject *value) {
 static int advanced_set(index_state *s, PyObject *value) {
   double v;
   bool is_float;
-  bool scalar = ctpy_scalar(value, &v, &is_float);
+  bool scalar = ctpy_scalar_exact(value, &v, &is_float);
   /* one mask and a number: masked_fill_ with the mask shaped to broadcast */
   if (s->nadv == 1 && s->adv[0].mask && scalar) {
     advanced *a = &s->adv[0];

@@ -3,11 +3,24 @@
  * and Device types, and the default device. */
 #include <stdarg.h>
 
+#include <string.h>
+
 #include "ctpy.h"
 
 /* ---- Errors ------------------------------------------------------------------------------ */
 
 PyObject *ctpy_error_classes[CT_STATUS_COUNT];
+/* ctensor.AxisError: an ArgumentError that is also an IndexError, for an axis out of range
+ * (NumPy's AxisError is a ValueError and an IndexError). */
+static PyObject *axis_error;
+
+/* The class for the C library's last error: AxisError for its "dim N out of range" messages. */
+static PyObject *error_class(ct_status code, const char *msg) {
+  if (code == CT_ERR_ARG && axis_error && strstr(msg, " out of range for ") &&
+      (strstr(msg, ": dim ") || strstr(msg, ": dims ")))
+    return axis_error;
+  return ctpy_error_classes[code];
+}
 
 /* Name and builtin base of each status's exception class. */
 static const struct {
@@ -35,7 +48,7 @@ PyObject *ctpy_raise(void) {
     PyErr_SetString(ctpy_error_classes[CT_ERR_INTERNAL],
                     "ctensor: an operation failed without an error message");
   } else {
-    PyErr_SetString(ctpy_error_classes[code], ct_last_error_message());
+    PyErr_SetString(error_class(code, ct_last_error_message()), ct_last_error_message());
   }
   ct_clear_error();
   return NULL;
@@ -79,6 +92,11 @@ static int init_errors(PyObject *m) {
     if (!cls || PyModule_AddObjectRef(m, error_specs[c].name, cls) < 0) return -1;
     ctpy_error_classes[c] = cls;
   }
+  PyObject *bases = PyTuple_Pack(2, ctpy_error_classes[CT_ERR_ARG], PyExc_IndexError);
+  if (!bases) return -1;
+  axis_error = PyErr_NewException("ctensor.AxisError", bases, NULL);
+  Py_DECREF(bases);
+  if (!axis_error || PyModule_AddObjectRef(m, "AxisError", axis_error) < 0) return -1;
   return 0;
 }
 
@@ -119,6 +137,15 @@ static PyObject *dtype_richcompare(PyObject *a, PyObject *b, int op) {
     bool given;
     eq = ctpy_parse_dtype(b, &d, &given) == 0 && d == ((CtpyDType *)a)->d;
     PyErr_Clear();
+  } else if (b != Py_None) {
+    /* NumPy's and PyTorch's dtypes and scalar types (np.float32, np.dtype('float32')) */
+    ct_dtype d;
+    bool given;
+    if (ctpy_parse_dtype(b, &d, &given) < 0 || !given) {
+      PyErr_Clear();
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    eq = d == ((CtpyDType *)a)->d;
   } else {
     Py_RETURN_NOTIMPLEMENTED;
   }
