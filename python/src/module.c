@@ -491,6 +491,7 @@ static PyMethodDef module_methods[] = {
 /* ---- The module ----------------------------------------------------------------------------- */
 
 PyObject *ctpy_module;
+extern PyMethodDef ctpy_io_methods[]; /* io.c: the .npy and safetensors files */
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
@@ -541,6 +542,7 @@ PyMODINIT_FUNC PyInit__C(void) {
       add_methods(m, ctpy_nn_methods) < 0 || ctpy_nn_init(m) < 0 || ctpy_optim_init(m) < 0 ||
       ctpy_data_init(m) < 0 || ctpy_stream_init(m) < 0)
     goto fail;
+  if (add_methods(m, ctpy_io_methods) < 0) goto fail;
   if (PyModule_AddStringConstant(m, "__version__", ct_library_version()) < 0) goto fail;
   /* NumPy's operators defer to ours (np.float32(2) * t is a Tensor, not an ndarray) */
   if (PyDict_SetItemString(CtpyTensor_Type.tp_dict, "__array_ufunc__", Py_None) < 0) goto fail;
