@@ -195,7 +195,25 @@ static PyObject *py_from_storage(PyObject *m, PyObject *args) {
   return ctpy_wrap(t);
 }
 
+/* _to_bytes(tensor): its elements in row-major order as bytes (any device and dtype, bfloat16
+ * included, which has no buffer format): the storages of a PyTorch file. */
+static PyObject *py_to_bytes(PyObject *m, PyObject *arg) {
+  if (!ctpy_is_tensor(arg))
+    return PyErr_Format(PyExc_TypeError, "_to_bytes: expected a Tensor, got %s",
+                        Py_TYPE(arg)->tp_name);
+  const ct_tensor *t = ctpy_t(arg);
+  size_t n = (size_t)ct_numel(t) * ct_dtype_size(ct_dtype_of(t));
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+  if (!out) return NULL;
+  ct_status st;
+  Py_BEGIN_ALLOW_THREADS st = ct_copy_to_host(t, PyBytes_AS_STRING(out), n);
+  Py_END_ALLOW_THREADS if (ctpy_check(st) < 0) return Py_DECREF(out), NULL;
+  return out;
+}
+
 PyMethodDef ctpy_io_methods[] = {
+    {"_to_bytes", py_to_bytes, METH_O,
+     "_to_bytes($module, tensor, /)\n--\n\nThe elements in row-major order as bytes."},
     {"_load_npy", py_load_npy, METH_O, "_load_npy($module, path, /)\n--\n\nReads a .npy file."},
     {"_load_npy_buffer", py_load_npy_buffer, METH_O,
      "_load_npy_buffer($module, data, /)\n--\n\nParses a .npy image held in memory."},
