@@ -138,6 +138,7 @@ class NpzFile(Mapping):
     ``FormatError`` naming the member."""
 
     def __init__(self, file, *, device=None):
+        self.zip = None
         self._device = device
         self._name = os.fsdecode(os.fspath(file)) if _is_path(file) else "<file object>"
         try:
