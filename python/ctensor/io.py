@@ -22,7 +22,7 @@ import os
 import struct
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping as _Mapping
 
 from . import _C
 
@@ -131,7 +131,7 @@ def savez_compressed(file, /, *args, **kwds):
     _savez(file, args, kwds, zipfile.ZIP_DEFLATED, "savez_compressed")
 
 
-class NpzFile(Mapping):
+class NpzFile(_Mapping):
     """The arrays of a .npz file, as ``numpy.load`` gives them: ``files`` (the names),
     ``npz[name]`` (with or without ".npy"; read and checked on each access), ``keys()``,
     ``items()``, ``close()``, and the ``with`` statement. A broken archive or member is a
@@ -206,12 +206,12 @@ def save_file(tensors, filename, metadata=None):
     any device, layout and dtype; C-order little-endian; written atomically (a temporary file
     renamed into place). ``metadata``: a dict of str to str, stored in the header's
     ``__metadata__``."""
-    if not isinstance(tensors, Mapping):
+    if not isinstance(tensors, _Mapping):
         raise TypeError(f"save_file: expected a dict of name -> tensor, got {type(tensors).__name__}")
     names = list(tensors)
     values = [tensors[n] for n in names]
     if metadata is not None:
-        if not isinstance(metadata, Mapping) or not all(
+        if not isinstance(metadata, _Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
             raise TypeError("save_file: metadata must be a dict of str to str")
     if "__metadata__" in names:
