@@ -2,14 +2,20 @@
 
     compare.py REPORT.xml EXPECTED_FAILURES.txt
 
-Each line of the list is "PATTERN  # why": a test id as "test_file.py::test_name[params]", with
-fnmatch wildcards, and the reason it fails (a line without a reason is an error). The run fails
+Each line of the list is "PATTERN  # why": a test id as pytest shows it,
+"test_file.py::test_name[params]" ("test_file.py::TestClass::test_name" in a class), where "*"
+matches anything and every other character only itself, and the reason it fails (a line
+without a reason is an error). The run fails
 (exit 1) on a failure no pattern matches, and on a pattern that matches no failure (the test
 passes now: the line goes). Prints the counts, which python/README.md records."""
 
-import fnmatch
+import re
 import sys
 import xml.etree.ElementTree as ET
+
+
+def compile_pattern(pattern):
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")) + r"\Z")
 
 
 def read_expected(path):
@@ -29,8 +35,10 @@ def read_expected(path):
 def main(report, expected_path):
     passed, failed, skipped = [], [], []
     for case in ET.parse(report).getroot().iter("testcase"):
-        module = case.get("classname", "").rsplit(".", 1)[-1]
-        test_id = f"{module}.py::{case.get('name')}"
+        parts = case.get("classname", "").split(".")
+        module = next((p for p in reversed(parts) if p.startswith("test_")), parts[-1])
+        cls = "" if parts[-1] == module else parts[-1] + "::"
+        test_id = f"{module}.py::{cls}{case.get('name')}"
         if case.find("failure") is not None or case.find("error") is not None:
             failed.append(test_id)
         elif case.find("skipped") is not None:
@@ -38,10 +46,11 @@ def main(report, expected_path):
         else:
             passed.append(test_id)
     patterns = read_expected(expected_path)
+    compiled = {p: compile_pattern(p) for p in patterns}
     used = set()
     unexpected = []
     for test_id in failed:
-        hits = [p for p in patterns if fnmatch.fnmatchcase(test_id, p)]
+        hits = [p for p in patterns if compiled[p].match(test_id)]
         used.update(hits)
         if not hits:
             unexpected.append(test_id)
