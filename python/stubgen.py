@@ -47,7 +47,9 @@ RET = {
     "get_rng_state": "Any", "current_stream_handle": "int", "empty_cache": "None", "stream": "Any",
 }
 
-def fmt_sig(name, obj, self_first=False):
+
+
+def fmt_sig(name, obj):
     try:
         sig = inspect.signature(obj)
     except (ValueError, TypeError):
@@ -56,9 +58,7 @@ def fmt_sig(name, obj, self_first=False):
     kinds_seen_kwonly = False
     prev = None
     params = list(sig.parameters.values())
-    if self_first:
-        parts.append("self")
-    for i, p in enumerate(params):
+    for p in params:
         if prev == inspect.Parameter.POSITIONAL_ONLY and p.kind != inspect.Parameter.POSITIONAL_ONLY:
             parts.append("/")
         if p.kind == inspect.Parameter.KEYWORD_ONLY and not kinds_seen_kwonly and not any(
@@ -92,6 +92,7 @@ from typing import Any, BinaryIO, Mapping, Sequence
 
 '''
 
+
 def gen_class(name, cls):
     bases = ["Mapping[str, Tensor]" if b.__name__ == "Mapping" else b.__name__
              for b in cls.__bases__ if b is not object]
@@ -107,14 +108,10 @@ def gen_class(name, cls):
             elif callable(v) or isinstance(v, (classmethod, staticmethod)):
                 if attr in OPS and name == "Tensor":
                     body.append(f"    def {attr}(self, other: Any) -> Tensor: ...")
-                else:
-                    try:
-                        sig = inspect.signature(getattr(cls, attr))
-                        ps = list(sig.parameters)
-                        raise ValueError
-                    except (ValueError, TypeError):
-                        body.append(f"    def {attr}(self, *args: Any, **kwargs: Any) -> Any: ...")
+                else:  # methods of C types carry no signature: any arguments
+                    body.append(f"    def {attr}(self, *args: Any, **kwargs: Any) -> Any: ...")
     return "\n".join(lines + (body or ["    ..."]))
+
 
 DUNDERS = {"__init__", "__enter__", "__exit__", "__call__", "__iter__", "__len__", "__dlpack__",
            "__dlpack_device__", "__array_namespace__", "__float__", "__int__", "__bool__", "__index__",
@@ -122,6 +119,7 @@ DUNDERS = {"__init__", "__enter__", "__exit__", "__call__", "__iter__", "__len__
 OPS = {"__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__", "__matmul__",
        "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rpow__", "__rmatmul__", "__lt__", "__le__",
        "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__getitem__"}
+
 
 def gen(modname, extra_imports=""):
     mod = importlib.import_module(modname)
@@ -154,6 +152,7 @@ def gen(modname, extra_imports=""):
     text = re.sub(r"(?<=[:>] )bool\b|(?<=\| )bool\b", "_bool", text)
     return text.replace("from typing import Any", "import builtins\nfrom typing import Any") \
         .replace("\n\n\n", "\n\n_bool = builtins.bool\n", 1)
+
 
 TOP = """from . import nn as nn, optim as optim, data as data, linalg as linalg, cuda as cuda, random as random, io as io
 from .io import NpzFile

@@ -3,9 +3,9 @@
 #   run.sh BUILD_DIR [PYTHON]
 # Clones the pinned commit of the suite and of the spec it reads the signatures from into a cache
 # outside the source tree (CTENSOR_APITESTS_CACHE, default BUILD_DIR/apitests), makes a venv there
-# with pinned hypothesis, pytest and ndindex from PyPI (over the system's site packages: NumPy),
-# runs the suite at --max-examples=50 (derandomized: the same examples every run; failures are not
-# shrunk, ct_noshrink.py says why) on the package
+# with pinned hypothesis, pytest, ndindex and pytest-json-report (the suite imports it) from PyPI
+# (over the system's site packages: NumPy), runs the suite at --max-examples=50 (derandomized:
+# the same examples every run; failures are not shrunk, ct_noshrink.py says why) on the package
 # built in BUILD_DIR/python, and compares the failures with expected_failures.txt next to this
 # script: a failure not listed, or a listed test that now passes, fails the run. Exit 77 (ctest:
 # skipped), saying why, when GitHub or PyPI cannot be reached.
@@ -20,7 +20,7 @@ spec_repo=${CTENSOR_APITESTS_SPEC_REPO:-https://github.com/data-apis/array-api}
 # The suite's release 2026.02.26 and the spec commit it names as its submodule (array-api).
 suite_commit=41379d15d26d67a1e66c840e775d41a8a7fb1516
 spec_commit=5f847a3858875c682ae901aa22b0413bf24be9da
-pins=(hypothesis==6.151.0 pytest==7.2.1 ndindex==1.9.2)
+pins=(hypothesis==6.151.0 pytest==7.2.1 ndindex==1.9.2 pytest-json-report==1.5.0 pytest-metadata==3.1.1)
 # ctensor has no complex and no uint16/32/64 dtypes: the suite leaves them out.
 export ARRAY_API_TESTS_SKIP_DTYPES=complex64,complex128,uint16,uint32,uint64
 export ARRAY_API_TESTS_MODULE=ctensor
