@@ -265,10 +265,15 @@ def safetensors_to_torch(st_path, pt_path, /):
         blobs.append(_C._to_bytes(t))
     archive = "archive/"
     tmp = os.fsdecode(os.fspath(pt_path)) + ".tmp"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        _write_aligned(zf, archive + "data.pkl", _state_dict_pickle(entries))
-        _write_aligned(zf, archive + "byteorder", b"little")
-        for (_, _, key, _, _), blob in zip(entries, blobs):
-            _write_aligned(zf, archive + "data/" + key, blob)
-        _write_aligned(zf, archive + "version", b"3\n")
-    os.replace(tmp, pt_path)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            _write_aligned(zf, archive + "data.pkl", _state_dict_pickle(entries))
+            _write_aligned(zf, archive + "byteorder", b"little")
+            for (_, _, key, _, _), blob in zip(entries, blobs):
+                _write_aligned(zf, archive + "data/" + key, blob)
+            _write_aligned(zf, archive + "version", b"3\n")
+        os.replace(tmp, pt_path)  # a complete file or none under the name
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
