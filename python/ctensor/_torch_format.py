@@ -17,10 +17,12 @@ storages stored uncompressed at 64-byte aligned offsets, as PyTorch's writer ali
 """
 
 import collections
+import io
 import os
 import pickle
 import struct
 import zipfile
+import zlib
 
 from . import _C
 from .io import load_file, save_file
@@ -111,6 +113,26 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return _Storage(key, stype.dtype, numel)
 
 
+# The pickle opcodes a state_dict needs (protocols 2 to 4): anything else (protocol 5's
+# out-of-band buffers, INST/OBJ/NEWOBJ, EXT codes...) is refused before unpickling, and the scan
+# (pickletools.genops, pure Python over the bytes) also finds a length field that runs past the
+# end before the unpickler would allocate for it.
+_OPCODES = frozenset("""PROTO FRAME GLOBAL STACK_GLOBAL BINPUT LONG_BINPUT MEMOIZE BINGET LONG_BINGET
+    MARK STOP EMPTY_TUPLE TUPLE TUPLE1 TUPLE2 TUPLE3 EMPTY_DICT DICT EMPTY_LIST LIST APPEND APPENDS
+    SETITEM SETITEMS BINUNICODE SHORT_BINUNICODE BINUNICODE8 BININT BININT1 BININT2 LONG1 NEWTRUE
+    NEWFALSE NONE BINFLOAT REDUCE BUILD BINPERSID""".split())
+
+
+def _check_opcodes(data):
+    import pickletools
+    try:
+        for op, _arg, pos in pickletools.genops(data):
+            if op.name not in _OPCODES:
+                raise pickle.UnpicklingError(f"opcode {op.name} at byte {pos} is not used by a state_dict")
+    except ValueError as e:  # genops: truncated or malformed
+        raise pickle.UnpicklingError(str(e)) from None
+
+
 def _archive_prefix(zf, path):
     names = zf.namelist()
     pkl = [n for n in names if n.count("/") == 1 and n.endswith("/data.pkl")]
@@ -138,51 +160,71 @@ def read_torch(path):
     whose names are joined with "."), as a dict of CPU Tensors, without torch."""
     name = os.fsdecode(os.fspath(path))
     try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise _format_error(name, "not a zip archive; torch.save's legacy format (before PyTorch 1.6, "
-                                  "or _use_new_zipfile_serialization=False) is not read") from None
+        with open(path, "rb") as f:
+            magic = f.read(4)
     except OSError as e:
         raise _C.FileError(f"torch_to_safetensors: {name}: cannot open: {e.strerror or e}") from None
-    with zf:
-        prefix = _archive_prefix(zf, name)
-        try:
-            byteorder = zf.read(prefix + "byteorder").decode("ascii", "replace").strip()
-        except KeyError:
-            byteorder = "little"
-        if byteorder != "little":
-            raise _format_error(name, f"byte order {byteorder!r}: only little-endian files are read")
-        try:
-            with zf.open(prefix + "data.pkl") as f:
-                obj = _RestrictedUnpickler(f).load()
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
-                KeyError, struct.error, zipfile.BadZipFile) as e:
-            raise _format_error(name, f"data.pkl: {e}") from None
-        if not isinstance(obj, dict):
-            raise _format_error(name, f"holds a {type(obj).__name__}, not a state_dict")
-        refs = {}
+    if magic != b"PK\x03\x04":
+        raise _format_error(name, "not a zip archive; torch.save's legacy format (before PyTorch 1.6, "
+                                  "or _use_new_zipfile_serialization=False) is not read")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return _read_archive(zf, name)
+    except _C.Error:
+        raise
+    except _ZIP_ERRORS as e:  # a damaged archive: zipfile's many ways of saying so
+        raise _format_error(name, f"damaged zip archive: {type(e).__name__}: {e}") from None
+
+
+# What zipfile raises on a damaged archive (a bad header, a name that is not UTF-8, a version or
+# compression it does not know, a CRC mismatch, a seek before the start, a broken deflate stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, UnicodeDecodeError, NotImplementedError, OSError, EOFError, ValueError,
+               struct.error, RuntimeError, zlib.error)
+
+
+def _read_archive(zf, name):
+    prefix = _archive_prefix(zf, name)
+    try:
+        byteorder = zf.read(prefix + "byteorder").decode("ascii", "replace").strip()
+    except KeyError:
+        byteorder = "little"
+    if byteorder != "little":
+        raise _format_error(name, f"byte order {byteorder!r}: only little-endian files are read")
+    try:
+        data = zf.read(prefix + "data.pkl")
+        _check_opcodes(data)
+        obj = _RestrictedUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
+            KeyError, struct.error, zipfile.BadZipFile, OSError, MemoryError, RecursionError) as e:
+        raise _format_error(name, f"data.pkl: {type(e).__name__}: {e}") from None
+    if not isinstance(obj, dict):
+        raise _format_error(name, f"holds a {type(obj).__name__}, not a state_dict")
+    refs = {}
+    try:
         _flatten(obj, "", refs, name)
-        storages = {}
-        out = {}
-        for tname, ref in refs.items():
-            st = ref.storage
-            if st.key not in storages:
-                try:
-                    data = zf.read(f"{prefix}data/{st.key}")
-                except KeyError:
-                    raise _format_error(name, f"storage {st.key!r} of {tname!r} is missing") from None
-                except (zipfile.BadZipFile, OSError) as e:
-                    raise _format_error(name, f"storage {st.key!r} of {tname!r}: {e}") from None
-                itemsize = _C._dtypes[st.dtype].itemsize
-                if len(data) != st.numel * itemsize:
-                    raise _format_error(name, f"storage {st.key!r} has {len(data)} bytes, not {st.numel} "
-                                              f"elements of {st.dtype}")
-                storages[st.key] = data
+    except RecursionError:  # dicts nested too deep, or one that holds itself (the memo allows it)
+        raise _format_error(name, "dicts nested too deep (or holding themselves)") from None
+    storages = {}
+    out = {}
+    for tname, ref in refs.items():
+        st = ref.storage
+        if st.key not in storages:
             try:
-                out[tname] = _C._from_storage(storages[st.key], st.dtype, ref.size, ref.stride, ref.offset)
-            except _C.FormatError as e:
-                raise _format_error(name, f"{tname!r}: {e}") from None
-        return out
+                data = zf.read(f"{prefix}data/{st.key}")
+            except KeyError:
+                raise _format_error(name, f"storage {st.key!r} of {tname!r} is missing") from None
+            except (zipfile.BadZipFile, OSError) as e:
+                raise _format_error(name, f"storage {st.key!r} of {tname!r}: {e}") from None
+            itemsize = _C._dtypes[st.dtype].itemsize
+            if len(data) != st.numel * itemsize:
+                raise _format_error(name, f"storage {st.key!r} has {len(data)} bytes, not {st.numel} "
+                                          f"elements of {st.dtype}")
+            storages[st.key] = data
+        try:
+            out[tname] = _C._from_storage(storages[st.key], st.dtype, ref.size, ref.stride, ref.offset)
+        except _C.FormatError as e:
+            raise _format_error(name, f"{tname!r}: {e}") from None
+    return out
 
 
 def torch_to_safetensors(pt_path, st_path, /, *, metadata=None):

@@ -22,6 +22,7 @@ import os
 import struct
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Mapping as _Mapping
 
 from . import _C
@@ -131,6 +132,13 @@ def savez_compressed(file, /, *args, **kwds):
     _savez(file, args, kwds, zipfile.ZIP_DEFLATED, "savez_compressed")
 
 
+# What zipfile raises on a damaged archive (a bad header, a name that is not UTF-8, a version,
+# compression or encryption it cannot read, a CRC mismatch, a seek before the start, a broken
+# deflate stream). The file was opened already: an OSError here is the archive's, not the path's.
+_ZIP_ERRORS = (zipfile.BadZipFile, UnicodeDecodeError, NotImplementedError, OSError, EOFError, ValueError,
+               struct.error, RuntimeError, zlib.error)
+
+
 class NpzFile(_Mapping):
     """The arrays of a .npz file, as ``numpy.load`` gives them: ``files`` (the names),
     ``npz[name]`` (with or without ".npy"; read and checked on each access), ``keys()``,
@@ -143,10 +151,8 @@ class NpzFile(_Mapping):
         self._name = os.fsdecode(os.fspath(file)) if _is_path(file) else "<file object>"
         try:
             self.zip = zipfile.ZipFile(file, mode="r")
-        except zipfile.BadZipFile as e:
+        except _ZIP_ERRORS as e:
             raise _C.FormatError(f"load: {self._name}: not a valid .npz (zip) file: {e}") from None
-        except OSError as e:
-            raise _C.FileError(f"load: {self._name}: cannot read: {e}") from None
         self._members = self.zip.namelist()
         self.files = [m[:-4] if m.endswith(".npy") else m for m in self._members]
 
@@ -161,12 +167,8 @@ class NpzFile(_Mapping):
             raise ValueError(f"load: {self._name} is closed")
         try:
             data = self.zip.read(member)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+        except _ZIP_ERRORS as e:
             raise _C.FormatError(f"load: {self._name}: member {member!r} is corrupt: {e}") from None
-        except Exception as e:  # zlib.error: a broken deflate stream
-            if type(e).__module__ == "zlib":
-                raise _C.FormatError(f"load: {self._name}: member {member!r} is corrupt: {e}") from None
-            raise
         try:
             t = _C._load_npy_buffer(data)
         except _C.FormatError as e:

@@ -251,3 +251,41 @@ def test_safetensors_missing_and_bad_names(tmp_path):
     # as the safetensors package, save_file wants tensors
     with pytest.raises(TypeError):
         ct.save_file({"a": [1.0]}, tmp_path / "x.safetensors")
+
+
+@pytest.mark.parametrize("kind", ["npy", "npz", "safetensors"])
+def test_damaged_files_raise_only_ctensor_errors(tmp_path, kind):
+    # Flipped bytes and truncations: each load either succeeds or raises ctensor's FormatError
+    # (a ValueError); no other exception escapes, and the interpreter survives.
+    import random
+    rng = random.Random({"npy": 1, "npz": 2, "safetensors": 3}[kind])
+    buf = io.BytesIO()
+    if kind == "npy":
+        ct.save(buf, ct.arange(40.0).reshape((5, 8)))
+    elif kind == "npz":
+        ct.savez_compressed(buf, a=ct.arange(50.0), b=ct.ones((3, 3), dtype=ct.int32))
+    else:
+        ct.save_file({"a": ct.arange(50.0), "b": ct.ones((3, 3), dtype=ct.bool)}, tmp_path / "ok.st")
+        buf.write((tmp_path / "ok.st").read_bytes())
+    raw = buf.getvalue()
+    refused = 0
+    for i in range(400):
+        b = bytearray(raw)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        if i % 5 == 0:
+            b = b[: rng.randrange(len(b))]
+        p = tmp_path / f"bad.{kind}"
+        p.write_bytes(bytes(b))
+        try:
+            if kind == "safetensors":
+                ct.load_file(p)
+            else:
+                z = ct.load(p)
+                if isinstance(z, ct.io.NpzFile):
+                    with z:
+                        for name in z.files:
+                            z[name]
+        except ct.FormatError:
+            refused += 1
+    assert refused > 50

@@ -192,3 +192,43 @@ def test_not_a_torch_zip(tmp_path):
         ct.torch_to_safetensors(tmp_path / "cut.pt", tmp_path / "x.safetensors")
     with pytest.raises(OSError, match="nowhere"):
         ct.torch_to_safetensors(tmp_path / "nowhere.pt", tmp_path / "x.safetensors")
+
+
+def test_damaged_files_raise_only_ctensor_errors(tmp_path):
+    # Bytes flipped in the pickle (inside a valid archive) and in the whole file, and truncations:
+    # each conversion either succeeds or raises ctensor's FormatError; nothing else escapes.
+    import random
+    ct.save_file({"w": ct.arange(6.0).reshape((2, 3)), "b": ct.asarray([1, 2])}, tmp_path / "ok.st")
+    ct.safetensors_to_torch(tmp_path / "ok.st", tmp_path / "ok.pt")
+    raw = (tmp_path / "ok.pt").read_bytes()
+    with zipfile.ZipFile(tmp_path / "ok.pt") as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    rng = random.Random(7)
+    refused = 0
+    for i in range(600):
+        if i % 2:
+            pkl = bytearray(members["archive/data.pkl"])
+            for _ in range(rng.randint(1, 4)):
+                pkl[rng.randrange(len(pkl))] = rng.randrange(256)
+            pt_file(tmp_path / "bad.pt", bytes(pkl), {k[len("archive/data/"):]: v for k, v in members.items()
+                                                     if k.startswith("archive/data/")})
+        else:
+            b = bytearray(raw)
+            for _ in range(rng.randint(1, 8)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            (tmp_path / "bad.pt").write_bytes(bytes(b[: rng.randrange(len(b))] if i % 10 == 0 else b))
+        try:
+            ct.torch_to_safetensors(tmp_path / "bad.pt", tmp_path / "bad.st")
+        except ct.FormatError:
+            refused += 1
+    assert refused > 300  # most damage is seen (a flipped padding byte or CRC-less field may not be)
+    # a dict that holds itself (the pickle memo allows it)
+    d = {}
+    d["x"] = d
+    pt_file(tmp_path / "self.pt", pickle.dumps(d, protocol=2))
+    with pytest.raises(ct.FormatError, match="nested too deep"):
+        ct.torch_to_safetensors(tmp_path / "self.pt", tmp_path / "x.st")
+    # protocol 5's out-of-band buffers are no part of a state_dict
+    pt_file(tmp_path / "p5.pt", pickle.dumps({"w": bytearray(b"abc")}, protocol=5))
+    with pytest.raises(ct.FormatError, match="opcode"):
+        ct.torch_to_safetensors(tmp_path / "p5.pt", tmp_path / "x.st")
