@@ -67,3 +67,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
+
+# Files (ctensor/io.py) and the PyTorch round trip (ctensor/_torch_format.py).
+from .io import save, load, savez, savez_compressed, save_file, load_file  # noqa: E402,F401
+from ._torch_format import torch_to_safetensors, safetensors_to_torch  # noqa: E402,F401

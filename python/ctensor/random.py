@@ -32,10 +32,12 @@ def random(size=None, dtype=None, device=None):
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None):
+    """Uniform on [low, high) of shape size, as numpy.random.uniform."""
     return _C.uniform(low, high, _shape(size), dtype=dtype, device=device)
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, device=None):
+    """Normal with mean loc and standard deviation scale, of shape size, as numpy.random.normal."""
     return _C.normal(loc, scale, _shape(size), dtype=dtype, device=device)
 
 

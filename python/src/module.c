@@ -502,7 +502,8 @@ static PyMethodDef module_methods[] = {
      "memory_stats(device=None): the caching allocator's bytes allocated, reserved, peak; (for the "
      "CPU: blocks "
      "of 32 KiB and more)"},
-    {"set_num_threads", py_set_num_threads, METH_O, "CPU threads used by large operations."},
+    {"set_num_threads", py_set_num_threads, METH_O,
+     "set_num_threads(n): CPU threads used by large operations."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads used by large operations."},
     {"use_deterministic_algorithms", py_use_deterministic_algorithms, METH_O,
      "use_deterministic_algorithms(mode): sort-based instead of atomic GPU writes (bit-for-bit "
@@ -510,7 +511,7 @@ static PyMethodDef module_methods[] = {
     {"are_deterministic_algorithms_enabled", py_are_deterministic_algorithms_enabled, METH_NOARGS,
      "Whether use_deterministic_algorithms(True) is in effect."},
     {"promote_types", py_promote_types, METH_VARARGS,
-     "The dtype of a binary op between two dtypes."},
+     "promote_types(type1, type2): the dtype of a binary op between two dtypes."},
     {"_can_cast", py_can_cast, METH_VARARGS, NULL},
     {NULL},
 };
@@ -518,6 +519,8 @@ static PyMethodDef module_methods[] = {
 /* ---- The module ----------------------------------------------------------------------------- */
 
 PyObject *ctpy_module;
+extern PyMethodDef ctpy_io_methods[];        /* io.c: the .npy and safetensors files */
+int ctpy_text_signatures(PyMethodDef *defs); /* textsig.c: signatures for inspect.signature */
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
@@ -530,6 +533,7 @@ static struct PyModuleDef module_def = {
 static int add_methods(PyObject *m, PyMethodDef *defs) {
   PyObject *name = PyModule_GetNameObject(m);
   if (!name) return -1;
+  ctpy_text_signatures(defs);
   for (PyMethodDef *d = defs; d->ml_name; d++) {
     PyObject *f = PyCFunction_NewEx(d, NULL, name);
     if (!f || PyModule_AddObject(m, d->ml_name, f) < 0) {
@@ -543,6 +547,7 @@ static int add_methods(PyObject *m, PyMethodDef *defs) {
 }
 
 PyMODINIT_FUNC PyInit__C(void) {
+  ctpy_text_signatures(module_methods);
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (init_errors(m) < 0 || PyType_Ready(&CtpyDType_Type) < 0 ||
@@ -568,6 +573,7 @@ PyMODINIT_FUNC PyInit__C(void) {
       add_methods(m, ctpy_nn_methods) < 0 || ctpy_nn_init(m) < 0 || ctpy_optim_init(m) < 0 ||
       ctpy_data_init(m) < 0 || ctpy_stream_init(m) < 0)
     goto fail;
+  if (add_methods(m, ctpy_io_methods) < 0) goto fail;
   if (PyModule_AddStringConstant(m, "__version__", ct_library_version()) < 0) goto fail;
   /* NumPy's operators defer to ours (np.float32(2) * t is a Tensor, not an ndarray) */
   if (PyDict_SetItemString(CtpyTensor_Type.tp_dict, "__array_ufunc__", Py_None) < 0) goto fail;
