@@ -28,7 +28,8 @@ PARAM = {
     "arrays": "Sequence[Tensor]", "file": "str | os.PathLike[str] | BinaryIO", "arr": "_TensorLike",
     "filename": "str | os.PathLike[str]", "metadata": "Mapping[str, str] | None",
     "pt_path": "str | os.PathLike[str]", "st_path": "str | os.PathLike[str]", "size": "int | Sequence[int] | None",
-    "seed": "int", "n": "int", "k": "int", "mean": "float", "std": "float", "low": "float", "high": "float",
+    "seed": "int", "correction": "float", "ddof": "float | None", "a_min": "_TensorLike | None",
+    "a_max": "_TensorLike | None", "n": "int", "k": "int", "mean": "float", "std": "float", "low": "float", "high": "float",
 }
 RET = {
     "allclose": "bool", "array_equal": "bool", "build_info": "str", "get_default_device": "Device",

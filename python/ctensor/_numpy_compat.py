@@ -107,9 +107,26 @@ def _plain_reduction(name, fn, result=None):
     return reduce
 
 
+def _spread(name, fn):
+    # The standard's correction= and NumPy's ddof= (NumPy 2 takes both names, one at a time).
+    plain = _plain_reduction(name, fn)
+
+    def reduce(x, /, axis=None, *, correction=0.0, keepdims=False, ddof=None, **kw):
+        if ddof is not None:
+            if correction != 0:
+                raise _C.ArgumentError(f"{name}: ddof={ddof} and correction={correction} given; pass one")
+            correction = ddof
+        if correction != 0:
+            kw["correction"] = correction
+        return plain(x, axis, keepdims=keepdims, **kw)
+    reduce.__name__ = name
+    reduce.__doc__ = fn.__doc__
+    return reduce
+
+
 mean = _plain_reduction("mean", _C.mean)
-std = _plain_reduction("std", _C.std)
-var = _plain_reduction("var", _C.var)
+std = _spread("std", _C.std)
+var = _spread("var", _C.var)
 max = _plain_reduction("max", _C.max)  # noqa: A001
 min = _plain_reduction("min", _C.min)  # noqa: A001
 all = _plain_reduction("all", _C.all, _boolean)  # noqa: A001
@@ -117,11 +134,15 @@ any = _plain_reduction("any", _C.any, _boolean)  # noqa: A001
 
 
 def argmax(x, /, axis=None, *, keepdims=False):
+    """argmax(x, /, axis=None, *, keepdims=False): the index (int64) of the largest value, over
+    the flattened array when axis is None, else along axis; the first one where it repeats."""
     x = asarray(x)
     return _C.argmax(x, axis=_axes(axis, x.ndim, "argmax"), keepdims=keepdims)
 
 
 def argmin(x, /, axis=None, *, keepdims=False):
+    """argmin(x, /, axis=None, *, keepdims=False): the index (int64) of the smallest value, over
+    the flattened array when axis is None, else along axis; the first one where it repeats."""
     x = asarray(x)
     return _C.argmin(x, axis=_axes(axis, x.ndim, "argmin"), keepdims=keepdims)
 
@@ -239,10 +260,13 @@ def _atleast(a, n):
 
 
 def atleast_1d(a):
+    """numpy.atleast_1d: a as an array of one dimension or more (a 0-d array becomes shape (1,))."""
     return _atleast(a, 1)
 
 
 def atleast_2d(a):
+    """numpy.atleast_2d: a as an array of two dimensions or more (a 1-d array of n becomes a row,
+    shape (1, n); a 0-d array shape (1, 1))."""
     return _atleast(a, 2)
 
 
@@ -379,14 +403,22 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, *, dtype=None, devic
     return _C.pow(asarray(base, dtype=e.dtype, device=e.device), e)
 
 
-def clip(a, a_min=None, a_max=None, **kw):
-    """numpy.clip: a limited to [a_min, a_max] (the standard's min=/max= too); float bounds with
-    an integer array give the default float, as NumPy gives a float."""
-    a_min, a_max = kw.pop("min", a_min), kw.pop("max", a_max)
-    a = asarray(a)
-    if not a.dtype.is_floating_point and (isinstance(a_min, float) or isinstance(a_max, float)):
-        a = _float(a)
-    return _api.clip(a, a_min, a_max)
+def clip(x, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
+    """clip(x, /, min=None, max=None): x limited to [min, max] (the standard's names; NumPy's
+    a_min=/a_max= too); float bounds with an integer array give the default float, as NumPy
+    gives a float."""
+    if a_min is not None:
+        if min is not None:
+            raise _C.ArgumentError(f"clip: min={min} and a_min={a_min} given; pass one")
+        min = a_min  # noqa: A001
+    if a_max is not None:
+        if max is not None:
+            raise _C.ArgumentError(f"clip: max={max} and a_max={a_max} given; pass one")
+        max = a_max  # noqa: A001
+    x = asarray(x)
+    if not x.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        x = _float(x)
+    return _api.clip(x, min, max)
 
 
 arctan2 = _C.atan2

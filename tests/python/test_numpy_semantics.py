@@ -2,6 +2,8 @@
 cases of issue 29. The installed NumPy may be 1.x, whose value-based casting differs from
 NumPy 2 (NEP 50), so the expected results here are written out from NumPy 2's rules."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -105,6 +107,33 @@ def test_std_var_over_no_axis():
     x = ct.asarray([[1.0, 2.0], [3.0, 5.0]])
     assert ct.std(x, axis=()).shape == (2, 2) and vals(ct.var(x, axis=())) == [[0, 0], [0, 0]]
     assert np.isnan(ct.asnumpy(ct.var(x, axis=(), correction=1))).all()
+
+
+def test_std_var_correction_and_ddof():
+    # the standard's correction= and NumPy's ddof= (NumPy 2 has both); one of them at a time
+    x = ct.asarray([1.0, 2.0, 3.0, 5.0], dtype=ct.float64)
+    ref = np.asarray([1.0, 2.0, 3.0, 5.0])
+    for f, nf in ((ct.std, np.std), (ct.var, np.var)):
+        assert float(f(x)) == pytest.approx(nf(ref))
+        assert float(f(x, correction=1)) == pytest.approx(nf(ref, ddof=1))
+        assert float(f(x, ddof=1)) == pytest.approx(nf(ref, ddof=1))
+        assert float(f(x, axis=0, correction=1.5)) == pytest.approx(nf(ref, ddof=1.5))
+        with pytest.raises(ValueError, match="ddof=1 and correction=1"):
+            f(x, ddof=1, correction=1)
+        assert "correction" in inspect.signature(f).parameters
+    assert float(x.std(ddof=1)) == pytest.approx(np.std(ref, ddof=1))
+    assert float(np.var(x, ddof=1)) == pytest.approx(np.var(ref, ddof=1))  # __array_function__
+
+
+def test_clip_takes_the_standards_and_numpys_names():
+    x = ct.asarray([1, 5, 9])
+    assert list(inspect.signature(ct.clip).parameters)[:3] == ["x", "min", "max"]
+    assert vals(ct.clip(x, 2, 6)) == [2, 5, 6]
+    assert vals(ct.clip(x, min=2)) == [2, 5, 9] and vals(ct.clip(x, max=6)) == [1, 5, 6]
+    assert vals(ct.clip(x, a_min=2, a_max=6)) == [2, 5, 6]
+    assert vals(np.clip(x, 2, 6)) == [2, 5, 6]
+    with pytest.raises(ValueError, match="min=2 and a_min=3"):
+        ct.clip(x, 2, a_min=3)
 
 
 def test_bad_axis_is_index_error():
