@@ -350,8 +350,11 @@ def take(x, indices, /, *, axis=None):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot product of vectors along axis, broadcasting the others."""
-    return _C.sum(_C.mul(x1, x2), axis=axis)
+    """The dot product of vectors along axis, broadcasting the others; the result has the
+    operands' promoted dtype (an integer sum accumulates in int64, then is cast back)."""
+    p = _C.mul(x1, x2)
+    r = _C.sum(p, axis=axis)
+    return r if r.dtype == p.dtype else _C.astype(r, p.dtype)
 
 
 def tensordot(x1, x2, /, *, axes=2):

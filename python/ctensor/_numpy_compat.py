@@ -190,8 +190,10 @@ def full(shape, fill_value, *, dtype=None, device=None):
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     """The identity (ones on diagonal k) of n_rows x n_cols; n_cols=0 gives no columns."""
-    if n_rows == 0 or n_cols == 0:
-        return _C.zeros((n_rows, n_rows if n_cols is None else n_cols), dtype=dtype, device=device)
+    cols = n_rows if n_cols is None else n_cols
+    if n_rows == 0 or cols == 0 or k >= cols or k <= -n_rows:
+        # no column left, or a diagonal outside the matrix (k of any size, as NumPy's)
+        return _C.zeros((n_rows, cols), dtype=dtype, device=device)
     return _C.eye(n_rows, n_cols, k=k, dtype=dtype, device=device)
 
 

@@ -132,7 +132,11 @@ def pinv(x, /, *, rtol=None):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """The p-norm over axis (all elements when None); ord=inf is max |x|, ord=0 counts nonzeros."""
+    """The p-norm over axis (all elements when None); ord=inf is max |x|, ord=0 counts nonzeros.
+    axis=() reduces nothing: each element's own norm, |x| (ord=0: 1 where x is not zero)."""
+    if isinstance(axis, tuple) and not axis:
+        x = asarray(x)
+        return _C.astype(_C.ne(x, 0), x.dtype) if ord == 0 else _C.abs(x)
     return _C.norm(x, ord=float(ord), axis=axis, keepdims=keepdims)
 
 

@@ -267,3 +267,35 @@ def test_dtype_equality_with_numpy():
     assert x.dtype == np.float32 and x.dtype == np.dtype("float32") and x.dtype == "float32"
     assert x.dtype != np.float64 and not (x.dtype == None)  # noqa: E711
     assert ct.asarray([1], dtype=ct.int8).dtype == np.int8
+
+
+# ---- Cases the array API suite found ------------------------------------------------------------
+
+
+def test_eye_diagonal_outside_the_matrix():
+    # NumPy: any offset outside the matrix gives zeros, an offset past int64 included
+    for n, m, k in ((14, None, -(10 ** 38)), (3, None, 5), (3, 4, 4), (3, 4, -3), (2, 3, 10 ** 30)):
+        r = ct.eye(n, m, k=k)
+        assert r.shape == np.eye(n, m).shape and not ct.asnumpy(r).any()
+    assert vals(ct.eye(3, 4, k=3)) == np.eye(3, 4, k=3).tolist()
+    assert vals(ct.eye(3, k=-2)) == np.eye(3, k=-2).tolist()
+
+
+def test_vecdot_keeps_the_integer_dtype():
+    a = ct.asarray([200, 100], dtype=ct.uint8)
+    r = ct.vecdot(a, a)
+    n = np.asarray([200, 100], dtype=np.uint8)
+    assert r.dtype == ct.uint8 and int(r) == int(np.sum(n * n, dtype=np.uint8))  # wraps as NumPy's
+    r = ct.linalg.vecdot(ct.asarray([[1, 2]], dtype=ct.int16), ct.asarray([3, 4], dtype=ct.int8))
+    assert r.dtype == ct.int16 and vals(r) == [11]
+    assert ct.vecdot(ct.ones((2, 3)), ct.ones(3)).dtype == ct.float32
+
+
+def test_vector_norm_over_no_axis():
+    x = np.asarray([[-1.5, 0.0], [2.0, -3.0]], dtype=np.float32)
+    for ord in (2, 1, np.inf, -np.inf, 3.5, -1):
+        r = ct.linalg.vector_norm(ct.asarray(x), axis=(), ord=ord)
+        assert r.shape == (2, 2) and r.dtype == ct.float32
+        assert np.array_equal(ct.asnumpy(r), np.abs(x))
+    r = ct.linalg.vector_norm(ct.asarray(x), axis=(), ord=0, keepdims=True)
+    assert r.shape == (2, 2) and vals(r) == [[1.0, 0.0], [1.0, 1.0]]
