@@ -352,8 +352,17 @@ def take(x, indices, /, *, axis=None):
 def vecdot(x1, x2, /, *, axis=-1):
     """The dot product of vectors along axis, broadcasting the others; the result has the
     operands' promoted dtype (an integer sum accumulates in int64, then is cast back)."""
+    x1, x2 = asarray(x1), asarray(x2)
+    nd = _b.max(x1.ndim, x2.ndim)
+    if not -nd <= axis < nd:
+        raise _C.AxisError(f"vecdot: axis {axis} is out of range for operands of {nd} dimensions")
+    ax = axis - nd if axis >= 0 else axis  # from the end of the broadcast shape
+    n1 = x1.shape[ax] if -ax <= x1.ndim else 1
+    n2 = x2.shape[ax] if -ax <= x2.ndim else 1
+    if n1 != n2:  # the contracted axis is not broadcast
+        raise _C.ArgumentError(f"vecdot: axis {axis} has size {n1} in x1 and {n2} in x2")
     p = _C.mul(x1, x2)
-    r = _C.sum(p, axis=axis)
+    r = _C.sum(p, axis=ax)
     return r if r.dtype == p.dtype else _C.astype(r, p.dtype)
 
 

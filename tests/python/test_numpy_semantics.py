@@ -289,6 +289,12 @@ def test_vecdot_keeps_the_integer_dtype():
     r = ct.linalg.vecdot(ct.asarray([[1, 2]], dtype=ct.int16), ct.asarray([3, 4], dtype=ct.int8))
     assert r.dtype == ct.int16 and vals(r) == [11]
     assert ct.vecdot(ct.ones((2, 3)), ct.ones(3)).dtype == ct.float32
+    # the contracted axis is not broadcast (the other axes are)
+    assert ct.vecdot(ct.ones((4, 1, 2)), ct.ones((3, 2)), axis=-1).shape == (4, 3)
+    with pytest.raises(ValueError, match="size 2 in x1 and 1 in x2"):
+        ct.vecdot(ct.ones((3, 2)), ct.ones((4, 1, 1)))
+    with pytest.raises(IndexError):
+        ct.vecdot(ct.ones(3), ct.ones(3), axis=1)
 
 
 def test_vector_norm_over_no_axis():
