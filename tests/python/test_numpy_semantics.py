@@ -305,3 +305,30 @@ def test_vector_norm_over_no_axis():
         assert np.array_equal(ct.asnumpy(r), np.abs(x))
     r = ct.linalg.vector_norm(ct.asarray(x), axis=(), ord=0, keepdims=True)
     assert r.shape == (2, 2) and vals(r) == [[1.0, 0.0], [1.0, 1.0]]
+
+
+def test_mixed_integer_dtypes_promote_and_compare_exactly():
+    # the suite's cases: int16 + int8 is int16, and int64 1007689639 >= int8 11 does not wrap,
+    # whichever operand comes first and whether the operands are 0-d or not
+    for shape in ((), (3,)):
+        a = ct.full(shape, 300, dtype=ct.int16)
+        b = ct.full(shape, 11, dtype=ct.int8)
+        for r, want in ((a + b, 311), (b + a, 311), (a - b, 289), (ct.multiply(b, a), 3300)):
+            assert r.dtype == ct.int16 and ct.asnumpy(r).tolist() == np.full(shape, want).tolist()
+        big = ct.full(shape, 1007689639, dtype=ct.int64)
+        for r, want in ((big >= b, True), (b >= big, False), (ct.less(big, b), False),
+                        (ct.greater(big, b), True), (b < big, True), (big == b, False)):
+            assert r.dtype == ct.bool and ct.asnumpy(r).tolist() == np.full(shape, want).tolist()
+        assert ct.result_type(a, b) == ct.int16 and (a + b).dtype == ct.result_type(a, b)
+
+
+def test_zero_d_mask_assignment_on_zero_d_tensors():
+    for dtype in (ct.int64, ct.float32, ct.uint8):
+        x = ct.asarray(5, dtype=dtype)
+        x[ct.asarray(True)] = 7
+        assert x.shape == () and x.dtype == dtype and int(x) == 7
+        x[ct.asarray(False)] = 9
+        assert int(x) == 7
+        x[ct.asarray(True)] = ct.asarray(3, dtype=dtype)
+        assert int(x) == 3
+        assert x[ct.asarray(True)].shape == (1,) and x[ct.asarray(False)].shape == (0,)
