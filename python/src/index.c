@@ -181,16 +181,29 @@ done:
   return rc;
 }
 
-/* Checks that a mask's shape is that of the dims it covers. */
-static int check_mask(const index_state *s, const advanced *a) {
+/* Checks that a mask's shape is that of the dims it covers. A dim of size 0 is accepted over
+ * any size (NumPy, and the array API suite): such a mask selects nothing, so it is replaced by
+ * an all-false mask of the covered shape, which every path below handles. */
+static int check_mask(const index_state *s, advanced *a) {
   const ct_tensor *m = a->t;
-  for (int k = 0; k < ct_ndim(m); k++)
-    if (ct_shape(m)[k] != ct_shape(s->v)[a->pos + k]) {
-      PyErr_Format(PyExc_IndexError,
-                   "the boolean index has size %lld in dim %d, the indexed tensor %lld (dim %d)",
-                   (long long)ct_shape(m)[k], k, (long long)ct_shape(s->v)[a->pos + k], a->pos + k);
-      return -1;
+  bool empty = false;
+  for (int k = 0; k < ct_ndim(m); k++) {
+    if (ct_shape(m)[k] == ct_shape(s->v)[a->pos + k]) continue;
+    if (ct_shape(m)[k] == 0) {
+      empty = true;
+      continue;
     }
+    PyErr_Format(PyExc_IndexError,
+                 "the boolean index has size %lld in dim %d, the indexed tensor %lld (dim %d)",
+                 (long long)ct_shape(m)[k], k, (long long)ct_shape(s->v)[a->pos + k], a->pos + k);
+    return -1;
+  }
+  if (!empty) return 0;
+  ct_tensor *none = ct_zeros(ct_shape(s->v) + a->pos, ct_ndim(m),
+                             &(ct_tensor_opts){.dtype = CT_BOOL, .device = ct_device_of(s->v)});
+  if (!none) return ctpy_raise(), -1;
+  ct_free(a->t);
+  a->t = none;
   return 0;
 }
 

@@ -332,3 +332,19 @@ def test_zero_d_mask_assignment_on_zero_d_tensors():
         x[ct.asarray(True)] = ct.asarray(3, dtype=dtype)
         assert int(x) == 3
         assert x[ct.asarray(True)].shape == (1,) and x[ct.asarray(False)].shape == (0,)
+
+
+def test_size_zero_boolean_index_selects_nothing():
+    # a mask dim of size 0 over a dim of any size selects nothing (NumPy, the array API suite)
+    y = np.arange(12.0).reshape(4, 3)
+    x = ct.asarray(y)
+    for key in (np.zeros(0, bool), np.zeros((4, 0), bool), np.zeros((0, 3), bool)):
+        r = x[ct.asarray(key)]
+        assert r.shape == y[key].shape and r.dtype == x.dtype
+    assert x[:, ct.asarray(np.zeros(0, bool))].shape == y[:, np.zeros(0, bool)].shape == (4, 0)
+    x[ct.asarray(np.zeros(0, bool))] = 5
+    x[ct.asarray(np.zeros(0, bool))] = ct.ones(3)  # a (0, 3) selection
+    x[ct.asarray(np.zeros((0, 3), bool))] = ct.ones(1)  # a (0,) selection
+    assert np.array_equal(ct.asnumpy(x), y)
+    with pytest.raises(IndexError, match="size 3 in dim 0"):
+        x[ct.asarray(np.zeros(3, bool))]
