@@ -35,6 +35,8 @@ if [ "$want_tests" = 1 ]; then
   need+=("python3-dev:/usr/include/python3.11/Python.h" "python3-pytest:/usr/lib/python3/dist-packages/pytest"
          "python3-setuptools:/usr/lib/python3/dist-packages/setuptools" "python3-wheel:/usr/lib/python3/dist-packages/wheel"
          "python3-venv:/usr/lib/python3.11/ensurepip" "python3-pip:/usr/lib/python3/dist-packages/pip")
+  # git: tests/apitests/run.sh clones the array API suite (its Python packages come from PyPI).
+  need+=("git:git")
   # clang with libFuzzer (libclang-rt) and its OpenMP: the readers' fuzz targets (tests/fuzz).
   need+=("clang:clang" "libclang-rt-dev:/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
          "libomp-dev:/usr/lib/llvm-*/lib/libomp.so")

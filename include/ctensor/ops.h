@@ -20,6 +20,8 @@
  * i16 * 0-d i32 is i16, f32 * 0-d f64 is f32, i32 * 0-d f64 is f64. A scalar
  * takes the tensor's dtype, except that a non-integral scalar with an
  * integer/bool tensor gives f32 (1.5 * int -> f32).
+ * (The Python package promotes as NumPy 2 instead, a 0-d tensor counting as
+ * an array: python/README.md, "Promotion".)
  * Operands must be on one device (else CT_ERR_DEVICE); ct_to moves tensors.
  * Math functions of integer tensors (exp, sin, sqrt, sigmoid, ...) return f32;
  * the activations gelu, gelu_tanh, silu, softplus and leaky_relu take floating

@@ -45,6 +45,10 @@ from ._C import __version__  # noqa: E402,F401
 from . import _api  # noqa: E402
 from ._api import *  # noqa: E402,F401,F403  the array API namespace
 from ._api import __array_api_version__, __array_namespace_info__  # noqa: E402,F401
+from ._numpy_compat import *  # noqa: E402,F401,F403  NumPy's meanings of NumPy's names
+from ._numpy_stats import *  # noqa: E402,F401,F403
+from . import _numpy_protocols  # noqa: E402
+_numpy_protocols.install()
 
 ndarray = Tensor  # NumPy's and CuPy's name of the array type
 
@@ -63,3 +67,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
+
+# Files (ctensor/io.py) and the PyTorch round trip (ctensor/_torch_format.py).
+from .io import save, load, savez, savez_compressed, save_file, load_file  # noqa: E402,F401
+from ._torch_format import torch_to_safetensors, safetensors_to_torch  # noqa: E402,F401

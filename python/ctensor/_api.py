@@ -151,7 +151,9 @@ def can_cast(from_, to, /):
 
 
 def result_type(*arrays_and_dtypes):
-    """The dtype of an operation on these tensors and dtypes (PyTorch's promotion)."""
+    """The dtype of an operation on these tensors, dtypes and Python scalars, as the operators
+    promote (NEP 50): tensors (0-d ones too) and dtypes by promote_types, Python scalars weak
+    (a float with only integer or bool dtypes gives the default float, float32)."""
     kinds = [a.dtype if isinstance(a, Tensor) else a for a in arrays_and_dtypes
              if not isinstance(a, (int, float))]
     if not kinds:
@@ -159,6 +161,8 @@ def result_type(*arrays_and_dtypes):
     r = kinds[0]
     for k in kinds[1:]:
         r = _C.promote_types(r, k)
+    if not r.is_floating_point and _b.any(isinstance(a, float) for a in arrays_and_dtypes):
+        r = float32
     return r
 
 
@@ -348,8 +352,20 @@ def take(x, indices, /, *, axis=None):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot product of vectors along axis, broadcasting the others."""
-    return _C.sum(_C.mul(x1, x2), axis=axis)
+    """The dot product of vectors along axis, broadcasting the others; the result has the
+    operands' promoted dtype (an integer sum accumulates in int64, then is cast back)."""
+    x1, x2 = asarray(x1), asarray(x2)
+    nd = _b.max(x1.ndim, x2.ndim)
+    if not -nd <= axis < nd:
+        raise _C.AxisError(f"vecdot: axis {axis} is out of range for operands of {nd} dimensions")
+    ax = axis - nd if axis >= 0 else axis  # from the end of the broadcast shape
+    n1 = x1.shape[ax] if -ax <= x1.ndim else 1
+    n2 = x2.shape[ax] if -ax <= x2.ndim else 1
+    if n1 != n2:  # the contracted axis is not broadcast
+        raise _C.ArgumentError(f"vecdot: axis {axis} has size {n1} in x1 and {n2} in x2")
+    p = _C.mul(x1, x2)
+    r = _C.sum(p, axis=ax)
+    return r if r.dtype == p.dtype else _C.astype(r, p.dtype)
 
 
 def tensordot(x1, x2, /, *, axes=2):
@@ -363,11 +379,11 @@ def tensordot(x1, x2, /, *, axes=2):
         a2 = [a % x2.ndim for a in axes[1]]
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
-    k = 1
-    for a in a1:
-        k *= x1.shape[a]
-    m1 = _C.reshape(_C.permute_dims(x1, free1 + a1), (-1, k))
-    m2 = _C.reshape(_C.permute_dims(x2, a2 + free2), (k, -1))
+    k = _math.prod(x1.shape[a] for a in a1)  # sizes, not -1: a zero-length axis gives zeros
+    m = _math.prod(x1.shape[a] for a in free1)
+    n = _math.prod(x2.shape[a] for a in free2)
+    m1 = _C.reshape(_C.permute_dims(x1, free1 + a1), (m, k))
+    m2 = _C.reshape(_C.permute_dims(x2, a2 + free2), (k, n))
     shape = tuple(x1.shape[a] for a in free1) + tuple(x2.shape[a] for a in free2)
     return _C.reshape(_C.matmul(m1, m2), shape)
 

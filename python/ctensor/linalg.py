@@ -25,7 +25,23 @@ inv = _C.linalg_inv
 det = _C.linalg_det
 eigvalsh = _C.linalg_eigvalsh
 svdvals = _C.linalg_svdvals
-solve = _C.linalg_solve
+
+
+def _floating(*xs):
+    """The operands as one floating dtype: integers become the default float (float32, as
+    numpy.linalg does with float64), mixed floats promote (f32 with f64 gives f64)."""
+    xs = [asarray(x) for x in xs]
+    d = xs[0].dtype
+    for x in xs[1:]:
+        d = _C.promote_types(d, x.dtype)
+    if not d.is_floating_point:
+        d = _C._dtypes["float32"]
+    return [x if x.dtype == d else _C.astype(x, d) for x in xs]
+
+
+def solve(x1, x2, /):
+    """x with x1 @ x = x2 (x2 a vector only when 1-d); mixed float dtypes promote."""
+    return _C.linalg_solve(*_floating(x1, x2))
 
 
 def cholesky(x, /, *, upper=False):
@@ -116,7 +132,11 @@ def pinv(x, /, *, rtol=None):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """The p-norm over axis (all elements when None); ord=inf is max |x|, ord=0 counts nonzeros."""
+    """The p-norm over axis (all elements when None); ord=inf is max |x|, ord=0 counts nonzeros.
+    axis=() reduces nothing: each element's own norm, |x| (ord=0: 1 where x is not zero)."""
+    if isinstance(axis, tuple) and not axis:
+        x = asarray(x)
+        return _C.astype(_C.ne(x, 0), x.dtype) if ord == 0 else _C.abs(x)
     return _C.norm(x, ord=float(ord), axis=axis, keepdims=keepdims)
 
 
@@ -149,8 +169,8 @@ def outer(x1, x2, /):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm: the 2-norm of a vector (or of all elements), the matrix norm of ord
-    over a pair of axes."""
-    x = asarray(x)
+    over a pair of axes. Integer input is computed in the default float (float32)."""
+    (x,) = _floating(x)
     if axis is None and ord is not None and x.ndim == 2:
         axis = (0, 1)
     if ord is None or (ord == "fro" and not (isinstance(axis, tuple) and len(axis) == 2)):

@@ -2,6 +2,8 @@
  * buffer protocol without a copy, DLPack, nested sequences, scalars), the
  * buffer protocol of CPU tensors (so NumPy views them without a copy), and
  * values back to Python (item, tolist). */
+#include <math.h>
+
 #include "ctpy.h"
 
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float) {
@@ -21,6 +23,10 @@ bool ctpy_scalar(PyObject *o, double *value, bool *is_float) {
     return true;
   }
   return false;
+}
+
+bool ctpy_scalar_exact(PyObject *o, double *value, bool *is_float) {
+  return ctpy_scalar(o, value, is_float) && (*is_float || fabs(*value) < 9007199254740992.0);
 }
 
 PyObject *ctpy_sequence_tuple(PyObject *o, const char *msg) {
@@ -416,8 +422,9 @@ ct_tensor *ctpy_asarray(PyObject *obj, const ctpy_asarray_opts *o) {
   if (ctpy_scalar(obj, &s, &is_float)) {
     ct_dtype d = o->has_dtype        ? o->dtype
                  : PyBool_Check(obj) ? CT_BOOL
-                 : is_float          ? CTPY_DEFAULT_FLOAT
+                 : is_float          ? (PyFloat_CheckExact(obj) ? CTPY_DEFAULT_FLOAT : CT_F64)
                                      : CTPY_DEFAULT_INT;
+    /* (a float subclass is numpy.float64: float64 data, as numpy.asarray keeps it) */
     if (!is_float && ct_dtype_is_integral(d)) { /* exact, not through a double; in int64's range */
       long long v = PyLong_AsLongLong(obj);
       if (v == -1 && PyErr_Occurred()) return NULL;

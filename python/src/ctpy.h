@@ -101,6 +101,9 @@ int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
 /* A Python scalar (int, float, bool; not a Tensor): true with the value. */
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
+/* ctpy_scalar, but false for an int of magnitude 2^53 or more, which a double would round:
+ * callers then take it as a tensor (asarray keeps it exact in int64). */
+bool ctpy_scalar_exact(PyObject *o, double *value, bool *is_float);
 /* The items of a sequence or iterable as a tuple (a new reference; NULL with
  * TypeError(msg)). Its items stay alive and in place while Python code runs
  * on them (__index__, __float__, conversions), which PySequence_Fast of a
@@ -147,6 +150,11 @@ typedef struct ctpy_binop {
  * Tensor or a Python scalar that asarray refuses gives NotImplemented (the
  * number protocol) instead of the TypeError of a function. */
 PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_operator);
+/* The standard's promotion (NumPy 2, NEP 50) of two tensor operands: a 0-d tensor next to a
+ * dimensioned one is not weak (the C library keeps PyTorch's rule, where it is), so when
+ * exactly one is 0-d both are cast to ct_promote_types first. *x, *y may be replaced by casts
+ * (owned[0], owned[1]: the references to free). 0, or -1 with the error raised. */
+int ctpy_promote_pair(const ct_tensor **x, const ct_tensor **y, ct_tensor **owned);
 /* a op= b (a is a Tensor). */
 PyObject *ctpy_binary_inplace(PyObject *a, PyObject *b, const ctpy_binop *op);
 

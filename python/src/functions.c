@@ -228,7 +228,8 @@ static PyObject *f_where(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   ct_device dev = ct_device_of(c);
   double sa, sb;
   bool fa, fb;
-  bool a_scalar = ctpy_scalar(args[1], &sa, &fa), b_scalar = ctpy_scalar(args[2], &sb, &fb);
+  bool a_scalar = ctpy_scalar_exact(args[1], &sa, &fa),
+       b_scalar = ctpy_scalar_exact(args[2], &sb, &fb);
   if (a_scalar && b_scalar) {
     ct_dtype d = fa || fb                                         ? CTPY_DEFAULT_FLOAT
                  : PyBool_Check(args[1]) && PyBool_Check(args[2]) ? CT_BOOL
@@ -249,7 +250,10 @@ static PyObject *f_where(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   } else {
     a = ctpy_operand(args[1], dev, &oa);
     b = a ? ctpy_operand(args[2], dev, &ob) : NULL;
-    r = b ? ct_where(c, a, b) : NULL;
+    ct_tensor *cast[2] = {NULL, NULL};
+    if (b && ctpy_promote_pair(&a, &b, cast) == 0) r = ct_where(c, a, b);
+    ct_free(cast[0]);
+    ct_free(cast[1]);
   }
   ct_free(tmp);
   ct_free(oc);
@@ -647,7 +651,19 @@ static PyObject *f_astype(PyObject *m, PyObject *args) {
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 #define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+/* _set_tensor_attr(name, value): puts a Python-level method or attribute on Tensor (a static
+ * type, which Python code cannot modify), so that NumPy's meanings of methods and the NumPy
+ * protocols (__array_ufunc__, __array_function__, __array__) live in ctensor/_numpy_compat.py. */
+static PyObject *f_set_tensor_attr(PyObject *m, PyObject *const *args, Py_ssize_t n) {
+  if (n != 2 || !PyUnicode_Check(args[0]))
+    return PyErr_Format(PyExc_TypeError, "_set_tensor_attr(name: str, value)");
+  if (PyDict_SetItem(CtpyTensor_Type.tp_dict, args[0], args[1]) < 0) return NULL;
+  PyType_Modified(&CtpyTensor_Type);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef ctpy_function_methods[] = {
+    {"_set_tensor_attr", FASTCALL(f_set_tensor_attr), "_set_tensor_attr(name, value)"},
     {"sum", KWARGS(f_sum), "sum(x, /, *, axis=None, keepdims=False, dtype=None)"},
     {"prod", KWARGS(f_prod), "prod(x, /, *, axis=None, keepdims=False, dtype=None)"},
     {"mean", KWARGS(f_mean), "mean(x, /, *, axis=None, keepdims=False)"},

@@ -151,6 +151,15 @@ static int basic_pass(const ct_tensor *t, PyObject *key, index_state *s) {
     } else if (!tens[i]) { /* an integer */
       int64_t k = int_index(it, shape[d], d);
       if (k == INT64_MIN || step(s, ct_select(s->v, d, k)) < 0) goto done;
+    } else if (ct_dtype_of(tens[i]) == CT_BOOL && ct_ndim(tens[i]) == 0) {
+      /* a 0-d mask (NumPy): a new axis holding the tensor once (true) or not at all (false) */
+      PyObject *v = ctpy_item(tens[i]);
+      int keep = v ? PyObject_IsTrue(v) : -1;
+      Py_XDECREF(v);
+      if (keep < 0 || step(s, ct_unsqueeze(s->v, d)) < 0 ||
+          step(s, ct_slice(s->v, d, 0, keep, 1)) < 0)
+        goto done;
+      d++;
     } else if (ct_dtype_of(tens[i]) != CT_BOOL && ct_ndim(tens[i]) == 0) {
       /* a 0-d integer tensor indexes as an integer */
       PyObject *v = ctpy_item(tens[i]);
@@ -172,16 +181,29 @@ done:
   return rc;
 }
 
-/* Checks that a mask's shape is that of the dims it covers. */
-static int check_mask(const index_state *s, const advanced *a) {
+/* Checks that a mask's shape is that of the dims it covers. A dim of size 0 is accepted over
+ * any size (NumPy, and the array API suite): such a mask selects nothing, so it is replaced by
+ * an all-false mask of the covered shape, which every path below handles. */
+static int check_mask(const index_state *s, advanced *a) {
   const ct_tensor *m = a->t;
-  for (int k = 0; k < ct_ndim(m); k++)
-    if (ct_shape(m)[k] != ct_shape(s->v)[a->pos + k]) {
-      PyErr_Format(PyExc_IndexError,
-                   "the boolean index has size %lld in dim %d, the indexed tensor %lld (dim %d)",
-                   (long long)ct_shape(m)[k], k, (long long)ct_shape(s->v)[a->pos + k], a->pos + k);
-      return -1;
+  bool empty = false;
+  for (int k = 0; k < ct_ndim(m); k++) {
+    if (ct_shape(m)[k] == ct_shape(s->v)[a->pos + k]) continue;
+    if (ct_shape(m)[k] == 0) {
+      empty = true;
+      continue;
     }
+    PyErr_Format(PyExc_IndexError,
+                 "the boolean index has size %lld in dim %d, the indexed tensor %lld (dim %d)",
+                 (long long)ct_shape(m)[k], k, (long long)ct_shape(s->v)[a->pos + k], a->pos + k);
+    return -1;
+  }
+  if (!empty) return 0;
+  ct_tensor *none = ct_zeros(ct_shape(s->v) + a->pos, ct_ndim(m),
+                             &(ct_tensor_opts){.dtype = CT_BOOL, .device = ct_device_of(s->v)});
+  if (!none) return ctpy_raise(), -1;
+  ct_free(a->t);
+  a->t = none;
   return 0;
 }
 
@@ -403,7 +425,7 @@ PyObject *ctpy_getitem(PyObject *self, PyObject *key) {
 static int assign_view(ct_tensor *target, PyObject *value) {
   double v;
   bool is_float;
-  if (ctpy_scalar(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
+  if (ctpy_scalar_exact(value, &v, &is_float)) return ct_fill_(target, v) ? 0 : (ctpy_raise(), -1);
   ct_tensor *owned;
   const ct_tensor *src = ctpy_operand(value, ct_device_of(target), &owned);
   if (!src) return -1;
@@ -415,7 +437,7 @@ static int assign_view(ct_tensor *target, PyObject *value) {
 static int advanced_set(index_state *s, PyObject *value) {
   double v;
   bool is_float;
-  bool scalar = ctpy_scalar(value, &v, &is_float);
+  bool scalar = ctpy_scalar_exact(value, &v, &is_float);
   /* one mask and a number: masked_fill_ with the mask shaped to broadcast */
   if (s->nadv == 1 && s->adv[0].mask && scalar) {
     advanced *a = &s->adv[0];

@@ -3,11 +3,24 @@
  * and Device types, and the default device. */
 #include <stdarg.h>
 
+#include <string.h>
+
 #include "ctpy.h"
 
 /* ---- Errors ------------------------------------------------------------------------------ */
 
 PyObject *ctpy_error_classes[CT_STATUS_COUNT];
+/* ctensor.AxisError: an ArgumentError that is also an IndexError, for an axis out of range
+ * (NumPy's AxisError is a ValueError and an IndexError). */
+static PyObject *axis_error;
+
+/* The class for the C library's last error: AxisError for its "dim N out of range" messages. */
+static PyObject *error_class(ct_status code, const char *msg) {
+  if (code == CT_ERR_ARG && axis_error && strstr(msg, " out of range for ") &&
+      (strstr(msg, ": dim ") || strstr(msg, ": dims ")))
+    return axis_error;
+  return ctpy_error_classes[code];
+}
 
 /* Name and builtin base of each status's exception class. */
 static const struct {
@@ -35,7 +48,7 @@ PyObject *ctpy_raise(void) {
     PyErr_SetString(ctpy_error_classes[CT_ERR_INTERNAL],
                     "ctensor: an operation failed without an error message");
   } else {
-    PyErr_SetString(ctpy_error_classes[code], ct_last_error_message());
+    PyErr_SetString(error_class(code, ct_last_error_message()), ct_last_error_message());
   }
   ct_clear_error();
   return NULL;
@@ -79,6 +92,11 @@ static int init_errors(PyObject *m) {
     if (!cls || PyModule_AddObjectRef(m, error_specs[c].name, cls) < 0) return -1;
     ctpy_error_classes[c] = cls;
   }
+  PyObject *bases = PyTuple_Pack(2, ctpy_error_classes[CT_ERR_ARG], PyExc_IndexError);
+  if (!bases) return -1;
+  axis_error = PyErr_NewException("ctensor.AxisError", bases, NULL);
+  Py_DECREF(bases);
+  if (!axis_error || PyModule_AddObjectRef(m, "AxisError", axis_error) < 0) return -1;
   return 0;
 }
 
@@ -119,6 +137,15 @@ static PyObject *dtype_richcompare(PyObject *a, PyObject *b, int op) {
     bool given;
     eq = ctpy_parse_dtype(b, &d, &given) == 0 && d == ((CtpyDType *)a)->d;
     PyErr_Clear();
+  } else if (b != Py_None) {
+    /* NumPy's and PyTorch's dtypes and scalar types (np.float32, np.dtype('float32')) */
+    ct_dtype d;
+    bool given;
+    if (ctpy_parse_dtype(b, &d, &given) < 0 || !given) {
+      PyErr_Clear();
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    eq = d == ((CtpyDType *)a)->d;
   } else {
     Py_RETURN_NOTIMPLEMENTED;
   }
@@ -475,7 +502,8 @@ static PyMethodDef module_methods[] = {
      "memory_stats(device=None): the caching allocator's bytes allocated, reserved, peak; (for the "
      "CPU: blocks "
      "of 32 KiB and more)"},
-    {"set_num_threads", py_set_num_threads, METH_O, "CPU threads used by large operations."},
+    {"set_num_threads", py_set_num_threads, METH_O,
+     "set_num_threads(n): CPU threads used by large operations."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads used by large operations."},
     {"use_deterministic_algorithms", py_use_deterministic_algorithms, METH_O,
      "use_deterministic_algorithms(mode): sort-based instead of atomic GPU writes (bit-for-bit "
@@ -483,7 +511,7 @@ static PyMethodDef module_methods[] = {
     {"are_deterministic_algorithms_enabled", py_are_deterministic_algorithms_enabled, METH_NOARGS,
      "Whether use_deterministic_algorithms(True) is in effect."},
     {"promote_types", py_promote_types, METH_VARARGS,
-     "The dtype of a binary op between two dtypes."},
+     "promote_types(type1, type2): the dtype of a binary op between two dtypes."},
     {"_can_cast", py_can_cast, METH_VARARGS, NULL},
     {NULL},
 };
@@ -491,6 +519,8 @@ static PyMethodDef module_methods[] = {
 /* ---- The module ----------------------------------------------------------------------------- */
 
 PyObject *ctpy_module;
+extern PyMethodDef ctpy_io_methods[];        /* io.c: the .npy and safetensors files */
+int ctpy_text_signatures(PyMethodDef *defs); /* textsig.c: signatures for inspect.signature */
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
@@ -503,6 +533,7 @@ static struct PyModuleDef module_def = {
 static int add_methods(PyObject *m, PyMethodDef *defs) {
   PyObject *name = PyModule_GetNameObject(m);
   if (!name) return -1;
+  ctpy_text_signatures(defs);
   for (PyMethodDef *d = defs; d->ml_name; d++) {
     PyObject *f = PyCFunction_NewEx(d, NULL, name);
     if (!f || PyModule_AddObject(m, d->ml_name, f) < 0) {
@@ -516,6 +547,7 @@ static int add_methods(PyObject *m, PyMethodDef *defs) {
 }
 
 PyMODINIT_FUNC PyInit__C(void) {
+  ctpy_text_signatures(module_methods);
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (init_errors(m) < 0 || PyType_Ready(&CtpyDType_Type) < 0 ||
@@ -541,6 +573,7 @@ PyMODINIT_FUNC PyInit__C(void) {
       add_methods(m, ctpy_nn_methods) < 0 || ctpy_nn_init(m) < 0 || ctpy_optim_init(m) < 0 ||
       ctpy_data_init(m) < 0 || ctpy_stream_init(m) < 0)
     goto fail;
+  if (add_methods(m, ctpy_io_methods) < 0) goto fail;
   if (PyModule_AddStringConstant(m, "__version__", ct_library_version()) < 0) goto fail;
   /* NumPy's operators defer to ours (np.float32(2) * t is a Tensor, not an ndarray) */
   if (PyDict_SetItemString(CtpyTensor_Type.tp_dict, "__array_ufunc__", Py_None) < 0) goto fail;

@@ -3,6 +3,8 @@
  * ctensor._C function and, for binary ops, the operator. The Python
  * namespace (ctensor/_api.py) maps array API names onto these functions. */
 
+#include <math.h>
+
 #include "ctpy.h"
 
 /* ---- Binary ops --------------------------------------------------------------------------------
@@ -127,19 +129,65 @@ static const ctpy_binop *mirror(const ctpy_binop *op) {
   return NULL;
 }
 
+int ctpy_promote_pair(const ct_tensor **x, const ct_tensor **y, ct_tensor **owned) {
+  owned[0] = owned[1] = NULL;
+  ct_dtype dx = ct_dtype_of(*x), dy = ct_dtype_of(*y);
+  if (dx == dy || (ct_ndim(*x) == 0) == (ct_ndim(*y) == 0)) return 0;
+  ct_dtype d = ct_promote_types(dx, dy);
+  if (dx != d && !(*x = owned[0] = ct_cast(*x, d))) return ctpy_raise(), -1;
+  if (dy != d && !(*y = owned[1] = ct_cast(*y, d))) return ct_free(owned[0]), ctpy_raise(), -1;
+  return 0;
+}
+
+/* x op y with the standard's promotion (ctpy_promote_pair). */
+static PyObject *tensor_op(const ct_tensor *x, const ct_tensor *y, const ctpy_binop *op) {
+  ct_tensor *owned[2], *r;
+  if (ctpy_promote_pair(&x, &y, owned) < 0) return NULL;
+  CTPY_CALL(r, ctpy_is_big(x, y), op->tt(x, y));
+  ct_free(owned[0]);
+  ct_free(owned[1]);
+  return ctpy_wrap(r);
+}
+
+/* NEP 50: a Python int is weak, so it takes the tensor's integer dtype, and a value that
+ * dtype cannot hold is an OverflowError (NumPy 2), not a wrapped result. Comparisons and true
+ * division compare or divide the exact value. */
+static bool int_scalar_fits(const ct_tensor *x, PyObject *o, const ctpy_binop *op) {
+  ct_dtype d = ct_dtype_of(x);
+  if (op->float_result || !PyLong_Check(o) || PyBool_Check(o) || ct_dtype_is_floating(d) ||
+      d == CT_BOOL)
+    return true;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  long long lo = d == CT_I8    ? -128
+                 : d == CT_I16 ? -32768
+                 : d == CT_I32 ? INT32_MIN
+                 : d == CT_U8  ? 0
+                               : INT64_MIN;
+  long long hi = d == CT_I8    ? 127
+                 : d == CT_I16 ? 32767
+                 : d == CT_I32 ? INT32_MAX
+                 : d == CT_U8  ? 255
+                               : INT64_MAX;
+  if (!overflow && v >= lo && v <= hi) return true;
+  PyErr_Format(PyExc_OverflowError, "%s: Python integer %R out of bounds for %s", op->name, o,
+               ct_dtype_name(d));
+  return false;
+}
+
 PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_operator) {
   bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
-  ct_tensor *r;
-  if (ta && tb) {
-    const ct_tensor *x = ctpy_t(a), *y = ctpy_t(b);
-    CTPY_CALL(r, ctpy_is_big(x, y), op->tt(x, y));
-    return ctpy_wrap(r);
-  }
+  if (ta && tb) return tensor_op(ctpy_t(a), ctpy_t(b), op);
   double s;
   bool is_float;
   if (ta || tb) {
     PyObject *tobj = ta ? a : b, *other = ta ? b : a;
-    if (ctpy_scalar(other, &s, &is_float)) {
+    if (ctpy_scalar(other, &s, &is_float) && !int_scalar_fits(ctpy_t(tobj), other, op)) return NULL;
+    /* an int64 beyond 2^53 is exact only as a tensor: the scalar forms take a double; a
+     * numpy.float64 (a float subclass) is a NumPy scalar, strong as a 0-d array (NEP 50) */
+    if (ctpy_scalar(other, &s, &is_float) &&
+        !(!is_float && fabs(s) >= 9007199254740992.0 && ct_dtype_of(ctpy_t(tobj)) == CT_I64) &&
+        !(is_float && !PyFloat_CheckExact(other))) {
       const ctpy_binop *m = ta ? NULL : mirror(op);
       if (m) return scalar_op(ctpy_t(tobj), s, is_float, m, false);
       return scalar_op(ctpy_t(tobj), s, is_float, op, !ta);
@@ -153,9 +201,9 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binop *op, bool as_op
       }
       return NULL;
     }
-    r = ta ? op->tt(ctpy_t(tobj), o) : op->tt(o, ctpy_t(tobj));
+    PyObject *res = ta ? tensor_op(ctpy_t(tobj), o, op) : tensor_op(o, ctpy_t(tobj), op);
     ct_free(owned);
-    return ctpy_wrap(r);
+    return res;
   }
   if (as_operator) Py_RETURN_NOTIMPLEMENTED;
   /* a function of two non-tensors: the first becomes a tensor */
@@ -176,6 +224,7 @@ PyObject *ctpy_binary_inplace(PyObject *a, PyObject *b, const ctpy_binop *op) {
   if (ctpy_is_tensor(b)) {
     CTPY_CALL(r, ctpy_is_big(x, NULL), op->tt_(x, ctpy_t(b)));
   } else if (ctpy_scalar(b, &s, &is_float)) {
+    if (!int_scalar_fits(x, b, op)) return NULL;
     if (is_float && !ct_dtype_is_floating(ct_dtype_of(x)))
       return ctpy_raise_code(CT_ERR_DTYPE,
                              "%s_: a float result cannot be written into the %s tensor in place",

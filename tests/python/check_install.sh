@@ -24,6 +24,9 @@ assert ct.sum(x @ x.T).item() == 83.0
 net = ct.nn.Linear(3, 1)
 ct.mean(net(x.astype(ct.float32)) ** 2).backward()
 assert net.weight.grad.shape == (1, 3)
+import os
+pkg = os.path.dirname(ct.__file__)
+assert all(os.path.exists(os.path.join(pkg, f)) for f in ("py.typed", "__init__.pyi", "io.pyi")), os.listdir(pkg)
 print("installed package works:", ct.__file__)
 '
 

@@ -187,7 +187,10 @@ def test_pad(device, rng):
                              ((2, 1, 1, 2), "reflect", None), ((1, 1, 0, 2, 3, 0), "replicate", None)):
         kw = {} if value is None else {"value": value}
         assert_close(ct.nn.functional.pad(x, pad, mode=mode, **kw), F.pad(t, pad, mode=mode, **kw).numpy())
-    assert ct.pad is ct.nn.functional.pad
+    # the top-level pad is NumPy's (pad_width per axis, 'edge' for replicate)
+    assert_close(ct.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect"),
+                 np.pad(a, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect"))
+    assert_close(ct.pad(x, 1, constant_values=3.5), np.pad(a, 1, constant_values=3.5))
     with pytest.raises(ValueError, match="circular"):
         ct.pad(x, (1, 1), mode="circular")
     with pytest.raises(ValueError):
