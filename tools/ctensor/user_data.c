@@ -281,6 +281,53 @@ static int apply_limit(ct_dataset **ds, int64_t limit, ct_dataset **slot) {
   return CLI_OK;
 }
 
+/* Each feature's mean and standard deviation over the rows the seeded split
+ * keeps for training (the split split_sources makes again): the held-out
+ * test rows must not shape the scaling the model learns with, nor through it
+ * their own score. Fewer than 2 rows: left as they are (the split says why). */
+static int train_rows_stats(const cli_opts *o, const char *path, double fraction,
+                            cli_data_info *info) {
+  ct_dataset *raw = ct_csv_dataset_open(
+      path, &(ct_csv_opts){.target = o->target, .regression = o->regression});
+  if (!raw) return fail("reading the CSV file");
+  int64_t n = ct_dataset_length(raw), F = info->num_stats;
+  if (n < 2) {
+    ct_dataset_free(raw);
+    return CLI_OK;
+  }
+  int64_t k = test_count(n, fraction), lengths[2] = {n - k, k};
+  ct_dataset *part[2];
+  if (ct_random_split(raw, lengths, 2, o->seed, part) != CT_OK) {
+    ct_dataset_free(raw);
+    return fail("splitting the data");
+  }
+  double mean[CLI_DATA_MAX_STATS] = {0}, m2[CLI_DATA_MAX_STATS] = {0};
+  float row[CLI_DATA_MAX_STATS];
+  int rc = CLI_OK;
+  for (int64_t i = 0; i < lengths[0] && rc == CLI_OK; i++) { /* Welford, row by row */
+    ct_sample smp = {0};
+    if (ct_dataset_get(part[0], i, &smp) != CT_OK ||
+        ct_copy_to_host(smp.input, row, sizeof(float) * (size_t)F) != CT_OK)
+      rc = fail("reading the CSV rows for their statistics");
+    for (int64_t f = 0; rc == CLI_OK && f < F; f++) {
+      double d = row[f] - mean[f];
+      mean[f] += d / (double)(i + 1);
+      m2[f] += d * (row[f] - mean[f]);
+    }
+    ct_free(smp.input);
+    ct_free(smp.target);
+  }
+  for (int64_t f = 0; rc == CLI_OK && f < F; f++) {
+    double sd = sqrt(m2[f] / (double)lengths[0]);
+    info->mean[f] = mean[f];
+    info->std[f] = sd > 0 ? sd : 1;
+  }
+  ct_dataset_free(part[0]);
+  ct_dataset_free(part[1]);
+  ct_dataset_free(raw);
+  return rc;
+}
+
 static int open_sets(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud);
 
 int cli_user_data_open(const cli_opts *o, bool eval, cli_data_info *info, cli_user_data *ud) {
@@ -316,6 +363,7 @@ static int open_sets(const cli_opts *o, bool eval, cli_data_info *info, cli_user
       if (!d) return fail("reading the CSV file");
       rc = csv_info(d, info);
       ct_dataset_free(d);
+      if (rc == CLI_OK && !test_src) rc = train_rows_stats(o, src, o->val_split, info);
       if (rc != CLI_OK) return rc;
     }
   }
