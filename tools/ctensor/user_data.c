@@ -287,8 +287,8 @@ static int apply_limit(ct_dataset **ds, int64_t limit, ct_dataset **slot) {
  * their own score. Fewer than 2 rows: left as they are (the split says why). */
 static int train_rows_stats(const cli_opts *o, const char *path, double fraction,
                             cli_data_info *info) {
-  ct_dataset *raw = ct_csv_dataset_open(
-      path, &(ct_csv_opts){.target = o->target, .regression = o->regression});
+  ct_dataset *raw =
+      ct_csv_dataset_open(path, &(ct_csv_opts){.target = o->target, .regression = o->regression});
   if (!raw) return fail("reading the CSV file");
   int64_t n = ct_dataset_length(raw), F = info->num_stats;
   if (n < 2) {
