@@ -186,3 +186,42 @@ CT_TEST(take_along_axis_errors) {
   CHECK_ERR_MSG(ct_take_along_axis(x, big, -3), CT_ERR_ARG, "dim -3 out of range");
   CHECK(ct_take_along_axis(NULL, big, 0) == NULL);
 }
+
+/* Many repeated indices: under ct_use_deterministic_algorithms the gradient
+ * (a scatter-add of f32 values) is the same bit for bit on every run, and
+ * matches the f64 sum. */
+CT_TEST(take_along_axis_deterministic_gradient) {
+  enum { R = 2, C = 4, K = 300 };
+  double *iv = ct_test_random(R * K, -C, C, 11), *gv = ct_test_random(R * K, -1, 1, 12);
+  for (int i = 0; i < R * K; i++) iv[i] = floor(iv[i]);
+  ct_test_round_to(gv, R * K, CT_F32);
+  double want[R * C] = {0};
+  for (int i = 0; i < R; i++)
+    for (int k = 0; k < K; k++) {
+      int64_t j = (int64_t)iv[i * K + k];
+      want[i * C + (j < 0 ? j + C : j)] += gv[i * K + k];
+    }
+  ct_tensor *ix = ct_test_make(iv, CT_SHAPE(R, K), CT_I64, CT_LAYOUT_CONTIG);
+  ct_tensor *g = ct_test_make(gv, CT_SHAPE(R, K), CT_F32, CT_LAYOUT_CONTIG);
+  bool was = ct_are_deterministic_algorithms_enabled();
+  ct_use_deterministic_algorithms(true);
+  double *first = NULL;
+  for (int run = 0; run < 2; run++) {
+    ct_tensor *x = ct_requires_grad_(
+        ct_zeros(CT_SHAPE(R, C), &(ct_tensor_opts){.dtype = CT_F32, .device = ct_test_device()}),
+        true);
+    CHECK_STATUS_OK(ct_backward(ct_take_along_axis(x, ix, 1), g, NULL));
+    CHECK_CLOSE(ct_grad(x), want, 1e-5, 1e-5);
+    double *got = ct_test_values(ct_grad(x));
+    if (run == 0) {
+      first = got;
+    } else {
+      CHECK(got && first && memcmp(got, first, sizeof(double) * R * C) == 0);
+      free(got);
+    }
+  }
+  free(first);
+  ct_use_deterministic_algorithms(was);
+  free(iv);
+  free(gv);
+}
