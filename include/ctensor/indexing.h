@@ -92,6 +92,25 @@ CT_API ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *valu
 CT_API ct_tensor *ct_unique(const ct_tensor *x, bool sorted, ct_tensor **inverse,
                             ct_tensor **counts);
 
+/* The n-th forward difference of x along dim, as torch.diff / numpy.diff:
+ * out[i] = x[i + 1] - x[i] (bool: x[i + 1] != x[i], as torch), applied n
+ * times (n >= 0; n = 0 gives x's values). prepend and append (NULL: none)
+ * are joined before and after x along dim first; they have x's ndim and
+ * x's sizes in the other dims. Each round shortens dim by one (never below
+ * 0). Differentiable (through the views and sub it is made of). Errors: a
+ * 0-d x, n < 0, dim out of range, prepend/append of another shape. */
+CT_API ct_tensor *ct_diff(const ct_tensor *x, int64_t n, int dim, const ct_tensor *prepend,
+                          const ct_tensor *append);
+/* Values of x at indices along dim, as the array API's take_along_axis
+ * (2024.12) and numpy.take_along_axis: out[..., j, ...] = x[..., indices[...,
+ * j, ...], ...]. indices (any integer dtype) has x's ndim; the other dims
+ * broadcast (sizes equal or 1); out's size along dim is indices'. Negative
+ * indices count from the end (-1: the last); an index outside [-size, size)
+ * is CT_ERR_ARG naming "take_along_axis" and the value (on CUDA at the next
+ * synchronization, as gather). Differentiable w.r.t. x: the gradient is
+ * scatter-added (deterministic on CUDA under ct_use_deterministic_algorithms). */
+CT_API ct_tensor *ct_take_along_axis(const ct_tensor *x, const ct_tensor *indices, int dim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -336,6 +336,13 @@ def unstack(x, /, *, axis=0):
     return tuple(out)
 
 
+def take_along_axis(x, indices, /, *, axis=-1):
+    """Elements of x at indices along axis (standard 2024.12): indices has x's ndim, the other
+    axes broadcast, negative indices count from the end."""
+    x = asarray(x)
+    return _C.take_along_axis(x, asarray(indices, device=x.device), axis)
+
+
 def take(x, indices, /, *, axis=None):
     """Elements of x at integer indices along axis (axis may be None for a 1-d x)."""
     x = asarray(x)
@@ -535,7 +542,7 @@ __all__ = sorted(
        "finfo", "iinfo", "broadcast_arrays", "meshgrid", "concat", "expand_dims", "squeeze", "reshape",
        "moveaxis", "matrix_transpose", "unstack", "take", "vecdot", "tensordot", "unique_all",
        "unique_counts", "unique_inverse", "unique_values", "topk", "kthvalue", "cumsum", "cumprod", "einsum",
-       "pad", "array", "asnumpy", "get_array_module", "array_equal", "no_grad", "relu",
+       "pad", "take_along_axis", "array", "asnumpy", "get_array_module", "array_equal", "no_grad", "relu",
        "sigmoid", "gelu", "silu", "softplus", "erf", "rsqrt", "reciprocal", "fmod"])
 
 

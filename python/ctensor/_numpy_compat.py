@@ -445,31 +445,22 @@ def cumprod(a, axis=None, dtype=None, **kw):
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
-    """numpy.diff: n-th differences along axis (bool: whether neighbours differ)."""
+    """numpy.diff: n-th differences along axis (bool: whether neighbours differ); 0-d prepend
+    and append values are broadcast to one slice along axis, as NumPy."""
     a = asarray(a)
     axis = _axis(axis, a.ndim, "diff")
-    parts = []
-    for extra in (prepend, None, append):
-        if extra is None:
-            continue
-        e = asarray(extra, device=a.device)
+
+    def extra(e):
+        if e is None:
+            return None
+        e = asarray(e, device=a.device)
         if e.ndim == 0:
             shape = list(a.shape)
             shape[axis] = 1
             e = _C.broadcast_to(e, tuple(shape))
-        parts.append(e)
-    if parts:
-        before = [parts[0]] if prepend is not None else []
-        after = [parts[-1]] if append is not None else []
-        a = _C.cat(before + [a] + after, axis=axis)
-    for _ in range(n):
-        hi = [slice(None)] * a.ndim
-        lo = [slice(None)] * a.ndim
-        hi[axis] = slice(1, None)
-        lo[axis] = slice(None, -1)
-        h, l_ = a[tuple(hi)], a[tuple(lo)]
-        a = _C.ne(h, l_) if a.dtype == _boolean else _C.sub(h, l_)
-    return a
+        return e
+
+    return _C.diff(a, n, axis, extra(prepend), extra(append))
 
 
 def pad(array, pad_width, mode="constant", constant_values=0, **kw):

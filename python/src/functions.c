@@ -313,6 +313,39 @@ static PyObject *f_index_select(PyObject *m, PyObject *a) {
 }
 static PyObject *f_gather(PyObject *m, PyObject *a) { return indexed(a, "OiO:gather", ct_gather); }
 
+/* take_along_axis(x, indices, axis): the C function's argument order differs from gather's */
+static PyObject *f_take_along_axis(PyObject *m, PyObject *a) {
+  PyObject *xo, *io;
+  int axis;
+  if (!PyArg_ParseTuple(a, "OOi:take_along_axis", &xo, &io, &axis)) return NULL;
+  const ct_tensor *x, *i;
+  ct_tensor *oa, *ob;
+  if (two_tensors(xo, io, &x, &i, &oa, &ob) < 0) return NULL;
+  ct_tensor *r = ct_take_along_axis(x, i, axis);
+  ct_free(oa);
+  ct_free(ob);
+  return ctpy_wrap(r);
+}
+
+/* diff(x, n, axis, prepend, append): prepend/append None or tensors of x's ndim */
+static PyObject *f_diff(PyObject *m, PyObject *a) {
+  PyObject *xo, *po, *ao;
+  long long n;
+  int axis;
+  if (!PyArg_ParseTuple(a, "OLiOO:diff", &xo, &n, &axis, &po, &ao)) return NULL;
+  ct_tensor *ox = NULL, *op = NULL, *oap = NULL;
+  const ct_tensor *x = ctpy_arg_tensor(xo, &ox), *p = NULL, *ap = NULL;
+  if (!x) return NULL;
+  ct_device dev = ct_device_of(x);
+  if (po != Py_None && !(p = ctpy_operand(po, dev, &op))) return ct_free(ox), NULL;
+  if (ao != Py_None && !(ap = ctpy_operand(ao, dev, &oap))) return ct_free(ox), ct_free(op), NULL;
+  ct_tensor *r = ct_diff(x, n, axis, p, ap);
+  ct_free(ox);
+  ct_free(op);
+  ct_free(oap);
+  return ctpy_wrap(r);
+}
+
 /* scatter/scatter_add(x, axis, indices, src) and their in-place forms */
 static PyObject *scatter_common(PyObject *args, const char *fmt, bool inplace,
                                 ct_tensor *(*fn)(const ct_tensor *, int, const ct_tensor *,
@@ -691,6 +724,9 @@ PyMethodDef ctpy_function_methods[] = {
     {"leaky_relu", KWARGS(f_leaky_relu), "leaky_relu(x, negative_slope=0.01)"},
     {"index_select", f_index_select, METH_VARARGS, "index_select(x, axis, indices)"},
     {"gather", f_gather, METH_VARARGS, "gather(x, axis, indices)"},
+    {"take_along_axis", f_take_along_axis, METH_VARARGS, "take_along_axis(x, indices, axis)"},
+    {"diff", f_diff, METH_VARARGS,
+     "diff(x, n, axis, prepend, append): prepend/append None or tensors"},
     {"scatter", f_scatter, METH_VARARGS, "scatter(x, axis, indices, src)"},
     {"scatter_", f_scatter_, METH_VARARGS, "scatter_(x, axis, indices, src): in place"},
     {"scatter_add", f_scatter_add, METH_VARARGS, "scatter_add(x, axis, indices, src)"},

@@ -425,3 +425,46 @@ def test_documentation_lists_coverage():
     assert names[0] == set(ct._api.covered()), "covered names in python/README.md"
     assert set(ct._api.MISSING) <= names[1], "missing names in python/README.md"
     assert set(ct.linalg.MISSING) <= names[1], "missing linalg names in python/README.md"
+
+
+# ---- diff and take_along_axis against NumPy -----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+def test_diff_matches_numpy(device, rng, dtype):
+    x = (rng.standard_normal((4, 5)) * 4).astype(dtype)
+    for axis in (0, 1, -1):
+        for n in (0, 1, 2, 5):
+            r = ct.diff(ct.asarray(x, device=device), n=n, axis=axis)
+            np.testing.assert_array_equal(np.asarray(r.to_device("cpu")), np.diff(x, n=n, axis=axis))
+    pre, app = x[:, :1], x[:, :2]
+    r = ct.diff(ct.asarray(x, device=device), n=2, axis=1, prepend=pre, append=app)
+    np.testing.assert_array_equal(np.asarray(r.to_device("cpu")), np.diff(x, n=2, axis=1, prepend=pre, append=app))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+def test_take_along_axis_matches_numpy(device, rng, dtype):
+    x = (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)
+    for axis, ishape in ((0, (2, 4, 5)), (1, (3, 6, 1)), (-1, (1, 4, 7))):
+        size = x.shape[axis]
+        idx = rng.integers(-size, size, ishape)
+        r = ct.take_along_axis(ct.asarray(x, device=device), ct.asarray(idx, device=device), axis=axis)
+        full = list(np.broadcast_shapes(tuple(1 if d == axis % 3 else s for d, s in enumerate(x.shape)),
+                                        tuple(1 if d == axis % 3 else s for d, s in enumerate(ishape))))
+        xs, ishp = full.copy(), full.copy()
+        xs[axis % 3], ishp[axis % 3] = x.shape[axis % 3], ishape[axis % 3]
+        want = np.take_along_axis(np.broadcast_to(x, xs), np.broadcast_to(idx, ishp), axis=axis)
+        np.testing.assert_array_equal(np.asarray(r.to_device("cpu")), want)
+
+
+def test_take_along_axis_gradient_and_errors():
+    x = ct.asarray(np.arange(6.0).reshape(2, 3), dtype=ct.float64)
+    x.requires_grad = True
+    idx = ct.asarray(np.array([[0, -1, 0]]))
+    ct.sum(ct.take_along_axis(x, idx, axis=1)).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), [[2, 0, 1], [2, 0, 1]])
+    with pytest.raises(Exception, match="take_along_axis: index -4 is out of bounds"):
+        ct.take_along_axis(x, ct.asarray(np.array([[-4]])), axis=1)
+        ct.synchronize(x.device)  # a GPU reports it here
+    with pytest.raises(Exception, match="take_along_axis: indices must have an integer dtype"):
+        ct.take_along_axis(x, ct.asarray(np.array([[0.0]])), axis=1)
