@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(acos, acos, -1, 1, K_FLOAT),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -255,6 +256,37 @@ CT_TEST(unary_nan_inf_propagate) {
   CHECK_CLOSE(ct_sigmoid(big), ((double[]){exp(-80), 1}), 1e-6, 0);
   CHECK_CLOSE(ct_softplus(big), ((double[]){exp(-80), 100}), 1e-6, 0);
   CHECK_CLOSE(ct_silu(big), ((double[]){-80 * exp(-80), 100}), 1e-6, 0);
+}
+
+/* Domain edges and special values (C99 Annex F, as torch and NumPy). */
+typedef struct edge_case {
+  const char *name;
+  ct_tensor *(*fn)(const ct_tensor *);
+  double x, want;
+} edge_case;
+static const edge_case edges[] = {
+    {"acos", ct_acos, 1, 0},
+    {"acos", ct_acos, -1, M_PI},
+    {"acos", ct_acos, 1.5, NAN},
+    {"acos", ct_acos, -INFINITY, NAN},
+};
+
+CT_TEST(unary_domain_edges) {
+  for (size_t di = 0; di < 4; di++) {
+    ct_dtype dt = float_dtypes[di];
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+      const edge_case *c = &edges[i];
+      ct_tensor *y = c->fn(ct_test_make(&c->x, CT_SHAPE(1), dt, CT_LAYOUT_CONTIG));
+      CHECK_MSG(y && ct_dtype_of(y) == dt, "%s on %s", c->name, ct_dtype_name(dt));
+      if (!y) continue;
+      double *got = ct_test_values(y), want = c->want;
+      ct_test_round_to(&want, 1, dt);
+      CHECK_MSG((isnan(want) && isnan(got[0])) || got[0] == want ||
+                    (isfinite(want) && fabs(got[0] - want) <= ct_test_rtol(dt) * fabs(want)),
+                "%s(%g) on %s is %g, expected %g", c->name, c->x, ct_dtype_name(dt), got[0], want);
+      free(got);
+    }
+  }
 }
 
 CT_TEST(unary_predicates_on_integers) {

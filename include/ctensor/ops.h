@@ -137,6 +137,9 @@ CT_API ct_tensor *ct_reciprocal_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_square(const ct_tensor *x); /* x * x */
 CT_API ct_tensor *ct_square_(ct_tensor *x);
 CT_API ct_tensor *ct_square_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_acos(const ct_tensor *x); /* arccosine in [0, pi]; |x| > 1 gives nan */
+CT_API ct_tensor *ct_acos_(ct_tensor *x);
+CT_API ct_tensor *ct_acos_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

@@ -32,7 +32,8 @@
           X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu)   \
               X(SOFTPLUS, softplus) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) \
                   X(SIGN, sign) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)       \
-                      X(LEAKY_RELU, leaky_relu)
+                      X(LEAKY_RELU, leaky_relu) \
+  X(ACOS, acos)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -54,7 +55,8 @@
   X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu)            \
   X(SOFTPLUS, softplus) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)                \
   X(LEAKY_RELU, leaky_relu) X(FLOOR, zero) X(CEIL, zero) X(ROUND, zero) X(TRUNC, zero)             \
-  X(SIGN, zero)
+  X(SIGN, zero) \
+  X(ACOS, acos)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -75,6 +75,7 @@ enum {
   X(SQUARE, square, SAME, IN, "PowBackward")                          \
   X(CLAMP, clamp, SAME, IN, "ClampBackward") /* p0 = lo, p1 = hi */   \
   X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
+  X(ACOS, acos, FLOAT, IN, "AcosBackward")                          \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
