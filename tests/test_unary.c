@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(acosh, acosh, 1, 10, K_FLOAT),
     CASE(acos, acos, -1, 1, K_FLOAT),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
@@ -269,6 +270,9 @@ static const edge_case edges[] = {
     {"acos", ct_acos, -1, M_PI},
     {"acos", ct_acos, 1.5, NAN},
     {"acos", ct_acos, -INFINITY, NAN},
+    {"acosh", ct_acosh, 1, 0},
+    {"acosh", ct_acosh, 0.5, NAN},
+    {"acosh", ct_acosh, INFINITY, INFINITY},
 };
 
 CT_TEST(unary_domain_edges) {

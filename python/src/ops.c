@@ -372,7 +372,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(log2)                                                                                      \
   X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) \
       X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square) \
-  X(acos)
+  X(acos) \
+  X(acosh)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

@@ -33,7 +33,8 @@
               X(SOFTPLUS, softplus) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) \
                   X(SIGN, sign) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)       \
                       X(LEAKY_RELU, leaky_relu) \
-  X(ACOS, acos)
+  X(ACOS, acos) \
+  X(ACOSH, acosh)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -56,7 +57,8 @@
   X(SOFTPLUS, softplus) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)                \
   X(LEAKY_RELU, leaky_relu) X(FLOOR, zero) X(CEIL, zero) X(ROUND, zero) X(TRUNC, zero)             \
   X(SIGN, zero) \
-  X(ACOS, acos)
+  X(ACOS, acos) \
+  X(ACOSH, acosh)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

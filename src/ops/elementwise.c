@@ -189,7 +189,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(GELU_TANH, gelu_tanh) X(SILU, silu) X(SOFTPLUS, softplus) X(FLOOR, floor)         \
   X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) X(SIGN, sign)                         \
   X(RECIPROCAL, reciprocal) X(SQUARE, square) \
-  X(ACOS, acos)
+  X(ACOS, acos) \
+  X(ACOSH, acosh)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't

@@ -76,6 +76,7 @@ enum {
   X(CLAMP, clamp, SAME, IN, "ClampBackward") /* p0 = lo, p1 = hi */   \
   X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
   X(ACOS, acos, FLOAT, IN, "AcosBackward")                          \
+  X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                       \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
