@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(asin, asin, -1, 1, K_FLOAT),
     CASE(acosh, acosh, 1, 10, K_FLOAT),
     CASE(acos, acos, -1, 1, K_FLOAT),
 };
@@ -273,6 +274,9 @@ static const edge_case edges[] = {
     {"acosh", ct_acosh, 1, 0},
     {"acosh", ct_acosh, 0.5, NAN},
     {"acosh", ct_acosh, INFINITY, INFINITY},
+    {"asin", ct_asin, 1, M_PI / 2},
+    {"asin", ct_asin, -1, -M_PI / 2},
+    {"asin", ct_asin, 2, NAN},
 };
 
 CT_TEST(unary_domain_edges) {

@@ -53,6 +53,7 @@ ELEMENTWISE = {
     "copysign": "copysign",
     "logaddexp": "logaddexp",
     "hypot": "hypot",
+    "asin": "asin",
     "acosh": "acosh",
     "acos": "acos",
     "abs": "abs", "add": "add", "atan2": "atan2", "ceil": "ceil", "cos": "cos", "divide": "div",
@@ -81,7 +82,7 @@ DIRECT = {
 
 # Standard names without an implementation yet, and what they wait for.
 MISSING = {
-    "asin": "ct_asin", "asinh": "ct_asinh", "atan": "ct_atan",
+    "asinh": "ct_asinh", "atan": "ct_atan",
     "atanh": "ct_atanh", "cosh": "ct_cosh", "sinh": "ct_sinh", "log10": "ct_log10",
     "signbit": "ct_signbit", "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
     "bitwise_xor": "integer bitwise ops", "bitwise_invert": "integer bitwise ops",

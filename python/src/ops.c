@@ -373,7 +373,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) \
       X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square) \
   X(acos) \
-  X(acosh)
+  X(acosh) \
+  X(asin)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

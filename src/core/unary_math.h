@@ -34,7 +34,8 @@
                   X(SIGN, sign) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)       \
                       X(LEAKY_RELU, leaky_relu) \
   X(ACOS, acos) \
-  X(ACOSH, acosh)
+  X(ACOSH, acosh) \
+  X(ASIN, asin)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -58,7 +59,8 @@
   X(LEAKY_RELU, leaky_relu) X(FLOOR, zero) X(CEIL, zero) X(ROUND, zero) X(TRUNC, zero)             \
   X(SIGN, zero) \
   X(ACOS, acos) \
-  X(ACOSH, acosh)
+  X(ACOSH, acosh) \
+  X(ASIN, asin)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -77,6 +77,7 @@ enum {
   X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
   X(ACOS, acos, FLOAT, IN, "AcosBackward")                          \
   X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                       \
+  X(ASIN, asin, FLOAT, IN, "AsinBackward")                          \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
