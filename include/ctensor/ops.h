@@ -146,6 +146,9 @@ CT_API ct_tensor *ct_acosh_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_asin(const ct_tensor *x); /* arcsine in [-pi/2, pi/2]; |x| > 1 gives nan */
 CT_API ct_tensor *ct_asin_(ct_tensor *x);
 CT_API ct_tensor *ct_asin_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_asinh(const ct_tensor *x); /* inverse hyperbolic sine */
+CT_API ct_tensor *ct_asinh_(ct_tensor *x);
+CT_API ct_tensor *ct_asinh_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

@@ -374,7 +374,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
       X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square) \
   X(acos) \
   X(acosh) \
-  X(asin)
+  X(asin) \
+  X(asinh)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

@@ -35,7 +35,8 @@
                       X(LEAKY_RELU, leaky_relu) \
   X(ACOS, acos) \
   X(ACOSH, acosh) \
-  X(ASIN, asin)
+  X(ASIN, asin) \
+  X(ASINH, asinh)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -60,7 +61,8 @@
   X(SIGN, zero) \
   X(ACOS, acos) \
   X(ACOSH, acosh) \
-  X(ASIN, asin)
+  X(ASIN, asin) \
+  X(ASINH, asinh)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -191,7 +191,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(RECIPROCAL, reciprocal) X(SQUARE, square) \
   X(ACOS, acos) \
   X(ACOSH, acosh) \
-  X(ASIN, asin)
+  X(ASIN, asin) \
+  X(ASINH, asinh)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't

@@ -78,6 +78,7 @@ enum {
   X(ACOS, acos, FLOAT, IN, "AcosBackward")                          \
   X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                       \
   X(ASIN, asin, FLOAT, IN, "AsinBackward")                          \
+  X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                       \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
