@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(atan, atan, -5, 5, K_FLOAT),
     CASE(asinh, asinh, -5, 5, K_FLOAT),
     CASE(asin, asin, -1, 1, K_FLOAT),
     CASE(acosh, acosh, 1, 10, K_FLOAT),
@@ -280,6 +281,8 @@ static const edge_case edges[] = {
     {"asin", ct_asin, 2, NAN},
     {"asinh", ct_asinh, -INFINITY, -INFINITY},
     {"asinh", ct_asinh, 0, 0},
+    {"atan", ct_atan, INFINITY, M_PI / 2},
+    {"atan", ct_atan, -INFINITY, -M_PI / 2},
 };
 
 CT_TEST(unary_domain_edges) {

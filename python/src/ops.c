@@ -375,7 +375,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(acos) \
   X(acosh) \
   X(asin) \
-  X(asinh)
+  X(asinh) \
+  X(atan)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

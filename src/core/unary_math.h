@@ -36,7 +36,8 @@
   X(ACOS, acos) \
   X(ACOSH, acosh) \
   X(ASIN, asin) \
-  X(ASINH, asinh)
+  X(ASINH, asinh) \
+  X(ATAN, atan)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -62,7 +63,8 @@
   X(ACOS, acos) \
   X(ACOSH, acosh) \
   X(ASIN, asin) \
-  X(ASINH, asinh)
+  X(ASINH, asinh) \
+  X(ATAN, atan)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -75,6 +75,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_acos)(CT_T x, CT_T p0, CT_T p1) { return CT_M(ac
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_acosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(acosh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_asin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(asin)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_asinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(asinh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_atan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atan)(x); }
 
 /* ---- Predicates (written without libm, so fast-math flags can't fold them) ---- */
 
@@ -166,6 +167,9 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_asin)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_asinh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   return g / CT_M(sqrt)(x * x + (CT_T)1);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_atan)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / ((CT_T)1 + x * x);
 }
 /* floor, ceil, round, trunc, sign: zero almost everywhere, as torch */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_zero)(CT_T g, CT_T x, CT_T p0, CT_T p1) { return (CT_T)0; }

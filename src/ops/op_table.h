@@ -79,6 +79,7 @@ enum {
   X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                       \
   X(ASIN, asin, FLOAT, IN, "AsinBackward")                          \
   X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                       \
+  X(ATAN, atan, FLOAT, IN, "AtanBackward")                          \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
