@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
     CASE(atan, atan, -5, 5, K_FLOAT),
     CASE(asinh, asinh, -5, 5, K_FLOAT),
     CASE(asin, asin, -1, 1, K_FLOAT),
@@ -283,6 +284,9 @@ static const edge_case edges[] = {
     {"asinh", ct_asinh, 0, 0},
     {"atan", ct_atan, INFINITY, M_PI / 2},
     {"atan", ct_atan, -INFINITY, -M_PI / 2},
+    {"atanh", ct_atanh, 1, INFINITY},
+    {"atanh", ct_atanh, -1, -INFINITY},
+    {"atanh", ct_atanh, 2, NAN},
 };
 
 CT_TEST(unary_domain_edges) {

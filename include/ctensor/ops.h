@@ -152,6 +152,10 @@ CT_API ct_tensor *ct_asinh_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_atan(const ct_tensor *x); /* arctangent in (-pi/2, pi/2) */
 CT_API ct_tensor *ct_atan_(ct_tensor *x);
 CT_API ct_tensor *ct_atan_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_atanh(
+    const ct_tensor *x); /* inverse hyperbolic tangent; atanh(+-1) = +-inf, |x| > 1 gives nan */
+CT_API ct_tensor *ct_atanh_(ct_tensor *x);
+CT_API ct_tensor *ct_atanh_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

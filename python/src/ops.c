@@ -376,7 +376,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(acosh) \
   X(asin) \
   X(asinh) \
-  X(atan)
+  X(atan) \
+  X(atanh)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

@@ -37,7 +37,8 @@
   X(ACOSH, acosh) \
   X(ASIN, asin) \
   X(ASINH, asinh) \
-  X(ATAN, atan)
+  X(ATAN, atan) \
+  X(ATANH, atanh)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -64,7 +65,8 @@
   X(ACOSH, acosh) \
   X(ASIN, asin) \
   X(ASINH, asinh) \
-  X(ATAN, atan)
+  X(ATAN, atan) \
+  X(ATANH, atanh)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -193,7 +193,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(ACOSH, acosh) \
   X(ASIN, asin) \
   X(ASINH, asinh) \
-  X(ATAN, atan)
+  X(ATAN, atan) \
+  X(ATANH, atanh)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't

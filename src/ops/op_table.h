@@ -80,6 +80,7 @@ enum {
   X(ASIN, asin, FLOAT, IN, "AsinBackward")                          \
   X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                       \
   X(ATAN, atan, FLOAT, IN, "AtanBackward")                          \
+  X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                       \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
