@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(cosh, cosh, -5, 5, K_FLOAT),
     CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
     CASE(atan, atan, -5, 5, K_FLOAT),
     CASE(asinh, asinh, -5, 5, K_FLOAT),
@@ -287,6 +288,8 @@ static const edge_case edges[] = {
     {"atanh", ct_atanh, 1, INFINITY},
     {"atanh", ct_atanh, -1, -INFINITY},
     {"atanh", ct_atanh, 2, NAN},
+    {"cosh", ct_cosh, 0, 1},
+    {"cosh", ct_cosh, -INFINITY, INFINITY},
 };
 
 CT_TEST(unary_domain_edges) {

@@ -156,6 +156,9 @@ CT_API ct_tensor *ct_atanh(
     const ct_tensor *x); /* inverse hyperbolic tangent; atanh(+-1) = +-inf, |x| > 1 gives nan */
 CT_API ct_tensor *ct_atanh_(ct_tensor *x);
 CT_API ct_tensor *ct_atanh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_cosh(const ct_tensor *x); /* hyperbolic cosine */
+CT_API ct_tensor *ct_cosh_(ct_tensor *x);
+CT_API ct_tensor *ct_cosh_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

@@ -377,7 +377,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(asin) \
   X(asinh) \
   X(atan) \
-  X(atanh)
+  X(atanh) \
+  X(cosh)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

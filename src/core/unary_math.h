@@ -38,7 +38,8 @@
   X(ASIN, asin) \
   X(ASINH, asinh) \
   X(ATAN, atan) \
-  X(ATANH, atanh)
+  X(ATANH, atanh) \
+  X(COSH, cosh)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -66,7 +67,8 @@
   X(ASIN, asin) \
   X(ASINH, asinh) \
   X(ATAN, atan) \
-  X(ATANH, atanh)
+  X(ATANH, atanh) \
+  X(COSH, cosh)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -77,6 +77,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_asin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(as
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_asinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(asinh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_atan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atan)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_atanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atanh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_cosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cosh)(x); }
 
 /* ---- Predicates (written without libm, so fast-math flags can't fold them) ---- */
 
@@ -174,6 +175,9 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_atan)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_atanh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   return g / ((CT_T)1 - x * x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_cosh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g * CT_M(sinh)(x);
 }
 /* floor, ceil, round, trunc, sign: zero almost everywhere, as torch */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_zero)(CT_T g, CT_T x, CT_T p0, CT_T p1) { return (CT_T)0; }

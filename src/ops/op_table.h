@@ -81,6 +81,7 @@ enum {
   X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                       \
   X(ATAN, atan, FLOAT, IN, "AtanBackward")                          \
   X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                       \
+  X(COSH, cosh, FLOAT, IN, "CoshBackward")                          \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
