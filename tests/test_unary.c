@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(sinh, sinh, -5, 5, K_FLOAT),
     CASE(cosh, cosh, -5, 5, K_FLOAT),
     CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
     CASE(atan, atan, -5, 5, K_FLOAT),
@@ -290,6 +291,8 @@ static const edge_case edges[] = {
     {"atanh", ct_atanh, 2, NAN},
     {"cosh", ct_cosh, 0, 1},
     {"cosh", ct_cosh, -INFINITY, INFINITY},
+    {"sinh", ct_sinh, -INFINITY, -INFINITY},
+    {"sinh", ct_sinh, 0, 0},
 };
 
 CT_TEST(unary_domain_edges) {

@@ -159,6 +159,9 @@ CT_API ct_tensor *ct_atanh_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_cosh(const ct_tensor *x); /* hyperbolic cosine */
 CT_API ct_tensor *ct_cosh_(ct_tensor *x);
 CT_API ct_tensor *ct_cosh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sinh(const ct_tensor *x); /* hyperbolic sine */
+CT_API ct_tensor *ct_sinh_(ct_tensor *x);
+CT_API ct_tensor *ct_sinh_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

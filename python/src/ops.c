@@ -378,7 +378,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(asinh) \
   X(atan) \
   X(atanh) \
-  X(cosh)
+  X(cosh) \
+  X(sinh)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

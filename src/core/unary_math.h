@@ -39,7 +39,8 @@
   X(ASINH, asinh) \
   X(ATAN, atan) \
   X(ATANH, atanh) \
-  X(COSH, cosh)
+  X(COSH, cosh) \
+  X(SINH, sinh)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -68,7 +69,8 @@
   X(ASINH, asinh) \
   X(ATAN, atan) \
   X(ATANH, atanh) \
-  X(COSH, cosh)
+  X(COSH, cosh) \
+  X(SINH, sinh)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -195,7 +195,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(ASINH, asinh) \
   X(ATAN, atan) \
   X(ATANH, atanh) \
-  X(COSH, cosh)
+  X(COSH, cosh) \
+  X(SINH, sinh)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't

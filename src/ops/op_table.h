@@ -82,6 +82,7 @@ enum {
   X(ATAN, atan, FLOAT, IN, "AtanBackward")                          \
   X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                       \
   X(COSH, cosh, FLOAT, IN, "CoshBackward")                          \
+  X(SINH, sinh, FLOAT, IN, "SinhBackward")                          \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
