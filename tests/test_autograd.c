@@ -27,6 +27,7 @@ CT_TEST(unary_gradients) {
       {"relu", ct_relu, 0.1, 2},      {"gelu", ct_gelu, -2, 2},      {"gelu_tanh", ct_gelu_tanh, -2, 2},
       {"silu", ct_silu, -2, 2},       {"softplus", ct_softplus, -2, 2},
       {"reciprocal", ct_reciprocal, 0.5, 2}, {"square", ct_square, -2, 2},
+      {"log10", ct_log10, 0.5, 3},
       {"sinh", ct_sinh, -2, 2},
       {"cosh", ct_cosh, -2, 2},
       {"atanh", ct_atanh, -0.8, 0.8},

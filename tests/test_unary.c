@@ -62,6 +62,7 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(log10, log10, 0.05, 50, K_FLOAT),
     CASE(sinh, sinh, -5, 5, K_FLOAT),
     CASE(cosh, cosh, -5, 5, K_FLOAT),
     CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
@@ -293,6 +294,10 @@ static const edge_case edges[] = {
     {"cosh", ct_cosh, -INFINITY, INFINITY},
     {"sinh", ct_sinh, -INFINITY, -INFINITY},
     {"sinh", ct_sinh, 0, 0},
+    {"log10", ct_log10, 0, -INFINITY},
+    {"log10", ct_log10, -1, NAN},
+    {"log10", ct_log10, 1000, 3},
+    {"log10", ct_log10, INFINITY, INFINITY},
 };
 
 CT_TEST(unary_domain_edges) {

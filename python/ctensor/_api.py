@@ -53,6 +53,7 @@ ELEMENTWISE = {
     "copysign": "copysign",
     "logaddexp": "logaddexp",
     "hypot": "hypot",
+    "log10": "log10",
     "sinh": "sinh",
     "cosh": "cosh",
     "atanh": "atanh",
@@ -88,7 +89,7 @@ DIRECT = {
 # Standard names without an implementation yet, and what they wait for.
 MISSING = {
     
-    "log10": "ct_log10",
+    
     "signbit": "ct_signbit", "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
     "bitwise_xor": "integer bitwise ops", "bitwise_invert": "integer bitwise ops",
     "bitwise_left_shift": "integer bitwise ops", "bitwise_right_shift": "integer bitwise ops",

@@ -379,7 +379,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(atan) \
   X(atanh) \
   X(cosh) \
-  X(sinh)
+  X(sinh) \
+  X(log10)
 #define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
 
 #define DEF_UNARY(name)                                                        \

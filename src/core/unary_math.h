@@ -40,7 +40,8 @@
   X(ATAN, atan) \
   X(ATANH, atanh) \
   X(COSH, cosh) \
-  X(SINH, sinh)
+  X(SINH, sinh) \
+  X(LOG10, log10)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -70,7 +71,8 @@
   X(ATAN, atan) \
   X(ATANH, atanh) \
   X(COSH, cosh) \
-  X(SINH, sinh)
+  X(SINH, sinh) \
+  X(LOG10, log10)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -79,6 +79,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_atan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(at
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_atanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atanh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_cosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cosh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sinh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_log10)(CT_T x, CT_T p0, CT_T p1) { return CT_M(log10)(x); }
 
 /* ---- Predicates (written without libm, so fast-math flags can't fold them) ---- */
 
@@ -182,6 +183,9 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_cosh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_sinh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   return g * CT_M(cosh)(x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_log10)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / (x * (CT_T)2.30258509299404568402);
 }
 /* floor, ceil, round, trunc, sign: zero almost everywhere, as torch */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_zero)(CT_T g, CT_T x, CT_T p0, CT_T p1) { return (CT_T)0; }

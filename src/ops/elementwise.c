@@ -196,7 +196,8 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(ATAN, atan) \
   X(ATANH, atanh) \
   X(COSH, cosh) \
-  X(SINH, sinh)
+  X(SINH, sinh) \
+  X(LOG10, log10)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't

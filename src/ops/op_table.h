@@ -83,6 +83,7 @@ enum {
   X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                       \
   X(COSH, cosh, FLOAT, IN, "CoshBackward")                          \
   X(SINH, sinh, FLOAT, IN, "SinhBackward")                          \
+  X(LOG10, log10, FLOAT, IN, "Log10Backward")                       \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
