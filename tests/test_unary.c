@@ -328,6 +328,25 @@ CT_TEST(unary_predicates_on_integers) {
   }
 }
 
+/* signbit reads the bit: -0.0 and -nan are negative, as torch and NumPy */
+CT_TEST(signbit_values) {
+  double v[8] = {-0.0, 0.0, -1.5, 2, -INFINITY, INFINITY, NAN, -NAN};
+  double e[8] = {1, 0, 1, 0, 1, 0, signbit(NAN) ? 1 : 0, signbit(-NAN) ? 1 : 0};
+  for (size_t di = 0; di < 4; di++) {
+    ct_tensor *y = ct_signbit(ct_test_make(v, CT_SHAPE(2, 4), float_dtypes[di], CT_LAYOUT_TRANSPOSED));
+    CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(float_dtypes[di]));
+    CHECK_CLOSE(y, e, 0, 0);
+  }
+  for (size_t di = 0; di < 5; di++) {
+    ct_dtype dt = int_dtypes[di];
+    ct_tensor *y = ct_signbit(ct_test_make((double[]){dt == CT_U8 ? 200 : -3, 0, 7}, CT_SHAPE(3), dt, CT_LAYOUT_SLICED));
+    CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(dt));
+    CHECK_CLOSE(y, ((double[]){dt != CT_U8, 0, 0}), 0, 0);
+  }
+  CHECK_CLOSE(ct_signbit(ct_test_make((double[]){0, 1}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG)),
+              ((double[]){0, 0}), 0, 0);
+}
+
 CT_TEST(round_half_to_even) {
   double v[8] = {0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 2.4999, -1.5};
   double e[8] = {0, 2, 2, 0, -2, 4, 2, -2};

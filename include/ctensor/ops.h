@@ -171,6 +171,10 @@ CT_API ct_tensor *ct_isnan(const ct_tensor *x);
 CT_API ct_tensor *ct_isinf(const ct_tensor *x);
 CT_API ct_tensor *ct_isfinite(const ct_tensor *x);
 CT_API ct_tensor *ct_logical_not(const ct_tensor *x);
+/* signbit: the sign bit, as torch.signbit and NumPy: true for negative
+ * values, -0.0 and a nan whose sign bit is set; false for every unsigned or
+ * bool element. */
+CT_API ct_tensor *ct_signbit(const ct_tensor *x);
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi) (lo > hi gives hi); pass -INFINITY /
  * INFINITY for no bound (torch's None: an infinite bound never promotes).

@@ -53,6 +53,7 @@ ELEMENTWISE = {
     "copysign": "copysign",
     "logaddexp": "logaddexp",
     "hypot": "hypot",
+    "signbit": "signbit",
     "log10": "log10",
     "sinh": "sinh",
     "cosh": "cosh",
@@ -90,7 +91,7 @@ DIRECT = {
 MISSING = {
     
     
-    "signbit": "ct_signbit", "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
+    "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
     "bitwise_xor": "integer bitwise ops", "bitwise_invert": "integer bitwise ops",
     "bitwise_left_shift": "integer bitwise ops", "bitwise_right_shift": "integer bitwise ops",
     "conj": "complex dtypes", "real": "complex dtypes", "imag": "complex dtypes",

@@ -381,7 +381,8 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(cosh) \
   X(sinh) \
   X(log10)
-#define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
+#define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not) \
+  X(signbit)
 
 #define DEF_UNARY(name)                                                        \
   static PyObject *f_##name(PyObject *m, PyObject *arg) {                      \

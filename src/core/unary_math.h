@@ -50,7 +50,8 @@
 
 /* ct_up_<name>(x), bool, for every dtype: the BOOL-rule ops. */
 #define CT_UNARY_PREDICATES(X) \
-  X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(LOGICAL_NOT, logical_not)
+  X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(LOGICAL_NOT, logical_not) \
+  X(SIGNBIT, signbit)
 
 /* X(ENUM, name): ct_ud_<name>(g, v, p0, p1) = g * d op/dx for floating
  * dtypes, v being what the op table's READS column says (ops/op_table.h:

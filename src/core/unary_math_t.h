@@ -89,6 +89,8 @@ CT_HOST_DEVICE bool CT_FN(ct_up_isfinite)(CT_T x) {
   return x - x == (CT_T)0; /* not inf, not nan */
 }
 CT_HOST_DEVICE bool CT_FN(ct_up_logical_not)(CT_T x) { return x == (CT_T)0; }
+/* the sign bit itself: true for -0.0 and a nan with its sign set, as torch */
+CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return signbit(x) != 0; }
 
 /* ---- Derivatives: g * d op/dx at x (or at the output y, per CT_UNARY_GRADS) ---- */
 

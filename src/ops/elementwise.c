@@ -235,6 +235,9 @@ ct_tensor *ct_isfinite(const ct_tensor *x) {
 ct_tensor *ct_logical_not(const ct_tensor *x) {
   return ct__track(ct__unary(CT_UOP_LOGICAL_NOT, NULL, x, 0, 0));
 }
+ct_tensor *ct_signbit(const ct_tensor *x) {
+  return ct__track(ct__unary(CT_UOP_SIGNBIT, NULL, x, 0, 0));
+}
 
 ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {
   return unary_new(CT_UOP_CLAMP, x, lo, hi);

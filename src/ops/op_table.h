@@ -87,6 +87,7 @@ enum {
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
+  X(SIGNBIT, signbit, BOOL, NOGRAD, NULL)                           \
   X(LOGICAL_NOT, logical_not, BOOL, NOGRAD, NULL)
 /* clang-format on */
 

@@ -25,6 +25,7 @@ RTOL = {np.float32: 2e-5, np.float64: 1e-12}
 
 # name: (NumPy function, low, high of the random inputs, also tested on int32)
 UNARY = {
+    "signbit": (np.signbit, -3, 3, True),
     "log10": (np.log10, 0.1, 5, False),
     "sinh": (np.sinh, -3, 3, False),
     "cosh": (np.cosh, -3, 3, False),
