@@ -27,6 +27,15 @@ CT_TEST(unary_gradients) {
       {"relu", ct_relu, 0.1, 2},      {"gelu", ct_gelu, -2, 2},      {"gelu_tanh", ct_gelu_tanh, -2, 2},
       {"silu", ct_silu, -2, 2},       {"softplus", ct_softplus, -2, 2},
       {"reciprocal", ct_reciprocal, 0.5, 2}, {"square", ct_square, -2, 2},
+      {"log10", ct_log10, 0.5, 3},
+      {"sinh", ct_sinh, -2, 2},
+      {"cosh", ct_cosh, -2, 2},
+      {"atanh", ct_atanh, -0.8, 0.8},
+      {"atan", ct_atan, -2, 2},
+      {"asinh", ct_asinh, -2, 2},
+      {"asin", ct_asin, -0.8, 0.8},
+      {"acosh", ct_acosh, 1.2, 3},
+      {"acos", ct_acos, -0.8, 0.8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ct_tensor *x = ct_gradcheck_input(CT_SHAPE(2, 3), cases[i].lo, cases[i].hi, (unsigned)i);

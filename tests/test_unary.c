@@ -62,6 +62,15 @@ static const unary_case cases[] = {
     CASE(sign, r_sign, -5, 5, K_SAME),
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
+    CASE(log10, log10, 0.05, 50, K_FLOAT),
+    CASE(sinh, sinh, -5, 5, K_FLOAT),
+    CASE(cosh, cosh, -5, 5, K_FLOAT),
+    CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
+    CASE(atan, atan, -5, 5, K_FLOAT),
+    CASE(asinh, asinh, -5, 5, K_FLOAT),
+    CASE(asin, asin, -1, 1, K_FLOAT),
+    CASE(acosh, acosh, 1, 10, K_FLOAT),
+    CASE(acos, acos, -1, 1, K_FLOAT),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -257,6 +266,58 @@ CT_TEST(unary_nan_inf_propagate) {
   CHECK_CLOSE(ct_silu(big), ((double[]){-80 * exp(-80), 100}), 1e-6, 0);
 }
 
+/* Domain edges and special values (C99 Annex F, as torch and NumPy). */
+typedef struct edge_case {
+  const char *name;
+  ct_tensor *(*fn)(const ct_tensor *);
+  double x, want;
+} edge_case;
+static const edge_case edges[] = {
+    {"acos", ct_acos, 1, 0},
+    {"acos", ct_acos, -1, M_PI},
+    {"acos", ct_acos, 1.5, NAN},
+    {"acos", ct_acos, -INFINITY, NAN},
+    {"acosh", ct_acosh, 1, 0},
+    {"acosh", ct_acosh, 0.5, NAN},
+    {"acosh", ct_acosh, INFINITY, INFINITY},
+    {"asin", ct_asin, 1, M_PI / 2},
+    {"asin", ct_asin, -1, -M_PI / 2},
+    {"asin", ct_asin, 2, NAN},
+    {"asinh", ct_asinh, -INFINITY, -INFINITY},
+    {"asinh", ct_asinh, 0, 0},
+    {"atan", ct_atan, INFINITY, M_PI / 2},
+    {"atan", ct_atan, -INFINITY, -M_PI / 2},
+    {"atanh", ct_atanh, 1, INFINITY},
+    {"atanh", ct_atanh, -1, -INFINITY},
+    {"atanh", ct_atanh, 2, NAN},
+    {"cosh", ct_cosh, 0, 1},
+    {"cosh", ct_cosh, -INFINITY, INFINITY},
+    {"sinh", ct_sinh, -INFINITY, -INFINITY},
+    {"sinh", ct_sinh, 0, 0},
+    {"log10", ct_log10, 0, -INFINITY},
+    {"log10", ct_log10, -1, NAN},
+    {"log10", ct_log10, 1000, 3},
+    {"log10", ct_log10, INFINITY, INFINITY},
+};
+
+CT_TEST(unary_domain_edges) {
+  for (size_t di = 0; di < 4; di++) {
+    ct_dtype dt = float_dtypes[di];
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+      const edge_case *c = &edges[i];
+      ct_tensor *y = c->fn(ct_test_make(&c->x, CT_SHAPE(1), dt, CT_LAYOUT_CONTIG));
+      CHECK_MSG(y && ct_dtype_of(y) == dt, "%s on %s", c->name, ct_dtype_name(dt));
+      if (!y) continue;
+      double *got = ct_test_values(y), want = c->want;
+      ct_test_round_to(&want, 1, dt);
+      CHECK_MSG((isnan(want) && isnan(got[0])) || got[0] == want ||
+                    (isfinite(want) && fabs(got[0] - want) <= ct_test_rtol(dt) * fabs(want)),
+                "%s(%g) on %s is %g, expected %g", c->name, c->x, ct_dtype_name(dt), got[0], want);
+      free(got);
+    }
+  }
+}
+
 CT_TEST(unary_predicates_on_integers) {
   for (size_t di = 0; di < 5; di++) {
     ct_tensor *x = ct_test_make((double[]){0, 3, 7}, CT_SHAPE(3), int_dtypes[di], CT_LAYOUT_SLICED);
@@ -265,6 +326,25 @@ CT_TEST(unary_predicates_on_integers) {
     CHECK_CLOSE(ct_isfinite(x), ((double[]){1, 1, 1}), 0, 0);
     CHECK_CLOSE(ct_logical_not(x), ((double[]){1, 0, 0}), 0, 0);
   }
+}
+
+/* signbit reads the bit: -0.0 and -nan are negative, as torch and NumPy */
+CT_TEST(signbit_values) {
+  double v[8] = {-0.0, 0.0, -1.5, 2, -INFINITY, INFINITY, NAN, -NAN};
+  double e[8] = {1, 0, 1, 0, 1, 0, signbit(NAN) ? 1 : 0, signbit(-NAN) ? 1 : 0};
+  for (size_t di = 0; di < 4; di++) {
+    ct_tensor *y = ct_signbit(ct_test_make(v, CT_SHAPE(2, 4), float_dtypes[di], CT_LAYOUT_TRANSPOSED));
+    CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(float_dtypes[di]));
+    CHECK_CLOSE(y, e, 0, 0);
+  }
+  for (size_t di = 0; di < 5; di++) {
+    ct_dtype dt = int_dtypes[di];
+    ct_tensor *y = ct_signbit(ct_test_make((double[]){dt == CT_U8 ? 200 : -3, 0, 7}, CT_SHAPE(3), dt, CT_LAYOUT_SLICED));
+    CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(dt));
+    CHECK_CLOSE(y, ((double[]){dt != CT_U8, 0, 0}), 0, 0);
+  }
+  CHECK_CLOSE(ct_signbit(ct_test_make((double[]){0, 1}, CT_SHAPE(2), CT_BOOL, CT_LAYOUT_CONTIG)),
+              ((double[]){0, 0}), 0, 0);
 }
 
 CT_TEST(round_half_to_even) {

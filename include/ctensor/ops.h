@@ -137,12 +137,44 @@ CT_API ct_tensor *ct_reciprocal_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_square(const ct_tensor *x); /* x * x */
 CT_API ct_tensor *ct_square_(ct_tensor *x);
 CT_API ct_tensor *ct_square_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_acos(const ct_tensor *x); /* arccosine in [0, pi]; |x| > 1 gives nan */
+CT_API ct_tensor *ct_acos_(ct_tensor *x);
+CT_API ct_tensor *ct_acos_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_acosh(const ct_tensor *x); /* inverse hyperbolic cosine; x < 1 gives nan */
+CT_API ct_tensor *ct_acosh_(ct_tensor *x);
+CT_API ct_tensor *ct_acosh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_asin(const ct_tensor *x); /* arcsine in [-pi/2, pi/2]; |x| > 1 gives nan */
+CT_API ct_tensor *ct_asin_(ct_tensor *x);
+CT_API ct_tensor *ct_asin_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_asinh(const ct_tensor *x); /* inverse hyperbolic sine */
+CT_API ct_tensor *ct_asinh_(ct_tensor *x);
+CT_API ct_tensor *ct_asinh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_atan(const ct_tensor *x); /* arctangent in (-pi/2, pi/2) */
+CT_API ct_tensor *ct_atan_(ct_tensor *x);
+CT_API ct_tensor *ct_atan_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_atanh(
+    const ct_tensor *x); /* inverse hyperbolic tangent; atanh(+-1) = +-inf, |x| > 1 gives nan */
+CT_API ct_tensor *ct_atanh_(ct_tensor *x);
+CT_API ct_tensor *ct_atanh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_cosh(const ct_tensor *x); /* hyperbolic cosine */
+CT_API ct_tensor *ct_cosh_(ct_tensor *x);
+CT_API ct_tensor *ct_cosh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_sinh(const ct_tensor *x); /* hyperbolic sine */
+CT_API ct_tensor *ct_sinh_(ct_tensor *x);
+CT_API ct_tensor *ct_sinh_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_log10(const ct_tensor *x); /* base-10 log; log10(0) = -inf, log10(<0) = nan */
+CT_API ct_tensor *ct_log10_(ct_tensor *x);
+CT_API ct_tensor *ct_log10_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);
 CT_API ct_tensor *ct_isinf(const ct_tensor *x);
 CT_API ct_tensor *ct_isfinite(const ct_tensor *x);
 CT_API ct_tensor *ct_logical_not(const ct_tensor *x);
+/* signbit: the sign bit, as torch.signbit and NumPy: true for negative
+ * values, -0.0 and a nan whose sign bit is set; false for every unsigned or
+ * bool element. */
+CT_API ct_tensor *ct_signbit(const ct_tensor *x);
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi) (lo > hi gives hi); pass -INFINITY /
  * INFINITY for no bound (torch's None: an infinite bound never promotes).

@@ -371,8 +371,18 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
   X(log1p)                                                                                     \
   X(log2)                                                                                      \
   X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(erf) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) \
-      X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square)
-#define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not)
+      X(silu) X(softplus) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal) X(square) \
+  X(acos) \
+  X(acosh) \
+  X(asin) \
+  X(asinh) \
+  X(atan) \
+  X(atanh) \
+  X(cosh) \
+  X(sinh) \
+  X(log10)
+#define CTPY_PREDICATES(X) X(isnan) X(isinf) X(isfinite) X(logical_not) \
+  X(signbit)
 
 #define DEF_UNARY(name)                                                        \
   static PyObject *f_##name(PyObject *m, PyObject *arg) {                      \

@@ -11,6 +11,11 @@ CT_HOST_DEVICE bool CT_FN(ct_up_isnan)(CT_T x) { return false; }
 CT_HOST_DEVICE bool CT_FN(ct_up_isinf)(CT_T x) { return false; }
 CT_HOST_DEVICE bool CT_FN(ct_up_isfinite)(CT_T x) { return true; }
 CT_HOST_DEVICE bool CT_FN(ct_up_logical_not)(CT_T x) { return x == 0; }
+#ifdef CT_IS_BOOL
+CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return false; }
+#else
+CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return x < 0; } /* unsigned: never */
+#endif
 
 #ifndef CT_IS_BOOL
 CT_HOST_DEVICE CT_T CT_FN(ct_ui_neg)(CT_T x, CT_T p0, CT_T p1) {

@@ -32,7 +32,16 @@
           X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu)   \
               X(SOFTPLUS, softplus) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) \
                   X(SIGN, sign) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)       \
-                      X(LEAKY_RELU, leaky_relu)
+                      X(LEAKY_RELU, leaky_relu) \
+  X(ACOS, acos) \
+  X(ACOSH, acosh) \
+  X(ASIN, asin) \
+  X(ASINH, asinh) \
+  X(ATAN, atan) \
+  X(ATANH, atanh) \
+  X(COSH, cosh) \
+  X(SINH, sinh) \
+  X(LOG10, log10)
 
 /* ct_ui_<name>(x, p0, p1) for integer x: the SAME-rule ops (ops/op_table.h)
  * but leaky_relu, which the op layer computes in floating point. */
@@ -41,7 +50,8 @@
 
 /* ct_up_<name>(x), bool, for every dtype: the BOOL-rule ops. */
 #define CT_UNARY_PREDICATES(X) \
-  X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(LOGICAL_NOT, logical_not)
+  X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(LOGICAL_NOT, logical_not) \
+  X(SIGNBIT, signbit)
 
 /* X(ENUM, name): ct_ud_<name>(g, v, p0, p1) = g * d op/dx for floating
  * dtypes, v being what the op table's READS column says (ops/op_table.h:
@@ -54,7 +64,16 @@
   X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu)            \
   X(SOFTPLUS, softplus) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(CLAMP, clamp)                \
   X(LEAKY_RELU, leaky_relu) X(FLOOR, zero) X(CEIL, zero) X(ROUND, zero) X(TRUNC, zero)             \
-  X(SIGN, zero)
+  X(SIGN, zero) \
+  X(ACOS, acos) \
+  X(ACOSH, acosh) \
+  X(ASIN, asin) \
+  X(ASINH, asinh) \
+  X(ATAN, atan) \
+  X(ATANH, atanh) \
+  X(COSH, cosh) \
+  X(SINH, sinh) \
+  X(LOG10, log10)
 /* clang-format on */
 
 /* The tie between this list and the op table: every differentiable row of

@@ -71,6 +71,15 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_clamp)(CT_T x, CT_T p0, CT_T p1) {
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_leaky_relu)(CT_T x, CT_T p0, CT_T p1) {
   return x > (CT_T)0 ? x : p0 * x;
 }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_acos)(CT_T x, CT_T p0, CT_T p1) { return CT_M(acos)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_acosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(acosh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_asin)(CT_T x, CT_T p0, CT_T p1) { return CT_M(asin)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_asinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(asinh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_atan)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atan)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_atanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(atanh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_cosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cosh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_sinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sinh)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_log10)(CT_T x, CT_T p0, CT_T p1) { return CT_M(log10)(x); }
 
 /* ---- Predicates (written without libm, so fast-math flags can't fold them) ---- */
 
@@ -80,6 +89,8 @@ CT_HOST_DEVICE bool CT_FN(ct_up_isfinite)(CT_T x) {
   return x - x == (CT_T)0; /* not inf, not nan */
 }
 CT_HOST_DEVICE bool CT_FN(ct_up_logical_not)(CT_T x) { return x == (CT_T)0; }
+/* the sign bit itself: true for -0.0 and a nan with its sign set, as torch */
+CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return signbit(x) != 0; }
 
 /* ---- Derivatives: g * d op/dx at x (or at the output y, per CT_UNARY_GRADS) ---- */
 
@@ -150,6 +161,33 @@ CT_HOST_DEVICE CT_T CT_FN(ct_ud_clamp)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
 }
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_leaky_relu)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
   return x > (CT_T)0 ? g : g * p0;
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_acos)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return -g / CT_M(sqrt)((CT_T)1 - x * x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_acosh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / CT_M(sqrt)(x * x - (CT_T)1);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_asin)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / CT_M(sqrt)((CT_T)1 - x * x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_asinh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / CT_M(sqrt)(x * x + (CT_T)1);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_atan)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / ((CT_T)1 + x * x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_atanh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / ((CT_T)1 - x * x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_cosh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g * CT_M(sinh)(x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_sinh)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g * CT_M(cosh)(x);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_ud_log10)(CT_T g, CT_T x, CT_T p0, CT_T p1) {
+  return g / (x * (CT_T)2.30258509299404568402);
 }
 /* floor, ceil, round, trunc, sign: zero almost everywhere, as torch */
 CT_HOST_DEVICE CT_T CT_FN(ct_ud_zero)(CT_T g, CT_T x, CT_T p0, CT_T p1) { return (CT_T)0; }

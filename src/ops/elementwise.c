@@ -188,7 +188,16 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   X(TANH, tanh) X(ERF, erf) X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu)           \
   X(GELU_TANH, gelu_tanh) X(SILU, silu) X(SOFTPLUS, softplus) X(FLOOR, floor)         \
   X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) X(SIGN, sign)                         \
-  X(RECIPROCAL, reciprocal) X(SQUARE, square)
+  X(RECIPROCAL, reciprocal) X(SQUARE, square) \
+  X(ACOS, acos) \
+  X(ACOSH, acosh) \
+  X(ASIN, asin) \
+  X(ASINH, asinh) \
+  X(ATAN, atan) \
+  X(ATANH, atanh) \
+  X(COSH, cosh) \
+  X(SINH, sinh) \
+  X(LOG10, log10)
 
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't
@@ -225,6 +234,9 @@ ct_tensor *ct_isfinite(const ct_tensor *x) {
 }
 ct_tensor *ct_logical_not(const ct_tensor *x) {
   return ct__track(ct__unary(CT_UOP_LOGICAL_NOT, NULL, x, 0, 0));
+}
+ct_tensor *ct_signbit(const ct_tensor *x) {
+  return ct__track(ct__unary(CT_UOP_SIGNBIT, NULL, x, 0, 0));
 }
 
 ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {

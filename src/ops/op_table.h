@@ -75,9 +75,19 @@ enum {
   X(SQUARE, square, SAME, IN, "PowBackward")                          \
   X(CLAMP, clamp, SAME, IN, "ClampBackward") /* p0 = lo, p1 = hi */   \
   X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
+  X(ACOS, acos, FLOAT, IN, "AcosBackward")                            \
+  X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                         \
+  X(ASIN, asin, FLOAT, IN, "AsinBackward")                            \
+  X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                         \
+  X(ATAN, atan, FLOAT, IN, "AtanBackward")                            \
+  X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                         \
+  X(COSH, cosh, FLOAT, IN, "CoshBackward")                            \
+  X(SINH, sinh, FLOAT, IN, "SinhBackward")                            \
+  X(LOG10, log10, FLOAT, IN, "Log10Backward")                         \
   X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
   X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
   X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
+  X(SIGNBIT, signbit, BOOL, NOGRAD, NULL)                             \
   X(LOGICAL_NOT, logical_not, BOOL, NOGRAD, NULL)
 /* clang-format on */
 

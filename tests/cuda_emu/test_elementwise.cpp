@@ -482,8 +482,8 @@ static void where_case(int dt, const std::vector<int64_t> &shape, int cc, int ca
 
 /* ---- Unary ---- */
 static bool unary_has_kernel(int op, int dt) {
-  bool pred =
-      op == CT_UOP_ISNAN || op == CT_UOP_ISINF || op == CT_UOP_ISFINITE || op == CT_UOP_LOGICAL_NOT;
+  bool pred = op == CT_UOP_ISNAN || op == CT_UOP_ISINF || op == CT_UOP_ISFINITE ||
+              op == CT_UOP_LOGICAL_NOT || op == CT_UOP_SIGNBIT;
   if (dt == CT_BOOL) return pred;
   if (is_float(dt)) return true;
   return pred || op == CT_UOP_NEG || op == CT_UOP_ABS || op == CT_UOP_RELU || op == CT_UOP_SIGN ||
@@ -550,6 +550,24 @@ static double unary_float(int op, double x, double q0, double q1, bool &exact) {
       return x * sigmoid(x);
     case CT_UOP_SOFTPLUS:
       return x > 20 ? x : log1p(exp(x));
+    case CT_UOP_LOG10:
+      return log10(x);
+    case CT_UOP_SINH:
+      return sinh(x);
+    case CT_UOP_COSH:
+      return cosh(x);
+    case CT_UOP_ATANH:
+      return atanh(x);
+    case CT_UOP_ATAN:
+      return atan(x);
+    case CT_UOP_ASINH:
+      return asinh(x);
+    case CT_UOP_ASIN:
+      return asin(x);
+    case CT_UOP_ACOSH:
+      return acosh(x);
+    case CT_UOP_ACOS:
+      return acos(x);
     default:
       break;
   }
@@ -587,6 +605,8 @@ static double unary_float(int op, double x, double q0, double q1, bool &exact) {
       return std::isinf(x);
     case CT_UOP_ISFINITE:
       return std::isfinite(x);
+    case CT_UOP_SIGNBIT:
+      return std::signbit(x);
     case CT_UOP_LOGICAL_NOT:
       return x == 0;
     default:
@@ -612,6 +632,8 @@ static int64_t unary_int(int op, int64_t x, int64_t q0, int64_t q1) {
       return 0;
     case CT_UOP_ISFINITE:
       return 1;
+    case CT_UOP_SIGNBIT:
+      return x < 0;
     case CT_UOP_LOGICAL_NOT:
       return x == 0;
     default:

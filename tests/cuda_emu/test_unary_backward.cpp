@@ -86,6 +86,15 @@ static double deriv(int op, double g, double x, double y, double p0, double p1, 
     case CT_UOP_SQUARE: return 2 * g * x;
     case CT_UOP_CLAMP: return (x >= p0 && x <= p1) ? g : 0;
     case CT_UOP_LEAKY_RELU: return x > 0 ? g : g * p0;
+    case CT_UOP_LOG10: return g / (x * 2.30258509299404568402);
+    case CT_UOP_SINH: return g * cosh(x);
+    case CT_UOP_COSH: return g * sinh(x);
+    case CT_UOP_ATANH: return g / (1 - x * x);
+    case CT_UOP_ATAN: return g / (1 + x * x);
+    case CT_UOP_ASINH: return g / sqrt(x * x + 1);
+    case CT_UOP_ASIN: return g / sqrt(1 - x * x);
+    case CT_UOP_ACOSH: return g / sqrt(x * x - 1);
+    case CT_UOP_ACOS: return -g / sqrt(1 - x * x);
     default: return 0; /* floor, ceil, round, trunc, sign */
   }
 }
@@ -97,7 +106,7 @@ static const int kOps[] = {CT_UOP_NEG,     CT_UOP_ABS,        CT_UOP_EXP,       
                            CT_UOP_GELU,    CT_UOP_GELU_TANH,  CT_UOP_SILU,       CT_UOP_SOFTPLUS,
                            CT_UOP_RECIPROCAL, CT_UOP_SQUARE,  CT_UOP_CLAMP,      CT_UOP_LEAKY_RELU,
                            CT_UOP_FLOOR,   CT_UOP_CEIL,       CT_UOP_ROUND,      CT_UOP_TRUNC,
-                           CT_UOP_SIGN};
+                           CT_UOP_SIGN, CT_UOP_ACOS, CT_UOP_ACOSH, CT_UOP_ASIN, CT_UOP_ASINH, CT_UOP_ATAN, CT_UOP_ATANH, CT_UOP_COSH, CT_UOP_SINH, CT_UOP_LOG10};
 static const int kNops = (int)(sizeof kOps / sizeof kOps[0]);
 
 static long nvec, ngeneric;
@@ -112,6 +121,15 @@ static double draw_x(int op, double p0, double p1) {
     case CT_UOP_SOFTPLUS: return coin(8) ? (coin(2) ? 20 : unif(19, 30)) : unif(-8, 8);
     case CT_UOP_CLAMP: return coin(4) ? (coin(2) ? p0 : p1) : unif(-4, 4);
     case CT_UOP_ABS: case CT_UOP_RELU: case CT_UOP_LEAKY_RELU: return coin(6) ? 0.0 : unif(-4, 4);
+    case CT_UOP_ACOS: return unif(-0.9, 0.9);
+    case CT_UOP_ACOSH: return unif(1.1, 8);
+    case CT_UOP_ASIN: return unif(-0.9, 0.9);
+    case CT_UOP_ASINH: return unif(-4, 4);
+    case CT_UOP_ATAN: return unif(-4, 4);
+    case CT_UOP_ATANH: return unif(-0.9, 0.9);
+    case CT_UOP_COSH: return unif(-4, 4);
+    case CT_UOP_SINH: return unif(-4, 4);
+    case CT_UOP_LOG10: return unif(0.05, 8);
     default: return unif(-4, 4);
   }
 }

@@ -25,6 +25,16 @@ RTOL = {np.float32: 2e-5, np.float64: 1e-12}
 
 # name: (NumPy function, low, high of the random inputs, also tested on int32)
 UNARY = {
+    "signbit": (np.signbit, -3, 3, True),
+    "log10": (np.log10, 0.1, 5, False),
+    "sinh": (np.sinh, -3, 3, False),
+    "cosh": (np.cosh, -3, 3, False),
+    "atanh": (np.arctanh, -0.99, 0.99, False),
+    "atan": (np.arctan, -3, 3, False),
+    "asinh": (np.arcsinh, -3, 3, False),
+    "asin": (np.arcsin, -1, 1, False),
+    "acosh": (np.arccosh, 1, 5, False),
+    "acos": (np.arccos, -1, 1, False),
     "abs": (np.abs, -3, 3, True), "ceil": (np.ceil, -3, 3, False), "cos": (np.cos, -3, 3, False),
     "exp": (np.exp, -3, 3, False), "expm1": (np.expm1, -1, 1, False), "floor": (np.floor, -3, 3, False),
     "isfinite": (np.isfinite, -3, 3, True), "isinf": (np.isinf, -3, 3, True), "isnan": (np.isnan, -3, 3, True),
