@@ -226,3 +226,27 @@ CT_TEST(floating_operands_are_dtype_errors) {
   ct_tensor *h = ct_test_make((double[]){1, 2}, CT_SHAPE(2), CT_F64, CT_LAYOUT_CONTIG);
   CHECK_ERR_MSG(ct_bitwise_and_(h, h), CT_ERR_DTYPE, "f64");
 }
+
+CT_TEST(bitwise_not) {
+  for (int ti = 0; ti < NTYPES; ti++) {
+    const int_type *t = &types[ti];
+    int64_t v[32];
+    int n = values_of(t, v);
+    double want[32];
+    for (int i = 0; i < n; i++) want[i] = (double)(t->is_unsigned ? 255 - v[i] : -v[i] - 1);
+    ct_tensor *a = make(v, n, (int64_t[]){n}, 1, t->dt, CT_LAYOUT_SLICED);
+    ct_tensor *r = ct_bitwise_not(a);
+    CHECK(r && ct_dtype_of(r) == t->dt);
+    WITH_CONTEXT(CHECK_CLOSE(r, want, 0, 0), "%s", ct_dtype_name(t->dt));
+    CHECK_OK(ct_bitwise_not_(a));
+    WITH_CONTEXT(CHECK_CLOSE(a, want, 0, 0), "in place, %s", ct_dtype_name(t->dt));
+  }
+  ct_tensor *p = ct_test_make((double[]){0, 1, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG);
+  ct_tensor *q = ct_bitwise_not(p);
+  CHECK(q && ct_dtype_of(q) == CT_BOOL);
+  CHECK_CLOSE(q, ((double[]){1, 0, 0}), 0, 0);
+  CHECK_OK(ct_bitwise_not_(p));
+  CHECK_CLOSE(p, ((double[]){1, 0, 0}), 0, 0);
+  ct_tensor *f = ct_test_make((double[]){1}, CT_SHAPE(1), CT_F16, CT_LAYOUT_CONTIG);
+  CHECK_ERR_MSG(ct_bitwise_not(f), CT_ERR_DTYPE, "bitwise_not: integer or bool operands only");
+}
