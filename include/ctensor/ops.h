@@ -321,7 +321,8 @@ CT_API ct_tensor *ct_bitwise_left_shift_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_bitwise_left_shift_scalar_(ct_tensor *a, double s);
 CT_API ct_tensor *ct_bitwise_right_shift(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_bitwise_right_shift_(ct_tensor *a, const ct_tensor *b);
-CT_API ct_tensor *ct_bitwise_right_shift_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_right_shift_out(ct_tensor *out, const ct_tensor *a,
+                                             const ct_tensor *b);
 CT_API ct_tensor *ct_bitwise_right_shift_scalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_bitwise_right_shift_scalar_(ct_tensor *a, double s);
 /* ~a (the array API's bitwise_invert): every bit flipped; logical not on
