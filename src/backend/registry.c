@@ -12,7 +12,9 @@
  *   1. the directories of CT_BACKEND_PATH (':'-separated), in order;
  *   2. the directory of libctensor itself (dladdr), where the build and the
  *      packages put them;
- *   3. the system's search (dlopen of the bare name: LD_LIBRARY_PATH, the
+ *   3. the system's search: its directories (RPATH, LD_LIBRARY_PATH,
+ *      RUNPATH, the system's) one by one, so that a file found there is
+ *      checked before dlopen maps it, then dlopen of the bare name (the
  *      loader cache).
  * The first file found is the one used: if it cannot be loaded (a library it
  * needs is missing, or it was built from another ctensor), the plugin is
@@ -300,6 +302,30 @@ static size_t core_dir(char *buf, size_t size) {
   return n;
 }
 
+/* Tries the directories dlopen of a bare name from libctensor searches, in
+ * its order (DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH, the system's
+ * directories: dlinfo's RTLD_DI_SERINFO, less the loader cache): true if
+ * the file is in one of them (loaded or not: the search stops there). */
+static bool try_search_dirs(plugin_slot *s) {
+  Dl_info self;
+  void *h = dladdr((void *)ct__plugin, &self) && self.dli_fname
+                ? dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD)
+                : NULL;
+  if (!h) return false;
+  Dl_serinfo size;
+  Dl_serinfo *info = NULL;
+  bool found = false;
+  if (dlinfo(h, RTLD_DI_SERINFOSIZE, &size) == 0 && (info = ct__malloc(size.dls_size)) &&
+      dlinfo(h, RTLD_DI_SERINFOSIZE, info) == 0 && dlinfo(h, RTLD_DI_SERINFO, info) == 0)
+    for (unsigned i = 0; i < info->dls_cnt && !found; i++) {
+      const char *d = info->dls_serpath[i].dls_name;
+      found = try_dir(s, d, strlen(d));
+    }
+  ct__free(info);
+  dlclose(h);
+  return found;
+}
+
 static void search(plugin_slot *s) {
   const char *env = getenv("CT_BACKEND_PATH");
   for (const char *d = env; d && *d;) {
@@ -311,7 +337,10 @@ static void search(plugin_slot *s) {
   char dir[PATH_MAX];
   size_t len = core_dir(dir, sizeof dir);
   if (try_dir(s, dir, len)) return;
-  /* The system's search; its error says which file or library is missing. */
+  /* The directories of the system's search, so that the file is checked
+   * before dlopen maps it; then the search itself, for what only the loader
+   * cache knows. Its error says which file or library is missing. */
+  if (try_search_dirs(s)) return;
   if (load_file(s, s->file)) return;
   /* Not found anywhere: say where it was looked for, and when it is so that
    * this ctensor never had it (then the fix is another build). */

@@ -48,6 +48,10 @@ LD_LIBRARY_PATH="$tmp/alone" CT_BACKEND_PATH="$tmp/truncated" \
 head -c 200 "$plugin" >"$tmp/truncated/libctensor-cuda.so" # headers cut too
 LD_LIBRARY_PATH="$tmp/alone" CT_BACKEND_PATH="$tmp/truncated" \
   run "$prog" absent "is damaged or foreign: truncated"
+# The same file found by the system's search (LD_LIBRARY_PATH) rather than
+# CT_BACKEND_PATH: checked before dlopen too.
+(unset CT_BACKEND_PATH; LD_LIBRARY_PATH="$tmp/alone:$tmp/truncated" \
+  run "$prog" absent "is damaged or foreign: truncated")
 head -c 65536 /dev/urandom >"$tmp/random/libctensor-cuda.so"
 LD_LIBRARY_PATH="$tmp/alone" CT_BACKEND_PATH="$tmp/random" \
   run "$prog" absent "is damaged or foreign: not an ELF shared object"
