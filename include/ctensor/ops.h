@@ -319,6 +319,52 @@ CT_API ct_tensor *ct_logical_xor(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_logical_xor_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_logical_xor_scalar(const ct_tensor *a, double s);
 
+/* ---- Bitwise ops (integer and bool tensors) ------------------------------ */
+/* Integer and bool operands only (a floating tensor, or a number that is not
+ * an integer, is CT_ERR_DTYPE naming the op and the dtype); the result is the
+ * promoted dtype (as ct_add), bool for two bools; not differentiable (integer
+ * results, never recorded). The _scalar forms take an integer s in the
+ * tensor's dtype (wrapping). */
+/* a & b, a | b, a ^ b (bool too). */
+CT_API ct_tensor *ct_bitwise_and(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_and_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_and_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_and_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_and_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_or(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_or_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_or_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_or_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_or_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_xor(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_xor_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_xor_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_xor_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_xor_scalar_(ct_tensor *a, double s);
+/* a << b and a >> b, integers only (bool is CT_ERR_DTYPE, as torch), as
+ * NumPy and the array API: a count at least the bit width gives 0, or -1 for
+ * a right shift of a negative value; right shifts of signed values are
+ * arithmetic; a negative count counts as one at least the width (NumPy's and
+ * torch's definition: a << -1 is 0). */
+CT_API ct_tensor *ct_bitwise_left_shift(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_left_shift_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_left_shift_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_left_shift_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_left_shift_scalar_(ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_right_shift(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_right_shift_(ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_right_shift_out(ct_tensor *out, const ct_tensor *a,
+                                             const ct_tensor *b);
+CT_API ct_tensor *ct_bitwise_right_shift_scalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_right_shift_scalar_(ct_tensor *a, double s);
+/* ~a (the array API's bitwise_invert): every bit flipped; logical not on
+ * bool; a floating tensor is CT_ERR_DTYPE. */
+CT_API ct_tensor *ct_bitwise_not(const ct_tensor *a);
+CT_API ct_tensor *ct_bitwise_not_(ct_tensor *a);
+/* s << a and s >> a: the count is the tensor. */
+CT_API ct_tensor *ct_bitwise_left_shift_rscalar(const ct_tensor *a, double s);
+CT_API ct_tensor *ct_bitwise_right_shift_rscalar(const ct_tensor *a, double s);
+
 /* cond ? a : b, broadcasting all three; cond is bool (else nonzero = true). */
 CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_where_scalar(const ct_tensor *cond, const ct_tensor *a, double b);

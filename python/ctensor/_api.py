@@ -50,6 +50,9 @@ STANDARD = {
 
 # Elementwise functions of the extension, by array API name.
 ELEMENTWISE = {
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_invert": "bitwise_not", "bitwise_left_shift": "bitwise_left_shift",
+    "bitwise_right_shift": "bitwise_right_shift",
     "copysign": "copysign",
     "logaddexp": "logaddexp",
     "hypot": "hypot",
@@ -89,11 +92,6 @@ DIRECT = {
 
 # Standard names without an implementation yet, and what they wait for.
 MISSING = {
-    
-    
-    "bitwise_and": "integer bitwise ops", "bitwise_or": "integer bitwise ops",
-    "bitwise_xor": "integer bitwise ops", "bitwise_invert": "integer bitwise ops",
-    "bitwise_left_shift": "integer bitwise ops", "bitwise_right_shift": "integer bitwise ops",
     "conj": "complex dtypes", "real": "complex dtypes", "imag": "complex dtypes",
     "uint16": "the dtype", "uint32": "the dtype", "uint64": "the dtype", "complex64": "the dtype",
     "complex128": "the dtype",

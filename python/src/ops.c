@@ -27,6 +27,14 @@
   X(logaddexp, true, true, NULL)       \
   X(hypot, true, true, NULL)
 
+/* The integer bitwise ops, as the arithmetic ones (integer and bool operands only). */
+#define CTPY_BITWISE_OPS(X)                                          \
+  X(bitwise_and, true, false, NULL)                                  \
+  X(bitwise_or, true, false, NULL)                                   \
+  X(bitwise_xor, true, false, NULL)                                  \
+  X(bitwise_left_shift, false, false, ct_bitwise_left_shift_rscalar) \
+  X(bitwise_right_shift, false, false, ct_bitwise_right_shift_rscalar)
+
 /* bool results: no in-place form; a float scalar compares as it is */
 #define CTPY_COMPARE_OPS(X) \
   X(eq, true)               \
@@ -40,6 +48,7 @@
       #name, ct_##name, ct_##name##_, ct_##name##_scalar, ct_##name##_scalar_, \
       st,    commut,    floatres};
 CTPY_ARITH_OPS(DEF_ARITH)
+CTPY_BITWISE_OPS(DEF_ARITH)
 
 /* Logical in-place forms write the result over their first operand. */
 #define DEF_LOGICAL_INPLACE(name)                                      \
@@ -258,29 +267,23 @@ NB_BINARY(truediv, op_div)
 NB_BINARY(floordiv, op_floor_divide)
 NB_BINARY(mod, op_remainder)
 
-/* &, |, ^: bool tensors only (the C library has no bitwise integer ops yet) */
-static bool bool_operands(PyObject *a, PyObject *b, const char *what) {
-  PyObject *ts[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    if (ctpy_is_tensor(ts[i]) && ct_dtype_of(ctpy_t(ts[i])) != CT_BOOL) {
-      ctpy_raise_code(CT_ERR_DTYPE,
-                      "%s: bool tensors only (bitwise ops on %s are not in ctensor yet)", what,
-                      ct_dtype_name(ct_dtype_of(ctpy_t(ts[i]))));
-      return false;
-    }
-  }
-  return true;
+/* &, |, ^: the bitwise ops; between bools (tensors or Python bools) the
+ * logical ones, so that a bool tensor & True stays bool (NumPy). */
+static bool is_boolish(PyObject *o) {
+  return PyBool_Check(o) || (ctpy_is_tensor(o) && ct_dtype_of(ctpy_t(o)) == CT_BOOL);
 }
-#define NB_LOGICAL(fn, op, sym)                                                  \
-  static PyObject *nb_##fn(PyObject *a, PyObject *b) {                           \
-    return bool_operands(a, b, sym) ? ctpy_binary(a, b, &op, true) : NULL;       \
-  }                                                                              \
-  static PyObject *nb_i##fn(PyObject *a, PyObject *b) {                          \
-    return bool_operands(a, b, sym "=") ? ctpy_binary_inplace(a, b, &op) : NULL; \
+#define NB_BITWISE(fn, op, logical)                                                    \
+  static PyObject *nb_##fn(PyObject *a, PyObject *b) {                                 \
+    return ctpy_binary(a, b, is_boolish(a) && is_boolish(b) ? &logical : &op, true);   \
+  }                                                                                    \
+  static PyObject *nb_i##fn(PyObject *a, PyObject *b) {                                \
+    return ctpy_binary_inplace(a, b, is_boolish(a) && is_boolish(b) ? &logical : &op); \
   }
-NB_LOGICAL(and, op_and_, "&")
-NB_LOGICAL(or, op_or_, "|")
-NB_LOGICAL(xor, op_xor_, "^")
+NB_BITWISE(and, op_bitwise_and, op_and_)
+NB_BITWISE(or, op_bitwise_or, op_or_)
+NB_BITWISE(xor, op_bitwise_xor, op_xor_)
+NB_BINARY(lshift, op_bitwise_left_shift)
+NB_BINARY(rshift, op_bitwise_right_shift)
 
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
   if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
@@ -310,10 +313,7 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b) {
 static PyObject *nb_neg(PyObject *a) { return ctpy_wrap(ct_neg(ctpy_t(a))); }
 static PyObject *nb_pos(PyObject *a) { return ctpy_wrap(ct_alias(ctpy_t(a))); }
 static PyObject *nb_abs(PyObject *a) { return ctpy_wrap(ct_abs(ctpy_t(a))); }
-static PyObject *nb_invert(PyObject *a) {
-  if (!bool_operands(a, Py_None, "~")) return NULL;
-  return ctpy_wrap(ct_logical_not(ctpy_t(a)));
-}
+static PyObject *nb_invert(PyObject *a) { return ctpy_wrap(ct_bitwise_not(ctpy_t(a))); }
 
 PyNumberMethods ctpy_number_methods = {
     .nb_add = nb_add,
@@ -329,6 +329,10 @@ PyNumberMethods ctpy_number_methods = {
     .nb_and = nb_and,
     .nb_xor = nb_xor,
     .nb_or = nb_or,
+    .nb_lshift = nb_lshift,
+    .nb_rshift = nb_rshift,
+    .nb_inplace_lshift = nb_ilshift,
+    .nb_inplace_rshift = nb_irshift,
     .nb_int = ctpy_tensor_int,
     .nb_float = ctpy_tensor_float,
     .nb_inplace_add = nb_iadd,
@@ -411,6 +415,7 @@ const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned) {
     return ctpy_wrap(r);                                  \
   }
 CTPY_UNARY_OPS(DEF_UNARY)
+DEF_UNARY(bitwise_not) /* integer and bool only */
 CTPY_PREDICATES(DEF_PREDICATE)
 
 /* ---- Functions: binary
@@ -430,6 +435,7 @@ CTPY_PREDICATES(DEF_PREDICATE)
   }
 #define DEF_ARITH_FN(name, c, f, s) DEF_BINARY_FN(name, op_##name)
 CTPY_ARITH_OPS(DEF_ARITH_FN)
+CTPY_BITWISE_OPS(DEF_ARITH_FN)
 #define DEF_COMPARE_FN(name, c)                                                                    \
   static PyObject *f_##name(PyObject *m, PyObject *const *args, Py_ssize_t n) {                    \
     if (n != 2) return PyErr_Format(PyExc_TypeError, #name "() takes 2 arguments (%zd given)", n); \
@@ -455,5 +461,6 @@ CTPY_COMPARE_OPS(DEF_COMPARE_FN)
 
 PyMethodDef ctpy_ops_methods[] = {
     CTPY_UNARY_OPS(UNARY_ENTRIES) CTPY_PREDICATES(PREDICATE_ENTRY) CTPY_ARITH_OPS(ARITH_ENTRIES)
-        CTPY_COMPARE_OPS(COMPARE_ENTRY){NULL},
+        CTPY_COMPARE_OPS(COMPARE_ENTRY) CTPY_BITWISE_OPS(ARITH_ENTRIES)
+            UNARY_ENTRIES(bitwise_not){NULL},
 };

@@ -188,7 +188,9 @@ static void binary_backward(ct_bw *c, const ct_tensor *g) {
 
 ct_tensor *ct__ag_binary(ct_tensor *r, int op, const ct_tensor *a, const ct_tensor *b) {
   const ct_tensor *ins[2] = {a, b};
-  if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE || !ct__ag_needed(ins, 2)) return r;
+  if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE ||
+      ct__binary_info[op].rule == CT_BRULE_INT || !ct__ag_needed(ins, 2))
+    return r;
   const binary_rule *rule = &BINARY[op];
   CT_ASSERT(rule->name != NULL); /* every arithmetic op needs a row in BINARY */
   ct_node *n = CT_NODE_NEW(binary_node, rule->name, binary_backward, 2, ins);
@@ -302,7 +304,9 @@ static void scalar_backward(ct_bw *c, const ct_tensor *g) {
 }
 
 ct_tensor *ct__ag_binary_scalar(ct_tensor *r, int op, const ct_tensor *a, double s, bool reversed) {
-  if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE || !ct__ag_needed(&a, 1)) return r;
+  if (!r || ct__binary_info[op].rule == CT_BRULE_COMPARE ||
+      ct__binary_info[op].rule == CT_BRULE_INT || !ct__ag_needed(&a, 1))
+    return r;
   const scalar_rule *rule = &SCALAR[op];
   CT_ASSERT(rule->name != NULL); /* every arithmetic op needs a row in SCALAR */
   ct_node *n = CT_NODE_NEW(scalar_node, rule->name, scalar_backward, 1, &a);

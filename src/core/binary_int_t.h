@@ -5,7 +5,12 @@
  * CT_BINARY_INT_CHECKED_OPS, ct_bi_<op>(x, y, bad), which leave 0 and set
  * *bad on an invalid operand (division by zero, a negative power), and
  * ct_bi_axpy. INT_MIN / -1 wraps to INT_MIN. Also instantiated for bool,
- * where add and maximum are "or", mul and minimum "and". */
+ * where add and maximum are "or", mul and minimum "and".
+ *
+ * The bitwise ops: and, or, xor (bool too) and the shifts (integers only),
+ * as NumPy and the array API: a count at least the width, or negative (taken
+ * as unsigned, as NumPy), gives 0, or -1 for a right shift of a negative
+ * value; right shifts of signed types are arithmetic. */
 
 CT_HOST_DEVICE CT_T CT_FN(ct_bi_add)(CT_T x, CT_T y) { return (CT_T)((CT_UT)x + (CT_UT)y); }
 CT_HOST_DEVICE CT_T CT_FN(ct_bi_sub)(CT_T x, CT_T y) { return (CT_T)((CT_UT)x - (CT_UT)y); }
@@ -15,8 +20,20 @@ CT_HOST_DEVICE CT_T CT_FN(ct_bi_minimum)(CT_T x, CT_T y) { return x < y ? x : y;
 CT_HOST_DEVICE CT_T CT_FN(ct_bi_axpy)(CT_T x, CT_T y, CT_T alpha) {
   return (CT_T)((CT_UT)x + (CT_UT)alpha * (CT_UT)y);
 }
+CT_HOST_DEVICE CT_T CT_FN(ct_bi_bitwise_and)(CT_T x, CT_T y) { return (CT_T)(x & y); }
+CT_HOST_DEVICE CT_T CT_FN(ct_bi_bitwise_or)(CT_T x, CT_T y) { return (CT_T)(x | y); }
+CT_HOST_DEVICE CT_T CT_FN(ct_bi_bitwise_xor)(CT_T x, CT_T y) { return (CT_T)(x ^ y); }
 
 #ifndef CT_IS_BOOL
+CT_HOST_DEVICE CT_T CT_FN(ct_bi_bitwise_left_shift)(CT_T x, CT_T y) {
+  if ((uint64_t)(int64_t)y >= 8 * sizeof(CT_T)) return (CT_T)0;
+  return (CT_T)((CT_UT)x << (CT_UT)y);
+}
+CT_HOST_DEVICE CT_T CT_FN(ct_bi_bitwise_right_shift)(CT_T x, CT_T y) {
+  if ((uint64_t)(int64_t)y >= 8 * sizeof(CT_T)) return (CT_T)(x < 0 ? -1 : 0);
+  return (CT_T)(x >> y);
+}
+
 /* Python's //: rounds toward -inf. */
 CT_HOST_DEVICE CT_T CT_FN(ct_bi_floor_divide)(CT_T x, CT_T y, bool *bad) {
   if (y == 0) return *bad = true, (CT_T)0;

@@ -24,14 +24,20 @@
 /* ct_bf_<name>(x, y) for floating x, y (f32, f64; f16/bf16 in f32): every
  * ARITH and FLOAT row of the op table. */
 #define CT_BINARY_FLOAT_OPS(X) CT_BINARY_ARITH_OPS(X)
+/* clang-format off */
 /* ct_bi_<name>(x, y) for integers, wrapping. */
-#define CT_BINARY_INT_OPS(X) \
-  X(ADD, add) X(SUB, sub) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)
+#define CT_BINARY_INT_OPS(X)                                                            \
+  X(ADD, add) X(SUB, sub) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)           \
+  X(BITWISE_AND, bitwise_and) X(BITWISE_OR, bitwise_or) X(BITWISE_XOR, bitwise_xor)     \
+  X(BITWISE_LEFT_SHIFT, bitwise_left_shift) X(BITWISE_RIGHT_SHIFT, bitwise_right_shift)
 /* ct_bi_<name>(x, y, bad) for integers, with operands that are errors. */
 #define CT_BINARY_INT_CHECKED_OPS(X) \
   X(FLOOR_DIVIDE, floor_divide) X(POW, pow) X(FMOD, fmod) X(REMAINDER, remainder)
-/* The integer formulas that bool takes (or, and). */
-#define CT_BINARY_BOOL_OPS(X) X(ADD, add) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)
+/* The integer formulas that bool takes (or, and, xor). */
+#define CT_BINARY_BOOL_OPS(X)                                           \
+  X(ADD, add) X(MUL, mul) X(MAXIMUM, maximum) X(MINIMUM, minimum)       \
+  X(BITWISE_AND, bitwise_and) X(BITWISE_OR, bitwise_or) X(BITWISE_XOR, bitwise_xor)
+/* clang-format on */
 /* ct_bc_<name>(x, y), bool, for every dtype: CT_BINARY_COMPARE_OPS, the
  * COMPARE rows of the op table. */
 

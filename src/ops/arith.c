@@ -58,10 +58,25 @@ static bool check_bool(ct_binary_op op, ct_dtype cd, ct_dtype a, ct_dtype b) {
     return false;
   }
   if (cd != CT_BOOL || ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
+  if (op == CT_BOP_BITWISE_AND || op == CT_BOP_BITWISE_OR || op == CT_BOP_BITWISE_XOR) return true;
   if (op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM)
     return true;
   ct__fail(CT_ERR_DTYPE, "%s: not supported for bool tensors%s", ct__binary_info[op].name,
            op == CT_BOP_SUB ? "; use logical_xor" : "");
+  return false;
+}
+
+/* The INT rule: integer and bool operands only, as torch ("bitwise_and" is
+ * not implemented for float). t names the floating operand's dtype, or the
+ * scalar's when it is not an integer (cd is then f32). */
+static bool check_int(ct_binary_op op, ct_dtype cd, ct_dtype a, ct_dtype b, const double *s) {
+  if (ct__binary_info[op].rule != CT_BRULE_INT || !ct_dtype_is_floating(cd)) return true;
+  if (s && !ct_dtype_is_floating(a))
+    ct__fail(CT_ERR_DTYPE, "%s: integer or bool operands only, got the number %g",
+             ct__binary_info[op].name, *s);
+  else
+    ct__fail(CT_ERR_DTYPE, "%s: integer or bool operands only, got %s", ct__binary_info[op].name,
+             ct_dtype_name(ct_dtype_is_floating(a) ? a : b));
   return false;
 }
 
@@ -106,7 +121,8 @@ ct_tensor *ct__binary(ct_binary_op op, ct_tensor *out, const ct_tensor *a, const
       !ct__check_same_device(ct__binary_info[op].name, a, b))
     return NULL;
   ct_dtype cd = compute_dtype(op, ct__result_type(a, b));
-  if (!check_bool(op, cd, a->dtype, b->dtype)) return NULL;
+  if (!check_int(op, cd, a->dtype, b->dtype, NULL) || !check_bool(op, cd, a->dtype, b->dtype))
+    return NULL;
   return run_two(op, false, 0, out, a, b, cd, result_of(op, cd));
 }
 
@@ -126,7 +142,8 @@ ct_tensor *ct__binary_scalar(ct_binary_op op, ct_tensor *out, const ct_tensor *a
   if (!a) return NULL;
   const char *name = ct__binary_info[op].name;
   ct_dtype cd = compute_dtype(op, ct__scalar_dtype(a->dtype, s));
-  if (!check_bool(op, cd, a->dtype, a->dtype)) return NULL;
+  if (!check_int(op, cd, a->dtype, a->dtype, &s) || !check_bool(op, cd, a->dtype, a->dtype))
+    return NULL;
   if (!ct_dtype_is_floating(cd) && !reversed) {
     /* checked before anything is written, so an in-place call leaves a alone */
     if (op == CT_BOP_POW && s < 0)
@@ -208,6 +225,8 @@ static ct_tensor *scalar_inplace(ct_binary_op op, const char *name, ct_tensor *a
 /* One set per ARITH and FLOAT row of the op table (ops/op_table.h); each
  * function is declared and documented by name in ctensor/ops.h. */
 CT_BINARY_ARITH_OPS(DEFINE_PUBLIC_BINARY)
+/* and per INT row (the bitwise ops): never recorded, integer results. */
+CT_BINARY_INT_RULE_OPS(DEFINE_PUBLIC_BINARY)
 
 ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s) {
   return ct__track(ct__ag_binary_scalar(ct__binary_scalar(CT_BOP_SUB, NULL, a, s, true), CT_BOP_SUB,
@@ -225,4 +244,34 @@ ct_tensor *ct_add_scaled_(ct_tensor *a, const ct_tensor *b, double alpha) {
   if (!b || !ct__ag_inplace_begin(&ip, "add_scaled_", a, &b, 1)) return NULL;
   if (ip.record && !ct__ag_add_scaled(a, a, b, alpha)) return ct__ag_inplace_end(&ip, NULL);
   return ct__ag_inplace_end(&ip, ct__add_scaled(a, a, b, alpha));
+}
+ct_tensor *ct_bitwise_left_shift_rscalar(const ct_tensor *a, double s) {
+  return ct__track(ct__binary_scalar(CT_BOP_BITWISE_LEFT_SHIFT, NULL, a, s, true));
+}
+ct_tensor *ct_bitwise_right_shift_rscalar(const ct_tensor *a, double s) {
+  return ct__track(ct__binary_scalar(CT_BOP_BITWISE_RIGHT_SHIFT, NULL, a, s, true));
+}
+
+/* ~a: the complement is a ^ -1 (all ones in every integer width; -1 wraps to
+ * 255 in u8), and bool's is logical not, as torch. */
+static bool not_check(const char *name, const ct_tensor *a) {
+  if (!a) return false;
+  if (!ct_dtype_is_floating(a->dtype)) return true;
+  ct__fail(CT_ERR_DTYPE, "%s: integer or bool operands only, got %s", name,
+           ct_dtype_name(a->dtype));
+  return false;
+}
+ct_tensor *ct_bitwise_not(const ct_tensor *a) {
+  if (!not_check("bitwise_not", a)) return NULL;
+  if (a->dtype == CT_BOOL) return ct_logical_not(a);
+  return ct__track(ct__binary_scalar(CT_BOP_BITWISE_XOR, NULL, a, -1, false));
+}
+ct_tensor *ct_bitwise_not_(ct_tensor *a) {
+  if (!not_check("bitwise_not_", a)) return NULL;
+  if (a->dtype == CT_BOOL) {
+    ct_tensor *r = ct_logical_not(a), *w = r ? ct_copy_(a, r) : NULL;
+    ct_free(r);
+    return w;
+  }
+  return ct_bitwise_xor_scalar_(a, -1);
 }

@@ -110,11 +110,14 @@ enum {
  *   rule      the dtype rule below; ARITH and FLOAT ops have a floating formula
  *             ct_bf_<name> (core/binary_math_t.h) and the public functions
  *             ct_<name>, _, _out, _scalar, _scalar_ (ops/arith.c); COMPARE
- *             ops ct_bc_<name> and ct_<name>, _out, _scalar (ops/compare.c)
+ *             ops ct_bc_<name> and ct_<name>, _out, _scalar (ops/compare.c);
+ *             INT ops an integer formula ct_bi_<name> (core/binary_int_t.h)
+ *             and the same public functions as ARITH (ops/arith.c)
  *   grad      the derivative, autograd/grad_elementwise.c: <grad>_grad (tensor
  *             op tensor) and <grad>_s (scalar forms); NONE: not differentiable
  *             (recorded, backward fails), as torch
- *   node      the autograd node's name (NULL: bool result, never recorded)
+ *   node      the autograd node's name (NULL: bool or integer result of a
+ *             COMPARE or INT row, never recorded)
  *   a_reads, b_reads     what d/da and d/db read (A, B, Y sets above)
  *   s_node    the node's name of the scalar forms
  *   s_reads, rs_reads    what d(x op s)/dx and d(s op x)/dx read (A: x) */
@@ -142,27 +145,43 @@ enum {
   R(X, GE, ge, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                                          \
   R(X, LOGICAL_AND, logical_and, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                        \
   R(X, LOGICAL_OR, logical_or, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                          \
-  R(X, LOGICAL_XOR, logical_xor, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)
+  R(X, LOGICAL_XOR, logical_xor, COMPARE, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                        \
+  R(X, BITWISE_AND, bitwise_and, INT, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                            \
+  R(X, BITWISE_OR, bitwise_or, INT, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                              \
+  R(X, BITWISE_XOR, bitwise_xor, INT, NONE, NULL, NONE, NONE, NULL, NONE, NONE)                            \
+  R(X, BITWISE_LEFT_SHIFT, bitwise_left_shift, INT, NONE, NULL, NONE, NONE, NULL, NONE, NONE)              \
+  R(X, BITWISE_RIGHT_SHIFT, bitwise_right_shift, INT, NONE, NULL, NONE, NONE, NULL, NONE, NONE)
 
 /* Views of the table: every row, X(ENUM, name, rule, grad, node, ...); the
- * ARITH and FLOAT rows, X(ENUM, name); the COMPARE rows, X(ENUM, name). */
+ * ARITH and FLOAT rows, X(ENUM, name); the COMPARE rows, X(ENUM, name); the
+ * INT rows, X(ENUM, name). */
 #define CT__BROW_ALL(X, ...) X(__VA_ARGS__)
 #define CT__BROW_ARITH(X, E, n, rule, ...) CT__BIF_ARITH_##rule(X, E, n)
 #define CT__BROW_COMPARE(X, E, n, rule, ...) CT__BIF_COMPARE_##rule(X, E, n)
 #define CT__BIF_ARITH_ARITH(X, E, n) X(E, n)
 #define CT__BIF_ARITH_FLOAT(X, E, n) X(E, n)
 #define CT__BIF_ARITH_COMPARE(X, E, n)
+#define CT__BIF_ARITH_INT(X, E, n)
 #define CT__BIF_COMPARE_ARITH(X, E, n)
 #define CT__BIF_COMPARE_FLOAT(X, E, n)
 #define CT__BIF_COMPARE_COMPARE(X, E, n) X(E, n)
+#define CT__BIF_COMPARE_INT(X, E, n)
+#define CT__BROW_INT(X, E, n, rule, ...) CT__BIF_INT_##rule(X, E, n)
+#define CT__BIF_INT_ARITH(X, E, n)
+#define CT__BIF_INT_FLOAT(X, E, n)
+#define CT__BIF_INT_COMPARE(X, E, n)
+#define CT__BIF_INT_INT(X, E, n) X(E, n)
 /* clang-format on */
 #define CT_BINARY_OPS(X) CT_BINARY_TABLE(CT__BROW_ALL, X)
 #define CT_BINARY_ARITH_OPS(X) CT_BINARY_TABLE(CT__BROW_ARITH, X)
 #define CT_BINARY_COMPARE_OPS(X) CT_BINARY_TABLE(CT__BROW_COMPARE, X)
+#define CT_BINARY_INT_RULE_OPS(X) CT_BINARY_TABLE(CT__BROW_INT, X)
 
 /* ARITH: result = promoted dtype; FLOAT: promoted, then f32 if not floating;
- * COMPARE: inputs compared in the promoted dtype, result bool. */
-typedef enum { CT_BRULE_ARITH, CT_BRULE_FLOAT, CT_BRULE_COMPARE } ct_binary_rule;
+ * COMPARE: inputs compared in the promoted dtype, result bool; INT: integer
+ * and bool inputs only (a floating one is CT_ERR_DTYPE), result = promoted
+ * dtype (bool for two bools). */
+typedef enum { CT_BRULE_ARITH, CT_BRULE_FLOAT, CT_BRULE_COMPARE, CT_BRULE_INT } ct_binary_rule;
 
 typedef enum {
 #define X(E, ...) CT_BOP_##E,

@@ -180,6 +180,17 @@ static int64_t int_op(int op, int64_t x, int64_t y, bool &bad) {
       return x || y;
     case CT_BOP_LOGICAL_XOR:
       return !x != !y;
+    case CT_BOP_BITWISE_AND:
+      return x & y;
+    case CT_BOP_BITWISE_OR:
+      return x | y;
+    case CT_BOP_BITWISE_XOR:
+      return x ^ y;
+    /* in int64, wrapped to the dtype after: counts past 63 (or negative) give 0 / -1 */
+    case CT_BOP_BITWISE_LEFT_SHIFT:
+      return y < 0 || y > 63 ? 0 : (int64_t)(uint64_t)((unsigned __int128)(uint64_t)x << y);
+    case CT_BOP_BITWISE_RIGHT_SHIFT:
+      return y < 0 || y > 63 ? (x < 0 ? -1 : 0) : (int64_t)(X >> y);
     default:
       return 0;
   }
@@ -261,6 +272,9 @@ static double float_op(int op, double x, double y, bool dbl, bool &exact) {
   }
 }
 static bool binary_has_kernel(int op, int dt) {
+  if (ct__binary_info[op].rule == CT_BRULE_INT) /* bitwise: integers, bool without the shifts */
+    return !is_float(dt) &&
+           (dt != CT_BOOL || (op != CT_BOP_BITWISE_LEFT_SHIFT && op != CT_BOP_BITWISE_RIGHT_SHIFT));
   if (is_float(dt)) return true;
   if (ct__binary_info[op].rule == CT_BRULE_COMPARE) return true;
   if (dt == CT_BOOL)
@@ -390,7 +404,9 @@ static void binary_case(int op, int dt, const std::vector<int64_t> &shape, int c
     if (intc) {
       int64_t x = a.get_i(i), y = scalar_mode ? si : b.get_i(i);
       if (scalar_mode == 2) std::swap(x, y);
-      if (dt == CT_BOOL && ct__binary_info[op].rule != CT_BRULE_COMPARE)
+      if (dt == CT_BOOL && ct__binary_info[op].rule == CT_BRULE_INT)
+        wi = int_op(op, x, y, bad);
+      else if (dt == CT_BOOL && ct__binary_info[op].rule != CT_BRULE_COMPARE)
         wi = op == CT_BOP_ADD || op == CT_BOP_MAXIMUM ? (x | y) : (x & y);
       else
         wi = int_op(op, x, y, bad);

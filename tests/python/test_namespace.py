@@ -76,6 +76,25 @@ def test_logical_not(device, rng):
     tested("logical_not")
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+def test_bitwise(dtype, device, rng):
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, int(info.max) + 1, (3, 1, 4), dtype=dtype)
+    b = rng.integers(info.min, int(info.max) + 1, (5, 4), dtype=dtype)
+    counts = rng.integers(max(int(info.min), -3), min(int(info.max), 70) + 1, (5, 4)).astype(dtype)
+    x, y, c = (ct.asarray(v, device=device) for v in (a, b, counts))
+    for name, fn, rhs, r in [("bitwise_and", np.bitwise_and, b, y), ("bitwise_or", np.bitwise_or, b, y),
+                             ("bitwise_xor", np.bitwise_xor, b, y),
+                             ("bitwise_left_shift", np.left_shift, counts, c),
+                             ("bitwise_right_shift", np.right_shift, counts, c)]:
+        got = getattr(ct, name)(x, r)
+        assert got.dtype == ct.asarray(fn(a, rhs)).dtype
+        assert_close(got, fn(a, rhs), 0, 0)
+        tested(name)
+    assert_close(ct.bitwise_invert(x), np.invert(a), 0, 0)
+    tested("bitwise_invert")
+
+
 BINARY = {
     "copysign": (np.copysign, -3, 3),
     "logaddexp": (np.logaddexp, -3, 3),
