@@ -637,8 +637,9 @@ int main(void) {
   }
   for (int op = 0; op < CT_BOP_COUNT; op++) {
     bool cmp = ct__binary_info[op].rule == CT_BRULE_COMPARE,
-         fl_only = ct__binary_info[op].rule == CT_BRULE_FLOAT;
-    for (int d = 0; d < 4; d++) binary_case((ct_binary_op)op, float_dtypes[d], fv, iv);
+         fl_only = ct__binary_info[op].rule == CT_BRULE_FLOAT,
+         int_only = ct__binary_info[op].rule == CT_BRULE_INT; /* bitwise: no float kernels */
+    for (int d = 0; d < 4 && !int_only; d++) binary_case((ct_binary_op)op, float_dtypes[d], fv, iv);
     for (int d = 0; d < 5 && !fl_only; d++) binary_case((ct_binary_op)op, int_dtypes[d], fv, iv);
     if (cmp || op == CT_BOP_ADD || op == CT_BOP_MUL || op == CT_BOP_MAXIMUM || op == CT_BOP_MINIMUM)
       binary_case((ct_binary_op)op, CT_BOOL, fv, iv);
