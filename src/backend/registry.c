@@ -373,12 +373,19 @@ static void load(plugin_slot *s) {
   } else {
 #ifdef CT_STATIC_REGISTRY
     /* A plugin's shared object links the shared core: loading one here
-     * would bring a second copy of the library into the process. */
-    snprintf(s->error, sizeof s->error,
-             "%s is not available: this program was linked with the static libctensor.a without "
-             "libctensor-%s.a (link it: pkg-config --libs ctensor-static ctensor-%s, or CMake's "
-             "ctensor::%s_static)",
-             s->what, s->name, s->name, s->name);
+     * would bring a second copy of the library into the process. A plugin
+     * this ctensor never built has no archive to link: say that instead. */
+    if (!s->built)
+      snprintf(s->error, sizeof s->error,
+               "%s is not available: this ctensor was built without %s (none was found when it "
+               "was configured)",
+               s->what, s->lib);
+    else
+      snprintf(s->error, sizeof s->error,
+               "%s is not available: this program was linked with the static libctensor.a "
+               "without libctensor-%s.a (link it: pkg-config --libs ctensor-static ctensor-%s, "
+               "or CMake's ctensor::%s_static)",
+               s->what, s->name, s->name, s->name);
 #else
     search(s);
 #endif
