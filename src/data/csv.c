@@ -6,6 +6,7 @@
  * The rows then live in a tensor dataset, whose fast batch path the loader
  * uses. Every error names the file, the line, the column and the value. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,13 @@ static bool parse_number(const char *s, double *v) {
   if (*end || !isfinite(x)) return false;
   *v = x;
   return true;
+}
+
+/* parse_number for a cell stored as float32 (features, regression targets):
+ * finite in float32 too, so that no value turns to inf when stored or when
+ * the normalization sums over the column. */
+static bool parse_float32(const char *s, double *v) {
+  return parse_number(s, v) && fabs(*v) <= FLT_MAX;
 }
 
 static bool parse_integer(const char *s, long long *v) {
@@ -365,10 +373,11 @@ static ct_status fill_features(csv_build *b, float *x) {
   for (int64_t r = 0; r < n; r++)
     for (int64_t f = 0; f < F; f++) {
       int64_t col = b->feat[f];
-      if (!parse_number(b->rows[b->first + r].cells[col], &vals[r * F + f])) {
+      if (!parse_float32(b->rows[b->first + r].cells[col], &vals[r * F + f])) {
         ct__free(vals);
         return bad_cell(b, b->first + r, col,
-                        "not a number (feature cells must be finite numbers)");
+                        "not a number in float32's range (feature cells must be finite "
+                        "float32 numbers)");
       }
     }
   for (int64_t f = 0; f < F; f++) {
@@ -403,9 +412,10 @@ static ct_status fill_targets(csv_build *b, ct_tensor *y) {
     float *v = ct__data(y);
     for (int64_t r = 0; r < n; r++) {
       double d;
-      if (!parse_number(b->rows[b->first + r].cells[t], &d))
+      if (!parse_float32(b->rows[b->first + r].cells[t], &d))
         return bad_cell(b, b->first + r, t,
-                        "not a number (a regression target must be a finite number)");
+                        "not a number in float32's range (a regression target must be a "
+                        "finite float32 number)");
       v[r] = (float)d;
     }
     return CT_OK;
