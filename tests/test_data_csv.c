@@ -216,6 +216,11 @@ CT_TEST(csv_bad_files_name_line_column_value) {
   p = write_csv("a,b,c\n1,inf,x\n");
   CHECK_ERR_MSG(ct_csv_dataset_open(p, NULL), CT_ERR_FORMAT, "'inf' is not a number");
   unlink(p);
+  /* finite as a double, inf as the float32 the features are stored in */
+  p = write_csv("a,b,c\n1,755e42,x\n");
+  CHECK_ERR_MSG(ct_csv_dataset_open(p, NULL), CT_ERR_FORMAT,
+                "line 2, column 2 ('b'): '755e42' is not a number in float32's range");
+  unlink(p);
   p = write_csv("a,b,c\n1,2,x\n");
   CHECK_ERR_MSG(ct_csv_dataset_open(p, &(ct_csv_opts){.target = "d"}), CT_ERR_FORMAT,
                 "no target column 'd' (columns: a, b, c)");
@@ -226,7 +231,8 @@ CT_TEST(csv_bad_files_name_line_column_value) {
       ct_csv_dataset_open(p, &(ct_csv_opts){.features = (const char *[]){"c"}, .num_features = 1}),
       CT_ERR_ARG, "both a feature and the target");
   CHECK_ERR_MSG(ct_csv_dataset_open(p, &(ct_csv_opts){.regression = true}), CT_ERR_FORMAT,
-                "line 2, column 3 ('c'): 'x' is not a number (a regression target");
+                "line 2, column 3 ('c'): 'x' is not a number in float32's range (a regression "
+                "target");
   CHECK_ERR_MSG(ct_csv_dataset_open(p, &(ct_csv_opts){.normalize = true, .mean = (double[]){0, 0}}),
                 CT_ERR_ARG, "both mean and std");
   CHECK_ERR_MSG(
