@@ -107,6 +107,14 @@ static plugin_slot slots[CT_PLUGIN_COUNT] = {
     [CT_PLUGIN_MPI] =
         CT_SLOT("mpi", "the MPI engine", "MPI", "libctensor-mpi.so", CT_MPI_BUILT, CT_MPI_ENTRY),
 };
+
+/* What to install before building again, for a plugin this ctensor was
+ * built without (Debian's packages). */
+static const char *build_hint(const plugin_slot *s) {
+  return s == &slots[CT_PLUGIN_MPI]    ? "install libopenmpi-dev and build again"
+         : s == &slots[CT_PLUGIN_NCCL] ? "install libnccl-dev and build again"
+                                       : "install the CUDA toolkit and cuDNN and build again";
+}
 #undef CT_SLOT
 _Static_assert(sizeof slots / sizeof slots[0] == CT_PLUGIN_COUNT, "one slot per plugin id");
 
@@ -344,10 +352,11 @@ static void search(plugin_slot *s) {
   if (load_file(s, s->file)) return;
   /* Not found anywhere: say where it was looked for, and when it is so that
    * this ctensor never had it (then the fix is another build). */
-  char not_built[128] = "";
+  char not_built[192] = "";
   if (!s->built)
     snprintf(not_built, sizeof not_built,
-             "; this ctensor was built without %s (none was found when it was configured)", s->lib);
+             "; this ctensor was built without %s (none was found when it was configured: %s)",
+             s->lib, build_hint(s));
   snprintf(s->error, sizeof s->error,
            "%s is not available: %s was not found (looked in %s%.512s%s, and the system's "
            "library path)%s",
@@ -378,8 +387,8 @@ static void load(plugin_slot *s) {
     if (!s->built)
       snprintf(s->error, sizeof s->error,
                "%s is not available: this ctensor was built without %s (none was found when it "
-               "was configured)",
-               s->what, s->lib);
+               "was configured: %s)",
+               s->what, s->lib, build_hint(s));
     else
       snprintf(s->error, sizeof s->error,
                "%s is not available: this program was linked with the static libctensor.a "
