@@ -44,6 +44,7 @@ typedef struct plugin_slot {
   const char *what;                  /* for messages */
   const char *lib;                   /* what it brings, for messages */
   const char *file;                  /* the shared object's name */
+  const char *hint;                  /* what to install to build it (Debian) */
   bool built;                        /* configured and built with this library */
   const ct_plugin *(*builtin)(void); /* linked in (static builds), else NULL */
   pthread_once_t once;
@@ -97,24 +98,20 @@ extern const ct_plugin *ct__mpi_plugin(void) __attribute__((weak));
 #endif
 
 /* Designated fields: the rest (the loaded state) starts zeroed. */
-#define CT_SLOT(n, w, l, f, b, e) \
-  { .name = n, .what = w, .lib = l, .file = f, .built = b, .builtin = e, .once = PTHREAD_ONCE_INIT }
+#define CT_SLOT(n, w, l, f, h, b, e)                                                \
+  {                                                                                 \
+    .name = n, .what = w, .lib = l, .file = f, .hint = h, .built = b, .builtin = e, \
+    .once = PTHREAD_ONCE_INIT                                                       \
+  }
 static plugin_slot slots[CT_PLUGIN_COUNT] = {
     [CT_PLUGIN_CUDA] = CT_SLOT("cuda", "the CUDA backend", "CUDA", "libctensor-cuda.so",
-                               CT_CUDA_BUILT, CT_CUDA_ENTRY),
+                               "the CUDA toolkit and cuDNN", CT_CUDA_BUILT, CT_CUDA_ENTRY),
     [CT_PLUGIN_NCCL] = CT_SLOT("nccl", "the NCCL engine", "NCCL", "libctensor-nccl.so",
-                               CT_NCCL_BUILT, CT_NCCL_ENTRY),
-    [CT_PLUGIN_MPI] =
-        CT_SLOT("mpi", "the MPI engine", "MPI", "libctensor-mpi.so", CT_MPI_BUILT, CT_MPI_ENTRY),
+                               "libnccl-dev", CT_NCCL_BUILT, CT_NCCL_ENTRY),
+    [CT_PLUGIN_MPI] = CT_SLOT("mpi", "the MPI engine", "MPI", "libctensor-mpi.so", "libopenmpi-dev",
+                              CT_MPI_BUILT, CT_MPI_ENTRY),
 };
 
-/* What to install before building again, for a plugin this ctensor was
- * built without (Debian's packages). */
-static const char *build_hint(const plugin_slot *s) {
-  return s == &slots[CT_PLUGIN_MPI]    ? "install libopenmpi-dev and build again"
-         : s == &slots[CT_PLUGIN_NCCL] ? "install libnccl-dev and build again"
-                                       : "install the CUDA toolkit and cuDNN and build again";
-}
 #undef CT_SLOT
 _Static_assert(sizeof slots / sizeof slots[0] == CT_PLUGIN_COUNT, "one slot per plugin id");
 
@@ -354,9 +351,11 @@ static void search(plugin_slot *s) {
    * this ctensor never had it (then the fix is another build). */
   char not_built[192] = "";
   if (!s->built)
-    snprintf(not_built, sizeof not_built,
-             "; this ctensor was built without %s (none was found when it was configured: %s)",
-             s->lib, build_hint(s));
+    snprintf(
+        not_built, sizeof not_built,
+        "; this ctensor was built without %s (none was found when it was configured: install %s "
+        "and build again)",
+        s->lib, s->hint);
   snprintf(s->error, sizeof s->error,
            "%s is not available: %s was not found (looked in %s%.512s%s, and the system's "
            "library path)%s",
@@ -387,8 +386,8 @@ static void load(plugin_slot *s) {
     if (!s->built)
       snprintf(s->error, sizeof s->error,
                "%s is not available: this ctensor was built without %s (none was found when it "
-               "was configured: %s)",
-               s->what, s->lib, build_hint(s));
+               "was configured: install %s and build again)",
+               s->what, s->lib, s->hint);
     else
       snprintf(s->error, sizeof s->error,
                "%s is not available: this program was linked with the static libctensor.a "
