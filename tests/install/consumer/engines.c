@@ -1,7 +1,8 @@
 /* Which plugins a program has: `engines mpi` exits 0 when the MPI engine is
  * available and linked in (a static program with libctensor-mpi.a);
  * `engines -mpi` exits 0 when it is not, and the reason names the archive
- * to link. Names: cuda, mpi, nccl. */
+ * to link or, for a plugin this ctensor was built without, what to install.
+ * Names: cuda, mpi, nccl. */
 #include <ctensor.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +21,8 @@ int main(int argc, char **argv) {
              info.builtin ? " (linked in)" : "");
       if (!info.available) printf("engines:   %s\n", info.error);
       if (present && !(info.available && info.builtin)) bad = 1;
-      if (!present && (info.available || !strstr(info.error, "libctensor-"))) bad = 1;
+      bool reason_helps = strstr(info.error, "libctensor-") || strstr(info.error, "built without");
+      if (!present && (info.available || !reason_helps)) bad = 1;
     }
     if (!seen) {
       printf("engines: no plugin named %s\n", want);
