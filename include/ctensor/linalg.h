@@ -154,6 +154,16 @@ CT_API ct_status ct_linalg_lstsq_ex(const ct_tensor *a, const ct_tensor *b,
 /* The solution of ct_linalg_lstsq_ex with the default driver. */
 CT_API ct_tensor *ct_linalg_lstsq(const ct_tensor *a, const ct_tensor *b);
 
+/* The cross product of 3-vectors (torch.linalg.cross, the array API's
+ * linalg.cross): out[..., i, ...] = a_j b_k - a_k b_j over (i, j, k) the
+ * cyclic orders of (0, 1, 2), in dim `dim` of the result, whose other dims
+ * broadcast (dim < 0 counts from the end, so -1 is the last dim of both). Both
+ * operands have size 3 in that dim (it does not broadcast: CT_ERR_SHAPE
+ * otherwise, as for an operand without it); numeric dtypes, promoted
+ * (CT_ERR_DTYPE for bool); differentiable in both. A composition of views,
+ * mul, sub and cat, on any device. */
+CT_API ct_tensor *ct_linalg_cross(const ct_tensor *a, const ct_tensor *b, int dim);
+
 #ifdef __cplusplus
 }
 #endif
