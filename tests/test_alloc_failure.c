@@ -56,6 +56,13 @@ static bool recent_ops(double *sum) {
                               .stride = {1, 1}, .output_padding = {1, 0}, .dilation = {2, 1}}),
       ct_einsum("bii->bi", (ct_tensor *[]){ct_expand(ct_narrow(x, 2, 0, 1), CT_SHAPE(2, 3, 3))}, 1),
       ct_group_norm(x, 3, NULL, NULL, 1e-5),
+      /* 2026-12: the op table's new rows, diff, take_along_axis, cross */
+      ct_hypot(x, ct_exp(x)),
+      ct_logaddexp(x, ct_neg(x)),
+      ct_asinh(ct_copysign(x, ct_sin(x))),
+      ct_diff(x, 2, 2, NULL, NULL),
+      ct_take_along_axis(x, ct_randint(0, 4, CT_SHAPE(2, 3, 2), NULL), 2),
+      ct_linalg_cross(x, ct_exp(x), 1),
       hn,
       cn,
   };
@@ -107,8 +114,10 @@ static outcome program(void) {
   TRY(ok);
 
   /* The ops of 2026-11 (recurrent layers, lstsq, area interpolation, sort,
-   * topk, cumsum, attention, transposed convolution, einsum, row norms),
-   * forward and backward. */
+   * topk, cumsum, attention, transposed convolution, einsum, row norms) and
+   * of 2026-12 (hypot, logaddexp, copysign, the inverse trigonometric and
+   * hyperbolic rows, diff, take_along_axis, linalg_cross), forward and
+   * backward. */
   TRY(recent_ops(&r.recent));
 
   /* A model, an optimizer, two training steps. */
