@@ -13,6 +13,12 @@
  *   train_fashion_cnn_step  Fashion-MNIST CNN, batch 64 of (1, 28, 28):
  *                      Conv(1,32,3)-ReLU-MaxPool2-Conv(32,64,3)-ReLU-MaxPool2-Flatten-
  *                      Linear(1600,128)-ReLU-Linear(128,10), same loss and optimizer
+ *   train_resnet_step  the program's `--model resnet` (ResNet-14: 16-32-64 channels,
+ *                      BatchNorm, tools/ctensor/model_resnet.c), batch 64 of
+ *                      (1, 28, 28), same loss and optimizer
+ *   train_vit_step     the program's `--model vit` (4x4 patches, width 96, 4
+ *                      pre-norm encoder layers of 4 heads, tools/ctensor/model_vit.c),
+ *                      batch 64 of (1, 28, 28), same loss and optimizer
  *   train_mlp_step_bf16, train_cnn_step_bf16, train_fashion_cnn_step_bf16
  *                      the same steps with the forward pass and the loss in a
  *                      bf16 autocast region (as torch.autocast("cpu")); f32 weights
@@ -41,6 +47,7 @@
 #include <ctensor.h>
 
 #include "bench_util.h"
+#include "cli.h" /* the program's resnet and vit (tools/ctensor) */
 #include "train_models.h"
 
 /* The device of the models and data (--device); the CPU by default. */
@@ -116,6 +123,16 @@ static void bench_linreg(void) {
   ct_free(l.W);
 }
 
+/* The program's models are built on the CPU: moves one to the bench's device
+ * (NULL stays NULL, and a failed move frees it). */
+static ct_module *on_device(ct_module *net) {
+  if (net && dev.type != CT_DEVICE_CPU && ct_module_to(net, dev) != CT_OK) {
+    ct_module_free(net);
+    return NULL;
+  }
+  return net;
+}
+
 /* ---- One training step of a module ------------------------------------------------- */
 
 typedef struct step_ctx {
@@ -142,7 +159,7 @@ static void run_step(void *p) {
 /* Times training steps of `net` on a random batch x of `shape` (takes net);
  * a name ending in _bf16 runs them under bf16 autocast. */
 static void bench_step(const char *name, ct_module *net, const int64_t *shape, int ndim) {
-  enum { MAX_PARAMS = 32 };
+  enum { MAX_PARAMS = 128 }; /* the vit has 55 */
   ct_tensor *params[MAX_PARAMS];
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
   step_ctx s = {net, NULL, ct_randn(shape, ndim, &(ct_tensor_opts){.device = dev}),
@@ -190,7 +207,7 @@ static void run_epoch(void *p) {
 
 static void bench_epoch(void) {
   const char *name = "train_fashion_cnn_epoch";
-  enum { MAX_PARAMS = 32 };
+  enum { MAX_PARAMS = 128 }; /* the vit has 55 */
   ct_tensor *params[MAX_PARAMS];
   ct_module *net = train_fashion_cnn_new(dev);
   int n = net ? ct_module_parameters(net, params, NULL, MAX_PARAMS) : 0;
@@ -251,6 +268,10 @@ int main(int argc, char **argv) {
     bench_step("train_cnn_step", train_cnn_new(dev), CT_SHAPE(64, 3, 32, 32));
   if (bench_want(only, "train_fashion_cnn_step"))
     bench_step("train_fashion_cnn_step", train_fashion_cnn_new(dev), CT_SHAPE(64, 1, 28, 28));
+  if (bench_want(only, "train_resnet_step"))
+    bench_step("train_resnet_step", on_device(cli_resnet_default(1)), CT_SHAPE(64, 1, 28, 28));
+  if (bench_want(only, "train_vit_step"))
+    bench_step("train_vit_step", on_device(cli_vit_default(1, 28)), CT_SHAPE(64, 1, 28, 28));
   if (bench_want(only, "train_mlp_step_bf16"))
     bench_step("train_mlp_step_bf16", train_mlp_new(dev), CT_SHAPE(64, 784));
   if (bench_want(only, "train_cnn_step_bf16"))

@@ -18,7 +18,7 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-threads=2 budget=1.5 rounds=2 only="" out="" benches="core train attention ops_sort rnn"
+threads=2 budget=1.5 rounds=2 only="" out="" benches="core train attention ops_sort rnn epoch gpt2"
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -54,6 +54,7 @@ cpus=$(seq -s, 0 $((threads - 1)))
 echo "load: $(uptime)" >&2
 for round in $(seq "$rounds"); do
   for name in $benches; do
+    case $name in epoch | gpt2) continue ;; esac # once, after the rounds
     [ -x "$build/bench/bench_$name" ] || { echo "peers2.sh: no $build/bench/bench_$name (build it)" >&2; continue; }
     "$build/bench/bench_$name" "${args[@]}" | tee -a "$log"
     /usr/bin/python3 "$here/peers_$name.py" "${args[@]}" | tag debian | tee -a "$log"
@@ -72,6 +73,18 @@ if [ -d "$build/python" ] && [ -z "$only" ]; then
       tag "$([ "$interp" = "$py2" ] && echo pypi || echo debian)" | tee -a "$log"
   done
 fi
+for name in $benches; do
+  case $name in
+    epoch)
+      echo "## Fashion-MNIST epoch: the program against PyTorch 2.x" >&2
+      "$here/epoch_fmnist.sh" --threads "$threads" --epochs 1 --ctensor "$build/tools/ctensor/ctensor" \
+        --python "$py2" --out-dir "$(dirname "${out:-$log}")" >&2 ;;
+    gpt2)
+      echo "## GPT-2 124M step: PyTorch 1.13 and 2.x${LLMC_DIR:+, llm.c}" >&2
+      "$here/gpt2.sh" "$build" --threads "$threads" --steps 3 --no-memory --amp \
+        --peers-python "$py2" | tee -a "$log" ;;
+  esac
+done
 echo "load: $(uptime)" >&2
 [ -n "$out" ] && cp "$log" "$out"
 /usr/bin/python3 - "$log" <<'PY'

@@ -113,6 +113,26 @@ def bench_step(name, net, shape, bf16=False):
         emit(name, "torch_compile", runner(torch.compile(net)), "ms_per_step", scaled(1e3))
 
 
+def program_models():
+    """The program's resnet and vit as torch modules (tests/golden/vision_golden.py, the
+    definitions the golden tests hold tools/ctensor/model_resnet.c and model_vit.c to)."""
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "golden"))
+    import vision_golden
+    return vision_golden
+
+
+def resnet():
+    """`ctensor train --model resnet` on (1, 28, 28): ResNet-14, 16-32-64 channels."""
+    return program_models().ResNet(1, 16, [(16, 2, 1), (32, 2, 2), (64, 2, 2)])
+
+
+def vit():
+    """`ctensor train --model vit` on (1, 28, 28): 4x4 patches, width 96, 4 layers."""
+    return program_models().ViT(1, 28, patch=4, dim=96, depth=4, heads=4, mlp=192)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
 
@@ -171,6 +191,10 @@ def main():
         bench_step("train_cnn_step", cnn(), (64, 3, 32, 32))
     if want("train_fashion_cnn_step"):
         bench_step("train_fashion_cnn_step", fashion_cnn(), (64, 1, 28, 28))
+    if want("train_resnet_step"):
+        bench_step("train_resnet_step", resnet(), (64, 1, 28, 28))
+    if want("train_vit_step"):
+        bench_step("train_vit_step", vit(), (64, 1, 28, 28))
     if want("train_mlp_step_bf16"):
         bench_step("train_mlp_step_bf16", mlp(), (64, 784), bf16=True)
     if want("train_cnn_step_bf16"):
