@@ -85,6 +85,14 @@ static void load(void) {
     snprintf(dnn.describe, sizeof dnn.describe, "not used: CT_ONEDNN=0");
     return;
   }
+#if defined(CT_SANITIZE)
+  /* LeakSanitizer's exit-time scan crashes on the dynamic TLS that libgomp
+   * and oneDNN give the pool's threads (started before the dlopen). */
+  snprintf(dnn.describe, sizeof dnn.describe,
+           "not used: a sanitizer build (LeakSanitizer's thread scan crashes on the "
+           "library's thread-local storage)");
+  return;
+#endif
   /* The library (about 40 MiB with its dependencies) and a thread stack
    * (8 MiB by default) per thread, with a margin. */
   size_t need = ((size_t)64 << 20) + (size_t)ct__num_threads() * ((size_t)16 << 20);
