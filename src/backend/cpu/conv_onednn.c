@@ -4,17 +4,21 @@
  * (choosing the implementation, generating its code) costs far more than a
  * small convolution: the primitives live in a small cache keyed by the
  * direction, the dtype and the geometry, least recently used evicted. Each
- * entry keeps, per operand, the tensor's plain memory (NCHW, OIHW / GOIHW,
- * its address set per call), and where the primitive wants its own blocked
- * layout (nChw16c & co.), a buffer in that layout and the reorder between
- * the two: inputs are reordered in before, outputs out after. Calls are
- * serialized by one mutex (the entries' buffers and the library's scratchpad
- * are shared), which also keeps the OpenMP teams of two callers from running
- * at once.
+ * entry keeps, per operand whose blocked layout (nChw16c & co.) differs from
+ * the tensor's plain one (NCHW, OIHW / GOIHW), the reorder between the two:
+ * inputs are reordered in before, outputs out after.
  *
- * Which cases go to oneDNN (use_onednn) is decided from measurements of both
- * paths per layer (docs/design-notes.md, "Convolutions through oneDNN");
+ * oneDNN runs single-threaded (no OpenMP team: onednn.c says why); the batch
+ * is split over ctensor's pool instead, as the BLAS's products are: each task
+ * runs the primitive of its sub-batch size on its samples, with its own
+ * scratchpad and reorder buffers; for grad_w (and grad_b) each task sums its
+ * samples into f32 partial sums, added up at the end. Calls are serialized by
+ * one mutex (the cache and the task buffers are shared).
+ *
+ * Which cases go to oneDNN (measured_faster) is decided from measurements of
+ * both paths per layer (docs/design-notes.md, "Convolutions through oneDNN");
  * CT_ONEDNN=all sends it every case it computes, for tests and measures. */
+#define _GNU_SOURCE /* posix_memalign */
 #include "backend/cpu/conv_onednn.h"
 
 #include "backend/cpu/onednn.h"
