@@ -359,8 +359,9 @@ static bool execute_task(const conv_run *r, int64_t t) {
 
 static void conv_task(int64_t t, void *vr) {
   conv_run *r = vr;
-  ct__onednn_use_threads(1); /* the task is one thread's share: no OpenMP team */
+  int saved = ct__onednn_single_thread_begin(); /* the task is one thread's share */
   if (!execute_task(r, t)) atomic_store(&r->failed, true);
+  ct__onednn_single_thread_end(saved);
 }
 
 /* Grows the task buffers to `bytes` each; false when memory is short. */

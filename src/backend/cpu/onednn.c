@@ -8,8 +8,9 @@
  * ctensor's, each spinning against the other (libgomp spins for
  * milliseconds before an idle thread sleeps): instead, as with the BLAS,
  * oneDNN runs single-threaded (omp_set_num_threads(1) on the thread that
- * calls it, so no OpenMP team is ever started) and conv_onednn.c splits the
- * batch over ctensor's pool itself.
+ * calls it, so no OpenMP team is ever started, and the thread's own setting
+ * put back after: a program's thread may run OpenMP code of its own) and
+ * conv_onednn.c splits the batch over ctensor's pool itself.
  * Under an address-space limit (ulimit -v) the library is loaded only with
  * room for it and its threads' stacks: libgomp aborts the process when it
  * cannot start a thread. */
@@ -36,6 +37,7 @@ static struct {
   ct_onednn_mode mode;
   bool ready;
   void (*omp_set_num_threads)(int);
+  int (*omp_get_max_threads)(void);
   char describe[640];
 } dnn = {.mode_once = PTHREAD_ONCE_INIT, .load_once = PTHREAD_ONCE_INIT};
 
@@ -159,6 +161,8 @@ static void load(void) {
   /* OpenMP's runtime, a dependency of the library (absent in a build on
    * another threading runtime: its own default then). */
   *(void **)&dnn.omp_set_num_threads = dlsym(h, "omp_set_num_threads");
+  *(void **)&dnn.omp_get_max_threads = dlsym(h, "omp_get_max_threads");
+  if (!dnn.omp_get_max_threads) dnn.omp_set_num_threads = NULL;
   Dl_info info;
   const char *file = dladdr((void *)ct__dnnl.primitive_execute, &info) && info.dli_fname
                          ? info.dli_fname
@@ -177,8 +181,15 @@ bool ct__onednn_ready(void) {
   return dnn.ready;
 }
 
-void ct__onednn_use_threads(int n) {
-  if (dnn.omp_set_num_threads) dnn.omp_set_num_threads(n);
+int ct__onednn_single_thread_begin(void) {
+  if (!dnn.omp_set_num_threads) return 0;
+  int saved = dnn.omp_get_max_threads();
+  if (saved != 1) dnn.omp_set_num_threads(1);
+  return saved;
+}
+
+void ct__onednn_single_thread_end(int saved) {
+  if (dnn.omp_set_num_threads && saved > 1) dnn.omp_set_num_threads(saved);
 }
 
 #else /* built without dnnl.h */
@@ -193,7 +204,9 @@ bool ct__onednn_ready(void) {
   return false;
 }
 
-void ct__onednn_use_threads(int n) { (void)n; }
+int ct__onednn_single_thread_begin(void) { return 0; }
+
+void ct__onednn_single_thread_end(int saved) { (void)saved; }
 
 #endif
 

@@ -59,8 +59,11 @@ dnnl_stream_t ct__onednn_stream(void);
  * call), a 2.x release, its engine made. */
 bool ct__onednn_ready(void);
 
-/* Runs the next oneDNN primitives of the calling thread on n OpenMP threads
- * (1: none but the caller), not OpenMP's default of one per CPU. */
-void ct__onednn_use_threads(int n);
+/* Brackets oneDNN calls on the calling thread: they run on that thread alone
+ * (OpenMP's thread count set to 1: no team), and the thread's own count is
+ * put back after (the program's thread may be running OpenMP code of its
+ * own, or a library sharing this OpenMP runtime). */
+int ct__onednn_single_thread_begin(void);
+void ct__onednn_single_thread_end(int saved);
 
 #endif /* CT_BACKEND_CPU_ONEDNN_H */
