@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 
 #include "backend/cpu/gemm_bf16.h"
 #include "core/internal.h"
