@@ -24,6 +24,9 @@ need=(
   "libdlpack-dev:/usr/include/dlpack/dlpack.h"
   # PNG and JPEG decoding of the image-folder dataset (optional at build time).
   "libpng-dev:/usr/include/png.h" "libjpeg62-turbo-dev:/usr/include/jpeglib.h"
+  # oneDNN for the CPU convolutions: its header at build time, libdnnl.so.2
+  # loaded at run time (both optional: without them ctensor's own kernels run).
+  "libdnnl-dev:/usr/include/oneapi/dnnl/dnnl_version.h"
 )
 if [ "$want_tests" = 1 ]; then
   # PyTorch and NumPy serve as oracles in the tests.

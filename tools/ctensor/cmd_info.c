@@ -149,7 +149,12 @@ int cmd_info(int argc, char **argv) {
 
   /* The CPU BLAS, loaded by the library on first use (loaded now). */
   ct_backend_info cpu;
-  if (ct_backend_get_info(0, &cpu) == CT_OK) printf("\nblas: %s\n", cpu.libraries);
+  if (ct_backend_get_info(0, &cpu) == CT_OK) { /* "<BLAS>; oneDNN: <what, or why not>" */
+    const char *dnn = strstr(cpu.libraries, "; oneDNN: ");
+    printf("\nblas: %.*s\n", (int)(dnn ? dnn - cpu.libraries : (ptrdiff_t)strlen(cpu.libraries)),
+           cpu.libraries);
+    if (dnn) printf("onednn: %s\n", dnn + strlen("; oneDNN: "));
+  }
 
   print_backends();
   print_cuda();

@@ -25,6 +25,7 @@
  * copies back to bf16 as it packs them, exactly, at twice sgemm's speed). */
 #include <stdlib.h>
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_onednn.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "core/parallel.h"
@@ -237,6 +238,8 @@ static ct_status conv2d_half(ct_tensor *out, const ct_tensor *x, const ct_tensor
 
 ct_status ct__cpu_conv2d(ct_tensor *out, const ct_tensor *x, const ct_tensor *w,
                          const ct_tensor *bias, const ct_conv2d_params *p) {
+  conv_geom g = geom_of(x, w, out->shape, p);
+  if (ct__conv_onednn_forward(&g, out, x, w, bias)) return CT_OK; /* where it is faster */
   if (ct__is_half(x->dtype)) return conv2d_half(out, x, w, bias, p);
   return conv2d_run(out, x, w, bias, p, false);
 }
@@ -411,6 +414,13 @@ static ct_status conv2d_backward_half(ct_tensor *grad_x, ct_tensor *grad_w, ct_t
 ct_status ct__cpu_conv2d_backward(ct_tensor *grad_x, ct_tensor *grad_w, ct_tensor *grad_b,
                                   const ct_tensor *grad_out, const ct_tensor *x, const ct_tensor *w,
                                   const ct_conv2d_params *p) {
+  /* oneDNN where it is faster: grad_x, and grad_w with grad_b; the rest here. */
+  conv_geom g = geom_of(x, w, grad_out->shape, p);
+  bool did_x, did_w;
+  ct__conv_onednn_backward(&g, grad_x, grad_w, grad_b, grad_out, x, w, &did_x, &did_w);
+  if (did_x) grad_x = NULL;
+  if (did_w) grad_w = NULL, grad_b = NULL;
+  if (!grad_x && !grad_w && !grad_b) return CT_OK;
   if (ct__is_half(x->dtype))
     return conv2d_backward_half(grad_x, grad_w, grad_b, grad_out, x, w, p);
   return conv2d_backward_run(grad_x, grad_w, grad_b, grad_out, x, w, p, false);

@@ -1,6 +1,10 @@
 /* The CPU backend's table and its memory: the host caching allocator. */
 #include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/onednn.h"
+
+#include <pthread.h>
+#include <stdio.h>
 
 void *ct__cpu_alloc(int device_index, size_t nbytes, bool pinned) {
   (void)device_index;
@@ -115,5 +119,15 @@ const ct_backend ct__cpu_backend = {
     /* No execution or device slots: CPU work is synchronous, on one device. */
 };
 
-/* The BLAS the CPU backend loads on first use (blas.c), loaded now. */
-const char *ct__cpu_library_versions(void) { return ct__blas_describe(); }
+/* The BLAS and oneDNN the CPU backend loads on first use (blas.c, onednn.c),
+ * loaded now: "<BLAS>; oneDNN: <version or why not>". */
+static char cpu_libraries[1536];
+static void describe_libraries(void) {
+  snprintf(cpu_libraries, sizeof cpu_libraries, "%s; oneDNN: %s", ct__blas_describe(),
+           ct__onednn_describe());
+}
+const char *ct__cpu_library_versions(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, describe_libraries);
+  return cpu_libraries;
+}
