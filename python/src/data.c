@@ -124,12 +124,8 @@ static PyObject *image_dataset(PyObject *args, PyObject *kwargs, const char *fmt
   Py_BEGIN_ALLOW_THREADS d = open(dir, train, &t);
   Py_END_ALLOW_THREADS return wrap_dataset(d, NULL);
 }
-static PyObject *f_mnist(PyObject *m, PyObject *a, PyObject *k) {
-  return image_dataset(a, k, "s|p$OOLLpK:MNIST", ct_mnist_open);
-}
-static PyObject *f_cifar10(PyObject *m, PyObject *a, PyObject *k) {
-  return image_dataset(a, k, "s|p$OOLLpK:CIFAR10", ct_cifar10_open);
-}
+CTPY_DEF_KWARGS(mnist, image_dataset, "s|p$OOLLpK:MNIST", ct_mnist_open)
+CTPY_DEF_KWARGS(cifar10, image_dataset, "s|p$OOLLpK:CIFAR10", ct_cifar10_open)
 
 /* ---- The loader
  * ---------------------------------------------------------------------------------------- */

@@ -6,15 +6,8 @@
 #include "ctpy.h"
 
 /* f(x) for the one-tensor functions */
-#define DEF_LINALG1(name, call)                          \
-  static PyObject *f_##name(PyObject *m, PyObject *xo) { \
-    ct_tensor *owned, *r;                                \
-    const ct_tensor *x = ctpy_arg_tensor(xo, &owned);    \
-    if (!x) return NULL;                                 \
-    CTPY_CALL(r, ctpy_is_big(x, NULL), call);            \
-    ct_free(owned);                                      \
-    return ctpy_wrap(r);                                 \
-  }
+#define DEF_LINALG1(name, call) \
+  static PyObject *f_##name(PyObject *m, PyObject *xo) { CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, call); }
 DEF_LINALG1(inv, ct_linalg_inv(x))
 DEF_LINALG1(det, ct_linalg_det(x))
 DEF_LINALG1(eigvalsh, ct_linalg_eigh(x, false, NULL))
@@ -23,12 +16,8 @@ DEF_LINALG1(svdvals, ct_linalg_svd(x, false, NULL, NULL))
 /* f(x) -> (a, b) for slogdet and eigh */
 #define DEF_LINALG_PAIR(name, first, second, call)       \
   static PyObject *f_##name(PyObject *m, PyObject *xo) { \
-    ct_tensor *owned, *t[2] = {NULL, NULL};              \
-    const ct_tensor *x = ctpy_arg_tensor(xo, &owned);    \
-    if (!x) return NULL;                                 \
-    CTPY_CALL(t[first], ctpy_is_big(x, NULL), call);     \
-    ct_free(owned);                                      \
-    return ctpy_tuple(t, 2);                             \
+    ct_tensor *t[2] = {NULL, NULL};                      \
+    CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, first, call);  \
   }
 DEF_LINALG_PAIR(slogdet, 1, 0, ct_linalg_slogdet(x, &t[0]))  /* (sign, logabsdet) */
 DEF_LINALG_PAIR(eigh, 0, 1, ct_linalg_eigh(x, false, &t[1])) /* (eigenvalues, eigenvectors) */
@@ -68,12 +57,7 @@ static PyObject *f_cholesky(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:cholesky", CTPY_KW("x", "upper"), &xo,
                                    &upper))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL), ct_linalg_cholesky(x, upper));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, ct_linalg_cholesky(x, upper));
 }
 
 /* qr(x, /, *, mode='reduced') -> (Q, R) */
@@ -85,12 +69,8 @@ static PyObject *f_qr(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (strcmp(mode, "reduced") != 0 && strcmp(mode, "complete") != 0)
     return PyErr_Format(PyExc_ValueError, "qr: mode must be 'reduced' or 'complete', got '%s'",
                         mode);
-  ct_tensor *owned, *t[2] = {NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[0], ctpy_is_big(x, NULL), ct_linalg_qr(x, mode[0] == 'c', &t[1]));
-  ct_free(owned);
-  return ctpy_tuple(t, 2);
+  ct_tensor *t[2] = {NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 0, ct_linalg_qr(x, mode[0] == 'c', &t[1]));
 }
 
 /* svd(x, /, *, full_matrices=True) -> (U, S, Vh) */
@@ -100,12 +80,8 @@ static PyObject *f_svd(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:svd", CTPY_KW("x", "full_matrices"), &xo,
                                    &full))
     return NULL;
-  ct_tensor *owned, *t[3] = {NULL, NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[1], ctpy_is_big(x, NULL), ct_linalg_svd(x, full, &t[0], &t[2]));
-  ct_free(owned);
-  return ctpy_tuple(t, 3);
+  ct_tensor *t[3] = {NULL, NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 1, ct_linalg_svd(x, full, &t[0], &t[2]));
 }
 
 /* matrix_norm(x, /, *, keepdims=False, ord='fro'): ord is C's string ("fro", "nuc", "2", "-2",
@@ -117,12 +93,7 @@ static PyObject *f_matrix_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ps:matrix_norm",
                                    CTPY_KW("x", "keepdims", "ord"), &xo, &keepdims, &ord))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL), ct_linalg_matrix_norm(x, ord, keepdims));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, ct_linalg_matrix_norm(x, ord, keepdims));
 }
 
 /* lstsq(A, B, rcond=None, *, driver=None) -> (solution, residuals, rank, singular_values), as

@@ -337,12 +337,8 @@ static PyObject *pool(PyObject *args, PyObject *kwargs, const char *fmt,
   ct_free(owned);
   return ctpy_wrap(r);
 }
-static PyObject *f_max_pool2d(PyObject *m, PyObject *a, PyObject *k) {
-  return pool(a, k, "O|OOpp:max_pool2d", ct_max_pool2d);
-}
-static PyObject *f_avg_pool2d(PyObject *m, PyObject *a, PyObject *k) {
-  return pool(a, k, "O|OOpp:avg_pool2d", ct_avg_pool2d);
-}
+CTPY_DEF_KWARGS(max_pool2d, pool, "O|OOpp:max_pool2d", ct_max_pool2d)
+CTPY_DEF_KWARGS(avg_pool2d, pool, "O|OOpp:avg_pool2d", ct_avg_pool2d)
 
 static PyObject *f_batch_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo, *rmo = Py_None, *rvo = Py_None, *wo = Py_None, *bo = Py_None;
@@ -367,8 +363,7 @@ static PyObject *f_batch_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   }
   ct_free(ox);
   ct_free(ow);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 static PyObject *f_layer_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -390,8 +385,7 @@ static PyObject *f_layer_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   ct_free(ox);
   ct_free(ow);
   ct_free(ob);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 static PyObject *f_embedding(PyObject *m, PyObject *args) {
@@ -470,22 +464,13 @@ static PyObject *loss(PyObject *args, PyObject *kwargs, const char *fmt, loss_fn
   ct_free(ot);
   ct_free(ow);
   ct_free(op);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
-static PyObject *f_mse_loss(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:mse_loss", ct_mse_loss);
-}
-static PyObject *f_cross_entropy(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:cross_entropy", ct_cross_entropy);
-}
-static PyObject *f_nll_loss(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:nll_loss", ct_nll_loss);
-}
-static PyObject *f_bce_with_logits(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:binary_cross_entropy_with_logits",
-              ct_binary_cross_entropy_with_logits);
-}
+CTPY_DEF_KWARGS(mse_loss, loss, "OO|$OLzdO:mse_loss", ct_mse_loss)
+CTPY_DEF_KWARGS(cross_entropy, loss, "OO|$OLzdO:cross_entropy", ct_cross_entropy)
+CTPY_DEF_KWARGS(nll_loss, loss, "OO|$OLzdO:nll_loss", ct_nll_loss)
+CTPY_DEF_KWARGS(bce_with_logits, loss, "OO|$OLzdO:binary_cross_entropy_with_logits",
+                ct_binary_cross_entropy_with_logits)
 
 /* size or scale_factor of interpolate: a number for every spatial dim (n of
  * them) or a sequence of n; None leaves the zeros (not given). */

@@ -92,12 +92,8 @@ static PyObject *adam_common(PyObject *args, PyObject *kwargs, const char *fmt, 
   Py_DECREF(keep);
   return wrap_optimizer(opt);
 }
-static PyObject *f_adam(PyObject *m, PyObject *a, PyObject *k) {
-  return adam_common(a, k, "O|dddddp:Adam", false);
-}
-static PyObject *f_adamw(PyObject *m, PyObject *a, PyObject *k) {
-  return adam_common(a, k, "O|dddddp:AdamW", true);
-}
+CTPY_DEF_KWARGS(adam, adam_common, "O|dddddp:Adam", false)
+CTPY_DEF_KWARGS(adamw, adam_common, "O|dddddp:AdamW", true)
 
 static ct_optimizer *OPT(PyObject *self) { return ((CtpyOptimizer *)self)->opt; }
 

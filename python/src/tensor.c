@@ -14,6 +14,11 @@ PyObject *ctpy_wrap(ct_tensor *t) {
   return (PyObject *)o;
 }
 
+PyObject *ctpy_wrap_unless_error(ct_tensor *t) {
+  if (PyErr_Occurred()) return ct_free(t), NULL;
+  return ctpy_wrap(t);
+}
+
 static void tensor_dealloc(PyObject *self) {
   ct_free(ctpy_t(self));
   Py_TYPE(self)->tp_free(self);
@@ -60,17 +65,20 @@ static PyObject *tensor_repr(PyObject *self) {
 /* ---- Properties -------------------------------------------------------------------------------
  */
 
-static PyObject *get_shape(PyObject *self, void *c) {
-  const ct_tensor *t = ctpy_t(self);
-  int n = ct_ndim(t);
+/* The n values as a tuple of Python ints. */
+static PyObject *int64_tuple(const int64_t *values, int n) {
   PyObject *tup = PyTuple_New(n);
   if (!tup) return NULL;
   for (int d = 0; d < n; d++) {
-    PyObject *v = PyLong_FromLongLong(ct_shape(t)[d]);
+    PyObject *v = PyLong_FromLongLong(values[d]);
     if (!v) return Py_DECREF(tup), NULL;
     PyTuple_SET_ITEM(tup, d, v);
   }
   return tup;
+}
+
+static PyObject *get_shape(PyObject *self, void *c) {
+  return int64_tuple(ct_shape(ctpy_t(self)), ct_ndim(ctpy_t(self)));
 }
 static PyObject *get_dtype(PyObject *self, void *c) {
   return Py_NewRef(ctpy_dtype_object(ct_dtype_of(ctpy_t(self))));
@@ -91,16 +99,7 @@ static PyObject *get_itemsize(PyObject *self, void *c) {
   return PyLong_FromSize_t(ct_dtype_size(ct_dtype_of(ctpy_t(self))));
 }
 static PyObject *get_strides(PyObject *self, void *c) {
-  const ct_tensor *t = ctpy_t(self);
-  int n = ct_ndim(t);
-  PyObject *tup = PyTuple_New(n);
-  if (!tup) return NULL;
-  for (int d = 0; d < n; d++) {
-    PyObject *v = PyLong_FromLongLong(ct_strides(t)[d]);
-    if (!v) return Py_DECREF(tup), NULL;
-    PyTuple_SET_ITEM(tup, d, v);
-  }
-  return tup;
+  return int64_tuple(ct_strides(ctpy_t(self)), ct_ndim(ctpy_t(self)));
 }
 
 /* .T: all dims reversed (NumPy); .mT: the last two swapped. */
@@ -375,15 +374,7 @@ static PyObject *m_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:backward",
                                    CTPY_KW("gradient", "retain_graph"), &grad, &retain_graph))
     return NULL;
-  ct_tensor *owned = NULL;
-  const ct_tensor *g = NULL;
-  if (grad != Py_None && !(g = ctpy_operand(grad, ct_device_of(ctpy_t(self)), &owned))) return NULL;
-  ct_status st;
-  Py_BEGIN_ALLOW_THREADS st =
-      ct_backward(ctpy_t(self), g, &(ct_backward_opts){.retain_graph = retain_graph});
-  Py_END_ALLOW_THREADS ct_free(owned);
-  if (ctpy_check(st) < 0) return NULL;
-  Py_RETURN_NONE;
+  return ctpy_backward(self, grad, retain_graph);
 }
 static PyObject *m_detach(PyObject *self, PyObject *u) {
   return ctpy_wrap(ct_detach(ctpy_t(self)));
