@@ -102,6 +102,12 @@ int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
 /* An operand of an op: a Tensor (borrowed, *owned = NULL) or anything
  * asarray takes, made on `device` (*owned holds the new reference to free). */
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
+/* The operands of an op on any number of tensors (cat, stack, einsum): the items of `tuple` on
+ * one device, that of the first Tensor among them, else the default device. *ts and *owned (the
+ * references to free) are new arrays of n + 1, which ctpy_free_operands releases. 0, or -1 with
+ * an exception (and nothing to release). */
+int ctpy_operands(PyObject *tuple, ct_tensor ***ts, ct_tensor ***owned);
+void ctpy_free_operands(ct_tensor **ts, ct_tensor **owned, Py_ssize_t n);
 /* A Python scalar (int, float, bool; not a Tensor): true with the value. */
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
 /* ctpy_scalar, but false for an int of magnitude 2^53 or more, which a double would round:

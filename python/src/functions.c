@@ -374,35 +374,19 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *fmt,
     return NULL;
   PyObject *seq = ctpy_sequence_tuple(seq_o, "a sequence of tensors"); /* holds the items */
   if (!seq) return NULL;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  ct_tensor **ts = calloc((size_t)n + 1, sizeof *ts),
-            **owned = calloc((size_t)n + 1, sizeof *owned);
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  ct_tensor **ts, **owned;
   PyObject *res = NULL;
-  if (!ts || !owned) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  ct_device dev = ctpy_default_device();
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (ctpy_is_tensor(PySequence_Fast_GET_ITEM(seq, i))) {
-      dev = ct_device_of(ctpy_t(PySequence_Fast_GET_ITEM(seq, i)));
-      break;
+  if (ctpy_operands(seq, &ts, &owned) == 0) {
+    if (n > INT32_MAX) {
+      PyErr_SetString(PyExc_ValueError, "too many tensors");
+    } else {
+      ct_tensor *r;
+      CTPY_CALL(r, n > 0 && ctpy_is_big(ts[0], NULL), fn(ts, (int)n, axis));
+      res = ctpy_wrap(r);
     }
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (!(ts[i] = (ct_tensor *)ctpy_operand(PySequence_Fast_GET_ITEM(seq, i), dev, &owned[i])))
-      goto done;
-  if (n > INT32_MAX) {
-    PyErr_SetString(PyExc_ValueError, "too many tensors");
-    goto done;
+    ctpy_free_operands(ts, owned, n);
   }
-  ct_tensor *r;
-  CTPY_CALL(r, n > 0 && ctpy_is_big(ts[0], NULL), fn(ts, (int)n, axis));
-  res = ctpy_wrap(r);
-done:
-  if (owned)
-    for (Py_ssize_t i = 0; i < n; i++) ct_free(owned[i]);
-  free(ts);
-  free(owned);
   Py_DECREF(seq);
   return res;
 }

@@ -140,29 +140,16 @@ static PyObject *f_einsum(PyObject *m, PyObject *args) {
                       : PyTuple_GetSlice(args, 1, n);
   if (!ops) return NULL;
   Py_ssize_t k = PyTuple_GET_SIZE(ops);
-  ct_tensor **ts = calloc((size_t)k + 1, sizeof *ts),
-            **owned = calloc((size_t)k + 1, sizeof *owned);
-  ct_tensor *r = NULL;
-  if (!ts || !owned) {
-    PyErr_NoMemory();
-    goto done;
+  ct_tensor **ts, **owned;
+  PyObject *res = NULL;
+  if (ctpy_operands(ops, &ts, &owned) == 0) {
+    ct_tensor *r;
+    CTPY_CALL(r, k > 0 && ctpy_is_big(ts[0], NULL), ct_einsum(eq, ts, (int)k));
+    ctpy_free_operands(ts, owned, k);
+    res = ctpy_wrap(r);
   }
-  ct_device dev = ctpy_default_device();
-  for (Py_ssize_t i = 0; i < k; i++)
-    if (ctpy_is_tensor(PyTuple_GET_ITEM(ops, i))) {
-      dev = ct_device_of(ctpy_t(PyTuple_GET_ITEM(ops, i)));
-      break;
-    }
-  for (Py_ssize_t i = 0; i < k; i++)
-    if (!(ts[i] = (ct_tensor *)ctpy_operand(PyTuple_GET_ITEM(ops, i), dev, &owned[i]))) goto done;
-  CTPY_CALL(r, k > 0 && ctpy_is_big(ts[0], NULL), ct_einsum(eq, ts, (int)k));
-  if (!r) ctpy_raise();
-done:
-  for (Py_ssize_t i = 0; owned && i < k; i++) ct_free(owned[i]);
-  free(ts);
-  free(owned);
   Py_DECREF(ops);
-  return r ? ctpy_wrap(r) : NULL;
+  return res;
 }
 
 /* scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
