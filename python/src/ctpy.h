@@ -47,6 +47,19 @@ PyObject *ctpy_wrap_unless_error(ct_tensor *t);
     }                                         \
   } while (0)
 
+/* Defines `static PyObject *name(handle_type *h)`: a new object of the C struct `ctype` (the
+ * Python type `pytype`) that takes over h, an object of the C library, as its field `field`. A
+ * NULL h raises the C library's last error; when Python has no memory, free_fn(h) releases it.
+ * The one way the extension hands a C library object to Python (ctpy_wrap is one of them). */
+#define CTPY_DEF_WRAP(name, ctype, pytype, field, handle_type, free_fn) \
+  static PyObject *name(handle_type *h) {                               \
+    if (!h) return ctpy_raise();                                        \
+    ctype *o = PyObject_New(ctype, pytype);                             \
+    if (!o) return free_fn(h), NULL;                                    \
+    o->field = h;                                                       \
+    return (PyObject *)o;                                               \
+  }
+
 /* ---- Errors (module.c) ---------------------------------------------------------------- */
 
 /* Raises the exception class of the C library's last error with its message

@@ -16,17 +16,13 @@ typedef struct {
 
 static PyTypeObject CtpyDataset_Type, CtpyLoader_Type;
 
+CTPY_DEF_WRAP(new_dataset, CtpyDataset, &CtpyDataset_Type, d, ct_dataset, ct_dataset_free)
 static PyObject *wrap_dataset(ct_dataset *d, PyObject *keep) {
-  if (!d) return ctpy_raise();
-  CtpyDataset *o = PyObject_New(CtpyDataset, &CtpyDataset_Type);
-  if (!o) {
-    ct_dataset_free(d);
-    return NULL;
-  }
-  o->d = d;
-  o->keep = Py_XNewRef(keep);
-  return (PyObject *)o;
+  PyObject *o = new_dataset(d);
+  if (o) ((CtpyDataset *)o)->keep = Py_XNewRef(keep);
+  return o;
 }
+CTPY_DEF_WRAP(new_loader, CtpyLoader, &CtpyLoader_Type, dl, ct_dataloader, ct_dataloader_free)
 
 static void dataset_dealloc(PyObject *self) {
   CtpyDataset *o = (CtpyDataset *)self;
@@ -154,16 +150,9 @@ static PyObject *f_dataloader(PyObject *m, PyObject *args, PyObject *kwargs) {
   o.shard_count = shard_count;
   o.device = ct_cpu();
   if (device != Py_None && ctpy_parse_device(device, &o.device) < 0) return NULL;
-  ct_dataloader *dl = ct_dataloader_new(((CtpyDataset *)dataset)->d, &o);
-  if (!dl) return ctpy_raise();
-  CtpyLoader *l = PyObject_New(CtpyLoader, &CtpyLoader_Type);
-  if (!l) {
-    ct_dataloader_free(dl);
-    return NULL;
-  }
-  l->dl = dl;
-  l->dataset = Py_NewRef(dataset);
-  return (PyObject *)l;
+  PyObject *l = new_loader(ct_dataloader_new(((CtpyDataset *)dataset)->d, &o));
+  if (l) ((CtpyLoader *)l)->dataset = Py_NewRef(dataset);
+  return l;
 }
 
 static void loader_dealloc(PyObject *self) {

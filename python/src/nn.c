@@ -10,16 +10,7 @@ typedef struct {
 
 static PyTypeObject CtpyModule_Type;
 
-static PyObject *wrap_module(ct_module *m) {
-  if (!m) return ctpy_raise();
-  CtpyModule *o = PyObject_New(CtpyModule, &CtpyModule_Type);
-  if (!o) {
-    ct_module_free(m);
-    return NULL;
-  }
-  o->m = m;
-  return (PyObject *)o;
-}
+CTPY_DEF_WRAP(wrap_module, CtpyModule, &CtpyModule_Type, m, ct_module, ct_module_free)
 
 static void module_dealloc(PyObject *self) {
   ct_module_free(((CtpyModule *)self)->m);

@@ -40,16 +40,8 @@ static int param_list(PyObject *params, ct_tensor ***out, PyObject **keep) {
   return (int)n;
 }
 
-static PyObject *wrap_optimizer(ct_optimizer *opt) {
-  if (!opt) return ctpy_raise();
-  CtpyOptimizer *o = PyObject_New(CtpyOptimizer, &CtpyOptimizer_Type);
-  if (!o) {
-    ct_optimizer_free(opt);
-    return NULL;
-  }
-  o->opt = opt;
-  return (PyObject *)o;
-}
+CTPY_DEF_WRAP(wrap_optimizer, CtpyOptimizer, &CtpyOptimizer_Type, opt, ct_optimizer,
+              ct_optimizer_free)
 
 static PyObject *f_sgd(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *params;
@@ -170,16 +162,12 @@ static PyTypeObject CtpyOptimizer_Type = {
 /* ---- Schedules
  * -------------------------------------------------------------------------------------- */
 
+CTPY_DEF_WRAP(new_scheduler, CtpyScheduler, &CtpyScheduler_Type, s, ct_lr_scheduler,
+              ct_lr_scheduler_free)
 static PyObject *wrap_scheduler(ct_lr_scheduler *s, PyObject *opt) {
-  if (!s) return ctpy_raise();
-  CtpyScheduler *o = PyObject_New(CtpyScheduler, &CtpyScheduler_Type);
-  if (!o) {
-    ct_lr_scheduler_free(s);
-    return NULL;
-  }
-  o->s = s;
-  o->optimizer = Py_NewRef(opt);
-  return (PyObject *)o;
+  PyObject *o = new_scheduler(s);
+  if (o) ((CtpyScheduler *)o)->optimizer = Py_NewRef(opt);
+  return o;
 }
 static PyObject *f_step_lr(PyObject *m, PyObject *args) {
   PyObject *opt;

@@ -3,16 +3,8 @@
  * functions (item, tolist, to, to_device, backward, ...). */
 #include "ctpy.h"
 
-PyObject *ctpy_wrap(ct_tensor *t) {
-  if (!t) return ctpy_raise();
-  CtpyTensor *o = PyObject_New(CtpyTensor, &CtpyTensor_Type);
-  if (!o) {
-    ct_free(t);
-    return NULL;
-  }
-  o->t = t;
-  return (PyObject *)o;
-}
+CTPY_DEF_WRAP(new_tensor, CtpyTensor, &CtpyTensor_Type, t, ct_tensor, ct_free)
+PyObject *ctpy_wrap(ct_tensor *t) { return new_tensor(t); }
 
 PyObject *ctpy_wrap_unless_error(ct_tensor *t) {
   if (PyErr_Occurred()) return ct_free(t), NULL;
