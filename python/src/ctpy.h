@@ -252,6 +252,11 @@ int ctpy_stream_init(PyObject *module);
 /* The module ctensor._C (borrowed), for methods that forward to its functions. */
 extern PyObject *ctpy_module;
 
+/* The function and flags of a PyMethodDef row, for functions taking (args, kwargs) and for
+ * METH_FASTCALL ones (a cast, as CPython's PyCFunction type has two parameters). */
+#define CTPY_KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+#define CTPY_FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
+
 /* Helpers for functions taking many keywords. */
 #define CTPY_KW(...) ((char *[]){__VA_ARGS__, NULL})
 

@@ -205,12 +205,11 @@ static PyTypeObject CtpyLoader_Type = {
     .tp_as_sequence = &loader_sequence,
 };
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef data_functions[] = {
     {"tensor_dataset", f_tensor_dataset, METH_VARARGS, NULL},
-    {"mnist", KW(f_mnist), NULL},
-    {"cifar10", KW(f_cifar10), NULL},
-    {"dataloader", KW(f_dataloader), NULL},
+    {"mnist", CTPY_KWARGS(f_mnist), NULL},
+    {"cifar10", CTPY_KWARGS(f_cifar10), NULL},
+    {"dataloader", CTPY_KWARGS(f_dataloader), NULL},
     {NULL},
 };
 

@@ -182,26 +182,24 @@ static PyObject *f_sdpa(PyObject *m, PyObject *args, PyObject *kwargs) {
   return r ? ctpy_wrap(r) : NULL;
 }
 
-#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_linalg_methods[] = {
-    {"linalg_solve", FASTCALL(f_solve), "linalg_solve(x1, x2, /): X with x1 @ X == x2"},
+    {"linalg_solve", CTPY_FASTCALL(f_solve), "linalg_solve(x1, x2, /): X with x1 @ X == x2"},
     {"linalg_inv", f_inv, METH_O, "linalg_inv(x, /)"},
     {"linalg_det", f_det, METH_O, "linalg_det(x, /)"},
     {"linalg_slogdet", f_slogdet, METH_O, "linalg_slogdet(x, /): (sign, logabsdet)"},
     {"linalg_eigh", f_eigh, METH_O, "linalg_eigh(x, /): (eigenvalues, eigenvectors)"},
     {"linalg_eigvalsh", f_eigvalsh, METH_O, "linalg_eigvalsh(x, /)"},
     {"linalg_svdvals", f_svdvals, METH_O, "linalg_svdvals(x, /)"},
-    {"linalg_cholesky", KWARGS(f_cholesky), "linalg_cholesky(x, /, *, upper=False)"},
-    {"linalg_qr", KWARGS(f_qr), "linalg_qr(x, /, *, mode='reduced'): (Q, R)"},
-    {"linalg_svd", KWARGS(f_svd), "linalg_svd(x, /, *, full_matrices=True): (U, S, Vh)"},
-    {"linalg_matrix_norm", KWARGS(f_matrix_norm),
+    {"linalg_cholesky", CTPY_KWARGS(f_cholesky), "linalg_cholesky(x, /, *, upper=False)"},
+    {"linalg_qr", CTPY_KWARGS(f_qr), "linalg_qr(x, /, *, mode='reduced'): (Q, R)"},
+    {"linalg_svd", CTPY_KWARGS(f_svd), "linalg_svd(x, /, *, full_matrices=True): (U, S, Vh)"},
+    {"linalg_matrix_norm", CTPY_KWARGS(f_matrix_norm),
      "linalg_matrix_norm(x, /, *, keepdims=False, ord='fro'): ord as a string"},
-    {"linalg_lstsq", KWARGS(f_lstsq),
+    {"linalg_lstsq", CTPY_KWARGS(f_lstsq),
      "linalg_lstsq(A, B, rcond=None, *, driver=None): (solution, residuals, rank, "
      "singular_values)"},
     {"einsum", f_einsum, METH_VARARGS, "einsum(equation, *operands)"},
-    {"scaled_dot_product_attention", KWARGS(f_sdpa),
+    {"scaled_dot_product_attention", CTPY_KWARGS(f_sdpa),
      "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
      "is_causal=False, scale=None)"},
     {NULL},

@@ -219,11 +219,10 @@ static PyTypeObject CtpyScheduler_Type = {
     .tp_getset = scheduler_getset,
 };
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef optim_functions[] = {
-    {"sgd", KW(f_sgd), NULL},
-    {"adam", KW(f_adam), NULL},
-    {"adamw", KW(f_adamw), NULL},
+    {"sgd", CTPY_KWARGS(f_sgd), NULL},
+    {"adam", CTPY_KWARGS(f_adam), NULL},
+    {"adamw", CTPY_KWARGS(f_adamw), NULL},
     {"step_lr", f_step_lr, METH_VARARGS, NULL},
     {"cosine_lr", f_cosine_lr, METH_VARARGS, NULL},
     {NULL},

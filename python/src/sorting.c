@@ -425,26 +425,28 @@ static PyObject *f_pad(PyObject *m, PyObject *args, PyObject *kwargs) {
   CTPY_RETURN_ON_TENSOR(xo, x, ct_pad(x, pad, n, pm, value));
 }
 
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_sorting_methods[] = {
-    {"sort", KWARGS(f_sort), "sort(x, /, *, axis=-1, descending=False, stable=True)"},
-    {"argsort", KWARGS(f_argsort), "argsort(x, /, *, axis=-1, descending=False, stable=True)"},
-    {"searchsorted", KWARGS(f_searchsorted),
+    {"sort", CTPY_KWARGS(f_sort), "sort(x, /, *, axis=-1, descending=False, stable=True)"},
+    {"argsort", CTPY_KWARGS(f_argsort), "argsort(x, /, *, axis=-1, descending=False, stable=True)"},
+    {"searchsorted", CTPY_KWARGS(f_searchsorted),
      "searchsorted(x1, x2, /, *, side='left', sorter=None)"},
-    {"unique", KWARGS(f_unique),
+    {"unique", CTPY_KWARGS(f_unique),
      "unique(x, /, *, indices=False, inverse=False, counts=False): (values, indices, "
      "inverse_indices, counts), None for what was not asked"},
-    {"topk", KWARGS(f_topk), "topk(x, k, dim=-1, largest=True, sorted=True): (values, indices)"},
-    {"kthvalue", KWARGS(f_kthvalue), "kthvalue(x, k, dim=-1, keepdim=False): (values, indices)"},
-    {"cumulative_sum", KWARGS(f_cumulative_sum),
+    {"topk", CTPY_KWARGS(f_topk),
+     "topk(x, k, dim=-1, largest=True, sorted=True): (values, indices)"},
+    {"kthvalue", CTPY_KWARGS(f_kthvalue),
+     "kthvalue(x, k, dim=-1, keepdim=False): (values, indices)"},
+    {"cumulative_sum", CTPY_KWARGS(f_cumulative_sum),
      "cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False)"},
-    {"cumsum", KWARGS(f_cumsum), "cumsum(x, dim, *, dtype=None)"},
-    {"cumprod", KWARGS(f_cumprod), "cumprod(x, dim, *, dtype=None)"},
-    {"flip", KWARGS(f_flip), "flip(x, /, *, axis=None): a copy"},
-    {"roll", KWARGS(f_roll), "roll(x, /, shift, *, axis=None)"},
-    {"repeat", KWARGS(f_repeat), "repeat(x, repeats, /, *, axis=None)"},
+    {"cumsum", CTPY_KWARGS(f_cumsum), "cumsum(x, dim, *, dtype=None)"},
+    {"cumprod", CTPY_KWARGS(f_cumprod), "cumprod(x, dim, *, dtype=None)"},
+    {"flip", CTPY_KWARGS(f_flip), "flip(x, /, *, axis=None): a copy"},
+    {"roll", CTPY_KWARGS(f_roll), "roll(x, /, shift, *, axis=None)"},
+    {"repeat", CTPY_KWARGS(f_repeat), "repeat(x, repeats, /, *, axis=None)"},
     {"tile", f_tile, METH_VARARGS, "tile(x, repetitions, /)"},
     {"nonzero", f_nonzero, METH_O, "nonzero(x, /): a tuple of int64 coordinates, one per axis"},
-    {"pad", KWARGS(f_pad), "pad(x, pad, mode='constant', value=None), as torch.nn.functional.pad"},
+    {"pad", CTPY_KWARGS(f_pad),
+     "pad(x, pad, mode='constant', value=None), as torch.nn.functional.pad"},
     {NULL},
 };
