@@ -15,6 +15,18 @@ static PyObject *f_is_grad_enabled(PyObject *m, PyObject *u) {
   return PyBool_FromLong(ct_is_grad_enabled());
 }
 
+PyObject *ctpy_backward(PyObject *root, PyObject *grad, bool retain_graph) {
+  ct_tensor *owned = NULL;
+  const ct_tensor *g = NULL;
+  if (grad != Py_None && !(g = ctpy_operand(grad, ct_device_of(ctpy_t(root)), &owned))) return NULL;
+  ct_status st;
+  Py_BEGIN_ALLOW_THREADS st =
+      ct_backward(ctpy_t(root), g, &(ct_backward_opts){.retain_graph = retain_graph});
+  Py_END_ALLOW_THREADS ct_free(owned);
+  if (ctpy_check(st) < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
 /* backward(tensor, gradient=None, retain_graph=False) */
 static PyObject *f_backward(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *root, *grad = Py_None;
@@ -23,15 +35,7 @@ static PyObject *f_backward(PyObject *m, PyObject *args, PyObject *kwargs) {
                                    CTPY_KW("tensor", "gradient", "retain_graph"), &CtpyTensor_Type,
                                    &root, &grad, &retain))
     return NULL;
-  ct_tensor *owned = NULL;
-  const ct_tensor *g = NULL;
-  if (grad != Py_None && !(g = ctpy_operand(grad, ct_device_of(ctpy_t(root)), &owned))) return NULL;
-  ct_status st;
-  Py_BEGIN_ALLOW_THREADS st =
-      ct_backward(ctpy_t(root), g, &(ct_backward_opts){.retain_graph = retain});
-  Py_END_ALLOW_THREADS ct_free(owned);
-  if (ctpy_check(st) < 0) return NULL;
-  Py_RETURN_NONE;
+  return ctpy_backward(root, grad, retain);
 }
 
 /* _rewrap(tensor, cls): an instance of cls (a Tensor subclass) holding the
@@ -69,8 +73,7 @@ PyMethodDef ctpy_autograd_methods[] = {
     {"_no_grad_end", f_no_grad_end, METH_NOARGS, NULL},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS,
      "Whether ops record gradients on this thread."},
-    {"backward", (PyCFunction)(void (*)(void))f_backward, METH_VARARGS | METH_KEYWORDS,
-     "backward(tensor, gradient=None, retain_graph=False)"},
+    {"backward", CTPY_KWARGS(f_backward), "backward(tensor, gradient=None, retain_graph=False)"},
     {"_rewrap", f_rewrap, METH_VARARGS, NULL},
     {"_same", f_same, METH_VARARGS, NULL},
     {"same_storage", f_same_storage, METH_VARARGS,

@@ -463,6 +463,35 @@ ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned) {
   return *owned = ctpy_asarray(obj, &o);
 }
 
+int ctpy_operands(PyObject *tuple, ct_tensor ***ts, ct_tensor ***owned) {
+  Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  *ts = calloc((size_t)n + 1, sizeof **ts);
+  *owned = calloc((size_t)n + 1, sizeof **owned);
+  if (!*ts || !*owned) {
+    ctpy_free_operands(*ts, *owned, 0);
+    PyErr_NoMemory();
+    return -1;
+  }
+  ct_device dev = ctpy_default_device();
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (ctpy_is_tensor(PyTuple_GET_ITEM(tuple, i))) {
+      dev = ct_device_of(ctpy_t(PyTuple_GET_ITEM(tuple, i)));
+      break;
+    }
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!((*ts)[i] = (ct_tensor *)ctpy_operand(PyTuple_GET_ITEM(tuple, i), dev, &(*owned)[i]))) {
+      ctpy_free_operands(*ts, *owned, n);
+      return -1;
+    }
+  return 0;
+}
+
+void ctpy_free_operands(ct_tensor **ts, ct_tensor **owned, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; owned && i < n; i++) ct_free(owned[i]);
+  free(ts);
+  free(owned);
+}
+
 /* ---- The buffer protocol of CPU tensors
  * ------------------------------------------------------------ */
 

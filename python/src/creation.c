@@ -33,21 +33,11 @@ static PyObject *by_shape(PyObject *args, PyObject *kwargs, const char *fmt, sha
   if (n < 0 || tensor_opts(dtype, device, rg, CTPY_DEFAULT_FLOAT, &o) < 0) return NULL;
   return ctpy_wrap(fn(shape, n, &o));
 }
-static PyObject *f_zeros(PyObject *m, PyObject *a, PyObject *k) {
-  return by_shape(a, k, "O|$OOp:zeros", ct_zeros);
-}
-static PyObject *f_ones(PyObject *m, PyObject *a, PyObject *k) {
-  return by_shape(a, k, "O|$OOp:ones", ct_ones);
-}
-static PyObject *f_empty(PyObject *m, PyObject *a, PyObject *k) {
-  return by_shape(a, k, "O|$OOp:empty", ct_empty);
-}
-static PyObject *f_rand(PyObject *m, PyObject *a, PyObject *k) {
-  return by_shape(a, k, "O|$OOp:rand", ct_rand);
-}
-static PyObject *f_randn(PyObject *m, PyObject *a, PyObject *k) {
-  return by_shape(a, k, "O|$OOp:randn", ct_randn);
-}
+CTPY_DEF_KWARGS(zeros, by_shape, "O|$OOp:zeros", ct_zeros)
+CTPY_DEF_KWARGS(ones, by_shape, "O|$OOp:ones", ct_ones)
+CTPY_DEF_KWARGS(empty, by_shape, "O|$OOp:empty", ct_empty)
+CTPY_DEF_KWARGS(rand, by_shape, "O|$OOp:rand", ct_rand)
+CTPY_DEF_KWARGS(randn, by_shape, "O|$OOp:randn", ct_randn)
 
 /* The dtype a Python value gives: bool, int64 or float32. */
 static ct_dtype dtype_of_value(PyObject *v) {
@@ -105,18 +95,10 @@ static PyObject *like(PyObject *args, PyObject *kwargs, const char *fmt, bool ha
   ct_free(owned);
   return NULL;
 }
-static PyObject *f_zeros_like(PyObject *m, PyObject *a, PyObject *k) {
-  return like(a, k, "O|$OOp:zeros_like", false, ct_zeros_like);
-}
-static PyObject *f_ones_like(PyObject *m, PyObject *a, PyObject *k) {
-  return like(a, k, "O|$OOp:ones_like", false, ct_ones_like);
-}
-static PyObject *f_empty_like(PyObject *m, PyObject *a, PyObject *k) {
-  return like(a, k, "O|$OOp:empty_like", false, ct_empty_like);
-}
-static PyObject *f_full_like(PyObject *m, PyObject *a, PyObject *k) {
-  return like(a, k, "OO|$OOp:full_like", true, NULL);
-}
+CTPY_DEF_KWARGS(zeros_like, like, "O|$OOp:zeros_like", false, ct_zeros_like)
+CTPY_DEF_KWARGS(ones_like, like, "O|$OOp:ones_like", false, ct_ones_like)
+CTPY_DEF_KWARGS(empty_like, like, "O|$OOp:empty_like", false, ct_empty_like)
+CTPY_DEF_KWARGS(full_like, like, "OO|$OOp:full_like", true, NULL)
 
 /* arange(start, /, stop=None, step=1, *, dtype=None, device=None) */
 static PyObject *f_arange(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -240,12 +222,8 @@ static PyObject *two_params(PyObject *args, PyObject *kwargs, const char *fmt,
   if (n < 0 || tensor_opts(dtype, device, rg, CTPY_DEFAULT_FLOAT, &o) < 0) return NULL;
   return ctpy_wrap(fn(a, b, shape, n, &o));
 }
-static PyObject *f_normal(PyObject *m, PyObject *a, PyObject *k) {
-  return two_params(a, k, "ddO|$OOp:normal", ct_normal);
-}
-static PyObject *f_uniform(PyObject *m, PyObject *a, PyObject *k) {
-  return two_params(a, k, "ddO|$OOp:uniform", ct_uniform);
-}
+CTPY_DEF_KWARGS(normal, two_params, "ddO|$OOp:normal", ct_normal)
+CTPY_DEF_KWARGS(uniform, two_params, "ddO|$OOp:uniform", ct_uniform)
 
 static PyObject *f_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long n;
@@ -283,38 +261,37 @@ static PyObject *fill_random(PyObject *args, const char *fmt,
   if (!fn(ctpy_t(xo), a, b, NULL)) return ctpy_raise();
   return Py_NewRef(xo);
 }
-static PyObject *f_uniform_(PyObject *m, PyObject *a) {
-  return fill_random(a, "O!dd:uniform_", ct_uniform_);
-}
-static PyObject *f_normal_(PyObject *m, PyObject *a) {
-  return fill_random(a, "O!dd:normal_", ct_normal_);
-}
+CTPY_DEF_VARARGS(uniform_, fill_random, "O!dd:uniform_", ct_uniform_)
+CTPY_DEF_VARARGS(normal_, fill_random, "O!dd:normal_", ct_normal_)
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_methods[] = {
-    {"zeros", KW(f_zeros), "zeros(shape, *, dtype=None, device=None, requires_grad=False)"},
-    {"ones", KW(f_ones), "ones(shape, *, dtype=None, device=None, requires_grad=False)"},
-    {"empty", KW(f_empty), "empty(shape, *, dtype=None, device=None, requires_grad=False)"},
-    {"full", KW(f_full),
+    {"zeros", CTPY_KWARGS(f_zeros),
+     "zeros(shape, *, dtype=None, device=None, requires_grad=False)"},
+    {"ones", CTPY_KWARGS(f_ones), "ones(shape, *, dtype=None, device=None, requires_grad=False)"},
+    {"empty", CTPY_KWARGS(f_empty),
+     "empty(shape, *, dtype=None, device=None, requires_grad=False)"},
+    {"full", CTPY_KWARGS(f_full),
      "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)"},
-    {"zeros_like", KW(f_zeros_like), "zeros_like(x, /, *, dtype=None, device=None)"},
-    {"ones_like", KW(f_ones_like), "ones_like(x, /, *, dtype=None, device=None)"},
-    {"empty_like", KW(f_empty_like), "empty_like(x, /, *, dtype=None, device=None)"},
-    {"full_like", KW(f_full_like), "full_like(x, /, fill_value, *, dtype=None, device=None)"},
-    {"arange", KW(f_arange), "arange(start, /, stop=None, step=1, *, dtype=None, device=None)"},
-    {"linspace", KW(f_linspace),
+    {"zeros_like", CTPY_KWARGS(f_zeros_like), "zeros_like(x, /, *, dtype=None, device=None)"},
+    {"ones_like", CTPY_KWARGS(f_ones_like), "ones_like(x, /, *, dtype=None, device=None)"},
+    {"empty_like", CTPY_KWARGS(f_empty_like), "empty_like(x, /, *, dtype=None, device=None)"},
+    {"full_like", CTPY_KWARGS(f_full_like),
+     "full_like(x, /, fill_value, *, dtype=None, device=None)"},
+    {"arange", CTPY_KWARGS(f_arange),
+     "arange(start, /, stop=None, step=1, *, dtype=None, device=None)"},
+    {"linspace", CTPY_KWARGS(f_linspace),
      "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True)"},
-    {"eye", KW(f_eye), "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None)"},
-    {"asarray", KW(f_asarray), "asarray(obj, /, *, dtype=None, device=None, copy=None)"},
-    {"from_dlpack", KW(ctpy_from_dlpack),
+    {"eye", CTPY_KWARGS(f_eye), "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None)"},
+    {"asarray", CTPY_KWARGS(f_asarray), "asarray(obj, /, *, dtype=None, device=None, copy=None)"},
+    {"from_dlpack", CTPY_KWARGS(ctpy_from_dlpack),
      "from_dlpack(x, /, *, device=None, copy=None): no copy when possible"},
-    {"rand", KW(f_rand), "rand(shape, *, dtype=None, device=None): uniform [0, 1)"},
-    {"randn", KW(f_randn), "randn(shape, *, dtype=None, device=None): standard normal"},
-    {"randint", KW(f_randint),
+    {"rand", CTPY_KWARGS(f_rand), "rand(shape, *, dtype=None, device=None): uniform [0, 1)"},
+    {"randn", CTPY_KWARGS(f_randn), "randn(shape, *, dtype=None, device=None): standard normal"},
+    {"randint", CTPY_KWARGS(f_randint),
      "randint(low, high, shape, *, dtype=None, device=None): int64 unless dtype says"},
-    {"normal", KW(f_normal), "normal(mean, std, shape, *, dtype=None, device=None)"},
-    {"uniform", KW(f_uniform), "uniform(low, high, shape, *, dtype=None, device=None)"},
-    {"randperm", KW(f_randperm), "randperm(n, *, device=None): int64"},
+    {"normal", CTPY_KWARGS(f_normal), "normal(mean, std, shape, *, dtype=None, device=None)"},
+    {"uniform", CTPY_KWARGS(f_uniform), "uniform(low, high, shape, *, dtype=None, device=None)"},
+    {"randperm", CTPY_KWARGS(f_randperm), "randperm(n, *, device=None): int64"},
     {"bernoulli", f_bernoulli, METH_O, "bernoulli(p): 1 with probability p"},
     {"manual_seed", f_manual_seed, METH_O, "manual_seed(seed): seeds the default generator"},
     {"uniform_", f_uniform_, METH_VARARGS, "uniform_(x, low, high): fills x in place"},

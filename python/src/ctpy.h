@@ -31,6 +31,9 @@ static inline ct_tensor *ctpy_t(PyObject *o) { return ((CtpyTensor *)o)->t; }
 /* A new Python Tensor owning t (a new reference). NULL t: raises the C
  * library's last error and returns NULL. */
 PyObject *ctpy_wrap(ct_tensor *t);
+/* ctpy_wrap(t), unless a Python exception is already set (the conversion of an argument failed
+ * on the way): then t (which may be NULL) is freed and NULL returned. */
+PyObject *ctpy_wrap_unless_error(ct_tensor *t);
 /* Tensors at least this large release the GIL while an op runs on them. */
 #define CTPY_NOGIL_NUMEL 65536
 /* Runs `call` (an expression assigned to `result`) without the GIL when `big`. */
@@ -43,6 +46,19 @@ PyObject *ctpy_wrap(ct_tensor *t);
       result = (call);                        \
     }                                         \
   } while (0)
+
+/* Defines `static PyObject *name(handle_type *h)`: a new object of the C struct `ctype` (the
+ * Python type `pytype`) that takes over h, an object of the C library, as its field `field`. A
+ * NULL h raises the C library's last error; when Python has no memory, free_fn(h) releases it.
+ * The one way the extension hands a C library object to Python (ctpy_wrap is one of them). */
+#define CTPY_DEF_WRAP(name, ctype, pytype, field, handle_type, free_fn) \
+  static PyObject *name(handle_type *h) {                               \
+    if (!h) return ctpy_raise();                                        \
+    ctype *o = PyObject_New(ctype, pytype);                             \
+    if (!o) return free_fn(h), NULL;                                    \
+    o->field = h;                                                       \
+    return (PyObject *)o;                                               \
+  }
 
 /* ---- Errors (module.c) ---------------------------------------------------------------- */
 
@@ -99,6 +115,12 @@ int ctpy_asarray_opts_parse(PyObject *dtype, PyObject *device, PyObject *copy,
 /* An operand of an op: a Tensor (borrowed, *owned = NULL) or anything
  * asarray takes, made on `device` (*owned holds the new reference to free). */
 ct_tensor *ctpy_operand(PyObject *obj, ct_device device, ct_tensor **owned);
+/* The operands of an op on any number of tensors (cat, stack, einsum): the items of `tuple` on
+ * one device, that of the first Tensor among them, else the default device. *ts and *owned (the
+ * references to free) are new arrays of n + 1, which ctpy_free_operands releases. 0, or -1 with
+ * an exception (and nothing to release). */
+int ctpy_operands(PyObject *tuple, ct_tensor ***ts, ct_tensor ***owned);
+void ctpy_free_operands(ct_tensor **ts, ct_tensor **owned, Py_ssize_t n);
 /* A Python scalar (int, float, bool; not a Tensor): true with the value. */
 bool ctpy_scalar(PyObject *o, double *value, bool *is_float);
 /* ctpy_scalar, but false for an int of magnitude 2^53 or more, which a double would round:
@@ -174,6 +196,39 @@ bool ctpy_is_big(const ct_tensor *a, const ct_tensor *b);
  * reference to free, NULL when o is a Tensor). NULL with an exception. */
 const ct_tensor *ctpy_arg_tensor(PyObject *o, ct_tensor **owned);
 
+/* The end of most functions of one tensor-like argument, and a return from them: `x` names
+ * the tensor of the argument `xo` (ctpy_arg_tensor) in `call`, an expression giving a new
+ * tensor; what the conversion made is freed after the call, and the result is returned as a
+ * Python Tensor (NULL: the C library's error is raised). The _NOGIL form runs `call` without
+ * the GIL when x is large (CTPY_CALL); `call` must then not touch Python objects. */
+#define CTPY_RETURN_ON_TENSOR(xo, x, call) CTPY_RETURN_ON_TENSOR_(xo, x, false, call)
+#define CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, call) \
+  CTPY_RETURN_ON_TENSOR_(xo, x, ctpy_is_big(x, NULL), call)
+#define CTPY_RETURN_ON_TENSOR_(xo, x, big, call)            \
+  do {                                                      \
+    ct_tensor *ctpy_owned_, *ctpy_result_;                  \
+    const ct_tensor *x = ctpy_arg_tensor(xo, &ctpy_owned_); \
+    if (!x) return NULL;                                    \
+    CTPY_CALL(ctpy_result_, big, call);                     \
+    ct_free(ctpy_owned_);                                   \
+    return ctpy_wrap(ctpy_result_);                         \
+  } while (0)
+/* The same for a call giving several tensors, returned as a tuple: `t` is the caller's array of
+ * them (all NULL), `call` returns t[first] and fills the others; it runs as the _NOGIL form. */
+#define CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, first, call)   \
+  do {                                                       \
+    ct_tensor *ctpy_owned_;                                  \
+    const ct_tensor *x = ctpy_arg_tensor(xo, &ctpy_owned_);  \
+    if (!x) return NULL;                                     \
+    CTPY_CALL((t)[first], ctpy_is_big(x, NULL), call);       \
+    ct_free(ctpy_owned_);                                    \
+    return ctpy_tuple(t, (int)(sizeof(t) / sizeof((t)[0]))); \
+  } while (0)
+
+/* Tensor.backward and autograd's backward: the backward pass from root (a Tensor), seeded with
+ * grad (None, or a tensor-like, made on root's device). None, or NULL with the error raised. */
+PyObject *ctpy_backward(PyObject *root, PyObject *grad, bool retain_graph);
+
 /* A tuple of n tensors (new references, taken over); when any is NULL, frees the others and
  * raises the C library's last error. */
 PyObject *ctpy_tuple(ct_tensor **ts, int n);
@@ -197,7 +252,22 @@ int ctpy_stream_init(PyObject *module);
 /* The module ctensor._C (borrowed), for methods that forward to its functions. */
 extern PyObject *ctpy_module;
 
+/* The function and flags of a PyMethodDef row, for functions taking (args, kwargs) and for
+ * METH_FASTCALL ones (a cast, as CPython's PyCFunction type has two parameters). */
+#define CTPY_KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+#define CTPY_FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
+
 /* Helpers for functions taking many keywords. */
 #define CTPY_KW(...) ((char *[]){__VA_ARGS__, NULL})
+
+/* Functions that differ only by what they pass to one shared implementation, one line each:
+ * f_<name>(module, args, kwargs) returns impl(args, kwargs, ...); the METH_VARARGS form
+ * f_<name>(module, args) returns impl(args, ...). */
+#define CTPY_DEF_KWARGS(name, impl, ...)                             \
+  static PyObject *f_##name(PyObject *m, PyObject *a, PyObject *k) { \
+    return impl(a, k, __VA_ARGS__);                                  \
+  }
+#define CTPY_DEF_VARARGS(name, impl, ...) \
+  static PyObject *f_##name(PyObject *m, PyObject *a) { return impl(a, __VA_ARGS__); }
 
 #endif /* CTPY_H */

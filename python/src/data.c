@@ -16,17 +16,13 @@ typedef struct {
 
 static PyTypeObject CtpyDataset_Type, CtpyLoader_Type;
 
+CTPY_DEF_WRAP(new_dataset, CtpyDataset, &CtpyDataset_Type, d, ct_dataset, ct_dataset_free)
 static PyObject *wrap_dataset(ct_dataset *d, PyObject *keep) {
-  if (!d) return ctpy_raise();
-  CtpyDataset *o = PyObject_New(CtpyDataset, &CtpyDataset_Type);
-  if (!o) {
-    ct_dataset_free(d);
-    return NULL;
-  }
-  o->d = d;
-  o->keep = Py_XNewRef(keep);
-  return (PyObject *)o;
+  PyObject *o = new_dataset(d);
+  if (o) ((CtpyDataset *)o)->keep = Py_XNewRef(keep);
+  return o;
 }
+CTPY_DEF_WRAP(new_loader, CtpyLoader, &CtpyLoader_Type, dl, ct_dataloader, ct_dataloader_free)
 
 static void dataset_dealloc(PyObject *self) {
   CtpyDataset *o = (CtpyDataset *)self;
@@ -124,12 +120,8 @@ static PyObject *image_dataset(PyObject *args, PyObject *kwargs, const char *fmt
   Py_BEGIN_ALLOW_THREADS d = open(dir, train, &t);
   Py_END_ALLOW_THREADS return wrap_dataset(d, NULL);
 }
-static PyObject *f_mnist(PyObject *m, PyObject *a, PyObject *k) {
-  return image_dataset(a, k, "s|p$OOLLpK:MNIST", ct_mnist_open);
-}
-static PyObject *f_cifar10(PyObject *m, PyObject *a, PyObject *k) {
-  return image_dataset(a, k, "s|p$OOLLpK:CIFAR10", ct_cifar10_open);
-}
+CTPY_DEF_KWARGS(mnist, image_dataset, "s|p$OOLLpK:MNIST", ct_mnist_open)
+CTPY_DEF_KWARGS(cifar10, image_dataset, "s|p$OOLLpK:CIFAR10", ct_cifar10_open)
 
 /* ---- The loader
  * ---------------------------------------------------------------------------------------- */
@@ -158,16 +150,9 @@ static PyObject *f_dataloader(PyObject *m, PyObject *args, PyObject *kwargs) {
   o.shard_count = shard_count;
   o.device = ct_cpu();
   if (device != Py_None && ctpy_parse_device(device, &o.device) < 0) return NULL;
-  ct_dataloader *dl = ct_dataloader_new(((CtpyDataset *)dataset)->d, &o);
-  if (!dl) return ctpy_raise();
-  CtpyLoader *l = PyObject_New(CtpyLoader, &CtpyLoader_Type);
-  if (!l) {
-    ct_dataloader_free(dl);
-    return NULL;
-  }
-  l->dl = dl;
-  l->dataset = Py_NewRef(dataset);
-  return (PyObject *)l;
+  PyObject *l = new_loader(ct_dataloader_new(((CtpyDataset *)dataset)->d, &o));
+  if (l) ((CtpyLoader *)l)->dataset = Py_NewRef(dataset);
+  return l;
 }
 
 static void loader_dealloc(PyObject *self) {
@@ -220,12 +205,11 @@ static PyTypeObject CtpyLoader_Type = {
     .tp_as_sequence = &loader_sequence,
 };
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef data_functions[] = {
     {"tensor_dataset", f_tensor_dataset, METH_VARARGS, NULL},
-    {"mnist", KW(f_mnist), NULL},
-    {"cifar10", KW(f_cifar10), NULL},
-    {"dataloader", KW(f_dataloader), NULL},
+    {"mnist", CTPY_KWARGS(f_mnist), NULL},
+    {"cifar10", CTPY_KWARGS(f_cifar10), NULL},
+    {"dataloader", CTPY_KWARGS(f_dataloader), NULL},
     {NULL},
 };
 

@@ -108,12 +108,8 @@ static PyObject *var_std(PyObject *args, PyObject *kwargs, const char *fmt,
   ct_free(owned);
   return ctpy_wrap(r);
 }
-static PyObject *f_var(PyObject *m, PyObject *a, PyObject *k) {
-  return var_std(a, k, "O|O$dp:var", ct_var);
-}
-static PyObject *f_std(PyObject *m, PyObject *a, PyObject *k) {
-  return var_std(a, k, "O|O$dp:std", ct_std);
-}
+CTPY_DEF_KWARGS(var, var_std, "O|O$dp:var", ct_var)
+CTPY_DEF_KWARGS(std, var_std, "O|O$dp:std", ct_std)
 
 /* norm(x, /, *, ord=2, axis=None, keepdims=False): the vector p-norm */
 static PyObject *f_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -158,12 +154,8 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *fmt,
   ct_free(owned);
   return ctpy_wrap(r);
 }
-static PyObject *f_argmax(PyObject *m, PyObject *a, PyObject *k) {
-  return arg_reduce(a, k, "O|O$p:argmax", ct_argmax);
-}
-static PyObject *f_argmin(PyObject *m, PyObject *a, PyObject *k) {
-  return arg_reduce(a, k, "O|O$p:argmin", ct_argmin);
-}
+CTPY_DEF_KWARGS(argmax, arg_reduce, "O|O$p:argmax", ct_argmax)
+CTPY_DEF_KWARGS(argmin, arg_reduce, "O|O$p:argmin", ct_argmin)
 
 /* softmax/log_softmax(x, axis=-1) */
 static PyObject *softmax_common(PyObject *args, PyObject *kwargs, const char *fmt,
@@ -172,19 +164,10 @@ static PyObject *softmax_common(PyObject *args, PyObject *kwargs, const char *fm
   int axis = -1;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, CTPY_KW("x", "axis"), &xo, &axis))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL), fn(x, axis));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, fn(x, axis));
 }
-static PyObject *f_softmax(PyObject *m, PyObject *a, PyObject *k) {
-  return softmax_common(a, k, "O|i:softmax", ct_softmax);
-}
-static PyObject *f_log_softmax(PyObject *m, PyObject *a, PyObject *k) {
-  return softmax_common(a, k, "O|i:log_softmax", ct_log_softmax);
-}
+CTPY_DEF_KWARGS(softmax, softmax_common, "O|i:softmax", ct_softmax)
+CTPY_DEF_KWARGS(log_softmax, softmax_common, "O|i:log_softmax", ct_log_softmax)
 
 /* ---- Functions: linear algebra, selection -------------------------------------------------------
  */
@@ -259,8 +242,7 @@ static PyObject *f_where(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   ct_free(oc);
   ct_free(oa);
   ct_free(ob);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 /* clamp(x, min=None, max=None): bounds are numbers */
@@ -272,12 +254,7 @@ static PyObject *f_clamp(PyObject *m, PyObject *args, PyObject *kwargs) {
   double l = -INFINITY, h = INFINITY;
   if (lo != Py_None && (l = PyFloat_AsDouble(lo)) == -1 && PyErr_Occurred()) return NULL;
   if (hi != Py_None && (h = PyFloat_AsDouble(hi)) == -1 && PyErr_Occurred()) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_clamp(x, l, h);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_clamp(x, l, h));
 }
 
 static PyObject *f_leaky_relu(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -286,12 +263,7 @@ static PyObject *f_leaky_relu(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d:leaky_relu", CTPY_KW("x", "negative_slope"),
                                    &xo, &slope))
     return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_leaky_relu(x, slope);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_leaky_relu(x, slope));
 }
 
 /* index_select(x, axis, indices) / gather(x, axis, indices) */
@@ -308,10 +280,8 @@ static PyObject *indexed(PyObject *args, const char *fmt,
   ct_free(ob);
   return ctpy_wrap(r);
 }
-static PyObject *f_index_select(PyObject *m, PyObject *a) {
-  return indexed(a, "OiO:index_select", ct_index_select);
-}
-static PyObject *f_gather(PyObject *m, PyObject *a) { return indexed(a, "OiO:gather", ct_gather); }
+CTPY_DEF_VARARGS(index_select, indexed, "OiO:index_select", ct_index_select)
+CTPY_DEF_VARARGS(gather, indexed, "OiO:gather", ct_gather)
 
 /* take_along_axis(x, indices, axis): the C function's argument order differs from gather's */
 static PyObject *f_take_along_axis(PyObject *m, PyObject *a) {
@@ -368,18 +338,12 @@ static PyObject *scatter_common(PyObject *args, const char *fmt, bool inplace,
   if (inplace) return r ? Py_NewRef(xo) : ctpy_raise();
   return ctpy_wrap(r);
 }
-static PyObject *f_scatter(PyObject *m, PyObject *a) {
-  return scatter_common(a, "OiOO:scatter", false, ct_scatter, ct_scatter_);
-}
-static PyObject *f_scatter_(PyObject *m, PyObject *a) {
-  return scatter_common(a, "OiOO:scatter_", true, ct_scatter, ct_scatter_);
-}
-static PyObject *f_scatter_add(PyObject *m, PyObject *a) {
-  return scatter_common(a, "OiOO:scatter_add", false, ct_scatter_add, ct_scatter_add_);
-}
-static PyObject *f_scatter_add_(PyObject *m, PyObject *a) {
-  return scatter_common(a, "OiOO:scatter_add_", true, ct_scatter_add, ct_scatter_add_);
-}
+CTPY_DEF_VARARGS(scatter, scatter_common, "OiOO:scatter", false, ct_scatter, ct_scatter_)
+CTPY_DEF_VARARGS(scatter_, scatter_common, "OiOO:scatter_", true, ct_scatter, ct_scatter_)
+CTPY_DEF_VARARGS(scatter_add, scatter_common, "OiOO:scatter_add", false, ct_scatter_add,
+                 ct_scatter_add_)
+CTPY_DEF_VARARGS(scatter_add_, scatter_common, "OiOO:scatter_add_", true, ct_scatter_add,
+                 ct_scatter_add_)
 
 /* masked_fill(x, mask, value) / masked_fill_ */
 static PyObject *masked_fill_common(PyObject *args, bool inplace) {
@@ -398,8 +362,8 @@ static PyObject *masked_fill_common(PyObject *args, bool inplace) {
   if (inplace) return r ? Py_NewRef(xo) : ctpy_raise();
   return ctpy_wrap(r);
 }
-static PyObject *f_masked_fill(PyObject *m, PyObject *a) { return masked_fill_common(a, false); }
-static PyObject *f_masked_fill_(PyObject *m, PyObject *a) { return masked_fill_common(a, true); }
+CTPY_DEF_VARARGS(masked_fill, masked_fill_common, false)
+CTPY_DEF_VARARGS(masked_fill_, masked_fill_common, true)
 
 /* cat/stack(tensors, axis=0) */
 static PyObject *join(PyObject *args, PyObject *kwargs, const char *fmt,
@@ -410,44 +374,24 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *fmt,
     return NULL;
   PyObject *seq = ctpy_sequence_tuple(seq_o, "a sequence of tensors"); /* holds the items */
   if (!seq) return NULL;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  ct_tensor **ts = calloc((size_t)n + 1, sizeof *ts),
-            **owned = calloc((size_t)n + 1, sizeof *owned);
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  ct_tensor **ts, **owned;
   PyObject *res = NULL;
-  if (!ts || !owned) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  ct_device dev = ctpy_default_device();
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (ctpy_is_tensor(PySequence_Fast_GET_ITEM(seq, i))) {
-      dev = ct_device_of(ctpy_t(PySequence_Fast_GET_ITEM(seq, i)));
-      break;
+  if (ctpy_operands(seq, &ts, &owned) == 0) {
+    if (n > INT32_MAX) {
+      PyErr_SetString(PyExc_ValueError, "too many tensors");
+    } else {
+      ct_tensor *r;
+      CTPY_CALL(r, n > 0 && ctpy_is_big(ts[0], NULL), fn(ts, (int)n, axis));
+      res = ctpy_wrap(r);
     }
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (!(ts[i] = (ct_tensor *)ctpy_operand(PySequence_Fast_GET_ITEM(seq, i), dev, &owned[i])))
-      goto done;
-  if (n > INT32_MAX) {
-    PyErr_SetString(PyExc_ValueError, "too many tensors");
-    goto done;
+    ctpy_free_operands(ts, owned, n);
   }
-  ct_tensor *r;
-  CTPY_CALL(r, n > 0 && ctpy_is_big(ts[0], NULL), fn(ts, (int)n, axis));
-  res = ctpy_wrap(r);
-done:
-  if (owned)
-    for (Py_ssize_t i = 0; i < n; i++) ct_free(owned[i]);
-  free(ts);
-  free(owned);
   Py_DECREF(seq);
   return res;
 }
-static PyObject *f_cat(PyObject *m, PyObject *a, PyObject *k) {
-  return join(a, k, "O|i:cat", ct_cat);
-}
-static PyObject *f_stack(PyObject *m, PyObject *a, PyObject *k) {
-  return join(a, k, "O|i:stack", ct_stack);
-}
+CTPY_DEF_KWARGS(cat, join, "O|i:cat", ct_cat)
+CTPY_DEF_KWARGS(stack, join, "O|i:stack", ct_stack)
 
 /* one_hot(indices, num_classes=-1) */
 static PyObject *f_one_hot(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -456,12 +400,7 @@ static PyObject *f_one_hot(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|L:one_hot", CTPY_KW("indices", "num_classes"),
                                    &xo, &n))
     return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_one_hot(x, n);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_one_hot(x, n));
 }
 
 /* tril/triu(x, k=0) */
@@ -470,19 +409,10 @@ static PyObject *tri(PyObject *args, PyObject *kwargs, const char *fmt,
   PyObject *xo;
   long long k = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, CTPY_KW("x", "k"), &xo, &k)) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = fn(x, k);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, fn(x, k));
 }
-static PyObject *f_tril(PyObject *m, PyObject *a, PyObject *k) {
-  return tri(a, k, "O|$L:tril", ct_tril);
-}
-static PyObject *f_triu(PyObject *m, PyObject *a, PyObject *k) {
-  return tri(a, k, "O|$L:triu", ct_triu);
-}
+CTPY_DEF_KWARGS(tril, tri, "O|$L:tril", ct_tril)
+CTPY_DEF_KWARGS(triu, tri, "O|$L:triu", ct_triu)
 
 /* allclose(a, b, rtol=1e-5, atol=1e-8) and equal(a, b): Python bools */
 static PyObject *f_allclose(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -525,20 +455,11 @@ static PyObject *with_shape(PyObject *args, const char *fmt,
   int64_t shape[CT_MAX_DIMS];
   int n = ctpy_parse_shape(so, shape, fmt + 3);
   if (n < 0) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = fn(x, shape, n);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, fn(x, shape, n));
 }
-static PyObject *f_reshape(PyObject *m, PyObject *a) {
-  return with_shape(a, "OO:reshape", ct_reshape);
-}
-static PyObject *f_view(PyObject *m, PyObject *a) { return with_shape(a, "OO:view", ct_view); }
-static PyObject *f_broadcast_to(PyObject *m, PyObject *a) {
-  return with_shape(a, "OO:broadcast_to", ct_expand);
-}
+CTPY_DEF_VARARGS(reshape, with_shape, "OO:reshape", ct_reshape)
+CTPY_DEF_VARARGS(view, with_shape, "OO:view", ct_view)
+CTPY_DEF_VARARGS(broadcast_to, with_shape, "OO:broadcast_to", ct_expand)
 static PyObject *f_permute(PyObject *m, PyObject *args) {
   PyObject *xo, *ao;
   if (!PyArg_ParseTuple(args, "OO:permute_dims", &xo, &ao)) return NULL;
@@ -547,12 +468,7 @@ static PyObject *f_permute(PyObject *m, PyObject *args) {
   if (n < 0) return NULL;
   int dims[CT_MAX_DIMS];
   for (int i = 0; i < n; i++) dims[i] = (int)axes[i];
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_permute(x, dims, n);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_permute(x, dims, n));
 }
 
 #define DEF_VIEW_INT(name, call)                                    \
@@ -560,23 +476,13 @@ static PyObject *f_permute(PyObject *m, PyObject *args) {
     PyObject *xo;                                                   \
     int a;                                                          \
     if (!PyArg_ParseTuple(args, "Oi:" #name, &xo, &a)) return NULL; \
-    ct_tensor *owned;                                               \
-    const ct_tensor *x = ctpy_arg_tensor(xo, &owned);               \
-    if (!x) return NULL;                                            \
-    ct_tensor *r = call;                                            \
-    ct_free(owned);                                                 \
-    return ctpy_wrap(r);                                            \
+    CTPY_RETURN_ON_TENSOR(xo, x, call);                             \
   }
 DEF_VIEW_INT(unsqueeze, ct_unsqueeze(x, a))
 DEF_VIEW_INT(squeeze_dim, ct_squeeze_dim(x, a))
 
 static PyObject *f_squeeze_all(PyObject *m, PyObject *arg) {
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(arg, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_squeeze(x);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(arg, x, ct_squeeze(x));
 }
 
 static PyObject *f_alias(PyObject *m, PyObject *arg) {
@@ -588,12 +494,7 @@ static PyObject *f_transpose(PyObject *m, PyObject *args) {
   PyObject *xo;
   int a, b;
   if (!PyArg_ParseTuple(args, "Oii:transpose", &xo, &a, &b)) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_transpose(x, a, b);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_transpose(x, a, b));
 }
 static PyObject *f_flatten(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo;
@@ -601,12 +502,7 @@ static PyObject *f_flatten(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|ii:flatten",
                                    CTPY_KW("x", "start_dim", "end_dim"), &xo, &start, &end))
     return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_flatten(x, start, end);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_flatten(x, start, end));
 }
 static PyObject *f_diagonal(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo;
@@ -616,12 +512,7 @@ static PyObject *f_diagonal(PyObject *m, PyObject *args, PyObject *kwargs) {
                                    CTPY_KW("x", "offset", "axis1", "axis2"), &xo, &offset, &d1,
                                    &d2))
     return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_diagonal(x, offset, d1, d2);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_diagonal(x, offset, d1, d2));
 }
 /* slice(x, axis, start, stop, step): a view, step > 0 */
 static PyObject *f_slice(PyObject *m, PyObject *args) {
@@ -629,12 +520,7 @@ static PyObject *f_slice(PyObject *m, PyObject *args) {
   int axis;
   long long start, stop, step = 1;
   if (!PyArg_ParseTuple(args, "OiLL|L:slice", &xo, &axis, &start, &stop, &step)) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_slice(x, axis, start, stop, step);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_slice(x, axis, start, stop, step));
 }
 /* split(x, split_size, axis=0) / chunk(x, chunks, axis=0): lists of views */
 static PyObject *pieces(PyObject *args, const char *fmt, bool chunk) {
@@ -665,8 +551,8 @@ static PyObject *pieces(PyObject *args, const char *fmt, bool chunk) {
   ct_free(owned);
   return list;
 }
-static PyObject *f_split(PyObject *m, PyObject *a) { return pieces(a, "OL|i:split", false); }
-static PyObject *f_chunk(PyObject *m, PyObject *a) { return pieces(a, "OL|i:chunk", true); }
+CTPY_DEF_VARARGS(split, pieces, "OL|i:split", false)
+CTPY_DEF_VARARGS(chunk, pieces, "OL|i:chunk", true)
 
 static PyObject *f_astype(PyObject *m, PyObject *args) {
   PyObject *xo, *dt;
@@ -674,16 +560,9 @@ static PyObject *f_astype(PyObject *m, PyObject *args) {
   ct_dtype d;
   bool given;
   if (ctpy_parse_dtype(dt, &d, &given) < 0) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_cast(x, d);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_cast(x, d));
 }
 
-#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 /* _set_tensor_attr(name, value): puts a Python-level method or attribute on Tensor (a static
  * type, which Python code cannot modify), so that NumPy's meanings of methods and the NumPy
  * protocols (__array_ufunc__, __array_function__, __array__) live in ctensor/_numpy_compat.py. */
@@ -696,32 +575,32 @@ static PyObject *f_set_tensor_attr(PyObject *m, PyObject *const *args, Py_ssize_
 }
 
 PyMethodDef ctpy_function_methods[] = {
-    {"_set_tensor_attr", FASTCALL(f_set_tensor_attr), "_set_tensor_attr(name, value)"},
-    {"sum", KWARGS(f_sum), "sum(x, /, *, axis=None, keepdims=False, dtype=None)"},
-    {"prod", KWARGS(f_prod), "prod(x, /, *, axis=None, keepdims=False, dtype=None)"},
-    {"mean", KWARGS(f_mean), "mean(x, /, *, axis=None, keepdims=False)"},
-    {"max", KWARGS(f_max), "max(x, /, *, axis=None, keepdims=False)"},
-    {"min", KWARGS(f_min), "min(x, /, *, axis=None, keepdims=False)"},
-    {"logsumexp", KWARGS(f_logsumexp), "logsumexp(x, /, *, axis=None, keepdims=False)"},
-    {"all", KWARGS(f_all), "all(x, /, *, axis=None, keepdims=False)"},
-    {"any", KWARGS(f_any), "any(x, /, *, axis=None, keepdims=False)"},
-    {"var", KWARGS(f_var), "var(x, /, *, axis=None, correction=0.0, keepdims=False)"},
-    {"std", KWARGS(f_std), "std(x, /, *, axis=None, correction=0.0, keepdims=False)"},
-    {"norm", KWARGS(f_norm), "norm(x, /, *, ord=2, axis=None, keepdims=False): vector p-norm"},
-    {"argmax", KWARGS(f_argmax), "argmax(x, /, *, axis=None, keepdims=False)"},
-    {"argmin", KWARGS(f_argmin), "argmin(x, /, *, axis=None, keepdims=False)"},
-    {"softmax", KWARGS(f_softmax), "softmax(x, axis=-1)"},
-    {"log_softmax", KWARGS(f_log_softmax), "log_softmax(x, axis=-1)"},
-    {"matmul", FASTCALL(f_matmul), "matmul(x1, x2), as torch.matmul / the @ operator"},
-    {"mm", FASTCALL(f_mm), "mm(x1, x2): 2-d matrix product"},
-    {"bmm", FASTCALL(f_bmm), "bmm(x1, x2): batched (B, n, k) x (B, k, m)"},
-    {"dot", FASTCALL(f_dot), "dot(x1, x2): 1-d dot product"},
-    {"masked_select", FASTCALL(f_masked_select),
+    {"_set_tensor_attr", CTPY_FASTCALL(f_set_tensor_attr), "_set_tensor_attr(name, value)"},
+    {"sum", CTPY_KWARGS(f_sum), "sum(x, /, *, axis=None, keepdims=False, dtype=None)"},
+    {"prod", CTPY_KWARGS(f_prod), "prod(x, /, *, axis=None, keepdims=False, dtype=None)"},
+    {"mean", CTPY_KWARGS(f_mean), "mean(x, /, *, axis=None, keepdims=False)"},
+    {"max", CTPY_KWARGS(f_max), "max(x, /, *, axis=None, keepdims=False)"},
+    {"min", CTPY_KWARGS(f_min), "min(x, /, *, axis=None, keepdims=False)"},
+    {"logsumexp", CTPY_KWARGS(f_logsumexp), "logsumexp(x, /, *, axis=None, keepdims=False)"},
+    {"all", CTPY_KWARGS(f_all), "all(x, /, *, axis=None, keepdims=False)"},
+    {"any", CTPY_KWARGS(f_any), "any(x, /, *, axis=None, keepdims=False)"},
+    {"var", CTPY_KWARGS(f_var), "var(x, /, *, axis=None, correction=0.0, keepdims=False)"},
+    {"std", CTPY_KWARGS(f_std), "std(x, /, *, axis=None, correction=0.0, keepdims=False)"},
+    {"norm", CTPY_KWARGS(f_norm), "norm(x, /, *, ord=2, axis=None, keepdims=False): vector p-norm"},
+    {"argmax", CTPY_KWARGS(f_argmax), "argmax(x, /, *, axis=None, keepdims=False)"},
+    {"argmin", CTPY_KWARGS(f_argmin), "argmin(x, /, *, axis=None, keepdims=False)"},
+    {"softmax", CTPY_KWARGS(f_softmax), "softmax(x, axis=-1)"},
+    {"log_softmax", CTPY_KWARGS(f_log_softmax), "log_softmax(x, axis=-1)"},
+    {"matmul", CTPY_FASTCALL(f_matmul), "matmul(x1, x2), as torch.matmul / the @ operator"},
+    {"mm", CTPY_FASTCALL(f_mm), "mm(x1, x2): 2-d matrix product"},
+    {"bmm", CTPY_FASTCALL(f_bmm), "bmm(x1, x2): batched (B, n, k) x (B, k, m)"},
+    {"dot", CTPY_FASTCALL(f_dot), "dot(x1, x2): 1-d dot product"},
+    {"masked_select", CTPY_FASTCALL(f_masked_select),
      "masked_select(x, mask): 1-d, the elements where mask is true"},
-    {"expand_as", FASTCALL(f_expand_as), "expand_as(x, other)"},
-    {"where", FASTCALL(f_where), "where(condition, x1, x2)"},
-    {"clamp", KWARGS(f_clamp), "clamp(x, min=None, max=None)"},
-    {"leaky_relu", KWARGS(f_leaky_relu), "leaky_relu(x, negative_slope=0.01)"},
+    {"expand_as", CTPY_FASTCALL(f_expand_as), "expand_as(x, other)"},
+    {"where", CTPY_FASTCALL(f_where), "where(condition, x1, x2)"},
+    {"clamp", CTPY_KWARGS(f_clamp), "clamp(x, min=None, max=None)"},
+    {"leaky_relu", CTPY_KWARGS(f_leaky_relu), "leaky_relu(x, negative_slope=0.01)"},
     {"index_select", f_index_select, METH_VARARGS, "index_select(x, axis, indices)"},
     {"gather", f_gather, METH_VARARGS, "gather(x, axis, indices)"},
     {"take_along_axis", f_take_along_axis, METH_VARARGS, "take_along_axis(x, indices, axis)"},
@@ -733,13 +612,13 @@ PyMethodDef ctpy_function_methods[] = {
     {"scatter_add_", f_scatter_add_, METH_VARARGS, "scatter_add_(x, axis, indices, src): in place"},
     {"masked_fill", f_masked_fill, METH_VARARGS, "masked_fill(x, mask, value)"},
     {"masked_fill_", f_masked_fill_, METH_VARARGS, "masked_fill_(x, mask, value): in place"},
-    {"cat", KWARGS(f_cat), "cat(tensors, axis=0)"},
-    {"stack", KWARGS(f_stack), "stack(tensors, axis=0)"},
-    {"one_hot", KWARGS(f_one_hot), "one_hot(indices, num_classes=-1): int64"},
-    {"tril", KWARGS(f_tril), "tril(x, /, *, k=0)"},
-    {"triu", KWARGS(f_triu), "triu(x, /, *, k=0)"},
-    {"allclose", KWARGS(f_allclose), "allclose(a, b, rtol=1e-5, atol=1e-8): a Python bool"},
-    {"equal", FASTCALL(f_equal), "equal(a, b): same shape and values, a Python bool"},
+    {"cat", CTPY_KWARGS(f_cat), "cat(tensors, axis=0)"},
+    {"stack", CTPY_KWARGS(f_stack), "stack(tensors, axis=0)"},
+    {"one_hot", CTPY_KWARGS(f_one_hot), "one_hot(indices, num_classes=-1): int64"},
+    {"tril", CTPY_KWARGS(f_tril), "tril(x, /, *, k=0)"},
+    {"triu", CTPY_KWARGS(f_triu), "triu(x, /, *, k=0)"},
+    {"allclose", CTPY_KWARGS(f_allclose), "allclose(a, b, rtol=1e-5, atol=1e-8): a Python bool"},
+    {"equal", CTPY_FASTCALL(f_equal), "equal(a, b): same shape and values, a Python bool"},
     {"reshape", f_reshape, METH_VARARGS, "reshape(x, shape): a view when possible, else a copy"},
     {"view", f_view, METH_VARARGS,
      "view(x, shape): a view (fails if the strides do not allow one)"},
@@ -750,8 +629,8 @@ PyMethodDef ctpy_function_methods[] = {
     {"transpose", f_transpose, METH_VARARGS, "transpose(x, axis0, axis1): a view"},
     {"squeeze_all", f_squeeze_all, METH_O, "squeeze_all(x): without its size-1 dims (a view)"},
     {"alias", f_alias, METH_O, "alias(x): the same view as a new tensor"},
-    {"flatten", KWARGS(f_flatten), "flatten(x, start_dim=0, end_dim=-1)"},
-    {"diagonal", KWARGS(f_diagonal), "diagonal(x, offset=0, axis1=-2, axis2=-1): a view"},
+    {"flatten", CTPY_KWARGS(f_flatten), "flatten(x, start_dim=0, end_dim=-1)"},
+    {"diagonal", CTPY_KWARGS(f_diagonal), "diagonal(x, offset=0, axis1=-2, axis2=-1): a view"},
     {"slice", f_slice, METH_VARARGS, "slice(x, axis, start, stop, step=1): a view"},
     {"split", f_split, METH_VARARGS, "split(x, split_size, axis=0): a list of views"},
     {"chunk", f_chunk, METH_VARARGS, "chunk(x, chunks, axis=0): a list of views"},

@@ -6,15 +6,8 @@
 #include "ctpy.h"
 
 /* f(x) for the one-tensor functions */
-#define DEF_LINALG1(name, call)                          \
-  static PyObject *f_##name(PyObject *m, PyObject *xo) { \
-    ct_tensor *owned, *r;                                \
-    const ct_tensor *x = ctpy_arg_tensor(xo, &owned);    \
-    if (!x) return NULL;                                 \
-    CTPY_CALL(r, ctpy_is_big(x, NULL), call);            \
-    ct_free(owned);                                      \
-    return ctpy_wrap(r);                                 \
-  }
+#define DEF_LINALG1(name, call) \
+  static PyObject *f_##name(PyObject *m, PyObject *xo) { CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, call); }
 DEF_LINALG1(inv, ct_linalg_inv(x))
 DEF_LINALG1(det, ct_linalg_det(x))
 DEF_LINALG1(eigvalsh, ct_linalg_eigh(x, false, NULL))
@@ -23,12 +16,8 @@ DEF_LINALG1(svdvals, ct_linalg_svd(x, false, NULL, NULL))
 /* f(x) -> (a, b) for slogdet and eigh */
 #define DEF_LINALG_PAIR(name, first, second, call)       \
   static PyObject *f_##name(PyObject *m, PyObject *xo) { \
-    ct_tensor *owned, *t[2] = {NULL, NULL};              \
-    const ct_tensor *x = ctpy_arg_tensor(xo, &owned);    \
-    if (!x) return NULL;                                 \
-    CTPY_CALL(t[first], ctpy_is_big(x, NULL), call);     \
-    ct_free(owned);                                      \
-    return ctpy_tuple(t, 2);                             \
+    ct_tensor *t[2] = {NULL, NULL};                      \
+    CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, first, call);  \
   }
 DEF_LINALG_PAIR(slogdet, 1, 0, ct_linalg_slogdet(x, &t[0]))  /* (sign, logabsdet) */
 DEF_LINALG_PAIR(eigh, 0, 1, ct_linalg_eigh(x, false, &t[1])) /* (eigenvalues, eigenvectors) */
@@ -68,12 +57,7 @@ static PyObject *f_cholesky(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:cholesky", CTPY_KW("x", "upper"), &xo,
                                    &upper))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL), ct_linalg_cholesky(x, upper));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, ct_linalg_cholesky(x, upper));
 }
 
 /* qr(x, /, *, mode='reduced') -> (Q, R) */
@@ -85,12 +69,8 @@ static PyObject *f_qr(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (strcmp(mode, "reduced") != 0 && strcmp(mode, "complete") != 0)
     return PyErr_Format(PyExc_ValueError, "qr: mode must be 'reduced' or 'complete', got '%s'",
                         mode);
-  ct_tensor *owned, *t[2] = {NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[0], ctpy_is_big(x, NULL), ct_linalg_qr(x, mode[0] == 'c', &t[1]));
-  ct_free(owned);
-  return ctpy_tuple(t, 2);
+  ct_tensor *t[2] = {NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 0, ct_linalg_qr(x, mode[0] == 'c', &t[1]));
 }
 
 /* svd(x, /, *, full_matrices=True) -> (U, S, Vh) */
@@ -100,12 +80,8 @@ static PyObject *f_svd(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:svd", CTPY_KW("x", "full_matrices"), &xo,
                                    &full))
     return NULL;
-  ct_tensor *owned, *t[3] = {NULL, NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[1], ctpy_is_big(x, NULL), ct_linalg_svd(x, full, &t[0], &t[2]));
-  ct_free(owned);
-  return ctpy_tuple(t, 3);
+  ct_tensor *t[3] = {NULL, NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 1, ct_linalg_svd(x, full, &t[0], &t[2]));
 }
 
 /* matrix_norm(x, /, *, keepdims=False, ord='fro'): ord is C's string ("fro", "nuc", "2", "-2",
@@ -117,12 +93,7 @@ static PyObject *f_matrix_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$ps:matrix_norm",
                                    CTPY_KW("x", "keepdims", "ord"), &xo, &keepdims, &ord))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL), ct_linalg_matrix_norm(x, ord, keepdims));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(xo, x, ct_linalg_matrix_norm(x, ord, keepdims));
 }
 
 /* lstsq(A, B, rcond=None, *, driver=None) -> (solution, residuals, rank, singular_values), as
@@ -169,29 +140,16 @@ static PyObject *f_einsum(PyObject *m, PyObject *args) {
                       : PyTuple_GetSlice(args, 1, n);
   if (!ops) return NULL;
   Py_ssize_t k = PyTuple_GET_SIZE(ops);
-  ct_tensor **ts = calloc((size_t)k + 1, sizeof *ts),
-            **owned = calloc((size_t)k + 1, sizeof *owned);
-  ct_tensor *r = NULL;
-  if (!ts || !owned) {
-    PyErr_NoMemory();
-    goto done;
+  ct_tensor **ts, **owned;
+  PyObject *res = NULL;
+  if (ctpy_operands(ops, &ts, &owned) == 0) {
+    ct_tensor *r;
+    CTPY_CALL(r, k > 0 && ctpy_is_big(ts[0], NULL), ct_einsum(eq, ts, (int)k));
+    ctpy_free_operands(ts, owned, k);
+    res = ctpy_wrap(r);
   }
-  ct_device dev = ctpy_default_device();
-  for (Py_ssize_t i = 0; i < k; i++)
-    if (ctpy_is_tensor(PyTuple_GET_ITEM(ops, i))) {
-      dev = ct_device_of(ctpy_t(PyTuple_GET_ITEM(ops, i)));
-      break;
-    }
-  for (Py_ssize_t i = 0; i < k; i++)
-    if (!(ts[i] = (ct_tensor *)ctpy_operand(PyTuple_GET_ITEM(ops, i), dev, &owned[i]))) goto done;
-  CTPY_CALL(r, k > 0 && ctpy_is_big(ts[0], NULL), ct_einsum(eq, ts, (int)k));
-  if (!r) ctpy_raise();
-done:
-  for (Py_ssize_t i = 0; owned && i < k; i++) ct_free(owned[i]);
-  free(ts);
-  free(owned);
   Py_DECREF(ops);
-  return r ? ctpy_wrap(r) : NULL;
+  return res;
 }
 
 /* scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -224,26 +182,24 @@ static PyObject *f_sdpa(PyObject *m, PyObject *args, PyObject *kwargs) {
   return r ? ctpy_wrap(r) : NULL;
 }
 
-#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_linalg_methods[] = {
-    {"linalg_solve", FASTCALL(f_solve), "linalg_solve(x1, x2, /): X with x1 @ X == x2"},
+    {"linalg_solve", CTPY_FASTCALL(f_solve), "linalg_solve(x1, x2, /): X with x1 @ X == x2"},
     {"linalg_inv", f_inv, METH_O, "linalg_inv(x, /)"},
     {"linalg_det", f_det, METH_O, "linalg_det(x, /)"},
     {"linalg_slogdet", f_slogdet, METH_O, "linalg_slogdet(x, /): (sign, logabsdet)"},
     {"linalg_eigh", f_eigh, METH_O, "linalg_eigh(x, /): (eigenvalues, eigenvectors)"},
     {"linalg_eigvalsh", f_eigvalsh, METH_O, "linalg_eigvalsh(x, /)"},
     {"linalg_svdvals", f_svdvals, METH_O, "linalg_svdvals(x, /)"},
-    {"linalg_cholesky", KWARGS(f_cholesky), "linalg_cholesky(x, /, *, upper=False)"},
-    {"linalg_qr", KWARGS(f_qr), "linalg_qr(x, /, *, mode='reduced'): (Q, R)"},
-    {"linalg_svd", KWARGS(f_svd), "linalg_svd(x, /, *, full_matrices=True): (U, S, Vh)"},
-    {"linalg_matrix_norm", KWARGS(f_matrix_norm),
+    {"linalg_cholesky", CTPY_KWARGS(f_cholesky), "linalg_cholesky(x, /, *, upper=False)"},
+    {"linalg_qr", CTPY_KWARGS(f_qr), "linalg_qr(x, /, *, mode='reduced'): (Q, R)"},
+    {"linalg_svd", CTPY_KWARGS(f_svd), "linalg_svd(x, /, *, full_matrices=True): (U, S, Vh)"},
+    {"linalg_matrix_norm", CTPY_KWARGS(f_matrix_norm),
      "linalg_matrix_norm(x, /, *, keepdims=False, ord='fro'): ord as a string"},
-    {"linalg_lstsq", KWARGS(f_lstsq),
+    {"linalg_lstsq", CTPY_KWARGS(f_lstsq),
      "linalg_lstsq(A, B, rcond=None, *, driver=None): (solution, residuals, rank, "
      "singular_values)"},
     {"einsum", f_einsum, METH_VARARGS, "einsum(equation, *operands)"},
-    {"scaled_dot_product_attention", KWARGS(f_sdpa),
+    {"scaled_dot_product_attention", CTPY_KWARGS(f_sdpa),
      "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
      "is_causal=False, scale=None)"},
     {NULL},

@@ -10,16 +10,7 @@ typedef struct {
 
 static PyTypeObject CtpyModule_Type;
 
-static PyObject *wrap_module(ct_module *m) {
-  if (!m) return ctpy_raise();
-  CtpyModule *o = PyObject_New(CtpyModule, &CtpyModule_Type);
-  if (!o) {
-    ct_module_free(m);
-    return NULL;
-  }
-  o->m = m;
-  return (PyObject *)o;
-}
+CTPY_DEF_WRAP(wrap_module, CtpyModule, &CtpyModule_Type, m, ct_module, ct_module_free)
 
 static void module_dealloc(PyObject *self) {
   ct_module_free(((CtpyModule *)self)->m);
@@ -337,12 +328,8 @@ static PyObject *pool(PyObject *args, PyObject *kwargs, const char *fmt,
   ct_free(owned);
   return ctpy_wrap(r);
 }
-static PyObject *f_max_pool2d(PyObject *m, PyObject *a, PyObject *k) {
-  return pool(a, k, "O|OOpp:max_pool2d", ct_max_pool2d);
-}
-static PyObject *f_avg_pool2d(PyObject *m, PyObject *a, PyObject *k) {
-  return pool(a, k, "O|OOpp:avg_pool2d", ct_avg_pool2d);
-}
+CTPY_DEF_KWARGS(max_pool2d, pool, "O|OOpp:max_pool2d", ct_max_pool2d)
+CTPY_DEF_KWARGS(avg_pool2d, pool, "O|OOpp:avg_pool2d", ct_avg_pool2d)
 
 static PyObject *f_batch_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo, *rmo = Py_None, *rvo = Py_None, *wo = Py_None, *bo = Py_None;
@@ -367,8 +354,7 @@ static PyObject *f_batch_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   }
   ct_free(ox);
   ct_free(ow);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 static PyObject *f_layer_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -390,8 +376,7 @@ static PyObject *f_layer_norm(PyObject *m, PyObject *args, PyObject *kwargs) {
   ct_free(ox);
   ct_free(ow);
   ct_free(ob);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 static PyObject *f_embedding(PyObject *m, PyObject *args) {
@@ -470,22 +455,13 @@ static PyObject *loss(PyObject *args, PyObject *kwargs, const char *fmt, loss_fn
   ct_free(ot);
   ct_free(ow);
   ct_free(op);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
-static PyObject *f_mse_loss(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:mse_loss", ct_mse_loss);
-}
-static PyObject *f_cross_entropy(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:cross_entropy", ct_cross_entropy);
-}
-static PyObject *f_nll_loss(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:nll_loss", ct_nll_loss);
-}
-static PyObject *f_bce_with_logits(PyObject *m, PyObject *a, PyObject *k) {
-  return loss(a, k, "OO|$OLzdO:binary_cross_entropy_with_logits",
-              ct_binary_cross_entropy_with_logits);
-}
+CTPY_DEF_KWARGS(mse_loss, loss, "OO|$OLzdO:mse_loss", ct_mse_loss)
+CTPY_DEF_KWARGS(cross_entropy, loss, "OO|$OLzdO:cross_entropy", ct_cross_entropy)
+CTPY_DEF_KWARGS(nll_loss, loss, "OO|$OLzdO:nll_loss", ct_nll_loss)
+CTPY_DEF_KWARGS(bce_with_logits, loss, "OO|$OLzdO:binary_cross_entropy_with_logits",
+                ct_binary_cross_entropy_with_logits)
 
 /* size or scale_factor of interpolate: a number for every spatial dim (n of
  * them) or a sequence of n; None leaves the zeros (not given). */
@@ -542,48 +518,47 @@ static PyObject *f_interpolate(PyObject *m, PyObject *args, PyObject *kwargs) {
   return ctpy_wrap(r);
 }
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_nn_methods[] = {
-    {"linear_module", KW(f_linear_module), NULL},
-    {"conv2d_module", KW(f_conv2d_module), NULL},
-    {"max_pool2d_module", KW(f_max_pool2d_module), NULL},
-    {"avg_pool2d_module", KW(f_avg_pool2d_module), NULL},
+    {"linear_module", CTPY_KWARGS(f_linear_module), NULL},
+    {"conv2d_module", CTPY_KWARGS(f_conv2d_module), NULL},
+    {"max_pool2d_module", CTPY_KWARGS(f_max_pool2d_module), NULL},
+    {"avg_pool2d_module", CTPY_KWARGS(f_avg_pool2d_module), NULL},
     {"relu_module", f_relu_module, METH_NOARGS, NULL},
     {"gelu_module", f_gelu_module, METH_NOARGS, NULL},
     {"sigmoid_module", f_sigmoid_module, METH_NOARGS, NULL},
     {"tanh_module", f_tanh_module, METH_NOARGS, NULL},
     {"silu_module", f_silu_module, METH_NOARGS, NULL},
     {"dropout_module", f_dropout_module, METH_VARARGS, NULL},
-    {"batch_norm2d_module", KW(f_batch_norm2d_module), NULL},
-    {"layer_norm_module", KW(f_layer_norm_module), NULL},
+    {"batch_norm2d_module", CTPY_KWARGS(f_batch_norm2d_module), NULL},
+    {"layer_norm_module", CTPY_KWARGS(f_layer_norm_module), NULL},
     {"flatten_module", f_flatten_module, METH_VARARGS, NULL},
-    {"embedding_module", KW(f_embedding_module), NULL},
+    {"embedding_module", CTPY_KWARGS(f_embedding_module), NULL},
     {"linear", f_linear, METH_VARARGS, "linear(x, weight, bias=None): x @ weight.T + bias"},
-    {"conv2d", KW(f_conv2d),
+    {"conv2d", CTPY_KWARGS(f_conv2d),
      "conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)"},
-    {"max_pool2d", KW(f_max_pool2d),
+    {"max_pool2d", CTPY_KWARGS(f_max_pool2d),
      "max_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False)"},
-    {"avg_pool2d", KW(f_avg_pool2d),
+    {"avg_pool2d", CTPY_KWARGS(f_avg_pool2d),
      "avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
      "count_include_pad=True)"},
-    {"batch_norm", KW(f_batch_norm),
+    {"batch_norm", CTPY_KWARGS(f_batch_norm),
      "batch_norm(input, running_mean=None, running_var=None, weight=None, bias=None, "
      "training=False, "
      "momentum=0.1, eps=1e-5)"},
-    {"layer_norm", KW(f_layer_norm),
+    {"layer_norm", CTPY_KWARGS(f_layer_norm),
      "layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)"},
     {"embedding", f_embedding, METH_VARARGS, "embedding(indices, weight)"},
-    {"interpolate", KW(f_interpolate),
+    {"interpolate", CTPY_KWARGS(f_interpolate),
      "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
      "recompute_scale_factor=None): nearest, nearest-exact, linear (3-d), bilinear (4-d), area"},
-    {"dropout", KW(f_dropout), "dropout(input, p=0.5, training=True)"},
-    {"mse_loss", KW(f_mse_loss), "mse_loss(input, target, *, reduction='mean')"},
-    {"cross_entropy", KW(f_cross_entropy),
+    {"dropout", CTPY_KWARGS(f_dropout), "dropout(input, p=0.5, training=True)"},
+    {"mse_loss", CTPY_KWARGS(f_mse_loss), "mse_loss(input, target, *, reduction='mean')"},
+    {"cross_entropy", CTPY_KWARGS(f_cross_entropy),
      "cross_entropy(input, target, *, weight=None, ignore_index=-100, reduction='mean', "
      "label_smoothing=0.0)"},
-    {"nll_loss", KW(f_nll_loss),
+    {"nll_loss", CTPY_KWARGS(f_nll_loss),
      "nll_loss(input, target, *, weight=None, ignore_index=-100, reduction='mean')"},
-    {"binary_cross_entropy_with_logits", KW(f_bce_with_logits),
+    {"binary_cross_entropy_with_logits", CTPY_KWARGS(f_bce_with_logits),
      "binary_cross_entropy_with_logits(input, target, *, reduction='mean', pos_weight=None)"},
     {NULL},
 };

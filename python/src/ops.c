@@ -450,14 +450,12 @@ CTPY_COMPARE_OPS(DEF_COMPARE_FN)
   {#name, f_##name, METH_O, #name "(x): elementwise, a new tensor"}, \
       {#name "_", f_##name##_, METH_O, #name "_(x): elementwise, in place; returns x"},
 #define PREDICATE_ENTRY(name) {#name, f_##name, METH_O, #name "(x): elementwise, bool results"},
-#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 #define ARITH_ENTRIES(name, c, f, s)                                          \
-  {#name, FASTCALL(f_##name),                                                 \
+  {#name, CTPY_FASTCALL(f_##name),                                            \
    #name "(x1, x2): elementwise with broadcasting (either may be a number)"}, \
-      {#name "_", FASTCALL(f_##name##_), #name "_(x1, x2): in place into x1; returns x1"},
+      {#name "_", CTPY_FASTCALL(f_##name##_), #name "_(x1, x2): in place into x1; returns x1"},
 #define COMPARE_ENTRY(name, c) \
-  {#name, FASTCALL(f_##name), #name "(x1, x2): elementwise, bool results"},
+  {#name, CTPY_FASTCALL(f_##name), #name "(x1, x2): elementwise, bool results"},
 
 PyMethodDef ctpy_ops_methods[] = {
     CTPY_UNARY_OPS(UNARY_ENTRIES) CTPY_PREDICATES(PREDICATE_ENTRY) CTPY_ARITH_OPS(ARITH_ENTRIES)

@@ -40,16 +40,8 @@ static int param_list(PyObject *params, ct_tensor ***out, PyObject **keep) {
   return (int)n;
 }
 
-static PyObject *wrap_optimizer(ct_optimizer *opt) {
-  if (!opt) return ctpy_raise();
-  CtpyOptimizer *o = PyObject_New(CtpyOptimizer, &CtpyOptimizer_Type);
-  if (!o) {
-    ct_optimizer_free(opt);
-    return NULL;
-  }
-  o->opt = opt;
-  return (PyObject *)o;
-}
+CTPY_DEF_WRAP(wrap_optimizer, CtpyOptimizer, &CtpyOptimizer_Type, opt, ct_optimizer,
+              ct_optimizer_free)
 
 static PyObject *f_sgd(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *params;
@@ -92,12 +84,8 @@ static PyObject *adam_common(PyObject *args, PyObject *kwargs, const char *fmt, 
   Py_DECREF(keep);
   return wrap_optimizer(opt);
 }
-static PyObject *f_adam(PyObject *m, PyObject *a, PyObject *k) {
-  return adam_common(a, k, "O|dddddp:Adam", false);
-}
-static PyObject *f_adamw(PyObject *m, PyObject *a, PyObject *k) {
-  return adam_common(a, k, "O|dddddp:AdamW", true);
-}
+CTPY_DEF_KWARGS(adam, adam_common, "O|dddddp:Adam", false)
+CTPY_DEF_KWARGS(adamw, adam_common, "O|dddddp:AdamW", true)
 
 static ct_optimizer *OPT(PyObject *self) { return ((CtpyOptimizer *)self)->opt; }
 
@@ -174,16 +162,12 @@ static PyTypeObject CtpyOptimizer_Type = {
 /* ---- Schedules
  * -------------------------------------------------------------------------------------- */
 
+CTPY_DEF_WRAP(new_scheduler, CtpyScheduler, &CtpyScheduler_Type, s, ct_lr_scheduler,
+              ct_lr_scheduler_free)
 static PyObject *wrap_scheduler(ct_lr_scheduler *s, PyObject *opt) {
-  if (!s) return ctpy_raise();
-  CtpyScheduler *o = PyObject_New(CtpyScheduler, &CtpyScheduler_Type);
-  if (!o) {
-    ct_lr_scheduler_free(s);
-    return NULL;
-  }
-  o->s = s;
-  o->optimizer = Py_NewRef(opt);
-  return (PyObject *)o;
+  PyObject *o = new_scheduler(s);
+  if (o) ((CtpyScheduler *)o)->optimizer = Py_NewRef(opt);
+  return o;
 }
 static PyObject *f_step_lr(PyObject *m, PyObject *args) {
   PyObject *opt;
@@ -235,11 +219,10 @@ static PyTypeObject CtpyScheduler_Type = {
     .tp_getset = scheduler_getset,
 };
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef optim_functions[] = {
-    {"sgd", KW(f_sgd), NULL},
-    {"adam", KW(f_adam), NULL},
-    {"adamw", KW(f_adamw), NULL},
+    {"sgd", CTPY_KWARGS(f_sgd), NULL},
+    {"adam", CTPY_KWARGS(f_adam), NULL},
+    {"adamw", CTPY_KWARGS(f_adamw), NULL},
     {"step_lr", f_step_lr, METH_VARARGS, NULL},
     {"cosine_lr", f_cosine_lr, METH_VARARGS, NULL},
     {NULL},

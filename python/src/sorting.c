@@ -58,20 +58,11 @@ static PyObject *sort_common(PyObject *args, PyObject *kwargs, const char *fmt, 
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, CTPY_KW("x", "axis", "descending", "stable"),
                                    &xo, &axis, &descending, &stable))
     return NULL;
-  ct_tensor *owned, *r;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(r, ctpy_is_big(x, NULL),
-            values ? ct_sort(x, axis, descending, NULL) : ct_argsort(x, axis, descending));
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR_NOGIL(
+      xo, x, values ? ct_sort(x, axis, descending, NULL) : ct_argsort(x, axis, descending));
 }
-static PyObject *f_sort(PyObject *m, PyObject *a, PyObject *k) {
-  return sort_common(a, k, "O|$ipp:sort", true);
-}
-static PyObject *f_argsort(PyObject *m, PyObject *a, PyObject *k) {
-  return sort_common(a, k, "O|$ipp:argsort", false);
-}
+CTPY_DEF_KWARGS(sort, sort_common, "O|$ipp:sort", true)
+CTPY_DEF_KWARGS(argsort, sort_common, "O|$ipp:argsort", false)
 
 /* searchsorted(x1, x2, /, *, side='left', sorter=None) */
 static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kwargs) {
@@ -101,8 +92,7 @@ done:
   ct_free(o1);
   ct_free(o2);
   ct_free(os);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 /* The standard's distinct nans (nan != nan): ct_unique gives one nan, last, counting them all
@@ -212,12 +202,8 @@ static PyObject *f_topk(PyObject *m, PyObject *args, PyObject *kwargs) {
                                    CTPY_KW("x", "k", "dim", "largest", "sorted"), &xo, &k, &dim,
                                    &largest, &sorted))
     return NULL;
-  ct_tensor *owned, *t[2] = {NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[0], ctpy_is_big(x, NULL), ct_topk(x, k, dim, largest, sorted, &t[1]));
-  ct_free(owned);
-  return ctpy_tuple(t, 2);
+  ct_tensor *t[2] = {NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 0, ct_topk(x, k, dim, largest, sorted, &t[1]));
 }
 
 /* kthvalue(x, k, dim=-1, keepdim=False) -> (values, indices) */
@@ -228,12 +214,8 @@ static PyObject *f_kthvalue(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OL|ip:kthvalue",
                                    CTPY_KW("x", "k", "dim", "keepdim"), &xo, &k, &dim, &keepdim))
     return NULL;
-  ct_tensor *owned, *t[2] = {NULL, NULL};
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  CTPY_CALL(t[0], ctpy_is_big(x, NULL), ct_kthvalue(x, k, dim, keepdim, &t[1]));
-  ct_free(owned);
-  return ctpy_tuple(t, 2);
+  ct_tensor *t[2] = {NULL, NULL};
+  CTPY_RETURN_TUPLE_ON_TENSOR(xo, x, t, 0, ct_kthvalue(x, k, dim, keepdim, &t[1]));
 }
 
 /* ---- Running sums and products --------------------------------------------------------------- */
@@ -301,19 +283,11 @@ static PyObject *torch_scan(PyObject *args, PyObject *kwargs, const char *fmt, b
   ct_dtype dtype;
   bool has_dtype;
   if (ctpy_parse_dtype(dtype_o, &dtype, &has_dtype) < 0) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = scan(x, dim, dtype, has_dtype, product, false);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  /* scan lets go of the GIL itself */
+  CTPY_RETURN_ON_TENSOR(xo, x, scan(x, dim, dtype, has_dtype, product, false));
 }
-static PyObject *f_cumsum(PyObject *m, PyObject *a, PyObject *k) {
-  return torch_scan(a, k, "Oi|$O:cumsum", false);
-}
-static PyObject *f_cumprod(PyObject *m, PyObject *a, PyObject *k) {
-  return torch_scan(a, k, "Oi|$O:cumprod", true);
-}
+CTPY_DEF_KWARGS(cumsum, torch_scan, "Oi|$O:cumsum", false)
+CTPY_DEF_KWARGS(cumprod, torch_scan, "Oi|$O:cumprod", true)
 
 /* ---- Reordering and repeating --------------------------------------------------------------- */
 
@@ -353,12 +327,7 @@ static PyObject *f_roll(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (ns != nd)
     return PyErr_Format(PyExc_ValueError, "roll: %d shifts for %d axes", ns,
                         axis_o == Py_None ? 1 : nd);
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_roll(x, shifts, axis_o == Py_None ? NULL : dims, nd);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_roll(x, shifts, axis_o == Py_None ? NULL : dims, nd));
 }
 
 /* repeat(x, repeats, /, *, axis=None): repeats an int, or one count per element along axis */
@@ -382,8 +351,7 @@ static PyObject *f_repeat(PyObject *m, PyObject *args, PyObject *kwargs) {
   }
   ct_free(orep);
   ct_free(owned);
-  if (PyErr_Occurred()) return ct_free(r), NULL;
-  return ctpy_wrap(r);
+  return ctpy_wrap_unless_error(r);
 }
 
 /* tile(x, repetitions, /): fewer repetitions than axes repeat the last axes (NumPy's rule;
@@ -454,34 +422,31 @@ static PyObject *f_pad(PyObject *m, PyObject *args, PyObject *kwargs) {
   int64_t pad[2 * CT_MAX_DIMS];
   int n = parse_ints(pad_o, pad, 2 * CT_MAX_DIMS, "pad: pad");
   if (n < 0) return NULL;
-  ct_tensor *owned;
-  const ct_tensor *x = ctpy_arg_tensor(xo, &owned);
-  if (!x) return NULL;
-  ct_tensor *r = ct_pad(x, pad, n, pm, value);
-  ct_free(owned);
-  return ctpy_wrap(r);
+  CTPY_RETURN_ON_TENSOR(xo, x, ct_pad(x, pad, n, pm, value));
 }
 
-#define KWARGS(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_sorting_methods[] = {
-    {"sort", KWARGS(f_sort), "sort(x, /, *, axis=-1, descending=False, stable=True)"},
-    {"argsort", KWARGS(f_argsort), "argsort(x, /, *, axis=-1, descending=False, stable=True)"},
-    {"searchsorted", KWARGS(f_searchsorted),
+    {"sort", CTPY_KWARGS(f_sort), "sort(x, /, *, axis=-1, descending=False, stable=True)"},
+    {"argsort", CTPY_KWARGS(f_argsort), "argsort(x, /, *, axis=-1, descending=False, stable=True)"},
+    {"searchsorted", CTPY_KWARGS(f_searchsorted),
      "searchsorted(x1, x2, /, *, side='left', sorter=None)"},
-    {"unique", KWARGS(f_unique),
+    {"unique", CTPY_KWARGS(f_unique),
      "unique(x, /, *, indices=False, inverse=False, counts=False): (values, indices, "
      "inverse_indices, counts), None for what was not asked"},
-    {"topk", KWARGS(f_topk), "topk(x, k, dim=-1, largest=True, sorted=True): (values, indices)"},
-    {"kthvalue", KWARGS(f_kthvalue), "kthvalue(x, k, dim=-1, keepdim=False): (values, indices)"},
-    {"cumulative_sum", KWARGS(f_cumulative_sum),
+    {"topk", CTPY_KWARGS(f_topk),
+     "topk(x, k, dim=-1, largest=True, sorted=True): (values, indices)"},
+    {"kthvalue", CTPY_KWARGS(f_kthvalue),
+     "kthvalue(x, k, dim=-1, keepdim=False): (values, indices)"},
+    {"cumulative_sum", CTPY_KWARGS(f_cumulative_sum),
      "cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False)"},
-    {"cumsum", KWARGS(f_cumsum), "cumsum(x, dim, *, dtype=None)"},
-    {"cumprod", KWARGS(f_cumprod), "cumprod(x, dim, *, dtype=None)"},
-    {"flip", KWARGS(f_flip), "flip(x, /, *, axis=None): a copy"},
-    {"roll", KWARGS(f_roll), "roll(x, /, shift, *, axis=None)"},
-    {"repeat", KWARGS(f_repeat), "repeat(x, repeats, /, *, axis=None)"},
+    {"cumsum", CTPY_KWARGS(f_cumsum), "cumsum(x, dim, *, dtype=None)"},
+    {"cumprod", CTPY_KWARGS(f_cumprod), "cumprod(x, dim, *, dtype=None)"},
+    {"flip", CTPY_KWARGS(f_flip), "flip(x, /, *, axis=None): a copy"},
+    {"roll", CTPY_KWARGS(f_roll), "roll(x, /, shift, *, axis=None)"},
+    {"repeat", CTPY_KWARGS(f_repeat), "repeat(x, repeats, /, *, axis=None)"},
     {"tile", f_tile, METH_VARARGS, "tile(x, repetitions, /)"},
     {"nonzero", f_nonzero, METH_O, "nonzero(x, /): a tuple of int64 coordinates, one per axis"},
-    {"pad", KWARGS(f_pad), "pad(x, pad, mode='constant', value=None), as torch.nn.functional.pad"},
+    {"pad", CTPY_KWARGS(f_pad),
+     "pad(x, pad, mode='constant', value=None), as torch.nn.functional.pad"},
     {NULL},
 };

@@ -3,15 +3,12 @@
  * functions (item, tolist, to, to_device, backward, ...). */
 #include "ctpy.h"
 
-PyObject *ctpy_wrap(ct_tensor *t) {
-  if (!t) return ctpy_raise();
-  CtpyTensor *o = PyObject_New(CtpyTensor, &CtpyTensor_Type);
-  if (!o) {
-    ct_free(t);
-    return NULL;
-  }
-  o->t = t;
-  return (PyObject *)o;
+CTPY_DEF_WRAP(new_tensor, CtpyTensor, &CtpyTensor_Type, t, ct_tensor, ct_free)
+PyObject *ctpy_wrap(ct_tensor *t) { return new_tensor(t); }
+
+PyObject *ctpy_wrap_unless_error(ct_tensor *t) {
+  if (PyErr_Occurred()) return ct_free(t), NULL;
+  return ctpy_wrap(t);
 }
 
 static void tensor_dealloc(PyObject *self) {
@@ -60,17 +57,20 @@ static PyObject *tensor_repr(PyObject *self) {
 /* ---- Properties -------------------------------------------------------------------------------
  */
 
-static PyObject *get_shape(PyObject *self, void *c) {
-  const ct_tensor *t = ctpy_t(self);
-  int n = ct_ndim(t);
+/* The n values as a tuple of Python ints. */
+static PyObject *int64_tuple(const int64_t *values, int n) {
   PyObject *tup = PyTuple_New(n);
   if (!tup) return NULL;
   for (int d = 0; d < n; d++) {
-    PyObject *v = PyLong_FromLongLong(ct_shape(t)[d]);
+    PyObject *v = PyLong_FromLongLong(values[d]);
     if (!v) return Py_DECREF(tup), NULL;
     PyTuple_SET_ITEM(tup, d, v);
   }
   return tup;
+}
+
+static PyObject *get_shape(PyObject *self, void *c) {
+  return int64_tuple(ct_shape(ctpy_t(self)), ct_ndim(ctpy_t(self)));
 }
 static PyObject *get_dtype(PyObject *self, void *c) {
   return Py_NewRef(ctpy_dtype_object(ct_dtype_of(ctpy_t(self))));
@@ -91,16 +91,7 @@ static PyObject *get_itemsize(PyObject *self, void *c) {
   return PyLong_FromSize_t(ct_dtype_size(ct_dtype_of(ctpy_t(self))));
 }
 static PyObject *get_strides(PyObject *self, void *c) {
-  const ct_tensor *t = ctpy_t(self);
-  int n = ct_ndim(t);
-  PyObject *tup = PyTuple_New(n);
-  if (!tup) return NULL;
-  for (int d = 0; d < n; d++) {
-    PyObject *v = PyLong_FromLongLong(ct_strides(t)[d]);
-    if (!v) return Py_DECREF(tup), NULL;
-    PyTuple_SET_ITEM(tup, d, v);
-  }
-  return tup;
+  return int64_tuple(ct_strides(ctpy_t(self)), ct_ndim(ctpy_t(self)));
 }
 
 /* .T: all dims reversed (NumPy); .mT: the last two swapped. */
@@ -375,15 +366,7 @@ static PyObject *m_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:backward",
                                    CTPY_KW("gradient", "retain_graph"), &grad, &retain_graph))
     return NULL;
-  ct_tensor *owned = NULL;
-  const ct_tensor *g = NULL;
-  if (grad != Py_None && !(g = ctpy_operand(grad, ct_device_of(ctpy_t(self)), &owned))) return NULL;
-  ct_status st;
-  Py_BEGIN_ALLOW_THREADS st =
-      ct_backward(ctpy_t(self), g, &(ct_backward_opts){.retain_graph = retain_graph});
-  Py_END_ALLOW_THREADS ct_free(owned);
-  if (ctpy_check(st) < 0) return NULL;
-  Py_RETURN_NONE;
+  return ctpy_backward(self, grad, retain_graph);
 }
 static PyObject *m_detach(PyObject *self, PyObject *u) {
   return ctpy_wrap(ct_detach(ctpy_t(self)));
@@ -495,9 +478,7 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
     return forward(#name, self, args, kwargs, shape);                            \
   }
 CTPY_FORWARDED(DEF_FORWARD)
-#define FORWARD_ENTRY(name, shape)                                              \
-  {#name, (PyCFunction)(void (*)(void))fw_##name, METH_VARARGS | METH_KEYWORDS, \
-   "ctensor." #name "(self, ...)"},
+#define FORWARD_ENTRY(name, shape) {#name, CTPY_KWARGS(fw_##name), "ctensor." #name "(self, ...)"},
 
 static PyObject *fw_permute(PyObject *self, PyObject *args, PyObject *kwargs) {
   return forward("permute_dims", self, args, kwargs, true);
@@ -520,18 +501,15 @@ static PyObject *fw_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static PyMethodDef tensor_methods[] = {
-    CTPY_FORWARDED(FORWARD_ENTRY){"permute", (PyCFunction)(void (*)(void))fw_permute,
-                                  METH_VARARGS | METH_KEYWORDS, "permute(*dims): a view"},
-    {"expand", (PyCFunction)(void (*)(void))fw_expand, METH_VARARGS | METH_KEYWORDS,
-     "expand(*shape): a view"},
-    {"squeeze", (PyCFunction)(void (*)(void))fw_squeeze, METH_VARARGS | METH_KEYWORDS,
-     "squeeze(axis=None): without size-1 dims"},
+    CTPY_FORWARDED(FORWARD_ENTRY){"permute", CTPY_KWARGS(fw_permute), "permute(*dims): a view"},
+    {"expand", CTPY_KWARGS(fw_expand), "expand(*shape): a view"},
+    {"squeeze", CTPY_KWARGS(fw_squeeze), "squeeze(axis=None): without size-1 dims"},
     {"item", m_item, METH_NOARGS, "The value of a one-element tensor as a Python scalar."},
     {"tolist", m_tolist, METH_NOARGS, "The values as nested lists."},
-    {"to_device", (PyCFunction)(void (*)(void))m_to_device, METH_VARARGS | METH_KEYWORDS,
+    {"to_device", CTPY_KWARGS(m_to_device),
      "to_device(device, /, *, stream=None): a copy on device (the tensor itself if already "
      "there)."},
-    {"to", (PyCFunction)(void (*)(void))m_to, METH_VARARGS | METH_KEYWORDS,
+    {"to", CTPY_KWARGS(m_to),
      "to(device=None, dtype=None, non_blocking=False, copy=False), as torch.Tensor.to."},
     {"cpu", m_cpu, METH_NOARGS, "The tensor on the CPU."},
     {"cuda", m_cuda, METH_VARARGS, "cuda(index=0): the tensor on a GPU."},
@@ -551,7 +529,7 @@ static PyMethodDef tensor_methods[] = {
     {"dim", m_dim, METH_NOARGS, "Number of dims."},
     {"numpy", m_numpy, METH_NOARGS, "A NumPy array sharing the memory of a CPU tensor."},
     {"get", m_get, METH_NOARGS, "A NumPy copy, from any device (as CuPy's get)."},
-    {"backward", (PyCFunction)(void (*)(void))m_backward, METH_VARARGS | METH_KEYWORDS,
+    {"backward", CTPY_KWARGS(m_backward),
      "backward(gradient=None, retain_graph=False): accumulates gradients into the leaves."},
     {"detach", m_detach, METH_NOARGS, "The same memory, without autograd."},
     {"requires_grad_", m_requires_grad_, METH_VARARGS,
@@ -561,12 +539,12 @@ static PyMethodDef tensor_methods[] = {
     {"fill_", m_fill_, METH_O, "fill_(value): fills in place."},
     {"copy_", m_copy_, METH_O,
      "copy_(src): copies src into the tensor (broadcasting, casting, across devices)."},
-    {"__dlpack__", (PyCFunction)(void (*)(void))ctpy_tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"__dlpack__", CTPY_KWARGS(ctpy_tensor_dlpack),
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule."},
     {"__dlpack_device__", ctpy_tensor_dlpack_device, METH_NOARGS,
      "(device type, device id) as DLPack codes them."},
-    {"__array_namespace__", (PyCFunction)(void (*)(void))m_array_namespace,
-     METH_VARARGS | METH_KEYWORDS, "The ctensor module (the array API namespace)."},
+    {"__array_namespace__", CTPY_KWARGS(m_array_namespace),
+     "The ctensor module (the array API namespace)."},
     {NULL},
 };
 
