@@ -3,8 +3,8 @@
 Factorizations are single calls of ctensor/linalg.h (LAPACK on the CPU, cuSOLVER on CUDA), with
 autograd: cholesky, det, eigh, eigvalsh, inv, qr, slogdet, solve, svd, svdvals, matrix_norm (every
 order), and PyTorch's lstsq. matrix_power, matrix_rank and pinv are compositions of them. Also matmul,
-matrix_transpose, tensordot, vecdot, vector_norm, diagonal, outer, trace; and NumPy's norm (as
-numpy.linalg.norm / cupy.linalg.norm). Not yet: cross (no ct_ function).
+matrix_transpose, tensordot, vecdot, vector_norm, diagonal, outer, trace, cross; and NumPy's norm
+(as numpy.linalg.norm / cupy.linalg.norm).
 """
 
 import math as _math
@@ -13,7 +13,7 @@ from collections import namedtuple as _namedtuple
 from . import _C
 from ._api import matmul, matrix_transpose, tensordot, vecdot, asarray, finfo  # noqa: F401
 
-MISSING = ["cross"]
+MISSING = []
 
 EighResult = _namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = _namedtuple("QRResult", ["Q", "R"])
@@ -37,6 +37,11 @@ def _floating(*xs):
     if not d.is_floating_point:
         d = _C._dtypes["float32"]
     return [x if x.dtype == d else _C.astype(x, d) for x in xs]
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along axis (size 3 in both; the other axes broadcast)."""
+    return _C.linalg_cross(x1, x2, axis=axis)
 
 
 def solve(x1, x2, /):

@@ -50,6 +50,23 @@ static PyObject *f_solve(PyObject *m, PyObject *const *args, Py_ssize_t n) {
   return ctpy_wrap(r);
 }
 
+/* cross(x1, x2, /, *, axis=-1): the standard's linalg.cross (ctensor/linalg.h ct_linalg_cross) */
+static PyObject *f_cross(PyObject *m, PyObject *args, PyObject *kwargs) {
+  PyObject *ao, *bo;
+  int axis = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:cross", CTPY_KW("x1", "x2", "axis"), &ao,
+                                   &bo, &axis))
+    return NULL;
+  ct_tensor *oa, *ob = NULL, *r;
+  const ct_tensor *a = ctpy_arg_tensor(ao, &oa), *b;
+  if (!a) return NULL;
+  if (!(b = ctpy_operand(bo, ct_device_of(a), &ob))) return ct_free(oa), NULL;
+  CTPY_CALL(r, ctpy_is_big(a, b), ct_linalg_cross(a, b, axis));
+  ct_free(oa);
+  ct_free(ob);
+  return ctpy_wrap(r);
+}
+
 /* cholesky(x, /, *, upper=False) */
 static PyObject *f_cholesky(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *xo;
@@ -185,6 +202,7 @@ static PyObject *f_sdpa(PyObject *m, PyObject *args, PyObject *kwargs) {
 PyMethodDef ctpy_linalg_methods[] = {
     {"linalg_solve", CTPY_FASTCALL(f_solve), "linalg_solve(x1, x2, /): X with x1 @ X == x2"},
     {"linalg_inv", f_inv, METH_O, "linalg_inv(x, /)"},
+    {"linalg_cross", CTPY_KWARGS(f_cross), "linalg_cross(x1, x2, /, *, axis=-1)"},
     {"linalg_det", f_det, METH_O, "linalg_det(x, /)"},
     {"linalg_slogdet", f_slogdet, METH_O, "linalg_slogdet(x, /): (sign, logabsdet)"},
     {"linalg_eigh", f_eigh, METH_O, "linalg_eigh(x, /): (eigenvalues, eigenvectors)"},

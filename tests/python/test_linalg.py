@@ -218,3 +218,17 @@ def attention_reference(q, k, v, mask=None, scale=None):
         s = np.where(mask, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_cross(dtype, device, rng):
+    a = (rng.normal(size=(4, 3)) * 4).astype(dtype)
+    b = (rng.normal(size=(2, 1, 3)) * 4).astype(dtype)
+    r = L.cross(ct.asarray(a, device=device), ct.asarray(b, device=device))
+    assert r.dtype == ct.asarray(a).dtype
+    assert_close(r, np.cross(a, b), 1e-5, 1e-5)
+    c = rng.normal(size=(3, 5))
+    assert_close(L.cross(ct.asarray(c, device=device), ct.asarray(c[::-1].copy(), device=device),
+                         axis=0), np.cross(c, c[::-1], axis=0), 1e-12, 1e-12)
+    with pytest.raises(ValueError, match="expected 3"):
+        L.cross(ct.asarray(a[:, :2], device=device), ct.asarray(a[:, :2], device=device))
