@@ -361,6 +361,7 @@ CT_API ct_tensor *ct_bitwise_right_shift_scalar_(ct_tensor *a, double s);
  * bool; a floating tensor is CT_ERR_DTYPE. */
 CT_API ct_tensor *ct_bitwise_not(const ct_tensor *a);
 CT_API ct_tensor *ct_bitwise_not_(ct_tensor *a);
+CT_API ct_tensor *ct_bitwise_not_out(ct_tensor *out, const ct_tensor *a);
 /* s << a and s >> a: the count is the tensor. */
 CT_API ct_tensor *ct_bitwise_left_shift_rscalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_bitwise_right_shift_rscalar(const ct_tensor *a, double s);
