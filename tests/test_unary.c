@@ -63,6 +63,7 @@ static const unary_case cases[] = {
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
     CASE(log10, log10, 0.05, 50, K_FLOAT),
+    CASE(exp2, exp2, -12, 12, K_FLOAT),
     CASE(sinh, sinh, -5, 5, K_FLOAT),
     CASE(cosh, cosh, -5, 5, K_FLOAT),
     CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
@@ -298,6 +299,12 @@ static const edge_case edges[] = {
     {"log10", ct_log10, -1, NAN},
     {"log10", ct_log10, 1000, 3},
     {"log10", ct_log10, INFINITY, INFINITY},
+    {"exp2", ct_exp2, -INFINITY, 0},
+    {"exp2", ct_exp2, INFINITY, INFINITY},
+    {"exp2", ct_exp2, 0, 1},
+    {"exp2", ct_exp2, 10, 1024},
+    {"exp2", ct_exp2, -1, 0.5},
+    {"exp2", ct_exp2, NAN, NAN},
 };
 
 CT_TEST(unary_domain_edges) {

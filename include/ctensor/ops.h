@@ -165,6 +165,9 @@ CT_API ct_tensor *ct_sinh_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_log10(const ct_tensor *x); /* base-10 log; log10(0) = -inf, log10(<0) = nan */
 CT_API ct_tensor *ct_log10_(ct_tensor *x);
 CT_API ct_tensor *ct_log10_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_exp2(const ct_tensor *x); /* base-2 exponential 2^x; exp2(-inf) = 0 */
+CT_API ct_tensor *ct_exp2_(ct_tensor *x);
+CT_API ct_tensor *ct_exp2_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);

@@ -81,6 +81,7 @@ CT_HOST_DEVICE CT_T CT_FN(ct_uf_atanh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(a
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_cosh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(cosh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_sinh)(CT_T x, CT_T p0, CT_T p1) { return CT_M(sinh)(x); }
 CT_HOST_DEVICE CT_T CT_FN(ct_uf_log10)(CT_T x, CT_T p0, CT_T p1) { return CT_M(log10)(x); }
+CT_HOST_DEVICE CT_T CT_FN(ct_uf_exp2)(CT_T x, CT_T p0, CT_T p1) { return CT_M(exp2)(x); }
 
 /* ---- Predicates (written without libm, so fast-math flags can't fold them) ---- */
 
@@ -143,5 +144,7 @@ CT_UD_X(atanh) { return g / ((CT_T)1 - x * x); }
 CT_UD_X(cosh) { return g * CT_M(sinh)(x); }
 CT_UD_X(sinh) { return g * CT_M(cosh)(x); }
 CT_UD_X(log10) { return g / (x * (CT_T)2.30258509299404568402); }
+/* 2^x ln 2 */
+CT_UD_Y(exp2) { return g * y * (CT_T)0.69314718055994530942; }
 /* floor, ceil, round, trunc, sign: zero almost everywhere, as torch */
 CT_UD_G(zero) { return (CT_T)0; }

@@ -105,6 +105,7 @@ enum {
   R(X, COSH, cosh, FLOAT, GEN, IN, cosh, "CoshBackward")                                \
   R(X, SINH, sinh, FLOAT, GEN, IN, sinh, "SinhBackward")                                \
   R(X, LOG10, log10, FLOAT, GEN, IN, log10, "Log10Backward")                            \
+  R(X, EXP2, exp2, FLOAT, GEN, OUT, exp2, "Exp2Backward")                               \
   R(X, ISNAN, isnan, BOOL, GEN, NOGRAD, NONE, NULL)                                     \
   R(X, ISINF, isinf, BOOL, GEN, NOGRAD, NONE, NULL)                                     \
   R(X, ISFINITE, isfinite, BOOL, GEN, NOGRAD, NONE, NULL)                               \

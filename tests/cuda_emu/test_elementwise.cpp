@@ -569,6 +569,8 @@ static double unary_float(int op, double x, double q0, double q1, bool &exact) {
       return x > 20 ? x : log1p(exp(x));
     case CT_UOP_LOG10:
       return log10(x);
+    case CT_UOP_EXP2:
+      return exp2(x);
     case CT_UOP_SINH:
       return sinh(x);
     case CT_UOP_COSH:

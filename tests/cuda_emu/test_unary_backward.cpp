@@ -31,6 +31,7 @@ static double fwd(int op, double x) {
   switch (op) {
     case CT_UOP_EXP: return exp(x);
     case CT_UOP_EXPM1: return expm1(x);
+    case CT_UOP_EXP2: return exp2(x);
     case CT_UOP_SQRT: return sqrt(x);
     case CT_UOP_RSQRT: return 1 / sqrt(x);
     case CT_UOP_TAN: return tan(x);
@@ -87,6 +88,7 @@ static double deriv(int op, double g, double x, double y, double p0, double p1, 
     case CT_UOP_CLAMP: return (x >= p0 && x <= p1) ? g : 0;
     case CT_UOP_LEAKY_RELU: return x > 0 ? g : g * p0;
     case CT_UOP_LOG10: return g / (x * 2.30258509299404568402);
+    case CT_UOP_EXP2: *mag = ag * fabs(y); return g * y * 0.69314718055994530942;
     case CT_UOP_SINH: return g * cosh(x);
     case CT_UOP_COSH: return g * sinh(x);
     case CT_UOP_ATANH: return g / (1 - x * x);
