@@ -61,7 +61,7 @@ static int run_checks(const char *lang) {
         "scalar operands wrap to the width; bool takes nonzero");
   check(SPELL_F32(ct_up_isnan)(NAN) && !SPELL_F32(ct_up_isfinite)(INFINITY), "predicates");
   check(SPELL_F32(ct_uf_relu)(-1.0f, 0.0f, 0.0f) == 0.0f &&
-            SPELL_F32(ct_ud_relu)(2.0f, 3.0f, 0.0f, 0.0f) == 2.0f,
+            SPELL_F32(ct_ud_y_relu)(2.0f, 3.0f, 0.0f, 0.0f) == 2.0f,
         "relu and its derivative");
   ct_reduce_plan pl = ct_reduce_plan_of(CT_ROP_NORM, true, true, 2.0);
   check(pl.npass == 2 && pl.pass[0] == CT_RP_F_ABS_MAX && pl.pass[1] == CT_RP_F_SCALED_SQ_SUM,

@@ -28,6 +28,7 @@ CT_TEST(unary_gradients) {
       {"silu", ct_silu, -2, 2},       {"softplus", ct_softplus, -2, 2},
       {"reciprocal", ct_reciprocal, 0.5, 2}, {"square", ct_square, -2, 2},
       {"log10", ct_log10, 0.5, 3},
+      {"exp2", ct_exp2, -2, 2},
       {"sinh", ct_sinh, -2, 2},
       {"cosh", ct_cosh, -2, 2},
       {"atanh", ct_atanh, -0.8, 0.8},

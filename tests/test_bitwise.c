@@ -247,6 +247,11 @@ CT_TEST(bitwise_not) {
   CHECK_CLOSE(q, ((double[]){1, 0, 0}), 0, 0);
   CHECK_OK(ct_bitwise_not_(p));
   CHECK_CLOSE(p, ((double[]){1, 0, 0}), 0, 0);
+  ct_tensor *o = ct_test_make((double[]){1, 1, 1}, CT_SHAPE(3), CT_BOOL, CT_LAYOUT_CONTIG);
+  CHECK(ct_bitwise_not_out(o, q) == o);
+  CHECK_CLOSE(o, ((double[]){0, 1, 1}), 0, 0);
   ct_tensor *f = ct_test_make((double[]){1}, CT_SHAPE(1), CT_F16, CT_LAYOUT_CONTIG);
   CHECK_ERR_MSG(ct_bitwise_not(f), CT_ERR_DTYPE, "bitwise_not: integer or bool operands only");
+  CHECK_ERR_MSG(ct_bitwise_not_(f), CT_ERR_DTYPE,
+                "bitwise_not: integer or bool operands only, got f16");
 }

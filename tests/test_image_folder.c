@@ -15,8 +15,7 @@
 #include "ctensor/data.h"
 
 #if __has_include(<png.h>) && __has_include(<jpeglib.h>)
-#include <jpeglib.h>
-#include <png.h>
+#include "image_write.h"
 
 static char root[64];
 
@@ -56,40 +55,12 @@ static void make_dir(const char *rel) { CHECK(mkdir(path_of(rel), 0700) == 0); }
 
 /* An RGB PNG of h x w from interleaved bytes. */
 static void write_png(const char *rel, const uint8_t *rgb, int h, int w) {
-  png_image img;
-  memset(&img, 0, sizeof img);
-  img.version = PNG_IMAGE_VERSION;
-  img.width = (png_uint_32)w;
-  img.height = (png_uint_32)h;
-  img.format = PNG_FORMAT_RGB;
-  CHECK_MSG(png_image_write_to_file(&img, path_of(rel), 0, rgb, 0, NULL), "png write: %s",
-            img.message);
+  CHECK_MSG(ct_test_write_png(path_of(rel), rgb, w, h) == 0, "png write: %s", rel);
 }
 
 /* A JPEG (quality 100) of h x w from interleaved RGB bytes. */
 static void write_jpeg(const char *rel, const uint8_t *rgb, int h, int w) {
-  FILE *f = fopen(path_of(rel), "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  struct jpeg_compress_struct c;
-  struct jpeg_error_mgr err;
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  jpeg_stdio_dest(&c, f);
-  c.image_width = (JDIMENSION)w;
-  c.image_height = (JDIMENSION)h;
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 100, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  for (int y = 0; y < h; y++) {
-    JSAMPROW row = (JSAMPROW)(rgb + (size_t)y * (size_t)w * 3);
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  fclose(f);
+  CHECK_MSG(ct_test_write_jpeg(path_of(rel), rgb, w, h, 100) == 0, "jpeg write: %s", rel);
 }
 
 static void write_bytes(const char *rel, const void *data, size_t n) {

@@ -1,7 +1,10 @@
 /* Elementwise unary ops, predicates, clamp and leaky_relu: values against
  * float64 references on every dtype and layout, dtype rules, nan/inf,
  * integer edge cases, in-place and out forms, errors. */
+#include <string.h>
+
 #include "ct_test.h"
+#include "ops/op_table.h"
 
 CT_TEST_DEVICE_GENERIC
 
@@ -33,7 +36,8 @@ static double r_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x;
 static double r_reciprocal(double x) { return 1 / x; }
 static double r_square(double x) { return x * x; }
 
-#define CASE(name, ref, lo, hi, k) {#name, ct_##name, ct_##name##_, ct_##name##_out, ref, lo, hi, k}
+#define CASE(name, ref, lo, hi, k) \
+  { #name, ct_##name, ct_##name##_, ct_##name##_out, ref, lo, hi, k }
 static const unary_case cases[] = {
     CASE(neg, r_neg, -5, 5, K_SAME),
     CASE(abs, fabs, -5, 5, K_SAME),
@@ -63,6 +67,7 @@ static const unary_case cases[] = {
     CASE(reciprocal, r_reciprocal, 0.2, 5, K_FLOAT),
     CASE(square, r_square, -5, 5, K_SAME),
     CASE(log10, log10, 0.05, 50, K_FLOAT),
+    CASE(exp2, exp2, -12, 12, K_FLOAT),
     CASE(sinh, sinh, -5, 5, K_FLOAT),
     CASE(cosh, cosh, -5, 5, K_FLOAT),
     CASE(atanh, atanh, -0.99, 0.99, K_FLOAT),
@@ -73,6 +78,32 @@ static const unary_case cases[] = {
     CASE(acos, acos, -1, 1, K_FLOAT),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static bool has_case(const char *name) {
+  for (int i = 0; i < NCASES; i++)
+    if (!strcmp(cases[i].name, name)) return true;
+  return false;
+}
+
+/* The op table's rows whose public functions are generated and which have a
+ * floating formula each have a row above (bitwise_not, integer only, is
+ * tests/test_bitwise.c's; clamp and leaky_relu, with parameters, have their
+ * own tests below). */
+CT_TEST(every_unary_op_has_a_case) {
+  bool generated[CT_UOP_COUNT] = {false};
+#define X(E, n) generated[CT_UOP_##E] = true;
+  CT_UNARY_GEN_OPS(X)
+#undef X
+  int n = 0;
+#define X(E, name)                                                 \
+  if (generated[CT_UOP_##E]) {                                     \
+    n++;                                                           \
+    CHECK_MSG(has_case(#name), "no row for %s in cases[]", #name); \
+  }
+  CT_UNARY_FLOAT_OPS(X)
+#undef X
+  CHECK(n == NCASES);
+}
 
 static const ct_dtype float_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16};
 static const ct_dtype int_dtypes[] = {CT_I8, CT_U8, CT_I16, CT_I32, CT_I64};
@@ -118,10 +149,12 @@ CT_TEST(unary_float_values_every_layout) {
       }
       /* out of the same dtype, and a wider one (written through a temporary) */
       ct_tensor *x = ct_test_make(v, CT_SHAPE(3, 5), dt, CT_LAYOUT_TRANSPOSED);
-      ct_tensor *o = ct_empty(CT_SHAPE(3, 5), &(ct_tensor_opts){.dtype = dt, .device = ct_test_device()});
+      ct_tensor *o =
+          ct_empty(CT_SHAPE(3, 5), &(ct_tensor_opts){.dtype = dt, .device = ct_test_device()});
       CHECK(c->fn_out(o, x) == o);
       CHECK_CLOSE(o, e, ct_test_rtol(dt), ct_test_atol(dt));
-      ct_tensor *o64 = ct_zeros(CT_SHAPE(3, 5), &(ct_tensor_opts){.dtype = CT_F64, .device = ct_test_device()});
+      ct_tensor *o64 =
+          ct_zeros(CT_SHAPE(3, 5), &(ct_tensor_opts){.dtype = CT_F64, .device = ct_test_device()});
       CHECK(c->fn_out(o64, x) == o64);
       CHECK_CLOSE(o64, e, ct_test_rtol(dt), ct_test_atol(dt));
       free(v);
@@ -134,11 +167,16 @@ CT_TEST(unary_float_values_every_layout) {
 static double wrap_to(double v, ct_dtype dt) {
   int64_t i = (int64_t)v;
   switch (dt) {
-  case CT_I8: return (int8_t)(uint8_t)(uint64_t)i;
-  case CT_U8: return (uint8_t)(uint64_t)i;
-  case CT_I16: return (int16_t)(uint16_t)(uint64_t)i;
-  case CT_I32: return (int32_t)(uint32_t)(uint64_t)i;
-  default: return (double)i;
+    case CT_I8:
+      return (int8_t)(uint8_t)(uint64_t)i;
+    case CT_U8:
+      return (uint8_t)(uint64_t)i;
+    case CT_I16:
+      return (int16_t)(uint16_t)(uint64_t)i;
+    case CT_I32:
+      return (int32_t)(uint32_t)(uint64_t)i;
+    default:
+      return (double)i;
   }
 }
 
@@ -164,7 +202,8 @@ CT_TEST(unary_integer_rules) {
           /* math on integers computes in f32 */
           for (int i = 0; i < 8; i++) e[i] = c->ref(in[i]);
           ct_test_round_to(e, 8, CT_F32);
-          CHECK_MSG(y && ct_dtype_of(y) == CT_F32, "%s on %s gives f32", c->name, ct_dtype_name(dt));
+          CHECK_MSG(y && ct_dtype_of(y) == CT_F32, "%s on %s gives f32", c->name,
+                    ct_dtype_name(dt));
           CHECK_CLOSE(y, e, ct_test_rtol(CT_F32), ct_test_atol(CT_F32));
           /* and can't be written back into the integer tensor */
           CHECK_ERR_MSG(c->fn_(x), CT_ERR_DTYPE, "can't be cast");
@@ -172,7 +211,8 @@ CT_TEST(unary_integer_rules) {
           for (int i = 0; i < 8; i++) e[i] = c->k == K_IDENT ? in[i] : wrap_to(c->ref(in[i]), dt);
           if (dt == CT_U8 && c->ref == r_neg)
             for (int i = 0; i < 8; i++) e[i] = wrap_to(-in[i], dt);
-          CHECK_MSG(y && ct_dtype_of(y) == dt, "%s on %s keeps the dtype", c->name, ct_dtype_name(dt));
+          CHECK_MSG(y && ct_dtype_of(y) == dt, "%s on %s keeps the dtype", c->name,
+                    ct_dtype_name(dt));
           CHECK_CLOSE(y, e, 0, 0);
           if (c->k == K_IDENT) CHECK(!ct_same_storage(x, y)); /* a copy, not a view */
           CHECK(c->fn_(x) == x);
@@ -192,7 +232,8 @@ CT_TEST(unary_integer_wraparound) {
   CHECK_CLOSE(ct_square(x), ((double[]){0, 1, 1, 16}), 0, 0);
   CHECK_CLOSE(ct_sign(x), ((double[]){-1, 1, -1, 1}), 0, 0);
   int64_t big[3] = {INT64_MIN, INT64_MAX, -5};
-  ct_tensor *y = ct_to(ct_from_data(big, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_I64}), ct_test_device(), NULL);
+  ct_tensor *y = ct_to(ct_from_data(big, CT_SHAPE(3), &(ct_tensor_opts){.dtype = CT_I64}),
+                       ct_test_device(), NULL);
   ct_tensor *ny = ct_to(ct_neg(y), ct_cpu(), NULL);
   const int64_t *p = ct_data_ptr(ny);
   CHECK(p && p[0] == INT64_MIN && p[1] == -INT64_MAX && p[2] == 5);
@@ -250,7 +291,8 @@ CT_TEST(unary_nan_inf_propagate) {
       for (int i = 1; i < 5; i++)
         CHECK_MSG((isnan(e[i]) && isnan(got[i])) || got[i] == e[i] ||
                       (isfinite(e[i]) && fabs(got[i] - e[i]) <= ct_test_rtol(dt) * fabs(e[i])),
-                  "%s(%g) on %s is %g, expected %g", c->name, v[i], ct_dtype_name(dt), got[i], e[i]);
+                  "%s(%g) on %s is %g, expected %g", c->name, v[i], ct_dtype_name(dt), got[i],
+                  e[i]);
       free(got);
     }
     CHECK_CLOSE(ct_isnan(x), ((double[]){1, 0, 0, 0, 0}), 0, 0);
@@ -298,6 +340,12 @@ static const edge_case edges[] = {
     {"log10", ct_log10, -1, NAN},
     {"log10", ct_log10, 1000, 3},
     {"log10", ct_log10, INFINITY, INFINITY},
+    {"exp2", ct_exp2, -INFINITY, 0},
+    {"exp2", ct_exp2, INFINITY, INFINITY},
+    {"exp2", ct_exp2, 0, 1},
+    {"exp2", ct_exp2, 10, 1024},
+    {"exp2", ct_exp2, -1, 0.5},
+    {"exp2", ct_exp2, NAN, NAN},
 };
 
 CT_TEST(unary_domain_edges) {
@@ -333,13 +381,15 @@ CT_TEST(signbit_values) {
   double v[8] = {-0.0, 0.0, -1.5, 2, -INFINITY, INFINITY, NAN, -NAN};
   double e[8] = {1, 0, 1, 0, 1, 0, signbit(NAN) ? 1 : 0, signbit(-NAN) ? 1 : 0};
   for (size_t di = 0; di < 4; di++) {
-    ct_tensor *y = ct_signbit(ct_test_make(v, CT_SHAPE(2, 4), float_dtypes[di], CT_LAYOUT_TRANSPOSED));
+    ct_tensor *y =
+        ct_signbit(ct_test_make(v, CT_SHAPE(2, 4), float_dtypes[di], CT_LAYOUT_TRANSPOSED));
     CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(float_dtypes[di]));
     CHECK_CLOSE(y, e, 0, 0);
   }
   for (size_t di = 0; di < 5; di++) {
     ct_dtype dt = int_dtypes[di];
-    ct_tensor *y = ct_signbit(ct_test_make((double[]){dt == CT_U8 ? 200 : -3, 0, 7}, CT_SHAPE(3), dt, CT_LAYOUT_SLICED));
+    ct_tensor *y = ct_signbit(
+        ct_test_make((double[]){dt == CT_U8 ? 200 : -3, 0, 7}, CT_SHAPE(3), dt, CT_LAYOUT_SLICED));
     CHECK_MSG(y && ct_dtype_of(y) == CT_BOOL, "signbit on %s", ct_dtype_name(dt));
     CHECK_CLOSE(y, ((double[]){dt != CT_U8, 0, 0}), 0, 0);
   }
@@ -351,7 +401,8 @@ CT_TEST(round_half_to_even) {
   double v[8] = {0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 2.4999, -1.5};
   double e[8] = {0, 2, 2, 0, -2, 4, 2, -2};
   for (size_t di = 0; di < 4; di++)
-    CHECK_CLOSE(ct_round(ct_test_make(v, CT_SHAPE(8), float_dtypes[di], CT_LAYOUT_OFFSET)), e, 0, 0);
+    CHECK_CLOSE(ct_round(ct_test_make(v, CT_SHAPE(8), float_dtypes[di], CT_LAYOUT_OFFSET)), e, 0,
+                0);
 }
 
 CT_TEST(clamp_and_leaky_relu) {
@@ -371,7 +422,8 @@ CT_TEST(clamp_and_leaky_relu) {
   }
   /* integers: integral bounds keep the dtype and must fit it (torch raises
    * for 1e9 in i8), infinite ones are no bound, others give f32 */
-  ct_tensor *i = ct_test_make((double[]){-100, -5, 0, 5, 100}, CT_SHAPE(5), CT_I8, CT_LAYOUT_TRANSPOSED);
+  ct_tensor *i =
+      ct_test_make((double[]){-100, -5, 0, 5, 100}, CT_SHAPE(5), CT_I8, CT_LAYOUT_TRANSPOSED);
   ct_tensor *c = ct_clamp(i, -10, INFINITY);
   CHECK(c && ct_dtype_of(c) == CT_I8);
   CHECK_CLOSE(c, ((double[]){-10, -5, 0, 5, 100}), 0, 0);
@@ -383,7 +435,8 @@ CT_TEST(clamp_and_leaky_relu) {
   CHECK_ERR_MSG(ct_clamp_(i, -2.5, 2.5), CT_ERR_DTYPE, "can't be cast");
   CHECK_ERR(ct_leaky_relu(i, 0.5), CT_ERR_DTYPE); /* floating only, as torch */
   CHECK_ERR(ct_leaky_relu_(i, 0.5), CT_ERR_DTYPE);
-  ct_tensor *o = ct_empty(CT_SHAPE(5), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
+  ct_tensor *o =
+      ct_empty(CT_SHAPE(5), &(ct_tensor_opts){.dtype = CT_I64, .device = ct_test_device()});
   CHECK(ct_clamp_out(o, i, 0, 50) == o);
   CHECK_CLOSE(o, ((double[]){0, 0, 0, 5, 50}), 0, 0);
   ct_tensor *i64 = ct_test_make((double[]){-1, 1}, CT_SHAPE(2), CT_I64, CT_LAYOUT_CONTIG);
@@ -413,8 +466,10 @@ CT_TEST(unary_out_errors_and_null) {
   ct_tensor *x = ct_ones(CT_SHAPE(2, 3), &o);
   ct_tensor *bad = ct_empty(CT_SHAPE(3, 2), &o);
   CHECK_ERR_MSG(ct_exp_out(bad, x), CT_ERR_SHAPE, "(3, 2)");
-  ct_tensor *iout = ct_empty(CT_SHAPE(2, 3), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_test_device()});
-  CHECK_ERR_MSG(ct_exp_out(iout, x), CT_ERR_DTYPE, "result type f32 can't be cast to the output type i32");
+  ct_tensor *iout =
+      ct_empty(CT_SHAPE(2, 3), &(ct_tensor_opts){.dtype = CT_I32, .device = ct_test_device()});
+  CHECK_ERR_MSG(ct_exp_out(iout, x), CT_ERR_DTYPE,
+                "result type f32 can't be cast to the output type i32");
   CHECK_ERR(ct_exp_out(NULL, x), CT_ERR_ARG);
   /* NULL in, NULL out keeps the first error */
   ct_clear_error();

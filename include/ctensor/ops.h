@@ -165,6 +165,9 @@ CT_API ct_tensor *ct_sinh_out(ct_tensor *out, const ct_tensor *x);
 CT_API ct_tensor *ct_log10(const ct_tensor *x); /* base-10 log; log10(0) = -inf, log10(<0) = nan */
 CT_API ct_tensor *ct_log10_(ct_tensor *x);
 CT_API ct_tensor *ct_log10_out(ct_tensor *out, const ct_tensor *x);
+CT_API ct_tensor *ct_exp2(const ct_tensor *x); /* base-2 exponential 2^x; exp2(-inf) = 0 */
+CT_API ct_tensor *ct_exp2_(ct_tensor *x);
+CT_API ct_tensor *ct_exp2_out(ct_tensor *out, const ct_tensor *x);
 
 /* Elementwise predicates: bool results. */
 CT_API ct_tensor *ct_isnan(const ct_tensor *x);
@@ -361,6 +364,7 @@ CT_API ct_tensor *ct_bitwise_right_shift_scalar_(ct_tensor *a, double s);
  * bool; a floating tensor is CT_ERR_DTYPE. */
 CT_API ct_tensor *ct_bitwise_not(const ct_tensor *a);
 CT_API ct_tensor *ct_bitwise_not_(ct_tensor *a);
+CT_API ct_tensor *ct_bitwise_not_out(ct_tensor *out, const ct_tensor *a);
 /* s << a and s >> a: the count is the tensor. */
 CT_API ct_tensor *ct_bitwise_left_shift_rscalar(const ct_tensor *a, double s);
 CT_API ct_tensor *ct_bitwise_right_shift_rscalar(const ct_tensor *a, double s);

@@ -27,7 +27,7 @@ typedef struct unary_rule {
 } unary_rule;
 
 static const unary_rule UNARY[] = {
-#define X(E, n, r, READS, node) [CT_UOP_##E] = {node, CT_READS_##READS},
+#define X(E, n, r, api, READS, grad, node) [CT_UOP_##E] = {node, CT_READS_##READS},
     CT_UNARY_OPS(X)
 #undef X
 };

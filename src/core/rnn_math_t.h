@@ -23,11 +23,11 @@ CT_HOST_DEVICE void CT_FN(ct_lstm_cell_bwd)(CT_T dh, CT_T dc, CT_T i, CT_T f, CT
                                             CT_T tc, CT_T c, CT_T *dpi, CT_T *dpf, CT_T *dpg,
                                             CT_T *dpo, CT_T *dc_old) {
   const CT_T z = (CT_T)0;
-  CT_T dct = dc + CT_FN(ct_ud_tanh)(dh * o, tc, z, z); /* total gradient of c' */
-  *dpi = CT_FN(ct_ud_sigmoid)(dct * g, i, z, z);
-  *dpf = CT_FN(ct_ud_sigmoid)(dct * c, f, z, z);
-  *dpg = CT_FN(ct_ud_tanh)(dct * i, g, z, z);
-  *dpo = CT_FN(ct_ud_sigmoid)(dh * tc, o, z, z);
+  CT_T dct = dc + CT_FN(ct_ud_y_tanh)(dh * o, tc, z, z); /* total gradient of c' */
+  *dpi = CT_FN(ct_ud_y_sigmoid)(dct * g, i, z, z);
+  *dpf = CT_FN(ct_ud_y_sigmoid)(dct * c, f, z, z);
+  *dpg = CT_FN(ct_ud_y_tanh)(dct * i, g, z, z);
+  *dpo = CT_FN(ct_ud_y_sigmoid)(dh * tc, o, z, z);
   *dc_old = dct * f;
 }
 
@@ -49,10 +49,10 @@ CT_HOST_DEVICE void CT_FN(ct_gru_cell_bwd)(CT_T dh, CT_T r, CT_T z, CT_T n, CT_T
                                            CT_T *dir, CT_T *diz, CT_T *din, CT_T *dhn,
                                            CT_T *dh_old) {
   const CT_T zero = (CT_T)0, one = (CT_T)1;
-  CT_T dpn = CT_FN(ct_ud_tanh)(dh * (one - z), n, zero, zero);
+  CT_T dpn = CT_FN(ct_ud_y_tanh)(dh * (one - z), n, zero, zero);
   *din = dpn;
   *dhn = dpn * r;
-  *dir = CT_FN(ct_ud_sigmoid)(dpn * hn, r, zero, zero);
-  *diz = CT_FN(ct_ud_sigmoid)(dh * (h - n), z, zero, zero);
+  *dir = CT_FN(ct_ud_y_sigmoid)(dpn * hn, r, zero, zero);
+  *diz = CT_FN(ct_ud_y_sigmoid)(dh * (h - n), z, zero, zero);
   *dh_old = dh * z;
 }

@@ -3,7 +3,8 @@
  *   ct_ui_<op>(x, p0, p1)  the ops of CT_UNARY_INT_OPS, wrapping through CT_UT
  *                          (p0, p1 already saturated to the dtype, core/convert.h)
  *   ct_up_<op>(x)          the BOOL-rule predicates
- * For bool only the predicates.
+ * For bool the predicates and the INT-rule ops (CT_UNARY_INT_RULE_OPS), bool
+ * being a one-bit integer.
  * The CUDA backend computes every integer dtype in int64 and wraps on store:
  * the same bits as these formulas in the narrow type. */
 
@@ -15,6 +16,14 @@ CT_HOST_DEVICE bool CT_FN(ct_up_logical_not)(CT_T x) { return x == 0; }
 CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return false; }
 #else
 CT_HOST_DEVICE bool CT_FN(ct_up_signbit)(CT_T x) { return x < 0; } /* unsigned: never */
+#endif
+
+/* ~x; on bool, a one-bit integer, logical not (the CUDA backend, computing
+ * bool in int64, keeps the low bit) */
+#ifdef CT_IS_BOOL
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_bitwise_not)(CT_T x, CT_T p0, CT_T p1) { return !x; }
+#else
+CT_HOST_DEVICE CT_T CT_FN(ct_ui_bitwise_not)(CT_T x, CT_T p0, CT_T p1) { return (CT_T) ~(CT_UT)x; }
 #endif
 
 #ifndef CT_IS_BOOL

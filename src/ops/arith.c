@@ -251,27 +251,3 @@ ct_tensor *ct_bitwise_left_shift_rscalar(const ct_tensor *a, double s) {
 ct_tensor *ct_bitwise_right_shift_rscalar(const ct_tensor *a, double s) {
   return ct__track(ct__binary_scalar(CT_BOP_BITWISE_RIGHT_SHIFT, NULL, a, s, true));
 }
-
-/* ~a: the complement is a ^ -1 (all ones in every integer width; -1 wraps to
- * 255 in u8), and bool's is logical not, as torch. */
-static bool not_check(const char *name, const ct_tensor *a) {
-  if (!a) return false;
-  if (!ct_dtype_is_floating(a->dtype)) return true;
-  ct__fail(CT_ERR_DTYPE, "%s: integer or bool operands only, got %s", name,
-           ct_dtype_name(a->dtype));
-  return false;
-}
-ct_tensor *ct_bitwise_not(const ct_tensor *a) {
-  if (!not_check("bitwise_not", a)) return NULL;
-  if (a->dtype == CT_BOOL) return ct_logical_not(a);
-  return ct__track(ct__binary_scalar(CT_BOP_BITWISE_XOR, NULL, a, -1, false));
-}
-ct_tensor *ct_bitwise_not_(ct_tensor *a) {
-  if (!not_check("bitwise_not_", a)) return NULL;
-  if (a->dtype == CT_BOOL) {
-    ct_tensor *r = ct_logical_not(a), *w = r ? ct_copy_(a, r) : NULL;
-    ct_free(r);
-    return w;
-  }
-  return ct_bitwise_xor_scalar_(a, -1);
-}

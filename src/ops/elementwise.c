@@ -15,8 +15,10 @@ static void byte_range(const ct_tensor *t, int64_t *lo, int64_t *hi) {
   int64_t es = (int64_t)ct__elsize(t->dtype), a = t->offset, b = t->offset;
   for (int d = 0; d < t->ndim; d++) {
     int64_t ext = t->strides[d] * (t->shape[d] - 1);
-    if (ext < 0) a += ext;
-    else b += ext;
+    if (ext < 0)
+      a += ext;
+    else
+      b += ext;
   }
   *lo = a * es;
   *hi = (b + 1) * es;
@@ -114,11 +116,14 @@ static bool unary_dtypes(ct_unary_op op, ct_dtype xd, double *p0, double *p1, ct
     *rd = CT_BOOL;
     return true;
   }
+  if (info->rule == CT_RULE_INT) {
+    if (!ct_dtype_is_floating(xd)) return true; /* bool too: a one-bit integer */
+    return ct__fail(CT_ERR_DTYPE, "%s: integer or bool operands only, got %s", info->name,
+                    ct_dtype_name(xd)),
+           false;
+  }
   if (ct_dtype_is_floating(xd)) return true;
-  /* torch's activations with float-only kernels (its exp, sigmoid, tanh...
-   * promote integers instead) */
-  if (op == CT_UOP_LEAKY_RELU || op == CT_UOP_GELU || op == CT_UOP_GELU_TANH || op == CT_UOP_SILU ||
-      op == CT_UOP_SOFTPLUS)
+  if (info->rule == CT_RULE_FLOATONLY)
     return ct__fail(CT_ERR_DTYPE, "%s: expected a floating tensor, got %s", info->name,
                     ct_dtype_name(xd)),
            false;
@@ -181,28 +186,11 @@ ct_tensor *ct__unary(ct_unary_op op, ct_tensor *out, const ct_tensor *x, double 
   return ct__finish_out(out, res, st);
 }
 
-/* ct_NAME(x), ct_NAME_(x), ct_NAME_out(out, x) for the plain unary ops. */
-#define PLAIN_UNARY(X)                                                               \
-  X(NEG, neg) X(ABS, abs) X(EXP, exp) X(EXPM1, expm1) X(LOG, log) X(LOG1P, log1p)     \
-  X(LOG2, log2) X(SQRT, sqrt) X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TAN, tan)     \
-  X(TANH, tanh) X(ERF, erf) X(SIGMOID, sigmoid) X(RELU, relu) X(GELU, gelu)           \
-  X(GELU_TANH, gelu_tanh) X(SILU, silu) X(SOFTPLUS, softplus) X(FLOOR, floor)         \
-  X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc) X(SIGN, sign)                         \
-  X(RECIPROCAL, reciprocal) X(SQUARE, square) \
-  X(ACOS, acos) \
-  X(ACOSH, acosh) \
-  X(ASIN, asin) \
-  X(ASINH, asinh) \
-  X(ATAN, atan) \
-  X(ATANH, atanh) \
-  X(COSH, cosh) \
-  X(SINH, sinh) \
-  X(LOG10, log10)
-
 /* Autograd: out-of-place and in-place forms record the same node (an
  * in-place write rewrites the history of x, as PyTorch); _out forms don't
  * record and refuse inputs that require grad. */
-static ct_tensor *unary_inplace(ct_unary_op op, const char *name, ct_tensor *x, double p0, double p1) {
+static ct_tensor *unary_inplace(ct_unary_op op, const char *name, ct_tensor *x, double p0,
+                                double p1) {
   ct_inplace ip;
   if (!ct__ag_inplace_begin(&ip, name, x, NULL, 0)) return NULL;
   if (ip.record && !ct__ag_unary(x, op, x, p0, p1)) return ct__ag_inplace_end(&ip, NULL);
@@ -217,27 +205,21 @@ static ct_tensor *unary_new(ct_unary_op op, const ct_tensor *x, double p0, doubl
   return ct__track(ct__ag_unary(ct__unary(op, NULL, x, p0, p1), op, x, p0, p1));
 }
 
-#define DEFINE_PUBLIC_UNARY(E, name)                                                 \
-  ct_tensor *ct_##name(const ct_tensor *x) { return unary_new(CT_UOP_##E, x, 0, 0); } \
-  ct_tensor *ct_##name##_(ct_tensor *x) {                                            \
-    return unary_inplace(CT_UOP_##E, #name "_", x, 0, 0);                            \
-  }                                                                                  \
-  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *x) {                   \
-    return unary_out(CT_UOP_##E, #name "_out", out, x, 0, 0);                        \
+/* The public functions of the op table's GEN rows (ctensor/ops.h documents
+ * each): ct_NAME(x), ct_NAME_(x), ct_NAME_out(out, x), and ct_NAME(x) alone
+ * for the predicates (bool results, never recorded). */
+#define DEFINE_PUBLIC_UNARY(E, name)                                                              \
+  ct_tensor *ct_##name(const ct_tensor *x) { return unary_new(CT_UOP_##E, x, 0, 0); }             \
+  ct_tensor *ct_##name##_(ct_tensor *x) { return unary_inplace(CT_UOP_##E, #name "_", x, 0, 0); } \
+  ct_tensor *ct_##name##_out(ct_tensor *out, const ct_tensor *x) {                                \
+    return unary_out(CT_UOP_##E, #name "_out", out, x, 0, 0);                                     \
   }
-PLAIN_UNARY(DEFINE_PUBLIC_UNARY)
-
-ct_tensor *ct_isnan(const ct_tensor *x) { return ct__track(ct__unary(CT_UOP_ISNAN, NULL, x, 0, 0)); }
-ct_tensor *ct_isinf(const ct_tensor *x) { return ct__track(ct__unary(CT_UOP_ISINF, NULL, x, 0, 0)); }
-ct_tensor *ct_isfinite(const ct_tensor *x) {
-  return ct__track(ct__unary(CT_UOP_ISFINITE, NULL, x, 0, 0));
-}
-ct_tensor *ct_logical_not(const ct_tensor *x) {
-  return ct__track(ct__unary(CT_UOP_LOGICAL_NOT, NULL, x, 0, 0));
-}
-ct_tensor *ct_signbit(const ct_tensor *x) {
-  return ct__track(ct__unary(CT_UOP_SIGNBIT, NULL, x, 0, 0));
-}
+CT_UNARY_GEN_OPS(DEFINE_PUBLIC_UNARY)
+#define DEFINE_PUBLIC_PREDICATE(E, name)                    \
+  ct_tensor *ct_##name(const ct_tensor *x) {                \
+    return ct__track(ct__unary(CT_UOP_##E, NULL, x, 0, 0)); \
+  }
+CT_UNARY_GEN_PREDICATES(DEFINE_PUBLIC_PREDICATE)
 
 ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {
   return unary_new(CT_UOP_CLAMP, x, lo, hi);

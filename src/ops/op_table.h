@@ -12,18 +12,30 @@
  * enums too), so it includes nothing of core/internal.h. */
 
 /* Dtype rule of a unary op on a non-floating input:
- *   SAME   keeps the dtype (neg, abs, relu, sign, square: integer kernels)
- *   FLOAT  computes in f32 (exp, sin, ...: integer input promoted, as torch)
- *   IDENT  the op is the identity for integers (floor, ceil, round, trunc)
- *   BOOL   result is bool for every input (isnan, isinf, isfinite, logical_not) */
-typedef enum { CT_RULE_SAME, CT_RULE_FLOAT, CT_RULE_IDENT, CT_RULE_BOOL } ct_unary_rule;
+ *   SAME       keeps the dtype (neg, abs, relu, sign, square, clamp: integer
+ *              formulas)
+ *   FLOAT      computes in f32 (exp, sin, ...: integer input promoted, as torch)
+ *   FLOATONLY  floating inputs only, an integer or bool one is CT_ERR_DTYPE
+ *              (torch's activations with float-only kernels: gelu, silu...)
+ *   IDENT      the op is the identity for integers (floor, ceil, round, trunc)
+ *   BOOL       result is bool for every input (isnan, isinf, isfinite, logical_not)
+ *   INT        integer and bool inputs only (a floating one is CT_ERR_DTYPE),
+ *              the dtype kept; bool computes as a one-bit integer (bitwise_not) */
+typedef enum {
+  CT_RULE_SAME,
+  CT_RULE_FLOAT,
+  CT_RULE_FLOATONLY,
+  CT_RULE_IDENT,
+  CT_RULE_BOOL,
+  CT_RULE_INT
+} ct_unary_rule;
 
 /* What an op's derivative reads, which the autograd saves and the fused
  * unary backward kernels stream: the unary tables' READS column
  *   NONE    neither (neg; floor, sign...: a zero gradient)
  *   IN      the input x
  *   OUT     the output y
- *   NOGRAD  no derivative: bool results, never recorded
+ *   NOGRAD  no derivative: bool or integer results, never recorded
  * and the binary tables' sets of A (the first operand, or the tensor of a
  * scalar form), B (the second operand) and Y (the output). */
 enum { CT_READS_NONE, CT_READS_IN, CT_READS_OUT, CT_READS_NOGRAD };
@@ -38,58 +50,132 @@ enum {
   CT_BREADS_ABY = 7
 };
 
-/* The unary ops, one row each: X(ENUM, name, rule, READS, node)
- *   rule   the dtype rule above
- *   READS  what d op/dx reads; the derivative's formula is ct_ud_<...> in
- *          core/unary_math_t.h, listed in CT_UNARY_GRADS (core/unary_math.h,
- *          which asserts that the two lists agree)
+/* The unary ops, one row each: X(ENUM, name, rule, api, READS, grad, node)
+ *   rule   the dtype rule above; it says which formulas the op has
+ *          (core/unary_math_t.h, core/unary_int_t.h): ct_uf_<name> for
+ *          floating x (every rule but BOOL and INT), ct_ui_<name> for
+ *          integers (SAME, INT), ct_up_<name> for every dtype (BOOL)
+ *   api    its public functions (declared in ctensor/ops.h): GEN, defined by
+ *          ops/elementwise.c from this row, ct_<name>, ct_<name>_ and
+ *          ct_<name>_out (ct_<name> alone for a BOOL rule); OWN, written
+ *          there by hand (the ops with parameters, p0 and p1)
+ *   READS  what d op/dx reads (NOGRAD: none)
+ *   grad   the derivative's formula, core/unary_math_t.h: CT_UD_X(<grad>)
+ *          reading x, CT_UD_Y(<grad>) reading y, CT_UD_G(<grad>) neither;
+ *          READS picks which one the kernels call, so a formula that reads
+ *          other than its row says does not compile (NONE for NOGRAD)
  *   node   the autograd node's name (NULL: NOGRAD) */
 /* clang-format off */
-#define CT_UNARY_OPS(X)                                               \
-  X(NEG, neg, SAME, NONE, "NegBackward")                              \
-  X(ABS, abs, SAME, IN, "AbsBackward")                                \
-  X(EXP, exp, FLOAT, OUT, "ExpBackward")                              \
-  X(EXPM1, expm1, FLOAT, OUT, "Expm1Backward")                        \
-  X(LOG, log, FLOAT, IN, "LogBackward")                               \
-  X(LOG1P, log1p, FLOAT, IN, "Log1PBackward")                         \
-  X(LOG2, log2, FLOAT, IN, "Log2Backward")                            \
-  X(SQRT, sqrt, FLOAT, OUT, "SqrtBackward")                           \
-  X(RSQRT, rsqrt, FLOAT, OUT, "RsqrtBackward")                        \
-  X(SIN, sin, FLOAT, IN, "SinBackward")                               \
-  X(COS, cos, FLOAT, IN, "CosBackward")                               \
-  X(TAN, tan, FLOAT, OUT, "TanBackward")                              \
-  X(TANH, tanh, FLOAT, OUT, "TanhBackward")                           \
-  X(ERF, erf, FLOAT, IN, "ErfBackward")                               \
-  X(SIGMOID, sigmoid, FLOAT, OUT, "SigmoidBackward")                  \
-  X(RELU, relu, SAME, OUT, "ReluBackward") /* y > 0 exactly where x > 0 */ \
-  X(GELU, gelu, FLOAT, IN, "GeluBackward")                            \
-  X(GELU_TANH, gelu_tanh, FLOAT, IN, "GeluBackward")                  \
-  X(SILU, silu, FLOAT, IN, "SiluBackward")                            \
-  X(SOFTPLUS, softplus, FLOAT, IN, "SoftplusBackward")                \
-  X(FLOOR, floor, IDENT, NONE, "FloorBackward")                       \
-  X(CEIL, ceil, IDENT, NONE, "CeilBackward")                          \
-  X(ROUND, round, IDENT, NONE, "RoundBackward")                       \
-  X(TRUNC, trunc, IDENT, NONE, "TruncBackward")                       \
-  X(SIGN, sign, SAME, NONE, "SignBackward")                           \
-  X(RECIPROCAL, reciprocal, FLOAT, OUT, "ReciprocalBackward")         \
-  X(SQUARE, square, SAME, IN, "PowBackward")                          \
-  X(CLAMP, clamp, SAME, IN, "ClampBackward") /* p0 = lo, p1 = hi */   \
-  X(LEAKY_RELU, leaky_relu, SAME, IN, "LeakyReluBackward") /* p0 = slope (floating inputs only) */ \
-  X(ACOS, acos, FLOAT, IN, "AcosBackward")                            \
-  X(ACOSH, acosh, FLOAT, IN, "AcoshBackward")                         \
-  X(ASIN, asin, FLOAT, IN, "AsinBackward")                            \
-  X(ASINH, asinh, FLOAT, IN, "AsinhBackward")                         \
-  X(ATAN, atan, FLOAT, IN, "AtanBackward")                            \
-  X(ATANH, atanh, FLOAT, IN, "AtanhBackward")                         \
-  X(COSH, cosh, FLOAT, IN, "CoshBackward")                            \
-  X(SINH, sinh, FLOAT, IN, "SinhBackward")                            \
-  X(LOG10, log10, FLOAT, IN, "Log10Backward")                         \
-  X(ISNAN, isnan, BOOL, NOGRAD, NULL)                                 \
-  X(ISINF, isinf, BOOL, NOGRAD, NULL)                                 \
-  X(ISFINITE, isfinite, BOOL, NOGRAD, NULL)                           \
-  X(SIGNBIT, signbit, BOOL, NOGRAD, NULL)                             \
-  X(LOGICAL_NOT, logical_not, BOOL, NOGRAD, NULL)
+#define CT_UNARY_TABLE(R, X)                                                            \
+  R(X, NEG, neg, SAME, GEN, NONE, neg, "NegBackward")                                   \
+  R(X, ABS, abs, SAME, GEN, IN, abs, "AbsBackward")                                     \
+  R(X, EXP, exp, FLOAT, GEN, OUT, exp, "ExpBackward")                                   \
+  R(X, EXPM1, expm1, FLOAT, GEN, OUT, expm1, "Expm1Backward")                           \
+  R(X, LOG, log, FLOAT, GEN, IN, log, "LogBackward")                                    \
+  R(X, LOG1P, log1p, FLOAT, GEN, IN, log1p, "Log1PBackward")                            \
+  R(X, LOG2, log2, FLOAT, GEN, IN, log2, "Log2Backward")                                \
+  R(X, SQRT, sqrt, FLOAT, GEN, OUT, sqrt, "SqrtBackward")                               \
+  R(X, RSQRT, rsqrt, FLOAT, GEN, OUT, rsqrt, "RsqrtBackward")                           \
+  R(X, SIN, sin, FLOAT, GEN, IN, sin, "SinBackward")                                    \
+  R(X, COS, cos, FLOAT, GEN, IN, cos, "CosBackward")                                    \
+  R(X, TAN, tan, FLOAT, GEN, OUT, tan, "TanBackward")                                   \
+  R(X, TANH, tanh, FLOAT, GEN, OUT, tanh, "TanhBackward")                               \
+  R(X, ERF, erf, FLOAT, GEN, IN, erf, "ErfBackward")                                    \
+  R(X, SIGMOID, sigmoid, FLOAT, GEN, OUT, sigmoid, "SigmoidBackward")                   \
+  R(X, RELU, relu, SAME, GEN, OUT, relu, "ReluBackward") /* y > 0 exactly where x > 0 */ \
+  R(X, GELU, gelu, FLOATONLY, GEN, IN, gelu, "GeluBackward")                            \
+  R(X, GELU_TANH, gelu_tanh, FLOATONLY, GEN, IN, gelu_tanh, "GeluBackward")             \
+  R(X, SILU, silu, FLOATONLY, GEN, IN, silu, "SiluBackward")                            \
+  R(X, SOFTPLUS, softplus, FLOATONLY, GEN, IN, softplus, "SoftplusBackward")            \
+  R(X, FLOOR, floor, IDENT, GEN, NONE, zero, "FloorBackward")                           \
+  R(X, CEIL, ceil, IDENT, GEN, NONE, zero, "CeilBackward")                              \
+  R(X, ROUND, round, IDENT, GEN, NONE, zero, "RoundBackward")                           \
+  R(X, TRUNC, trunc, IDENT, GEN, NONE, zero, "TruncBackward")                           \
+  R(X, SIGN, sign, SAME, GEN, NONE, zero, "SignBackward")                               \
+  R(X, RECIPROCAL, reciprocal, FLOAT, GEN, OUT, reciprocal, "ReciprocalBackward")       \
+  R(X, SQUARE, square, SAME, GEN, IN, square, "PowBackward")                            \
+  R(X, CLAMP, clamp, SAME, OWN, IN, clamp, "ClampBackward") /* p0 = lo, p1 = hi */      \
+  R(X, LEAKY_RELU, leaky_relu, FLOATONLY, OWN, IN, leaky_relu, "LeakyReluBackward") /* p0 = slope */ \
+  R(X, ACOS, acos, FLOAT, GEN, IN, acos, "AcosBackward")                                \
+  R(X, ACOSH, acosh, FLOAT, GEN, IN, acosh, "AcoshBackward")                            \
+  R(X, ASIN, asin, FLOAT, GEN, IN, asin, "AsinBackward")                                \
+  R(X, ASINH, asinh, FLOAT, GEN, IN, asinh, "AsinhBackward")                            \
+  R(X, ATAN, atan, FLOAT, GEN, IN, atan, "AtanBackward")                                \
+  R(X, ATANH, atanh, FLOAT, GEN, IN, atanh, "AtanhBackward")                            \
+  R(X, COSH, cosh, FLOAT, GEN, IN, cosh, "CoshBackward")                                \
+  R(X, SINH, sinh, FLOAT, GEN, IN, sinh, "SinhBackward")                                \
+  R(X, LOG10, log10, FLOAT, GEN, IN, log10, "Log10Backward")                            \
+  R(X, EXP2, exp2, FLOAT, GEN, OUT, exp2, "Exp2Backward")                               \
+  R(X, ISNAN, isnan, BOOL, GEN, NOGRAD, NONE, NULL)                                     \
+  R(X, ISINF, isinf, BOOL, GEN, NOGRAD, NONE, NULL)                                     \
+  R(X, ISFINITE, isfinite, BOOL, GEN, NOGRAD, NONE, NULL)                               \
+  R(X, SIGNBIT, signbit, BOOL, GEN, NOGRAD, NONE, NULL)                                 \
+  R(X, LOGICAL_NOT, logical_not, BOOL, GEN, NOGRAD, NONE, NULL)                         \
+  R(X, BITWISE_NOT, bitwise_not, INT, GEN, NOGRAD, NONE, NULL)
+
+/* Views of the table, each X(ENUM, name) unless said: every row,
+ * X(ENUM, name, rule, api, READS, grad, node); the rows with a floating
+ * formula, with an integer formula, the INT rows (whose integer formula has
+ * a bool instance), the BOOL rows (predicates); the derivatives,
+ * X(ENUM, <x|y|g>_<grad>) for the rows with one (the name of the formula
+ * CT_UD_X/Y/G defines, the letter from READS); the rows whose public
+ * functions ops/elementwise.c generates, the BOOL rows apart, and those BOOL
+ * rows. */
+#define CT__UROW_ALL(X, ...) X(__VA_ARGS__)
+#define CT__UROW_FLOAT(X, E, n, rule, ...) CT__UIF_FLOAT_##rule(X, E, n)
+#define CT__UIF_FLOAT_SAME(X, E, n) X(E, n)
+#define CT__UIF_FLOAT_FLOAT(X, E, n) X(E, n)
+#define CT__UIF_FLOAT_FLOATONLY(X, E, n) X(E, n)
+#define CT__UIF_FLOAT_IDENT(X, E, n) X(E, n)
+#define CT__UIF_FLOAT_BOOL(X, E, n)
+#define CT__UIF_FLOAT_INT(X, E, n)
+#define CT__UROW_INT(X, E, n, rule, ...) CT__UIF_INT_##rule(X, E, n)
+#define CT__UIF_INT_SAME(X, E, n) X(E, n)
+#define CT__UIF_INT_FLOAT(X, E, n)
+#define CT__UIF_INT_FLOATONLY(X, E, n)
+#define CT__UIF_INT_IDENT(X, E, n)
+#define CT__UIF_INT_BOOL(X, E, n)
+#define CT__UIF_INT_INT(X, E, n) X(E, n)
+#define CT__UROW_INT_RULE(X, E, n, rule, ...) CT__UIF_INT_RULE_##rule(X, E, n)
+#define CT__UIF_INT_RULE_SAME(X, E, n)
+#define CT__UIF_INT_RULE_FLOAT(X, E, n)
+#define CT__UIF_INT_RULE_FLOATONLY(X, E, n)
+#define CT__UIF_INT_RULE_IDENT(X, E, n)
+#define CT__UIF_INT_RULE_BOOL(X, E, n)
+#define CT__UIF_INT_RULE_INT(X, E, n) X(E, n)
+#define CT__UROW_PRED(X, E, n, rule, ...) CT__UIF_PRED_##rule(X, E, n)
+#define CT__UIF_PRED_SAME(X, E, n)
+#define CT__UIF_PRED_FLOAT(X, E, n)
+#define CT__UIF_PRED_FLOATONLY(X, E, n)
+#define CT__UIF_PRED_IDENT(X, E, n)
+#define CT__UIF_PRED_BOOL(X, E, n) X(E, n)
+#define CT__UIF_PRED_INT(X, E, n)
+#define CT__UROW_GRAD(X, E, n, rule, api, READS, grad, ...) CT__UGRAD_##READS(X, E, grad)
+#define CT__UGRAD_IN(X, E, grad) X(E, x_##grad)
+#define CT__UGRAD_OUT(X, E, grad) X(E, y_##grad)
+#define CT__UGRAD_NONE(X, E, grad) X(E, g_##grad)
+#define CT__UGRAD_NOGRAD(X, E, grad)
+#define CT__UROW_GEN(X, E, n, rule, api, ...) CT__UIF_GEN_##api(X, E, n, rule)
+#define CT__UIF_GEN_GEN(X, E, n, rule) CT__UIF_GEN_NOT_BOOL_##rule(X, E, n)
+#define CT__UIF_GEN_OWN(X, E, n, rule)
+#define CT__UIF_GEN_NOT_BOOL_SAME(X, E, n) X(E, n)
+#define CT__UIF_GEN_NOT_BOOL_FLOAT(X, E, n) X(E, n)
+#define CT__UIF_GEN_NOT_BOOL_FLOATONLY(X, E, n) X(E, n)
+#define CT__UIF_GEN_NOT_BOOL_IDENT(X, E, n) X(E, n)
+#define CT__UIF_GEN_NOT_BOOL_BOOL(X, E, n)
+#define CT__UIF_GEN_NOT_BOOL_INT(X, E, n) X(E, n)
+#define CT__UROW_GEN_PRED(X, E, n, rule, api, ...) CT__UIF_GEN_PRED_##api(X, E, n, rule)
+#define CT__UIF_GEN_PRED_GEN(X, E, n, rule) CT__UIF_PRED_##rule(X, E, n)
+#define CT__UIF_GEN_PRED_OWN(X, E, n, rule)
 /* clang-format on */
+#define CT_UNARY_OPS(X) CT_UNARY_TABLE(CT__UROW_ALL, X)
+#define CT_UNARY_FLOAT_OPS(X) CT_UNARY_TABLE(CT__UROW_FLOAT, X)
+#define CT_UNARY_INT_OPS(X) CT_UNARY_TABLE(CT__UROW_INT, X)
+#define CT_UNARY_INT_RULE_OPS(X) CT_UNARY_TABLE(CT__UROW_INT_RULE, X)
+#define CT_UNARY_PREDICATES(X) CT_UNARY_TABLE(CT__UROW_PRED, X)
+#define CT_UNARY_GRADS(X) CT_UNARY_TABLE(CT__UROW_GRAD, X)
+#define CT_UNARY_GEN_OPS(X) CT_UNARY_TABLE(CT__UROW_GEN, X)
+#define CT_UNARY_GEN_PREDICATES(X) CT_UNARY_TABLE(CT__UROW_GEN_PRED, X)
 
 typedef enum {
 #define X(E, ...) CT_UOP_##E,
@@ -100,7 +186,7 @@ typedef enum {
 
 /* CT_UREADS_<ENUM>: the READS column as constants (CT_READS_*). */
 enum {
-#define X(E, n, r, READS, ...) CT_UREADS_##E = CT_READS_##READS,
+#define X(E, n, r, api, READS, ...) CT_UREADS_##E = CT_READS_##READS,
   CT_UNARY_OPS(X)
 #undef X
 };

@@ -19,8 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jpeglib.h> /* after stdio.h: it uses FILE and size_t */
-#include <png.h>
+#include "image_write.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static double uniform(void) {
@@ -52,42 +51,6 @@ static int write_regression(const char *path, int n) {
   return fclose(f) != 0;
 }
 
-static int write_png(const char *path, const uint8_t *rgb, int w, int h) {
-  png_image img;
-  memset(&img, 0, sizeof img);
-  img.version = PNG_IMAGE_VERSION;
-  img.width = (png_uint_32)w;
-  img.height = (png_uint_32)h;
-  img.format = PNG_FORMAT_RGB;
-  if (!png_image_write_to_file(&img, path, 0, rgb, 0, NULL))
-    return fprintf(stderr, "%s: %s\n", path, img.message), 1;
-  return 0;
-}
-
-static int write_jpeg(const char *path, const uint8_t *rgb, int w, int h) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return perror(path), 1;
-  struct jpeg_compress_struct c;
-  struct jpeg_error_mgr err;
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  jpeg_stdio_dest(&c, f);
-  c.image_width = (JDIMENSION)w;
-  c.image_height = (JDIMENSION)h;
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 95, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  for (int y = 0; y < h; y++) {
-    JSAMPROW row = (JSAMPROW)(rgb + (size_t)y * (size_t)w * 3);
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  return fclose(f) != 0;
-}
-
 static int write_folder(const char *dir, int n) {
   static const char *splits[2] = {"train", "test"}, *classes[2] = {"down", "up"};
   char path[1024];
@@ -109,7 +72,8 @@ static int write_folder(const char *dir, int n) {
           }
         snprintf(path, sizeof path, "%s/%s/%s/%03d.%s", dir, splits[s], classes[k], i,
                  i % 3 == 2 ? "jpg" : "png");
-        int rc = i % 3 == 2 ? write_jpeg(path, rgb, size, size) : write_png(path, rgb, size, size);
+        int rc = i % 3 == 2 ? ct_test_write_jpeg(path, rgb, size, size, 95)
+                            : ct_test_write_png(path, rgb, size, size);
         free(rgb);
         if (rc) return rc;
       }

@@ -497,14 +497,15 @@ static void where_case(int dt, const std::vector<int64_t> &shape, int cc, int ca
 }
 
 /* ---- Unary ---- */
+/* Which (op, dtype) pairs have a kernel: the op table's views (ops/op_table.h). */
+#define X(E, n) op == CT_UOP_##E ||
 static bool unary_has_kernel(int op, int dt) {
-  bool pred = op == CT_UOP_ISNAN || op == CT_UOP_ISINF || op == CT_UOP_ISFINITE ||
-              op == CT_UOP_LOGICAL_NOT || op == CT_UOP_SIGNBIT;
-  if (dt == CT_BOOL) return pred;
-  if (is_float(dt)) return true;
-  return pred || op == CT_UOP_NEG || op == CT_UOP_ABS || op == CT_UOP_RELU || op == CT_UOP_SIGN ||
-         op == CT_UOP_SQUARE || op == CT_UOP_CLAMP;
+  bool pred = CT_UNARY_PREDICATES(X) false;
+  if (dt == CT_BOOL) return pred || CT_UNARY_INT_RULE_OPS(X) false;
+  if (is_float(dt)) return pred || CT_UNARY_FLOAT_OPS(X) false;
+  return pred || CT_UNARY_INT_OPS(X) false;
 }
+#undef X
 static int64_t sat_to(int dt, double v) {
   double lo, hi;
   switch (dt) {
@@ -568,6 +569,8 @@ static double unary_float(int op, double x, double q0, double q1, bool &exact) {
       return x > 20 ? x : log1p(exp(x));
     case CT_UOP_LOG10:
       return log10(x);
+    case CT_UOP_EXP2:
+      return exp2(x);
     case CT_UOP_SINH:
       return sinh(x);
     case CT_UOP_COSH:
@@ -629,8 +632,10 @@ static double unary_float(int op, double x, double q0, double q1, bool &exact) {
       return 0;
   }
 }
-static int64_t unary_int(int op, int64_t x, int64_t q0, int64_t q1) {
+static int64_t unary_int(int op, int dt, int64_t x, int64_t q0, int64_t q1) {
   switch (op) {
+    case CT_UOP_BITWISE_NOT:
+      return dt == CT_BOOL ? x == 0 : ~x;
     case CT_UOP_NEG:
       return (int64_t)(0 - (uint64_t)x);
     case CT_UOP_ABS:
@@ -678,7 +683,7 @@ static void unary_case(int op, int dt, const std::vector<int64_t> &shape, int cx
   for (int64_t i = 0; i < out.numel(); i++) {
     bool ok, exact = true;
     if (!is_float(dt)) {
-      int64_t w = unary_int(op, x.get_i(i), sat_to(dt, p0), sat_to(dt, p1));
+      int64_t w = unary_int(op, dt, x.get_i(i), sat_to(dt, p0), sat_to(dt, p1));
       ok = check_value(tag, i, out.at(i), odt, 0, true, odt == CT_BOOL ? w != 0 : wrap(odt, w),
                        true, 0, 0);
     } else {

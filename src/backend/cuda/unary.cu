@@ -57,19 +57,32 @@ __device__ __forceinline__ C un_value(int op, C x, C q0, C q1) {
 /* ---- Value functors (common.cuh) ---------------------------------------------------- */
 
 /* relu, the hottest op, with the op a compile-time constant: no switch. */
-template <int OP> struct un_fixed {
-  template <class C> __device__ C operator()(C x) const { return un_value<C>(OP, x, C(0), C(0)); }
+template <int OP>
+struct un_fixed {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return un_value<C>(OP, x, C(0), C(0));
+  }
 };
 
 /* Any op, chosen at run time (uniform across the grid). */
-template <class C> struct un_dyn {
+template <class C>
+struct un_dyn {
   int op;
   C q0, q1;
   __device__ C operator()(C x) const { return un_value<C>(op, x, q0, q1); }
 };
 
+/* A bool input, computed as a one-bit integer: the integer formula's low bit
+ * (bitwise_not is logical not; the predicates give 0 or 1 already). */
+struct un_bit {
+  int op;
+  __device__ int64_t operator()(int64_t x) const { return un_value<int64_t>(op, x, 0, 0) & 1; }
+};
+
 /* The BOOL-rule ops alone, for their bool-output vector kernels. */
-template <class C> struct un_bool {
+template <class C>
+struct un_bool {
   int op;
   __device__ C operator()(C x) const { return un_pred<C>(op, x); }
 };
@@ -89,7 +102,7 @@ static ct_status run_unary(const char *name, int op, int dev, const ctc_ew &g, C
   return done ? st : ctc_ew_map_launch<C, 1>(name, dev, g, un_dyn<C>{op, q0, q1});
 }
 
-/* Which (op, input class) pairs have a kernel: the formulas' lists, as the CPU's table. */
+/* Which (op, input class) pairs have a kernel: the op table's views, as the CPU's table. */
 #define CASE(E, name) case CT_UOP_##E:
 static bool int_op_ok(int op) {
   switch (op) {
@@ -102,6 +115,7 @@ static bool int_op_ok(int op) {
 }
 static bool bool_op_ok(int op) {
   switch (op) {
+    CT_UNARY_INT_RULE_OPS(CASE)
     CT_UNARY_PREDICATES(CASE)
     return true;
     default:
@@ -116,13 +130,16 @@ extern "C" ct_status ct__cuda_unary(ct_unary_op op, ct_tensor *out_t, const ct_t
   int dev = out->device, dt = x->dtype;
   const char *name = ct__unary_info[op].name;
   if (dt == CT_BOOL ? !bool_op_ok(op) : !ctc_is_float(dt) && !int_op_ok(op))
-    return ct__fail_status(CT_ERR_INTERNAL, "%s: no CUDA kernel for %s", name, ct_dtype_name((ct_dtype)dt));
+    return ct__fail_status(CT_ERR_INTERNAL, "%s: no CUDA kernel for %s", name,
+                           ct_dtype_name((ct_dtype)dt));
   if (out->numel == 0) return CT_OK;
   ct_status st = ctc_use_device(name, dev);
   if (st != CT_OK) return st;
   const ctc_t *ts[2] = {out, x};
   ctc_ew g;
   ctc_ew_init(&g, 2, ts);
+  if (dt == CT_BOOL)
+    return ctc_ew_map_launch<int64_t, 1>(name, dev, g, un_bit{op}); /* no vector path */
   if (dt == CT_F64) return run_unary<double>(name, op, dev, g, p0, p1);
   if (ctc_is_float(dt)) return run_unary<float>(name, op, dev, g, (float)p0, (float)p1);
   /* clamp's bounds saturated to the dtype's range, as the CPU (core/convert.h) */

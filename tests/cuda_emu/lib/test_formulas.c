@@ -303,6 +303,10 @@ typedef int64_t (*ui_i64_fn)(int64_t, int64_t, int64_t);
 #define X(E, n) [CT_UOP_##E] = ct_ui_##n##_i64,
 static const ui_i64_fn ui_i64[CT_UOP_COUNT] = {CT_UNARY_INT_OPS(X)};
 #undef X
+typedef bool (*ui_b8_fn)(bool, bool, bool);
+#define X(E, n) [CT_UOP_##E] = ct_ui_##n##_b8,
+static const ui_b8_fn ui_b8[CT_UOP_COUNT] = {CT_UNARY_INT_RULE_OPS(X)};
+#undef X
 
 static void unary_params(ct_unary_op op, double *p0, double *p1) {
   *p0 = op == CT_UOP_CLAMP ? -1.5 : op == CT_UOP_LEAKY_RELU ? 0.01 : 0;
@@ -328,6 +332,8 @@ static void unary_case(ct_unary_op op, ct_dtype dt, const double *fv, const int6
       put_float(w, dt, uf_f64[op](load_d(x, dt), p0, p1));
     else if (fl)
       put_float(w, dt, uf_f32[op](as_f32(x, dt), (float)p0, (float)p1));
+    else if (dt == CT_BOOL)
+      *(bool *)w = ui_b8[op](load_i(x, dt) != 0, false, false);
     else
       store_in(
           w, dt, 0,
@@ -631,7 +637,7 @@ int main(void) {
       if (uf_f32[op] || pred) unary_case((ct_unary_op)op, float_dtypes[d], fv, iv);
     for (int d = 0; d < 5; d++)
       if (ui_i64[op] || pred) unary_case((ct_unary_op)op, int_dtypes[d], fv, iv);
-    if (pred) unary_case((ct_unary_op)op, CT_BOOL, fv, iv);
+    if (pred || ui_b8[op]) unary_case((ct_unary_op)op, CT_BOOL, fv, iv);
     for (int d = 0; d < 4; d++)
       if (ud_f32[op]) unary_backward_case((ct_unary_op)op, float_dtypes[d], fv);
   }
