@@ -22,9 +22,10 @@
 typedef enum { CT_WATCH_PENDING, CT_WATCH_DONE, CT_WATCH_FAILED } ct_watch_state;
 
 /* What the watchdog asks of its user; every hook runs on the watchdog's
- * thread (release also on the thread that stops it), never two at once and
- * never with the watchdog's lock held, except poll and release, which run
- * under it (they must not call the watchdog back). ctx is passed to each. */
+ * thread (release also on the thread that stops it), never two at once.
+ * poll, group_failed and release run with the watchdog's lock held (they
+ * must not call the watchdog back); timed_out and failed without it. ctx is
+ * passed to each. */
 typedef struct ct_watchdog_hooks {
   void *ctx;
   /* Optional: first thing on the watchdog's thread (nccl.c: makes the
