@@ -393,3 +393,98 @@ CT_TEST(empty_tensors_beside_a_huge_dim) {
   CHECK(ct_sum(x, CT_DIMS(0)) == NULL && ct_last_error() != CT_OK); /* (2^60, 4): no memory */
   ct_clear_error();
 }
+
+/* The value of a one-element result, NAN when there is none. */
+static double value_of(const ct_tensor *t) {
+  double v = NAN;
+  if (!t || ct_numel(t) != 1 || ct_item(t, &v) != CT_OK) return NAN;
+  return v;
+}
+
+/* A result that must exist and hold no element. */
+#define CHECK_EMPTY(r, ...) WITH_CONTEXT(CHECK((r) != NULL && ct_numel(r) == 0), __VA_ARGS__)
+
+/* (2^31, 0, 2^31) and its permutations, (0, 2^62) and its transpose: beside
+ * the 0, the products of the other sizes (a reduction's outputs times its
+ * reduced count, a line's length) reach 2^62, and in bytes a stride, or a
+ * stride times a size of a permuted layout, overflows 64 bits. ((2^40, 0, 2^40),
+ * whose size product itself overflows, is refused.) Every reduction over
+ * dims that keep the 0 gives an empty result, over all dims the identity;
+ * argmax/argmin, max_dim, softmax, log_softmax, cumsum, sort, copies and
+ * elementwise ops of every layout give empty results; nothing overflows
+ * (the sanitizer build runs it on the CPU and the emulated GPU under
+ * UBSan). */
+CT_TEST(empty_tensors_beside_two_huge_dims) {
+  ct_tensor_opts o = ct_test_opts(CT_F64);
+  int64_t big = (int64_t)1 << 31, too_big = (int64_t)1 << 40;
+  CHECK_ERR(ct_zeros(CT_SHAPE(too_big, 0, too_big), &o), CT_ERR_SHAPE);
+  ct_tensor *x = ct_zeros(CT_SHAPE(big, 0, big), &o);
+  CHECK_OK(x);
+  if (!x) return;
+  const ct_tensor *views[4] = {x, ct_transpose(x, 0, 1), ct_permute(x, (int[]){2, 0, 1}, 3),
+                               ct_transpose(x, 0, 2)};
+  for (int v = 0; v < 4; v++) {
+    const ct_tensor *t = views[v];
+    WITH_CONTEXT(CHECK_OK(t), "view %d", v);
+    if (!t) continue;
+    int z = 0; /* the dim of size 0 */
+    while (ct_shape(t)[z] != 0) z++;
+    int a = z == 0 ? 1 : 0, b = 3 - z - a; /* the huge dims */
+    const ct_reduce_opts *keeps_z[3] = {CT_DIMS(a), CT_DIMS(b), CT_DIMS(a, b)};
+    for (int k = 0; k < 3; k++) {
+      const ct_reduce_opts *r = keeps_z[k];
+      ct_tensor *res[10] = {ct_sum(t, r), ct_mean(t, r),      ct_prod(t, r),   ct_max(t, r),
+                            ct_min(t, r), ct_logsumexp(t, r), ct_var(t, r, 1), ct_norm(t, 2, r),
+                            ct_all(t, r), ct_any(t, r)};
+      for (int i = 0; i < 10; i++) CHECK_EMPTY(res[i], "view %d, dims %d, reduction %d", v, k, i);
+    }
+    double sum = value_of(ct_sum(t, NULL)), prod = value_of(ct_prod(t, NULL)),
+           lse = value_of(ct_logsumexp(t, CT_DIMS(0, 1, 2))), all = value_of(ct_all(t, NULL)),
+           any = value_of(ct_any(t, NULL)), mean = value_of(ct_mean(t, NULL)),
+           norm = value_of(ct_norm(t, 2, NULL));
+    WITH_CONTEXT(CHECK(sum == 0 && prod == 1 && lse == -INFINITY && all == 1 && any == 0 &&
+                       isnan(mean) && norm == 0),
+                 "view %d: sum %g prod %g logsumexp %g all %g any %g mean %g norm %g", v, sum, prod,
+                 lse, all, any, mean, norm);
+    for (int d = 0; d < 3; d++) {
+      ct_tensor *idx = NULL;
+      if (d != z) {
+        CHECK_EMPTY(ct_argmax(t, d, false), "view %d, argmax dim %d", v, d);
+        CHECK_EMPTY(ct_argmin(t, d, true), "view %d, argmin dim %d", v, d);
+        ct_tensor *m = ct_max_dim(t, d, false, &idx);
+        CHECK_EMPTY(m, "view %d, max_dim %d", v, d);
+        CHECK_EMPTY(idx, "view %d, max_dim %d indices", v, d);
+      }
+      CHECK_EMPTY(ct_softmax(t, d), "view %d, softmax dim %d", v, d);
+      CHECK_EMPTY(ct_log_softmax(t, d), "view %d, log_softmax dim %d", v, d);
+      CHECK_EMPTY(ct_cumsum(t, d), "view %d, cumsum dim %d", v, d);
+      CHECK_EMPTY(ct_sort(t, d, false, &idx), "view %d, sort dim %d", v, d);
+    }
+    CHECK_EMPTY(ct_contiguous(t), "view %d, contiguous", v);
+    CHECK_EMPTY(ct_add(t, t), "view %d, add", v);
+    CHECK_EMPTY(ct_cast(t, CT_F64), "view %d, cast", v);
+  }
+
+  /* (0, 2^62) f32 and its transpose: 2^62 elements' bytes overflow */
+  ct_tensor *y = ct_zeros(CT_SHAPE(0, (int64_t)1 << 62), &o);
+  CHECK_OK(y);
+  if (!y) return;
+  const ct_tensor *ys[2] = {y, ct_transpose(y, 0, 1)};
+  for (int v = 0; v < 2; v++) {
+    const ct_tensor *t = ys[v];
+    int huge = v == 0 ? 1 : 0;
+    CHECK_EMPTY(ct_sum(t, CT_DIMS(huge)), "(0, 2^62) view %d, sum", v);
+    CHECK_EMPTY(ct_max(t, CT_DIMS(huge)), "(0, 2^62) view %d, max", v);
+    CHECK_EMPTY(ct_argmax(t, huge, false), "(0, 2^62) view %d, argmax", v);
+    CHECK_EMPTY(ct_softmax(t, huge), "(0, 2^62) view %d, softmax", v);
+    CHECK_EMPTY(ct_cumsum(t, 1 - huge), "(0, 2^62) view %d, cumsum", v);
+    CHECK_EMPTY(ct_contiguous(t), "(0, 2^62) view %d, contiguous", v);
+    double sum = value_of(ct_sum(t, NULL)), any = value_of(ct_any(t, NULL));
+    WITH_CONTEXT(CHECK(sum == 0 && any == 0), "(0, 2^62) view %d: sum %g any %g", v, sum, any);
+    /* a result of 2^62 elements cannot exist */
+    ct_clear_error();
+    CHECK(ct_sum(t, CT_DIMS(1 - huge)) == NULL && ct_last_error() != CT_OK);
+    ct_clear_error();
+  }
+  ct_clear_error();
+}

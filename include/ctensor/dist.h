@@ -65,11 +65,16 @@ typedef struct ct_dist_opts {
    * CUDA device. NCCL needs a CUDA device. */
   ct_device device;
   bool device_from_local_rank;
-  /* Seconds a collective over MPI waits for the other ranks (0: the
-   * environment's CT_DIST_TIMEOUT, else 300). Past it the rank names the
-   * ranks that did not arrive (stopped, hung, or calling other collectives)
-   * on stderr and ends the job, since the collective cannot be abandoned on
-   * one rank only. */
+  /* Seconds a collective waits for the other ranks (0: the environment's
+   * CT_DIST_TIMEOUT, else 300), over MPI and NCCL alike. Past it the rank
+   * ends the job with a message on stderr naming the collective, itself and
+   * the limit, since the collective cannot be abandoned on one rank only.
+   * Over MPI the message also names the ranks that did not arrive (stopped,
+   * hung, or calling other collectives). Over NCCL a watchdog thread checks
+   * each collective's completion on the GPU; past the limit, or on an error
+   * NCCL reports, it aborts the NCCL communicator (ncclCommAbort) and ends
+   * the process, and the launcher the job; it cannot ask the other ranks
+   * which one stopped (MPI is the main thread's). */
   double timeout_s;
 } ct_dist_opts;
 

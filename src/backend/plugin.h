@@ -28,8 +28,9 @@
 #include "dist/dist_internal.h"
 
 /* Bump when a struct of this header or backend.h changes meaning without
- * changing size (2: ct_backend's slots regrouped by family). */
-#define CT_PLUGIN_ABI 2
+ * changing size (2: ct_backend's slots regrouped by family; 3: the NCCL
+ * engine's init takes the time limit). */
+#define CT_PLUGIN_ABI 3
 
 /* What the core lends a plugin (shared builds). */
 typedef struct ct_plugin_host {

@@ -99,7 +99,7 @@ ct_status ct_dist_init(const ct_dist_opts *opts) {
     return ct__fail_status(CT_ERR_DEVICE, "dist_init: the NCCL backend needs a CUDA device, got %s",
                            ct_device_name(o.device));
   if (o.backend == CT_DIST_BACKEND_NCCL && !ct__nccl_compiled())
-    return ct__nccl_init(0, 1, o.device); /* reports why */
+    return ct__nccl_init(0, 1, o.device, 0); /* reports why */
   double timeout = 0;
   ct_status bad = resolve_timeout(o.timeout_s, &timeout);
   if (bad != CT_OK) return bad;
@@ -123,7 +123,7 @@ ct_status ct_dist_init(const ct_dist_opts *opts) {
                            ct_device_name(dev), ct_cuda_device_count());
     if (st == CT_OK) st = ct_cuda_set_device(dev.index);
   }
-  if (st == CT_OK && backend == CT_DIST_BACKEND_NCCL) st = ct__nccl_init(rank, world, dev);
+  if (st == CT_OK && backend == CT_DIST_BACKEND_NCCL) st = ct__nccl_init(rank, world, dev, timeout);
   if (st != CT_OK) {
     char *msg = ct__strdup(ct_last_error_message());
     ct__mpi_finalize(owns);

@@ -35,8 +35,9 @@ ct_status ct__mpi_max_min_i64(const char *op, const int64_t *in, int64_t *max, i
 /* The NCCL engine is loaded (loads it). */
 bool ct__nccl_compiled(void);
 /* Creates the communicator on device dev (rank 0's unique id broadcast over
- * MPI with ct__mpi_broadcast). */
-ct_status ct__nccl_init(int rank, int world_size, ct_device dev);
+ * MPI with ct__mpi_broadcast). A collective that has not completed on the
+ * GPU after timeout_s seconds ends the job (a watchdog thread). */
+ct_status ct__nccl_init(int rank, int world_size, ct_device dev, double timeout_s);
 void ct__nccl_finalize(void);
 /* In-place on contiguous device memory of dev, ordered after the work queued
  * on dev's current stream and before the work queued on it afterwards. */
@@ -63,7 +64,7 @@ typedef struct ct_mpi_engine {
 } ct_mpi_engine;
 
 typedef struct ct_nccl_engine {
-  ct_status (*init)(int rank, int world_size, ct_device dev);
+  ct_status (*init)(int rank, int world_size, ct_device dev, double timeout_s);
   void (*finalize)(void);
   ct_status (*all_reduce)(const char *op, void *buf, int64_t count, ct_dtype dtype, ct_dist_op rop,
                           ct_device dev);

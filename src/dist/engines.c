@@ -55,9 +55,9 @@ ct_status ct__mpi_max_min_i64(const char *op, const int64_t *in, int64_t *max, i
 
 bool ct__nccl_compiled(void) { return nccl() != NULL; }
 
-ct_status ct__nccl_init(int rank, int world_size, ct_device dev) {
+ct_status ct__nccl_init(int rank, int world_size, ct_device dev, double timeout_s) {
   const ct_nccl_engine *e = nccl();
-  return e ? e->init(rank, world_size, dev) : missing("dist_init", CT_PLUGIN_NCCL);
+  return e ? e->init(rank, world_size, dev, timeout_s) : missing("dist_init", CT_PLUGIN_NCCL);
 }
 void ct__nccl_finalize(void) {
   const ct_nccl_engine *e = nccl();

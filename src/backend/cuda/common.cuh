@@ -633,8 +633,11 @@ static inline ctc_t ctc_line_desc(const ctc_t *t, int dim) {
   if (t->ndim > 0) {
     l.shape[dim] = 1;
     l.strides[dim] = 0;
+    /* 0 beside a 0 without the product of the other sizes, which can
+     * overflow then ((2^40, 0, 2^40) along dim 0) */
     l.numel = 1;
-    for (int d = 0; d < t->ndim; d++) l.numel *= l.shape[d];
+    for (int d = 0; d < t->ndim; d++) l.numel = l.shape[d] == 0 ? 0 : l.numel;
+    for (int d = 0; d < t->ndim && l.numel > 0; d++) l.numel *= l.shape[d];
   }
   return l;
 }

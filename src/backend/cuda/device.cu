@@ -402,6 +402,16 @@ void ctc_ew_init(ctc_ew *g, int nargs, const ctc_t *const *ts) {
     g->dt[a] = ts[a]->dtype;
     g->es[a] = (int)ctc_elsize(ts[a]->dtype);
   }
+  /* no element: one empty dim and no merging, whose products of a stride
+   * and a size overflow beside a 0 (a (2^40, 0, 2^40) tensor transposed) */
+  if (g->numel == 0) {
+    g->ndim = 1;
+    g->shape[0] = 0;
+    for (int a = 0; a < nargs; a++) g->st[a][0] = 1;
+    g->contig = true;
+    ctc_ew_set_dividers(g);
+    return;
+  }
   /* keep dims of size > 1, outer to inner */
   int nd = 0;
   for (int d = 0; d < ts[0]->ndim; d++) {
