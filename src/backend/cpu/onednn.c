@@ -93,6 +93,12 @@ static void load(void) {
            "not used: a sanitizer build (LeakSanitizer's thread scan crashes on the "
            "library's thread-local storage)");
   return;
+#elif defined(__SANITIZE_THREAD__)
+  /* ThreadSanitizer sees nothing inside libgomp and oneDNN (not
+   * instrumented), so their own synchronization would read as races. */
+  snprintf(dnn.describe, sizeof dnn.describe,
+           "not used: a ThreadSanitizer build (libgomp and oneDNN are not instrumented)");
+  return;
 #endif
   /* The library (about 40 MiB with its dependencies) and a thread stack
    * (8 MiB by default) per thread, with a margin. */
