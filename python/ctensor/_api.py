@@ -119,6 +119,9 @@ bfloat16 = _C._dtypes["bfloat16"]
 float32 = _C._dtypes["float32"]
 float64 = _C._dtypes["float64"]
 _ALL_DTYPES = (bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)
+# The standard's data types that ctensor has: what __array_namespace_info__().dtypes() lists
+# (float16 and bfloat16 are ctensor's own additions, not array API data types).
+_STANDARD_DTYPES = (bool, int8, int16, int32, int64, uint8, float32, float64)
 
 # ---- Compositions: thin Python over extension functions -----------------------------------------
 
@@ -470,7 +473,7 @@ class _Info:
                                   if _C._cuda_is_available()]
 
     def dtypes(self, *, device=None, kind=None):
-        chosen = _ALL_DTYPES if kind is None else [d for d in _ALL_DTYPES if isdtype(d, kind)]
+        chosen = [d for d in _STANDARD_DTYPES if kind is None or isdtype(d, kind)]
         return {str(d): d for d in chosen}
 
 

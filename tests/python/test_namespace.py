@@ -420,6 +420,8 @@ def test_constants_and_inspection():
     assert info.default_dtypes()["real floating"] == ct.float32
     assert info.default_dtypes()["integral"] == ct.int64
     assert "float32" in info.dtypes() and set(info.dtypes(kind="bool")) == {"bool"}
+    # the standard's data types only: float16 and bfloat16 are ctensor's additions
+    assert "float16" not in info.dtypes() and "bfloat16" not in info.dtypes(kind="real floating")
     assert ct.Device("cpu") in info.devices()
     assert info.capabilities()["boolean indexing"]
     assert ct.asarray([1]).__array_namespace__() is ct
