@@ -18,7 +18,6 @@
  * Which cases go to oneDNN (measured_faster) is decided from measurements of
  * both paths per layer (docs/design-notes.md, "Convolutions through oneDNN");
  * CT_ONEDNN=all sends it every case it computes, for tests and measures. */
-#define _GNU_SOURCE /* posix_memalign */
 #include "backend/cpu/conv_onednn.h"
 
 #include "backend/cpu/onednn.h"
@@ -368,9 +367,9 @@ static void conv_task(int64_t t, void *vr) {
 static bool task_buffers(int nt, size_t bytes) {
   for (int t = 0; t < nt; t++) {
     if (cache.task_bytes[t] >= bytes) continue;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes) != 0) return false;
-    free(cache.task_buf[t]);
+    void *p = ct__aligned_alloc(64, bytes); /* through the library's allocation hook */
+    if (!p) return false;
+    ct__free(cache.task_buf[t]);
     cache.task_buf[t] = p, cache.task_bytes[t] = bytes;
   }
   return true;
