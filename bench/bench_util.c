@@ -91,7 +91,16 @@ void emit_error(const char *bench, const char *impl, const char *what) {
   fflush(stdout);
 }
 
-int bench_want(const char *only, const char *name) { return !only || strstr(name, only); }
+int bench_want(const char *only, const char *name) {
+  if (!only) return 1;
+  for (const char *p = only; *p;) { /* each comma-separated part, as a substring of name */
+    size_t len = strcspn(p, ",");
+    for (const char *n = name; len && strlen(n) >= len; n++)
+      if (strncmp(n, p, len) == 0) return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
 
 int bench_init(int argc, char **argv, const char *prog, const char **only) {
   const char *env = getenv("CT_NUM_THREADS");

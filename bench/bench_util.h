@@ -28,7 +28,8 @@ extern double bench_budget_s; /* seconds of timed samples per (workload, impl) *
 /* Parses [--threads N] [--budget SECONDS] [--only NAME], sets ctensor's and
  * OpenMP's threads, prints the {"meta":...} line. Returns 0, or 2 on bad usage. */
 int bench_init(int argc, char **argv, const char *prog, const char **only);
-/* Whether workload `name` was selected by --only (a substring; NULL: all). */
+/* Whether workload `name` was selected by --only (substrings separated by
+ * commas, any of which may match; NULL: all). */
 int bench_want(const char *only, const char *name);
 
 timing time_it(bench_fn fn, void *ctx);

@@ -44,7 +44,8 @@ def init(description, extra=None):
 
 
 def want(name):
-    return ARGS.only is None or ARGS.only in name
+    """Whether --only (substrings separated by commas, any of which may match) selects name."""
+    return ARGS.only is None or any(part and part in name for part in ARGS.only.split(","))
 
 
 def minor_faults():
