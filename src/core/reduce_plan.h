@@ -331,6 +331,25 @@ typedef struct ct_reduce_geom {
   bool column;                                                /* COLUMN layout (above) */
 } ct_reduce_geom;
 
+/* An empty input's geometry without overflow, for both backends' set-up:
+ * beside a 0, the products of the other sizes (K, R) and the strides times
+ * sizes can overflow. The caller gives the input strides 0 (never read).
+ * With no output (a kept size 0: *k_empty) one 0 size; else the kept sizes as
+ * they are (the output exists) and the reduced sizes 1 but one 0 (R = 0:
+ * each output the identity). mask[d]: dim d is reduced. */
+static inline void ct_reduce_empty_shape(int ndim, const int64_t *sizes, const bool *mask,
+                                         int64_t *shape, bool *k_empty) {
+  *k_empty = false;
+  for (int d = 0; d < ndim; d++) *k_empty |= !mask[d] && sizes[d] == 0;
+  bool zero_set = false;
+  for (int d = 0; d < ndim; d++) {
+    bool keep = !*k_empty && !mask[d];
+    bool is_zero = sizes[d] == 0 && (*k_empty ? !mask[d] : mask[d]) && !zero_set;
+    zero_set |= is_zero;
+    shape[d] = keep ? sizes[d] : is_zero ? 0 : 1;
+  }
+}
+
 CT_HOST_DEVICE int64_t ct_iabs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* The geometry of reducing x (ndim dims of shape, strides xs in elements)

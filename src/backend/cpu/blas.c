@@ -58,9 +58,7 @@ static struct {
   bool limited; /* an RLIMIT_AS at load: calls are guarded */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
-/* Whether `bytes` more of address space can be mapped now (always, without
- * an RLIMIT_AS). */
-static bool room_for(size_t bytes) {
+bool ct__room_for(size_t bytes) {
   struct rlimit r;
   if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return true;
   void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -89,7 +87,7 @@ static void unlock_after_fork(void) { pthread_mutex_unlock(&guard.first); }
 
 /* Room for one more buffer, or a warning (once) and false. */
 static bool room_for_buffer(void) {
-  if (room_for(CT_BLAS_BUFFER)) return true;
+  if (ct__room_for(CT_BLAS_BUFFER)) return true;
   if (!atomic_exchange(&guard.warned, true))
     fprintf(stderr,
             "ctensor: warning: the address-space limit (ulimit -v) leaves no room for another "
@@ -280,7 +278,7 @@ static void load(void) {
   int nt = ct__num_threads();
   const char *path = CT_BLAS_PATH;
   size_t lib = file_size(path);
-  if (!room_for(lib + 2 * CT_BLAS_BUFFER)) {
+  if (!ct__room_for(lib + 2 * CT_BLAS_BUFFER)) {
     blas.status = CT_ERR_OOM;
     snprintf(blas.error, sizeof blas.error,
              "the address-space limit (ulimit -v) leaves no room for OpenBLAS (%zu MiB: its "
@@ -288,7 +286,7 @@ static void load(void) {
              (lib + 2 * CT_BLAS_BUFFER) >> 20);
     return;
   }
-  blas.max_threads = room_for(lib + (size_t)(nt + 1) * CT_BLAS_BUFFER) ? nt : 1;
+  blas.max_threads = ct__room_for(lib + (size_t)(nt + 1) * CT_BLAS_BUFFER) ? nt : 1;
   char core_note[160] = "";
   void *h = open_blas(path, core_note, sizeof core_note);
   if (!h && strcmp(path, CT_BLAS_SONAME) != 0)

@@ -36,6 +36,10 @@ bool ct__blas_call_begin(bool *holds);
 void ct__blas_call_end(bool holds);
 /* Records CT_ERR_OOM: op, and why the call was not made. */
 ct_status ct__blas_no_room(const char *op);
+/* Whether `bytes` more of address space can be mapped now (always, without
+ * an RLIMIT_AS): what the libraries loaded at run time (OpenBLAS, oneDNN)
+ * check before a load or a call that may reserve memory. */
+bool ct__room_for(size_t bytes);
 /* How many threads may call the BLAS at once (1 for a build that is not
  * thread-safe, or when the address-space limit leaves room for fewer buffers
  * than ctensor has threads). Valid after ct__blas_load. */

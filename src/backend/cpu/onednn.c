@@ -22,9 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "core/internal.h"
 #include "core/parallel.h"
@@ -64,17 +63,6 @@ static dnnl_stream_t stream;
 dnnl_engine_t ct__onednn_engine(void) { return engine; }
 dnnl_stream_t ct__onednn_stream(void) { return stream; }
 
-/* Whether `bytes` more of address space can be mapped now (always without
- * an RLIMIT_AS). */
-static bool room_for(size_t bytes) {
-  struct rlimit r;
-  if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return true;
-  void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
-  munmap(p, bytes);
-  return true;
-}
-
 #define CT_DNNL_SYM(field, name)                              \
   do {                                                        \
     *(void **)&ct__dnnl.field = dlsym(h, #name);              \
@@ -103,7 +91,7 @@ static void load(void) {
   /* The library (about 40 MiB with its dependencies) and a thread stack
    * (8 MiB by default) per thread, with a margin. */
   size_t need = ((size_t)64 << 20) + (size_t)ct__num_threads() * ((size_t)16 << 20);
-  if (!room_for(need)) {
+  if (!ct__room_for(need)) {
     snprintf(dnn.describe, sizeof dnn.describe,
              "not used: the address-space limit (ulimit -v) leaves no room for it (%zu MiB)",
              need >> 20);

@@ -3,29 +3,12 @@
  * walker over outputs and the walker over reduced runs. */
 #include "backend/cpu/reduce.h"
 
-/* An empty x's geometry without overflow (its sizes' products and byte
- * strides can overflow beside a 0): x's strides 0 (never read); with empty
- * outputs (K = 0) one 0 size and strides 0, else the kept sizes and the
- * outputs' strides as they are (the outputs exist) and the reduced sizes
- * 1 but one 0 (R = 0: each output the identity). */
-static void empty_shape(const ct_tensor *x, const bool *mask, int64_t *shape, bool *k_empty) {
-  *k_empty = false;
-  for (int d = 0; d < x->ndim; d++) *k_empty |= !mask[d] && x->shape[d] == 0;
-  bool zero_set = false;
-  for (int d = 0; d < x->ndim; d++) {
-    bool keep = !*k_empty && !mask[d];
-    bool is_zero = x->shape[d] == 0 && (*k_empty ? !mask[d] : mask[d]) && !zero_set;
-    zero_set |= is_zero;
-    shape[d] = keep ? x->shape[d] : is_zero ? 0 : 1;
-  }
-}
-
 void ct__rgeom_init(ct_rgeom *g, const ct_tensor *x, const bool *mask, int nout,
                     ct_tensor *const *outs) {
   static const int64_t zeros[CT_MAX_DIMS] = {0};
   int64_t eshape[CT_MAX_DIMS];
   bool k_empty = false, empty = x->numel == 0;
-  if (empty) empty_shape(x, mask, eshape, &k_empty);
+  if (empty) ct_reduce_empty_shape(x->ndim, x->shape, mask, eshape, &k_empty);
   const int64_t *os[CT_RG_MAX_OUT];
   int64_t ounit[CT_RG_MAX_OUT];
   for (int o = 0; o < nout; o++) {

@@ -38,29 +38,11 @@ struct rgeom {
   int xdt, xes;
 };
 
-/* An empty x's geometry without overflow, as the CPU's (backend/cpu/
- * reduce_geom.c): beside a 0, the products of x's other sizes (K, R) and its
- * strides times sizes can overflow. x's strides 0 (never read); with no
- * output (K = 0) one 0 size and strides 0, else the kept sizes and the
- * output's strides as they are (the output exists) and the reduced sizes 1
- * but one 0 (R = 0: each output the identity). */
-static void empty_shape(const ctc_t *x, const bool *mask, int64_t *shape, bool *k_empty) {
-  *k_empty = false;
-  for (int d = 0; d < x->ndim; d++) *k_empty |= !mask[d] && x->shape[d] == 0;
-  bool zero_set = false;
-  for (int d = 0; d < x->ndim; d++) {
-    bool keep = !*k_empty && !mask[d];
-    bool is_zero = x->shape[d] == 0 && (*k_empty ? !mask[d] : mask[d]) && !zero_set;
-    zero_set |= is_zero;
-    shape[d] = keep ? x->shape[d] : is_zero ? 0 : 1;
-  }
-}
-
 static void rgeom_init(rgeom *g, const ctc_t *x, const bool *mask, const ctc_t *out) {
   static const int64_t zeros[CTC_MAX_DIMS] = {0};
   int64_t eshape[CTC_MAX_DIMS];
   bool k_empty = false, empty = x->numel == 0;
-  if (empty) empty_shape(x, mask, eshape, &k_empty);
+  if (empty) ct_reduce_empty_shape(x->ndim, x->shape, mask, eshape, &k_empty);
   const int64_t *os[1] = {k_empty ? zeros : out->strides}, ounit[1] = {1};
   ct_reduce_geom_init(&g->gm, x->ndim, empty ? eshape : x->shape, empty ? zeros : x->strides, 1,
                       mask, 1, os, ounit);
